@@ -1,0 +1,39 @@
+"""Device and precision choice, in one place so that every encoder and trainer agrees."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import torch
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+def pick_device(requested: str | None = None) -> torch.device:
+    """``requested`` if given, else CUDA when present, else CPU."""
+    if requested:
+        return torch.device(requested)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def check_precision(precision: str, device: torch.device) -> str:
+    """Reduced precision only on CUDA: on CPU fp16 is slow and bf16 changes scores for no gain."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    if precision != "fp32" and device.type != "cuda":
+        raise ValueError(f"precision={precision} needs a CUDA device; this run is on {device}")
+    if precision == "bf16" and not torch.cuda.is_bf16_supported():
+        raise ValueError("precision=bf16 is not supported by this GPU; use fp16")
+    return precision
+
+
+@contextlib.contextmanager
+def autocast(device: torch.device, precision: str) -> Iterator[None]:
+    """Mixed precision (autocast) for fp16/bf16 on CUDA; a no-op for fp32."""
+    if precision == "fp32":
+        yield
+        return
+    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    with torch.autocast(device_type=device.type, dtype=dtype):
+        yield

@@ -1,0 +1,74 @@
+"""The one contract every encoder honours, whatever produces its vectors.
+
+Tasks never see an encoder and encoders never see a task: the runner hands an encoder a list of
+unique sentences and gets back one float32 row per sentence, in order. Everything that determines
+those rows goes into ``identity_info`` so that stored results and cached embeddings can be tied to
+exactly the model that produced them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+
+def stable_hash(obj: Any) -> str:
+    """sha256 of a JSON rendering with sorted keys: the same settings give the same fingerprint."""
+    blob = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+class Encoder(ABC):
+    """A sentence encoder: ``encode(sentences) -> float32 array (n, d)``.
+
+    Subclasses implement ``_encode`` on a batch-sized list and ``identity_info``. ``name`` is the
+    user-facing name (registry key or spec); ``metadata`` says how the vectors are meant to be used
+    (pooling, similarity, base model, training data) and is stored beside every result.
+    """
+
+    #: similarity function the vectors are meant for; every current task uses cosine.
+    similarity: str = "cosine"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @abstractmethod
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        """Return one float32 row per sentence, in the order given."""
+
+    @abstractmethod
+    def identity_info(self) -> dict[str, Any]:
+        """Everything that determines the outputs: weights fingerprint, pooling, wrapper parameters."""
+
+    @property
+    def identity(self) -> str:
+        """Short fingerprint of ``identity_info``; keys caches and ties results to a model."""
+        return stable_hash(self.identity_info())[:16]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Descriptive facts stored with results; subclasses extend it."""
+        return {"class": type(self).__name__, "similarity": self.similarity}
+
+    @property
+    def mask_token(self) -> str | None:
+        """The tokenizer's mask token, for post-processors that mask words (RepAL); None if absent."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
+    """Yield index batches over items sorted longest-first.
+
+    Sorting by length keeps padding (the dominant waste of transformer encoding) small; longest
+    first makes an out-of-memory error surface in the first batch rather than the last.
+    """
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]

@@ -1,0 +1,269 @@
+"""Names and specs to encoders.
+
+A name is resolved in this order:
+
+1. a composition ``base+post(k=v,...)+post`` (post-processors wrap the encoder on their left);
+2. a built-in name (``minilm-l6``, ``minilm-l3``, ``glove-50d``);
+3. an encoder registered in ``benchharness.toml`` (``[encoders.NAME] spec = "..."``);
+4. a trained run: a folder holding ``manifest.json`` (``runs/consert-l3``), or the name a manifest
+   under the configured runs folder declares (``consert-l3``);
+5. an ad-hoc spec ``hf:<id or path>?pooling=avg&max_length=64``, ``st:<id or path>``,
+   ``glove:<path>``.
+
+Anything else fails with the close matches among the known names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import parse_qsl
+
+from benchharness.config import load_config
+from benchharness.encoder import Encoder
+
+MANIFEST = "manifest.json"
+
+
+class UnknownEncoderError(KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class BuiltIn:
+    spec: dict[str, Any]
+    description: str
+
+
+BUILTINS: dict[str, BuiltIn] = {
+    "minilm-l6": BuiltIn(
+        {"type": "st", "model": "sentence-transformers/all-MiniLM-L6-v2"},
+        "all-MiniLM-L6-v2 as sentence-transformers defines it (mean pooling, normalize)",
+    ),
+    "minilm-l3": BuiltIn(
+        {"type": "st", "model": "sentence-transformers/paraphrase-MiniLM-L3-v2"},
+        "paraphrase-MiniLM-L3-v2 as sentence-transformers defines it (mean pooling)",
+    ),
+    "glove-50d": BuiltIn(
+        {"type": "glove", "file": "glove-50d"},
+        "average of GloVe 6B 50d vectors (lowercased whitespace tokens, OOV skipped)",
+    ),
+}
+
+#: name -> factory(base encoder, **params); filled by the post-processor modules.
+POSTPROCESSORS: dict[str, Callable[..., Encoder]] = {}
+
+
+def register_postprocessor(name: str) -> Callable[[Callable[..., Encoder]], Callable[..., Encoder]]:
+    def deco(factory: Callable[..., Encoder]) -> Callable[..., Encoder]:
+        POSTPROCESSORS[name] = factory
+        return factory
+
+    return deco
+
+
+def _coerce(value: str) -> Any:
+    """Query-string values to int/float/bool where they look like one."""
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def parse_params(text: str, sep: str) -> dict[str, Any]:
+    return {k: _coerce(v) for k, v in parse_qsl(text, keep_blank_values=True, separator=sep)}
+
+
+def split_composition(name: str) -> list[str]:
+    """Split ``a+b(x=1,y=2)+c`` on the ``+`` signs outside parentheses."""
+    parts, depth, current = [], 0, ""
+    for ch in name:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "+" and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    if depth != 0 or any(not p.strip() for p in parts):
+        raise UnknownEncoderError(f"malformed encoder composition {name!r}; expected base+post(k=v)+post")
+    return [p.strip() for p in parts]
+
+
+def glove_file(data_dir: Path) -> Path:
+    """The full GloVe 6B 50d file when the user has it, else the shared subset."""
+    for rel in ("glove/glove.6B.50d.txt", "glove/glove.6B.50d.txt.gz", "glove/glove.6B.50d.subset.txt.gz"):
+        if (data_dir / rel).exists():
+            return data_dir / rel
+    return data_dir / "glove/glove.6B.50d.subset.txt.gz"
+
+
+def build(name: str, spec: dict[str, Any], defaults: dict[str, Any] | None = None) -> Encoder:
+    """Instantiate an encoder from a spec dict ``{"type": ..., **params}``."""
+    spec = dict(spec)
+    kind = spec.pop("type")
+    opts = {k: v for k, v in (defaults or {}).items() if v is not None}
+    if kind == "hf":
+        from encoders.huggingface import HFEncoder
+
+        return HFEncoder(name, **{**opts, **spec})
+    if kind == "st":
+        from encoders.sbert import SentenceTransformerEncoder
+
+        allowed = {k: v for k, v in opts.items() if k in ("batch_size", "device")}
+        return SentenceTransformerEncoder(name, **{**allowed, **spec})
+    if kind == "glove":
+        from benchharness.data import DataRoot
+        from encoders.glove import WordVectorAverage
+
+        path = spec.pop("file")
+        if path == "glove-50d":
+            path = glove_file(DataRoot(opts.get("data_dir")).root)
+        return WordVectorAverage(name, path, **spec)
+    raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} (hf, st, glove)")
+
+
+def parse_adhoc(spec: str) -> dict[str, Any] | None:
+    """``hf:<id>?k=v&k=v`` -> spec dict, or None if ``spec`` is not of that form."""
+    m = re.fullmatch(r"(hf|st|glove):([^?]+)(?:\?(.*))?", spec)
+    if not m:
+        return None
+    kind, target, query = m.groups()
+    key = "file" if kind == "glove" else "model"
+    return {"type": kind, key: target, **parse_params(query or "", "&")}
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if "encoder" not in manifest:
+        raise ValueError(f"{path}: not a benchharness run manifest (no 'encoder' entry)")
+    return manifest
+
+
+def manifest_spec(folder: Path) -> dict[str, Any]:
+    """A trained run's encoder spec with its model path made absolute."""
+    spec = dict(read_manifest(folder)["encoder"])
+    for key in ("model", "file"):
+        if key in spec and not Path(spec[key]).is_absolute():
+            spec[key] = str((folder / spec[key]).resolve())
+    return spec
+
+
+def registered_runs(runs_dir: Path) -> dict[str, Path]:
+    """Manifests under the runs folder, by the name they declare (else their folder name)."""
+    runs: dict[str, Path] = {}
+    if runs_dir.is_dir():
+        for manifest in sorted(runs_dir.glob(f"*/{MANIFEST}")):
+            try:
+                name = json.loads(manifest.read_text()).get("name") or manifest.parent.name
+            except json.JSONDecodeError:
+                continue
+            runs[name] = manifest.parent
+    return runs
+
+
+class Registry:
+    """Resolves names to encoders; ``defaults`` (device, batch_size, data_dir) apply to all."""
+
+    def __init__(self, defaults: dict[str, Any] | None = None,
+                 wrap: Callable[[Encoder], Encoder] | None = None) -> None:
+        self.config = load_config()
+        self.defaults = defaults or {}
+        #: applied to the base encoder and to every post-processor stage (the runner's cache)
+        self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
+        self._import_postprocessors()
+
+    @staticmethod
+    def _import_postprocessors() -> None:
+        import importlib
+
+        for module in ("encoders.postprocess",):
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name != module:
+                    raise
+
+    def known_names(self) -> list[str]:
+        return [*BUILTINS, *self.config.encoders, *registered_runs(self.config.runs_dir)]
+
+    def spec_for(self, name: str) -> dict[str, Any]:
+        """The spec dict behind a single (uncomposed) name."""
+        if name in BUILTINS:
+            return dict(BUILTINS[name].spec)
+        if name in self.config.encoders:
+            entry = dict(self.config.encoders[name])
+            if "spec" in entry:
+                return self.spec_for(entry["spec"])
+            entry.pop("description", None)
+            return entry
+        folder = Path(name).expanduser()
+        if (folder / MANIFEST).is_file():
+            return manifest_spec(folder)
+        runs = registered_runs(self.config.runs_dir)
+        if name in runs:
+            return manifest_spec(runs[name])
+        adhoc = parse_adhoc(name)
+        if adhoc is not None:
+            return adhoc
+        close = difflib.get_close_matches(name, self.known_names(), n=5, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise UnknownEncoderError(
+            f"unknown encoder {name!r}.{hint} Known names: {', '.join(self.known_names())}; or write "
+            "hf:<model>?pooling=..., st:<model>, glove:<file>, a run folder with manifest.json, and "
+            f"compose post-processors with + ({', '.join(sorted(POSTPROCESSORS)) or 'none installed'})."
+        )
+
+    def get(self, name: str) -> Encoder:
+        parts = split_composition(name)
+        base_name = parts[0]
+        encoder = self.wrap(build(base_name, self.spec_for(base_name), self.defaults))
+        prefix = base_name
+        for part in parts[1:]:
+            m = re.fullmatch(r"([\w-]+)(?:\((.*)\))?", part)
+            if not m or m.group(1) not in POSTPROCESSORS:
+                post = m.group(1) if m else part
+                close = difflib.get_close_matches(post, list(POSTPROCESSORS), n=3, cutoff=0.4)
+                hint = f" Did you mean: {', '.join(close)}?" if close else ""
+                raise UnknownEncoderError(
+                    f"unknown post-processor {post!r} in {name!r}.{hint} "
+                    f"Available: {', '.join(sorted(POSTPROCESSORS)) or 'none'}"
+                )
+            prefix = f"{prefix}+{part}"
+            params = parse_params(m.group(2) or "", ",")
+            encoder = self.wrap(POSTPROCESSORS[m.group(1)](encoder, name=prefix, **params))
+        return encoder
+
+    def describe(self) -> list[dict[str, str]]:
+        """Rows for ``benchharness list encoders``: every name with its source and settings."""
+        rows = [{"name": n, "source": "built-in", "settings": json.dumps(b.spec), "description": b.description}
+                for n, b in BUILTINS.items()]
+        for n, entry in self.config.encoders.items():
+            rows.append({"name": n, "source": str(self.config.file), "settings": entry.get("spec", json.dumps(entry)),
+                         "description": entry.get("description", "")})
+        for n, folder in registered_runs(self.config.runs_dir).items():
+            m = read_manifest(folder)
+            rows.append({"name": n, "source": str(folder), "settings": json.dumps(m["encoder"]),
+                         "description": f"trained: {m.get('method', '?')} on {m.get('base_model', '?')}"})
+        for n in sorted(POSTPROCESSORS):
+            doc = (POSTPROCESSORS[n].__doc__ or "").strip().splitlines()
+            rows.append({"name": f"+{n}", "source": "post-processor", "settings": "",
+                         "description": doc[0] if doc else ""})
+        return rows

@@ -1,0 +1,187 @@
+"""The plan: for each encoder, encode the unique sentences of all selected tasks once, then
+let every task evaluate from that store and write its result.
+
+Failures are contained: an encoder that cannot be built, a task whose data is missing, or a task
+whose evaluation raises is reported in the summary while everything else finishes and is saved.
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import tasks as task_registry
+from benchharness.data import DataRoot
+from benchharness.encoder import Encoder
+from benchharness.results import OVERWRITE, Result, ResultStore, now, versions
+from tasks.base import Task
+
+DEFAULT_SEED = 1111  # SentEval's seed, used by every task that draws random numbers
+
+
+@dataclass
+class Outcome:
+    encoder: str
+    task: str
+    status: str  # computed | reused | failed | skipped
+    main_score: float | None = None
+    message: str = ""
+
+
+@dataclass
+class Summary:
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    import torch
+
+    torch.manual_seed(seed)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class EmbeddingStore:
+    """Sentence -> row lookup over one encoding pass; ``embed`` is what tasks receive."""
+
+    def __init__(self, sentences: list[str], vectors: np.ndarray) -> None:
+        self.index = {s: i for i, s in enumerate(sentences)}
+        self.vectors = vectors
+
+    def embed(self, sentences: list[str]) -> np.ndarray:
+        try:
+            return self.vectors[[self.index[s] for s in sentences]]
+        except KeyError as exc:
+            raise KeyError(f"task asked for a sentence it did not declare: {exc.args[0][:80]!r}") from None
+
+
+def unique_sentences(loaded: list[Task]) -> list[str]:
+    return list(dict.fromkeys(s for t in loaded for s in t.sentences()))
+
+
+def run(
+    encoder_names: list[str],
+    task_names: list[str],
+    get_encoder: Callable[[str], Encoder],
+    data: DataRoot,
+    store: ResultStore,
+    overwrite: str = "reuse",
+    seed: int = DEFAULT_SEED,
+    show_progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> Summary:
+    if overwrite not in OVERWRITE:
+        raise ValueError(f"overwrite must be one of {', '.join(OVERWRITE)}")
+    summary = Summary()
+    tasks: dict[str, Task] = {}
+    for name in task_names:
+        task = task_registry.get(name)
+        try:
+            task.load(data)
+            tasks[name] = task
+        except Exception as exc:  # data problems are per task
+            for enc in encoder_names:
+                summary.outcomes.append(Outcome(enc, name, "failed", message=str(exc)))
+            log(f"[{name}] cannot load: {exc}")
+    digests = {name: data.digest(t.files) for name, t in tasks.items()}
+    run_versions = versions()
+
+    for enc_name in encoder_names:
+        try:
+            encoder = get_encoder(enc_name)
+            identity_info = encoder.identity_info()
+            identity = encoder.identity
+        except Exception as exc:
+            for name in tasks:
+                summary.outcomes.append(Outcome(enc_name, name, "failed", message=f"encoder: {exc}"))
+            log(f"[{enc_name}] cannot build encoder: {exc}")
+            continue
+        todo: list[Task] = []
+        for name, task in tasks.items():
+            stored = _stored(store, enc_name, name)
+            if stored is not None and overwrite != "always":
+                current = (identity, digests[name], _protocol(task))
+                fresh = stored.fingerprint() == current
+                if overwrite == "reuse" or fresh:
+                    note = "" if fresh else " (stored with a different identity/data/protocol; --overwrite stale recomputes)"
+                    summary.outcomes.append(Outcome(enc_name, name, "reused", stored.main_score, note.strip()))
+                    continue
+            todo.append(task)
+        if not todo:
+            continue
+
+        seed_everything(seed)
+        sentences = unique_sentences(todo)
+        log(f"[{enc_name}] encoding {len(sentences)} unique sentences for {len(todo)} task(s)")
+        t0 = time.perf_counter()
+        try:
+            vectors = encoder.encode(sentences, show_progress=show_progress)
+        except Exception as exc:
+            for task in todo:
+                summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
+            log(f"[{enc_name}] encoding failed: {exc}\n{traceback.format_exc()}")
+            continue
+        encode_seconds = time.perf_counter() - t0
+        embeddings = EmbeddingStore(sentences, vectors)
+
+        for task in todo:
+            seed_everything(seed)
+            t1 = time.perf_counter()
+            try:
+                metrics = task.evaluate(embeddings.embed, seed)
+            except Exception as exc:
+                summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"evaluation: {exc}"))
+                log(f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
+                continue
+            result = Result(
+                encoder=enc_name,
+                task=task.name,
+                main_score=float(metrics[task.metadata.main_score]),
+                main_metric=task.metadata.main_score,
+                metrics=metrics,
+                protocol=_protocol(task),
+                encoder_identity={"hash": identity, **identity_info},
+                encoder_metadata=encoder.metadata,
+                data={"sha256": digests[task.name], "root": str(data.root),
+                      "files": sorted(str(f.relative_to(data.root)) for f in task.files),
+                      "verified": data.verify},
+                seed=seed,
+                timings={"encode_seconds_all_tasks": round(encode_seconds, 3),
+                         "sentences_encoded_all_tasks": len(sentences),
+                         "evaluate_seconds": round(time.perf_counter() - t1, 3),
+                         "peak_rss_mb": round(peak_rss_mb(), 1)},
+                versions=run_versions,
+                date=now(),
+            )
+            store.save(result)
+            summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score))
+            log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}")
+    return summary
+
+
+def _protocol(task: Task) -> dict[str, Any]:
+    meta = task.metadata
+    return {"variant": meta.protocol, "split": meta.split, "main_score": meta.main_score,
+            **meta.protocol_details}
+
+
+def _stored(store: ResultStore, encoder: str, task: str) -> Result | None:
+    try:
+        return store.load(encoder, task)
+    except ValueError:
+        return None  # a corrupt stored file is recomputed and replaced

@@ -1,0 +1,85 @@
+"""Average of static word vectors (GloVe and any file in the GloVe text format)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchharness.encoder import Encoder
+
+
+def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
+    """Read ``word v1 ... vd`` lines (plain or .gz) into a vocabulary and a float32 matrix.
+
+    A malformed line raises with the file and line number, since a truncated download is the
+    usual cause.
+    """
+    opener = gzip.open if str(path).endswith(".gz") else open
+    vocab: dict[str, int] = {}
+    rows: list[np.ndarray] = []
+    dim = None
+    with opener(path, "rt", encoding="utf8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            word, _, rest = line.rstrip("\n").partition(" ")
+            try:
+                vec = np.array(rest.split(" "), dtype=np.float32)
+            except ValueError:
+                raise ValueError(f"{path}:{lineno}: not a 'word v1 ... vd' line") from None
+            if dim is None:
+                dim = vec.shape[0]
+            elif vec.shape[0] != dim:
+                raise ValueError(f"{path}:{lineno}: {vec.shape[0]} values, expected {dim}")
+            if word not in vocab:  # first occurrence wins, as in SentEval's loader
+                vocab[word] = len(rows)
+                rows.append(vec)
+    if not rows:
+        raise ValueError(f"{path}: no word vectors")
+    return vocab, np.stack(rows)
+
+
+class WordVectorAverage(Encoder):
+    """Mean of the vectors of the whitespace tokens found in the vocabulary.
+
+    Like SentEval's bag-of-words baseline, out-of-vocabulary tokens are skipped and a sentence with
+    none found gets the zero vector (its cosine then counts as 0). GloVe 6B is an uncased
+    vocabulary, so tokens are lowercased by default; that choice is part of the identity.
+    """
+
+    def __init__(self, name: str, path: str | Path, lowercase: bool = True) -> None:
+        super().__init__(name)
+        self.path = Path(path)
+        self.lowercase = bool(lowercase)
+        self._vocab: dict[str, int] | None = None
+        self._vectors: np.ndarray | None = None
+
+    def _load(self) -> None:
+        if self._vectors is None:
+            if not self.path.exists():
+                raise FileNotFoundError(
+                    f"word vectors not found: {self.path}. GloVe files: https://nlp.stanford.edu/projects/glove/"
+                )
+            self._vocab, self._vectors = read_word_vectors(self.path)
+
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        self._load()
+        assert self._vocab is not None and self._vectors is not None
+        out = np.zeros((len(sentences), self._vectors.shape[1]), dtype=np.float32)
+        for i, sentence in enumerate(sentences):
+            text = sentence.lower() if self.lowercase else sentence
+            ids = [self._vocab[w] for w in text.split() if w in self._vocab]
+            if ids:
+                out[i] = self._vectors[ids].mean(axis=0)
+        return out
+
+    def identity_info(self) -> dict[str, Any]:
+        digest = hashlib.sha256(self.path.read_bytes()).hexdigest() if self.path.exists() else None
+        return {"family": "word-vector-average", "file": self.path.name, "sha256": digest,
+                "lowercase": self.lowercase}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {**super().metadata, "pooling": "mean of word vectors", "base_model": self.path.name}

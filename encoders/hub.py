@@ -1,0 +1,66 @@
+"""Where a model's files are and which exact weights they hold.
+
+A model is named either by a Hugging Face hub id (resolved through the standard hub cache, so
+``HF_HUB_CACHE``/``HF_HUB_OFFLINE`` apply) or by a local folder. Its fingerprint is the hub
+revision when there is one and, always, a sha256 over the weight files: a fine-tuned folder has
+no revision, and a revision alone would not catch an edited cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    name: str  # what the user wrote: hub id or path
+    path: Path  # local folder holding config, tokenizer and weights
+    revision: str | None  # hub commit, when loaded from the hub cache
+
+    @property
+    def weights_sha256(self) -> str:
+        return weights_fingerprint(str(self.path))
+
+
+def resolve(name_or_path: str) -> ModelSource:
+    """Find a model locally, downloading it only when the hub is reachable and allowed."""
+    p = Path(name_or_path).expanduser()
+    if p.is_dir():
+        return ModelSource(name_or_path, p.resolve(), None)
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+    try:
+        folder = snapshot_download(name_or_path, local_files_only=True)
+    except LocalEntryNotFoundError:
+        if offline:
+            raise FileNotFoundError(
+                f"model {name_or_path!r} is neither a local folder nor in the Hugging Face cache "
+                f"({os.environ.get('HF_HUB_CACHE', 'default cache')}); HF_HUB_OFFLINE is set, so it "
+                "cannot be downloaded. Point HF_HUB_CACHE at a cache that holds it, or pass a folder."
+            ) from None
+        folder = snapshot_download(name_or_path)
+    folder_path = Path(folder)
+    return ModelSource(name_or_path, folder_path, folder_path.name)
+
+
+@lru_cache(maxsize=64)
+def weights_fingerprint(folder: str) -> str:
+    """sha256 over every weight file of a folder (sorted by name), streamed in 8 MiB chunks."""
+    digest = hashlib.sha256()
+    files = [Path(folder) / f for f in WEIGHT_FILES if (Path(folder) / f).exists()]
+    if not files:
+        raise FileNotFoundError(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
+    for f in files:
+        digest.update(f.name.encode())
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(8 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,156 @@
+"""Any Hugging Face transformer as a sentence encoder, with the pooling variants of the field."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from benchharness.devices import autocast, check_precision, pick_device
+from benchharness.encoder import Encoder, length_sorted_batches
+from encoders import hub
+from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
+
+
+class HFEncoder(Encoder):
+    """A transformers ``AutoModel`` plus a pooling rule.
+
+    Batches are formed over character-length-sorted sentences (a cheap, good proxy for token
+    length) so padding stays small; outputs are returned in input order.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        pooling: str = "cls",
+        first_layer: int = 1,
+        max_length: int = 512,
+        batch_size: int = 64,
+        device: str | None = None,
+        precision: str = "fp32",
+        normalize: bool = False,
+        prompt: str = PROMPT_TEMPLATE,
+    ) -> None:
+        super().__init__(name)
+        if pooling not in POOLINGS:
+            raise ValueError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+        self.source = hub.resolve(model)
+        self.pooling = pooling
+        self.first_layer = int(first_layer)
+        self.max_length = int(max_length)
+        self.batch_size = int(batch_size)
+        self.device = pick_device(device)
+        self.precision = check_precision(precision, self.device)
+        self.normalize = bool(normalize)
+        self.prompt = prompt
+        self._model = None
+        self._tokenizer = None
+
+    # Loading is lazy: listing or fingerprinting an encoder must not cost a model load.
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(str(self.source.path))
+        return self._tokenizer
+
+    @property
+    def model(self) -> torch.nn.Module:
+        if self._model is None:
+            from transformers import AutoModel
+            from transformers.utils import logging as hf_logging
+
+            # paraphrase-MiniLM-L3-v2 ships without a pooler: the "newly initialized" warning is
+            # expected and harmless for every pooling but 'cls', which we refuse below instead.
+            verbosity = hf_logging.get_verbosity()
+            hf_logging.set_verbosity_error()
+            try:
+                self._model = AutoModel.from_pretrained(str(self.source.path))
+            finally:
+                hf_logging.set_verbosity(verbosity)
+            self._model.to(self.device).eval()
+        return self._model
+
+    @property
+    def mask_token(self) -> str | None:
+        return self.tokenizer.mask_token
+
+    def _texts(self, sentences: Sequence[str]) -> list[str]:
+        if self.pooling != "prompt":
+            return list(sentences)
+        if self.mask_token is None:
+            raise ValueError(f"pooling 'prompt' needs a tokenizer with a mask token ({self.source.name})")
+        return [self.prompt.format(sentence=s, mask=self.mask_token) for s in sentences]
+
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        texts = self._texts(sentences)
+        out: np.ndarray | None = None
+        batches = list(length_sorted_batches([len(t) for t in texts], self.batch_size))
+        for idx in tqdm(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
+            vecs = self.encode_batch([texts[i] for i in idx])
+            if out is None:
+                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+            out[idx] = vecs
+        if out is None:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return out
+
+    @torch.inference_mode()
+    def encode_batch(self, texts: list[str]) -> np.ndarray:
+        """Encode one batch of already-templated texts."""
+        model = self.model
+        enc = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        ).to(self.device)
+        mask_positions = None
+        if self.pooling == "prompt":
+            # last mask in the row: the template's; a sentence may itself contain the mask string
+            is_mask = enc["input_ids"] == self.tokenizer.mask_token_id
+            positions = torch.arange(is_mask.shape[1], device=self.device).expand_as(is_mask)
+            mask_positions = torch.where(is_mask, positions, -1).max(dim=1).values
+            if (mask_positions < 0).any():
+                raise ValueError("a prompt lost its mask token to truncation; raise max_length")
+        with autocast(self.device, self.precision):
+            outputs = model(**enc, output_hidden_states=needs_hidden_states(self.pooling))
+        vecs = pool(self.pooling, outputs, enc["attention_mask"], self.first_layer, mask_positions)
+        vecs = vecs.float()
+        if self.normalize:
+            vecs = torch.nn.functional.normalize(vecs, dim=-1)
+        return vecs.cpu().numpy().astype(np.float32, copy=False)
+
+    @property
+    def dimension(self) -> int:
+        from transformers import AutoConfig
+
+        return int(AutoConfig.from_pretrained(str(self.source.path)).hidden_size)
+
+    def identity_info(self) -> dict[str, Any]:
+        info = {
+            "family": "hf",
+            "model": self.source.name,
+            "revision": self.source.revision,
+            "weights_sha256": self.source.weights_sha256,
+            "pooling": self.pooling,
+            "max_length": self.max_length,
+            "precision": self.precision,
+            "normalize": self.normalize,
+        }
+        if self.pooling == "avg_first_last":
+            info["first_layer"] = self.first_layer
+        if self.pooling == "prompt":
+            info["prompt"] = self.prompt
+        return info
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {
+            **super().metadata,
+            "base_model": self.source.name,
+            "pooling": self.pooling,
+            "batch_size": self.batch_size,
+            "device": str(self.device),
+        }

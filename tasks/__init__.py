@@ -1,0 +1,64 @@
+"""Task registry: every task by name, and the groups (``sts``...) that select several at once."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Callable
+
+from tasks.base import Task
+from tasks import sts
+
+FACTORIES: dict[str, Callable[[], Task]] = {
+    **{year: (lambda y=year: sts.STSYear(y)) for year in sts.SUBSETS},
+    "STSBenchmark": lambda: sts.stsb("test"),
+    "SICKRelatedness": lambda: sts.sick("test"),
+    "STSBenchmark-dev": lambda: sts.stsb("dev"),
+    "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),
+    "SICKRelatedness-trial": lambda: sts.sick("trial"),
+}
+
+GROUPS: dict[str, list[str]] = {
+    "sts": ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"],
+}
+
+
+class UnknownTaskError(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def register(name: str, factory: Callable[[], Task], groups: tuple[str, ...] = ()) -> None:
+    """Add a task (used by the task-family modules)."""
+    FACTORIES[name] = factory
+    for group in groups:
+        GROUPS.setdefault(group, []).append(name)
+
+
+def resolve(selection: str | list[str]) -> list[str]:
+    """Expand a comma list of task and group names, keeping order, failing with suggestions."""
+    items = selection.split(",") if isinstance(selection, str) else selection
+    names: list[str] = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        if item in GROUPS:
+            expanded = GROUPS[item]
+        elif item in FACTORIES:
+            expanded = [item]
+        else:
+            lookup = {n.lower(): n for n in [*FACTORIES, *GROUPS]}
+            if item.lower() in lookup:
+                expanded = GROUPS.get(lookup[item.lower()], [lookup[item.lower()]])
+            else:
+                close = difflib.get_close_matches(item, [*FACTORIES, *GROUPS], n=5, cutoff=0.5)
+                hint = f" Did you mean: {', '.join(close)}?" if close else ""
+                raise UnknownTaskError(
+                    f"unknown task {item!r}.{hint} Groups: {', '.join(GROUPS)}; "
+                    f"tasks: {', '.join(FACTORIES)}"
+                )
+        names.extend(n for n in expanded if n not in names)
+    return names
+
+
+def get(name: str) -> Task:
+    return FACTORIES[resolve(name)[0]]()

@@ -1,0 +1,70 @@
+"""What a task is: metadata, the sentences it will ask for, and an evaluation from embeddings.
+
+A task never loads a model. The runner calls ``load`` once (reading files through the data root,
+which checks them), collects ``sentences()`` from every selected task, encodes the unique ones
+once, and calls ``evaluate(embed)`` where ``embed(list_of_sentences)`` is served from that store.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from benchharness.data import DataRoot
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class TaskMetadata:
+    name: str
+    family: str
+    description: str
+    split: str
+    main_score: str  # key into the metrics dict
+    protocol: str  # variant name, recorded in every result
+    reference: str
+    groups: tuple[str, ...] = ()
+    n_samples: int | None = None  # expected evaluation items, checked at load
+    protocol_details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Task(ABC):
+    metadata: TaskMetadata
+
+    def __init__(self) -> None:
+        self.files: list[Path] = []
+        self.loaded = False
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    def load(self, data: DataRoot) -> None:
+        """Read the task's files (once); ``self.files`` lists every file read, for checksums."""
+        if not self.loaded:
+            self._load(data)
+            self.loaded = True
+
+    def _path(self, data: DataRoot, rel: str, source: str) -> Path:
+        path = data.path(rel, source)
+        self.files.append(path)
+        return path
+
+    @abstractmethod
+    def _load(self, data: DataRoot) -> None: ...
+
+    @abstractmethod
+    def sentences(self) -> list[str]:
+        """Every sentence ``evaluate`` will ask to embed."""
+
+    @abstractmethod
+    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+        """Metrics (scores x100), including ``metadata.main_score``."""

@@ -1,0 +1,201 @@
+"""Unsupervised semantic textual similarity: STS12-16, STS-B and SICK-R by cosine.
+
+Protocol (PROTOCOLS.md, SentEval/SimCSE): read SentEval's files, drop pairs whose gold line is
+empty, hand the encoder ``' '.join(line.split())`` (SentEval re-joins the whitespace tokens), score
+pairs by cosine (a zero vector scores 0), and correlate with the gold scores. STS12-16 record the
+three aggregations in use: ``all`` (one Spearman over the concatenated subsets: SimCSE, SBERT,
+ConSERT, PaSeR, DefSent report this; equal to mteb's merged sets), ``mean`` (unweighted mean of
+per-subset correlations, original SentEval) and ``wmean`` (mean weighted by subset size).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+
+from benchharness.data import DataError, DataRoot
+from benchharness.metrics import correlations, paired_cosine
+from tasks.base import Embed, Task, TaskMetadata
+
+PROTOCOL = "senteval-unsup-cosine"
+SUBSETS: dict[str, tuple[str, ...]] = {
+    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+    "STS13": ("FNWN", "headlines", "OnWN"),
+    "STS14": ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
+    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+}
+#: scored pairs per year, from the task papers (and PROTOCOLS.md)
+PAIRS = {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186}
+REFERENCE = "SentEval (Conneau & Kiela 2018); SimCSE evaluation (Gao et al. 2021)"
+
+
+def senteval_text(s: str) -> str:
+    """SentEval splits on whitespace and the batcher re-joins with single spaces."""
+    return " ".join(s.split())
+
+
+def _read_lines(path) -> list[str]:
+    with io.open(path, encoding="utf8") as fh:
+        return fh.read().splitlines()
+
+
+class PairTask(Task):
+    """Pairs with gold scores, possibly in named subsets; evaluation by cosine."""
+
+    subsets: dict[str, tuple[list[str], list[str], np.ndarray]]
+
+    def sentences(self) -> list[str]:
+        return [s for a, b, _ in self.subsets.values() for s in (*a, *b)]
+
+    def _check_count(self) -> None:
+        n = sum(len(g) for _, _, g in self.subsets.values())
+        if self.metadata.n_samples is not None and n != self.metadata.n_samples:
+            raise DataError(
+                f"{self.name}: read {n} scored pairs from {', '.join(map(str, self.files[:2]))}..., "
+                f"expected {self.metadata.n_samples}; the files are not SentEval's"
+            )
+
+    def _scores(self, embed: Embed) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return {
+            name: (paired_cosine(embed(a), embed(b)), gold)
+            for name, (a, b, gold) in self.subsets.items()
+        }
+
+
+class STSYear(PairTask):
+    """One STS shared-task year with its subsets."""
+
+    def __init__(self, year: str) -> None:
+        super().__init__()
+        self.year = year
+        self.metadata = TaskMetadata(
+            name=year,
+            family="sts",
+            description=f"SemEval {year} English STS, all subsets, unsupervised cosine",
+            split="test",
+            main_score="all.spearman",
+            protocol=PROTOCOL,
+            reference=REFERENCE,
+            groups=("sts",),
+            n_samples=PAIRS[year],
+            protocol_details={
+                "similarity": "cosine (zero vector -> 0)",
+                "text": "SentEval tokenized+lowercased, whitespace re-joined",
+                "aggregations": ["all", "mean", "wmean"],
+                "main": "Spearman over the concatenation of all subsets ('all')",
+                "subsets": list(SUBSETS[year]),
+            },
+        )
+
+    def _load(self, data: DataRoot) -> None:
+        folder = f"senteval/STS/{self.year}-en-test"
+        self.subsets = {}
+        for subset in SUBSETS[self.year]:
+            in_path = self._path(data, f"{folder}/STS.input.{subset}.txt", "senteval")
+            gs_path = self._path(data, f"{folder}/STS.gs.{subset}.txt", "senteval")
+            inputs, gold = _read_lines(in_path), _read_lines(gs_path)
+            if len(inputs) != len(gold):
+                raise DataError(f"{in_path}: {len(inputs)} lines but {gs_path} has {len(gold)}")
+            a, b, g = [], [], []
+            for lineno, (pair, score) in enumerate(zip(inputs, gold), 1):
+                if score.strip() == "":  # SentEval drops pairs without a gold score
+                    continue
+                fields = pair.split("\t")
+                if len(fields) < 2:
+                    raise DataError(f"{in_path}:{lineno}: expected two tab-separated sentences")
+                a.append(senteval_text(fields[0]))
+                b.append(senteval_text(fields[1]))
+                g.append(float(score))
+            self.subsets[subset] = (a, b, np.asarray(g))
+        self._check_count()
+
+    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+        metrics: dict[str, Any] = {}
+        scores = self._scores(embed)
+        sizes = {}
+        for name, (pred, gold) in scores.items():
+            for key, value in correlations(pred, gold).items():
+                metrics[f"{name}.{key}"] = value
+            metrics[f"{name}.n"] = sizes[name] = len(gold)
+        all_pred = np.concatenate([p for p, _ in scores.values()])
+        all_gold = np.concatenate([g for _, g in scores.values()])
+        for key, value in correlations(all_pred, all_gold).items():
+            metrics[f"all.{key}"] = value
+        weights = np.array([sizes[n] for n in scores], dtype=float)
+        for key in ("pearson", "spearman"):
+            per = np.array([metrics[f"{n}.{key}"] for n in scores])
+            metrics[f"mean.{key}"] = float(per.mean())
+            metrics[f"wmean.{key}"] = float((per * weights).sum() / weights.sum())
+        metrics["n"] = int(weights.sum())
+        return metrics
+
+
+class CsvPairTask(PairTask):
+    """STS-B (SentEval's tokenized csv, or the raw original) and SICK-R: one split, one file."""
+
+    def __init__(self, metadata: TaskMetadata, rel: str, cols: tuple[int, int, int], header: bool,
+                 raw: bool = False) -> None:
+        super().__init__()
+        self.metadata = metadata
+        self.rel = rel
+        self.cols = cols  # (gold, sentence a, sentence b) column indices
+        self.header = header
+        self.raw = raw
+
+    def _load(self, data: DataRoot) -> None:
+        path = self._path(data, self.rel, "senteval")
+        gi, ai, bi = self.cols
+        a, b, g = [], [], []
+        for lineno, line in enumerate(_read_lines(path), 1):
+            if self.header and lineno == 1:
+                continue
+            fields = line.strip().split("\t")
+            if len(fields) <= max(self.cols):
+                raise DataError(f"{path}:{lineno}: expected at least {max(self.cols) + 1} tab-separated fields")
+            text = (lambda s: s.strip()) if self.raw else senteval_text
+            a.append(text(fields[ai]))
+            b.append(text(fields[bi]))
+            try:
+                g.append(float(fields[gi]))
+            except ValueError:
+                raise DataError(f"{path}:{lineno}: gold score {fields[gi]!r} is not a number") from None
+        self.subsets = {"test": (a, b, np.asarray(g))}
+        self._check_count()
+
+    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+        pred, gold = self._scores(embed)["test"]
+        return {**correlations(pred, gold), "n": len(gold)}
+
+
+def _pair_meta(name: str, description: str, split: str, n: int, groups: tuple[str, ...],
+               protocol: str = PROTOCOL, text: str = "SentEval tokenized, whitespace re-joined") -> TaskMetadata:
+    return TaskMetadata(
+        name=name, family="sts", description=description, split=split, main_score="spearman",
+        protocol=protocol, reference=REFERENCE, groups=groups, n_samples=n,
+        protocol_details={"similarity": "cosine (zero vector -> 0)", "text": text},
+    )
+
+
+def stsb(split: str = "test", raw: bool = False) -> CsvPairTask:
+    n = {"train": 5749, "dev": 1500, "test": 1379}[split]
+    name = "STSBenchmark" + ("" if split == "test" else f"-{split}") + ("-raw" if raw else "")
+    folder = "senteval/STS/STSBenchmark/" + ("stsbenchmark/" if raw else "")
+    desc = f"STS Benchmark {split} split, unsupervised cosine" + (" on the original cased text" if raw else "")
+    groups = ("sts",) if split == "test" and not raw else ()
+    meta = _pair_meta(name, desc, split, n, groups,
+                      protocol=PROTOCOL + ("-rawtext" if raw else ""),
+                      text="original cased text (mteb-style)" if raw else "SentEval tokenized+lowercased")
+    return CsvPairTask(meta, f"{folder}sts-{split}.csv", (4, 5, 6), header=False, raw=raw)
+
+
+def sick(split: str = "test") -> CsvPairTask:
+    files = {"test": ("SICK_test_annotated.txt", 4927), "trial": ("SICK_trial.txt", 500),
+             "train": ("SICK_train.txt", 4500)}
+    rel, n = files[split]
+    name = "SICKRelatedness" + ("" if split == "test" else f"-{split}")
+    meta = _pair_meta(name, f"SICK relatedness {split} split (relatedness_score), unsupervised cosine",
+                      split, n, ("sts",) if split == "test" else ())
+    return CsvPairTask(meta, f"senteval/SICK/{rel}", (3, 1, 2), header=True)
