@@ -1,0 +1,59 @@
+"""Shared fixtures: the shared data and HF cache beside the checkout, and tiny random BERTs.
+
+Tests never touch the network: HF_HUB_OFFLINE is forced, and models are either the two MiniLMs of
+the shared cache or tiny randomly initialised BERTs built from a config with the MiniLM vocabulary.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("BENCHHARNESS_SHARED", ROOT.parent / "shared"))
+DATA = Path(os.environ.get("BENCHHARNESS_DATA", SHARED / "data"))
+HF_CACHE = Path(os.environ.get("HF_HUB_CACHE", SHARED / "hf" / "hub"))
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("HF_HUB_CACHE", str(HF_CACHE))
+os.environ.setdefault("BENCHHARNESS_DATA", str(DATA))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+MINILM_L6 = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_L3 = "sentence-transformers/paraphrase-MiniLM-L3-v2"
+
+
+def needs_data(*rels: str):
+    missing = [r for r in rels if not (DATA / r).exists()]
+    return pytest.mark.skipif(bool(missing), reason=f"shared data missing: {missing}")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not DATA.exists():
+        pytest.skip(f"shared data not found at {DATA}")
+    return DATA
+
+
+def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 32) -> Path:
+    """A randomly initialised BERT with the MiniLM (bert-base-uncased) vocabulary, saved to ``folder``."""
+    import torch
+    from huggingface_hub import snapshot_download
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(snapshot_download(MINILM_L3, local_files_only=True))
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=128)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    """Folder of a tiny random BERT (2 layers, hidden 32), usable as ``hf:<folder>``."""
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
