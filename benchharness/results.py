@@ -86,8 +86,11 @@ class Result:
 
     def fingerprint(self) -> tuple[str, str, str]:
         """What must match for a stored result to stand for a fresh one."""
-        return (self.encoder_identity.get("hash", ""), self.data.get("sha256", ""),
-                json.dumps(self.protocol, sort_keys=True))
+        return fingerprint(self.encoder_identity.get("hash", ""), self.data.get("sha256", ""), self.protocol)
+
+
+def fingerprint(identity: str, data_sha256: str, protocol: dict[str, Any]) -> tuple[str, str, str]:
+    return identity, data_sha256, json.dumps(protocol, sort_keys=True, default=str)
 
 
 class ResultStore:

@@ -19,7 +19,7 @@ import numpy as np
 import tasks as task_registry
 from benchharness.data import DataRoot
 from benchharness.encoder import Encoder
-from benchharness.results import OVERWRITE, Result, ResultStore, now, versions
+from benchharness.results import OVERWRITE, Result, ResultStore, fingerprint, now, versions
 from tasks.base import Task
 
 DEFAULT_SEED = 1111  # SentEval's seed, used by every task that draws random numbers
@@ -115,7 +115,7 @@ def run(
         for name, task in tasks.items():
             stored = _stored(store, enc_name, name)
             if stored is not None and overwrite != "always":
-                current = (identity, digests[name], _protocol(task))
+                current = fingerprint(identity, digests[name], _protocol(task))
                 fresh = stored.fingerprint() == current
                 if overwrite == "reuse" or fresh:
                     note = "" if fresh else " (stored with a different identity/data/protocol; --overwrite stale recomputes)"

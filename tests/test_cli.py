@@ -1,0 +1,59 @@
+"""The command line end to end: list, run (glove-50d on the STS suite), rerun resumes, leaderboard."""
+
+import json
+
+import pytest
+
+from benchharness import config as config_mod
+from benchharness.cli import main
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, data_dir):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
+    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
+    config_mod.load_config.cache_clear()
+    yield tmp_path
+    config_mod.load_config.cache_clear()
+
+
+def test_run_then_leaderboard(project, capsys):
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "sts", "--quiet"]) == 0
+    files = sorted(p.name for p in (project / "results" / "glove-50d").glob("*.json"))
+    assert files == sorted(f"{t}.json" for t in ["STS12", "STS13", "STS14", "STS15", "STS16",
+                                                   "STSBenchmark", "SICKRelatedness"])
+    stored = json.loads((project / "results/glove-50d/STS12.json").read_text())
+    assert stored["protocol"]["variant"] == "senteval-unsup-cosine"
+    assert stored["main_metric"] == "all.spearman"
+    assert {"all.spearman", "mean.spearman", "wmean.spearman", "MSRpar.pearson"} <= set(stored["metrics"])
+
+    capsys.readouterr()
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "STS12,STSBenchmark", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("reused") == 2 and "computed" not in out
+
+    assert main(["leaderboard", "--papers", "paser"]) == 0
+    board = capsys.readouterr().out
+    row = next(line for line in board.splitlines() if line.startswith("| glove-50d"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    scores = [json.loads((project / f"results/glove-50d/{t}.json").read_text())["main_score"]
+              for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]]
+    assert cells[2:9] == [f"{s:.2f}" for s in scores]
+    assert cells[9] == f"{sum(scores) / 7:.2f}"
+    assert "published: paser Table 1" in board and "published: consert" not in board
+
+
+def test_bad_names_exit_with_suggestions(project, capsys):
+    assert main(["run", "--encoders", "minilm-l66", "--tasks", "sts"]) == 2
+    assert "Did you mean: minilm-l6" in capsys.readouterr().err
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "STS17"]) == 2
+    assert "Did you mean" in capsys.readouterr().err
+
+
+def test_list_commands(project, capsys):
+    assert main(["list", "encoders"]) == 0
+    out = capsys.readouterr().out
+    assert "minilm-l6" in out and "glove-50d" in out
+    assert main(["list", "tasks"]) == 0
+    assert "SICKRelatedness" in capsys.readouterr().out

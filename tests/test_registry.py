@@ -1,0 +1,72 @@
+"""Names, specs, compositions, config-registered encoders and run manifests."""
+
+import json
+
+import pytest
+
+from benchharness import config as config_mod
+from benchharness.registry import (Registry, UnknownEncoderError, parse_adhoc, registered_runs,
+                                   split_composition)
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """Run from an empty folder with its own benchharness.toml."""
+    monkeypatch.chdir(tmp_path)
+    config_mod.load_config.cache_clear()
+    yield tmp_path
+    config_mod.load_config.cache_clear()
+
+
+def test_unknown_name_suggests_close_matches(isolated):
+    with pytest.raises(UnknownEncoderError) as err:
+        Registry().get("minilm-l7")
+    assert "Did you mean: minilm-l6, minilm-l3" in str(err.value)
+
+
+def test_adhoc_spec_parses_typed_parameters():
+    spec = parse_adhoc("hf:some/model?pooling=avg_first_last&first_layer=0&normalize=true")
+    assert spec == {"type": "hf", "model": "some/model", "pooling": "avg_first_last", "first_layer": 0,
+                    "normalize": True}
+    assert parse_adhoc("minilm-l6") is None
+
+
+def test_split_composition_respects_parentheses():
+    assert split_composition("a+b(x=1,y=2)+c") == ["a", "b(x=1,y=2)", "c"]
+    with pytest.raises(UnknownEncoderError, match="malformed"):
+        split_composition("a+b(x=1")
+    with pytest.raises(UnknownEncoderError, match="malformed"):
+        split_composition("a++b")
+
+
+def test_unknown_postprocessor_is_named(isolated, tiny_bert):
+    with pytest.raises(UnknownEncoderError, match="unknown post-processor 'nosuchpost'"):
+        Registry().get(f"hf:{tiny_bert}?pooling=avg+nosuchpost(k=3)")
+
+
+def test_config_registered_encoder(isolated, tiny_bert):
+    (isolated / "benchharness.toml").write_text(
+        f'[encoders.tiny-avg]\nspec = "hf:{tiny_bert}?pooling=avg"\ndescription = "tiny"\n')
+    enc = Registry().get("tiny-avg")
+    assert enc.pooling == "avg" and enc.name == "tiny-avg"
+    assert "tiny-avg" in [r["name"] for r in Registry().describe()]
+
+
+def test_run_manifest_registers_by_folder_and_by_name(isolated, tiny_bert):
+    run = isolated / "runs" / "my-run"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps(
+        {"name": "my-trained", "method": "test", "encoder": {"type": "hf", "model": str(tiny_bert),
+                                                            "pooling": "cls_before_pooler"}}))
+    assert registered_runs(isolated / "runs") == {"my-trained": run}
+    by_name, by_path = Registry().get("my-trained"), Registry().get(str(run))
+    assert by_name.identity == by_path.identity
+    assert by_name.encode(["hello world"]).shape == (1, 32)
+
+
+def test_corrupt_manifest_names_file_and_line(isolated):
+    run = isolated / "bad"
+    run.mkdir()
+    (run / "manifest.json").write_text('{"encoder": {\n  "type": "hf",\n  oops\n}')
+    with pytest.raises(ValueError, match=r"manifest.json: invalid JSON at line 3"):
+        Registry().get(str(run))

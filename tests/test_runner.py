@@ -1,0 +1,119 @@
+"""Encode-once data flow, contained failures, atomic results, overwrite strategies and the cache."""
+
+import json
+
+import numpy as np
+import pytest
+
+import tasks
+from benchharness.cache import CachingEncoder, EmbeddingCache
+from benchharness.data import DataRoot
+from benchharness.metrics import correlations, paired_cosine
+from benchharness.results import ResultStore
+from benchharness.runner import run
+from fakes import BrokenTask, HashEncoder
+
+
+@pytest.fixture
+def broken_task(monkeypatch):
+    monkeypatch.setitem(tasks.FACTORIES, "Broken", BrokenTask)
+
+
+def _run(data_dir, store, encoder, names, **kw):
+    return run([encoder.name], names, lambda _: encoder, DataRoot(data_dir), store, show_progress=False,
+               log=lambda _: None, **kw)
+
+
+def test_each_unique_sentence_encoded_once_and_scores_correct(data_dir, tmp_path):
+    enc = HashEncoder()
+    store = ResultStore(tmp_path)
+    summary = _run(data_dir, store, enc, ["STSBenchmark", "STSBenchmark-dev", "SICKRelatedness-trial"])
+    assert [o.status for o in summary.outcomes] == ["computed"] * 3
+    assert len(enc.calls) == 1  # one encoding pass for all tasks
+    encoded = enc.calls[0]
+    assert len(encoded) == len(set(encoded))
+    expected = set()
+    for name in ("STSBenchmark", "STSBenchmark-dev", "SICKRelatedness-trial"):
+        t = tasks.get(name)
+        t.load(DataRoot(data_dir))
+        expected |= set(t.sentences())
+    assert set(encoded) == expected
+    # main score recomputed independently from the encoder and the raw pairs
+    t = tasks.get("STSBenchmark")
+    t.load(DataRoot(data_dir))
+    a, b, gold = t.subsets["test"]
+    want = correlations(paired_cosine(enc.encode(a), enc.encode(b)), gold)["spearman"]
+    stored = json.loads(store.path("hash", "STSBenchmark").read_text())
+    assert stored["main_score"] == pytest.approx(want, abs=1e-9)
+    for key in ("encoder", "task", "main_score", "metrics", "protocol", "encoder_identity", "data",
+                "versions", "seed", "timings", "date"):
+        assert key in stored
+    assert stored["data"]["sha256"] and stored["versions"]["torch"]
+
+
+def test_failed_task_does_not_sink_the_others(data_dir, tmp_path, broken_task):
+    store = ResultStore(tmp_path)
+    summary = _run(data_dir, store, HashEncoder(), ["Broken", "STSBenchmark"])
+    status = {o.task: o.status for o in summary.outcomes}
+    assert status == {"Broken": "failed", "STSBenchmark": "computed"}
+    assert "boom" in summary.failed[0].message
+    assert store.path("hash", "STSBenchmark").exists() and not store.path("hash", "Broken").exists()
+
+
+def test_missing_data_fails_only_that_task(tmp_path, data_dir):
+    root = tmp_path / "data"
+    (root / "senteval/STS/STSBenchmark").mkdir(parents=True)
+    src = data_dir / "senteval/STS/STSBenchmark/sts-test.csv"
+    (root / "senteval/STS/STSBenchmark/sts-test.csv").write_bytes(src.read_bytes())
+    summary = _run(root, ResultStore(tmp_path / "r"), HashEncoder(), ["SICKRelatedness", "STSBenchmark"])
+    status = {o.task: o.status for o in summary.outcomes}
+    assert status == {"SICKRelatedness": "failed", "STSBenchmark": "computed"}
+
+
+def test_overwrite_strategies(data_dir, tmp_path):
+    store = ResultStore(tmp_path)
+    _run(data_dir, store, HashEncoder(), ["STSBenchmark"])
+    first = store.path("hash", "STSBenchmark").read_text()
+
+    rerun = HashEncoder()
+    summary = _run(data_dir, store, rerun, ["STSBenchmark"])
+    assert summary.outcomes[0].status == "reused" and rerun.calls == []
+
+    changed = HashEncoder(salt="other")  # same name, different identity
+    summary = _run(data_dir, store, changed, ["STSBenchmark"], overwrite="reuse")
+    assert summary.outcomes[0].status == "reused" and "different identity" in summary.outcomes[0].message
+    assert store.path("hash", "STSBenchmark").read_text() == first
+
+    summary = _run(data_dir, store, changed, ["STSBenchmark"], overwrite="stale")
+    assert summary.outcomes[0].status == "computed"
+    assert json.loads(store.path("hash", "STSBenchmark").read_text())["encoder_identity"]["salt"] == "other"
+
+    summary = _run(data_dir, store, changed, ["STSBenchmark"], overwrite="stale")
+    assert summary.outcomes[0].status == "reused"
+    summary = _run(data_dir, store, changed, ["STSBenchmark"], overwrite="always")
+    assert summary.outcomes[0].status == "computed"
+
+
+def test_corrupt_result_file_is_recomputed_and_no_temp_files_remain(data_dir, tmp_path):
+    store = ResultStore(tmp_path)
+    path = store.path("hash", "STSBenchmark")
+    path.parent.mkdir(parents=True)
+    path.write_text("{ half a file")
+    summary = _run(data_dir, store, HashEncoder(), ["STSBenchmark"])
+    assert summary.outcomes[0].status == "computed"
+    assert json.loads(path.read_text())["task"] == "STSBenchmark"
+    assert [p.name for p in path.parent.iterdir()] == ["STSBenchmark.json"]
+
+
+def test_embedding_cache_encodes_only_what_it_lacks(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    inner = HashEncoder()
+    first = CachingEncoder(inner, cache).encode(["a", "b", "a"])
+    assert inner.calls == [["a", "b"]]
+    second_inner = HashEncoder()  # a new process: only the disk cache is shared
+    again = CachingEncoder(second_inner, cache).encode(["b", "c", "a"])
+    assert second_inner.calls == [["c"]]
+    np.testing.assert_array_equal(again[[0, 2]], first[[1, 0]])
+    other = HashEncoder(salt="x")  # different identity: nothing shared
+    CachingEncoder(other, cache).encode(["a"])
+    assert other.calls == [["a"]]
