@@ -18,7 +18,7 @@ from benchharness.config import apply_environment, load_config
 
 def _plugins(module: str, attr: str) -> dict[str, Any]:
     try:
-        return getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr, {})
     except ModuleNotFoundError as exc:
         if exc.name and module.startswith(exc.name):
             return {}

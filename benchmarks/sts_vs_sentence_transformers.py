@@ -1,0 +1,122 @@
+"""Time the STS suite for one model through benchharness and through sentence-transformers.
+
+The alternative a user would otherwise write is one ``EmbeddingSimilarityEvaluator`` per task
+(STS12-16 with their subsets concatenated, which is the 'all' aggregation, STS-B test, SICK-R
+test) fed the very same sentence pairs. Each tool runs in its own fresh subprocess (cold: no
+embedding cache, model loaded inside the timing) so that wall time and peak memory are its own.
+The script checks that both give the same seven Spearman scores and prints the speed ratio.
+
+    python benchmarks/sts_vs_sentence_transformers.py [--model minilm-l6] [--repeats 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+HUB_IDS = {"minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
+           "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2"}
+
+
+def worker_benchharness(model: str) -> dict[str, float]:
+    from benchharness.data import DataRoot
+    from benchharness.registry import Registry
+    from benchharness.results import ResultStore
+    from benchharness.runner import run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = run([model], STS, Registry().get, DataRoot(), ResultStore(tmp), overwrite="always",
+                      show_progress=False, log=lambda _: None)
+    return {o.task: o.main_score for o in summary.outcomes}
+
+
+def worker_sentence_transformers(model: str) -> dict[str, float]:
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+    except ImportError:
+        from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
+
+    import tasks
+    from benchharness.data import DataRoot
+
+    st = SentenceTransformer(HUB_IDS[model], device="cpu")
+    scores = {}
+    for name in STS:
+        task = tasks.get(name)
+        task.load(DataRoot())
+        s1 = [s for a, _, _ in task.subsets.values() for s in a]
+        s2 = [s for _, b, _ in task.subsets.values() for s in b]
+        gold = np.concatenate([g for _, _, g in task.subsets.values()]).tolist()
+        evaluator = EmbeddingSimilarityEvaluator(s1, s2, gold, batch_size=64, name=name,
+                                                 similarity_fn_names=["cosine"])
+        out = evaluator(st)
+        key = next(k for k in out if k.endswith("spearman_cosine"))
+        scores[name] = 100.0 * out[key]
+    return scores
+
+
+def _worker(tool: str, model: str) -> None:
+    from benchharness.config import apply_environment, load_config
+
+    apply_environment(load_config())
+    t0 = time.perf_counter()
+    fn = worker_benchharness if tool == "benchharness" else worker_sentence_transformers
+    scores = fn(model)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak, "scores": scores}))
+
+
+def _spawn(tool: str, model: str) -> dict:
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    out = subprocess.run([sys.executable, __file__, "--worker", tool, "--model", model],
+                         capture_output=True, text=True, env=env, check=False)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"{tool} worker failed:\n{out.stderr[-3000:]}")
+    return json.loads(line[7:])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="minilm-l6", choices=sorted(HUB_IDS))
+    parser.add_argument("--repeats", type=int, default=1, help="alternating runs per tool; the best is kept")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        _worker(args.worker, args.model)
+        return 0
+    runs: dict[str, list[dict]] = {"sentence-transformers": [], "benchharness": []}
+    for _ in range(args.repeats):
+        runs["sentence-transformers"].append(_spawn("st", args.model))
+        runs["benchharness"].append(_spawn("benchharness", args.model))
+    best = {tool: min(r, key=lambda x: x["seconds"]) for tool, r in runs.items()}
+    bh, st = best["benchharness"], best["sentence-transformers"]
+    print(f"model: {args.model} ({HUB_IDS[args.model]}), cpu threads: {os.cpu_count()}")
+    print(f"{'task':18s} {'benchharness':>13s} {'sent-transf.':>13s} {'abs diff':>9s}")
+    worst = 0.0
+    for name in STS:
+        diff = abs(bh["scores"][name] - st["scores"][name])
+        worst = max(worst, diff)
+        print(f"{name:18s} {bh['scores'][name]:13.4f} {st['scores'][name]:13.4f} {diff:9.5f}")
+    print(f"\nwall time (model load + data + encode + evaluate, best of {args.repeats}):")
+    print(f"  sentence-transformers EmbeddingSimilarityEvaluator x7: {st['seconds']:8.1f} s, peak RSS {st['peak_rss_mb']:.0f} MB")
+    print(f"  benchharness run:                                      {bh['seconds']:8.1f} s, peak RSS {bh['peak_rss_mb']:.0f} MB")
+    print(f"  speed-up: {st['seconds'] / bh['seconds']:.2f}x")
+    same = worst < 0.01
+    print(f"scores agree within 0.01 (x100 scale): {same} (largest difference {worst:.5f})")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
