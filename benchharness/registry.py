@@ -119,7 +119,8 @@ def build(name: str, spec: dict[str, Any], defaults: dict[str, Any] | None = Non
     if kind == "hf":
         from encoders.huggingface import HFEncoder
 
-        return HFEncoder(name, **{**opts, **spec})
+        allowed = {k: v for k, v in opts.items() if k in ("batch_size", "device")}
+        return HFEncoder(name, **{**allowed, **spec})
     if kind == "st":
         from encoders.sbert import SentenceTransformerEncoder
 
