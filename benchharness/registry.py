@@ -16,6 +16,7 @@ Anything else fails with the close matches among the known names.
 from __future__ import annotations
 
 import difflib
+import inspect
 import json
 import re
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from benchharness.config import load_config
 from benchharness.encoder import Encoder
 
 MANIFEST = "manifest.json"
+#: spec type of a name that stands for a composition string (a tuned post-processor chain)
+COMPOSE = "compose"
 
 
 class UnknownEncoderError(KeyError):
@@ -212,6 +215,8 @@ class Registry:
         if name in self.config.encoders:
             entry = dict(self.config.encoders[name])
             if "spec" in entry:
+                if len(split_composition(entry["spec"])) > 1:
+                    return {"type": COMPOSE, "spec": entry["spec"]}
                 return self.spec_for(entry["spec"])
             entry.pop("description", None)
             return entry
@@ -232,11 +237,20 @@ class Registry:
             f"compose post-processors with + ({', '.join(sorted(POSTPROCESSORS)) or 'none installed'})."
         )
 
+    def _registered_whole(self, name: str) -> bool:
+        """A registered name may itself contain ``+`` (``minilm-l6+repal-tuned``)."""
+        return name in self.config.encoders or name in registered_runs(self.config.runs_dir)
+
     def get(self, name: str) -> Encoder:
-        parts = split_composition(name)
+        parts = [name] if self._registered_whole(name) else split_composition(name)
         base_name = parts[0]
-        encoder = self.wrap(build(base_name, self.spec_for(base_name), self.defaults))
-        prefix = base_name
+        spec = self.spec_for(base_name)
+        if spec["type"] == COMPOSE:  # a registered chain: its stages are wrapped as they are built
+            encoder = self.get(spec["spec"])
+            prefix = spec["spec"]
+        else:
+            encoder = self.wrap(build(base_name, spec, self.defaults))
+            prefix = base_name
         for part in parts[1:]:
             m = re.fullmatch(r"([\w-]+)(?:\((.*)\))?", part)
             if not m or m.group(1) not in POSTPROCESSORS:
@@ -249,7 +263,16 @@ class Registry:
                 )
             prefix = f"{prefix}+{part}"
             params = parse_params(m.group(2) or "", ",")
-            encoder = self.wrap(POSTPROCESSORS[m.group(1)](encoder, name=prefix, **params))
+            factory = POSTPROCESSORS[m.group(1)]
+            signature = inspect.signature(factory).parameters
+            accepted = [p for p in list(signature)[1:] if p not in ("name", "data_dir")]
+            unknown = sorted(set(params) - set(accepted))
+            if unknown and not any(p.kind is p.VAR_KEYWORD for p in signature.values()):
+                raise UnknownEncoderError(f"post-processor {m.group(1)!r} in {name!r} has no parameter "
+                                          f"{', '.join(unknown)}; it takes: {', '.join(accepted) or 'none'}")
+            if "data_dir" in signature:  # fit corpora live under the data root
+                params["data_dir"] = self.defaults.get("data_dir")
+            encoder = self.wrap(factory(encoder, name=prefix, **params))
         return encoder
 
     def describe(self) -> list[dict[str, str]]:

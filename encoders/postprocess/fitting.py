@@ -1,0 +1,129 @@
+"""What post-processors share: a base encoder to wrap and the unlabeled corpus they fit on.
+
+Fitting sees sentences only, never gold scores: corpora come from ``benchharness.corpora``, which
+reads the text columns alone. Whether the corpus contains evaluation (test-split) sentences is a
+choice with consequences (several papers fit on them; the numbers are then transductive), so the
+default is the inductive ``train-splits`` and every fitted post-processor records its corpus, a
+digest of the exact sentences and how many of them are STS test sentences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchharness.corpora import CORPORA, load_corpus
+from benchharness.data import DataError, DataRoot
+from benchharness.encoder import Encoder
+
+#: inductive: STS-B train + SICK train only, no dev or test sentence
+DEFAULT_FIT = "train-splits"
+
+
+def _test_sentences(data: DataRoot) -> set[str]:
+    """Every sentence of the STS test splits the leaderboard reports (STS12-16, STS-B, SICK-R)."""
+    from benchharness import corpora
+
+    return set(corpora._sts_years(data) + corpora._stsb(data, ("test",))
+               + corpora._sick(data, ("SICK_test_annotated.txt",)))
+
+
+class FitCorpus:
+    """A named corpus, read once and only when first needed, de-duplicated in first-seen order.
+
+    Unique sentences: a sentence repeated across source files would otherwise weigh more in a
+    mean or covariance for no reason but the corpus assembly.
+    """
+
+    def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
+        if not (name in CORPORA or name.startswith("text:")):
+            raise ValueError(f"unknown fit corpus {name!r}; known: {', '.join(CORPORA)}, or text:<path>")
+        self.name = name
+        self.data = DataRoot(data_dir)
+
+    @cached_property
+    def sentences(self) -> list[str]:
+        return load_corpus(self.name, self.data, unique=True)
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256("\n".join(self.sentences).encode("utf8")).hexdigest()
+
+    @cached_property
+    def test_sentences(self) -> int | None:
+        """How many corpus sentences are STS test sentences (None when the test data is absent)."""
+        try:
+            tests = _test_sentences(self.data)
+        except DataError:
+            return None
+        return sum(s in tests for s in self.sentences)
+
+    def identity(self) -> dict[str, Any]:
+        return {"corpus": self.name, "sentences": len(self.sentences), "sha256": self.sha256}
+
+    def describe(self) -> dict[str, Any]:
+        """For result metadata: enough to see at a glance whether the fit was transductive."""
+        n_test = self.test_sentences
+        return {**self.identity(), "unique": True, "test_sentences": n_test,
+                "transductive": None if n_test is None else n_test > 0}
+
+
+class PostProcessor(Encoder):
+    """An encoder that transforms the vectors of the encoder it wraps.
+
+    Subclasses implement ``_transform`` (and ``_fit`` when they need corpus statistics) and list
+    their parameters in ``params``; identity and metadata then chain through the base.
+    """
+
+    kind = "postprocessor"
+
+    def __init__(self, base: Encoder, name: str) -> None:
+        super().__init__(name)
+        self.base = base
+        self._fitted = False
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Every parameter that changes the output (the fit corpus is reported separately)."""
+        return {}
+
+    def corpora(self) -> dict[str, FitCorpus]:
+        """Corpora this post-processor fits on, by role (``fit``, ``tfidf``)."""
+        return {}
+
+    def _fit(self) -> None:
+        """Compute corpus statistics; called once, at the first ``encode``."""
+
+    def fit(self) -> None:
+        if not self._fitted:
+            self._fit()
+            self._fitted = True
+
+    def _transform(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        self.fit()
+        vectors = self.base.encode(sentences, show_progress=show_progress)
+        return np.asarray(self._transform(sentences, vectors), dtype=np.float32)
+
+    def identity_info(self) -> dict[str, Any]:
+        return {"postprocessor": self.kind, "params": self.params,
+                **{role: c.identity() for role, c in self.corpora().items()},
+                "base": self.base.identity_info()}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        base = self.base.metadata
+        step = {"name": self.kind, **self.params,
+                **{role: c.describe() for role, c in self.corpora().items()}}
+        return {**base, "class": type(self).__name__,
+                "post_processing": [*base.get("post_processing", []), step]}
+
+    @property
+    def mask_token(self) -> str | None:
+        return self.base.mask_token

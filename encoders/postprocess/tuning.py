@@ -1,0 +1,131 @@
+"""``benchharness tune repal|whitening``: grid search on a dev split, then register the winner.
+
+The grid never re-encodes: each unique dev sentence (and, for RepAL, its masked form) is encoded
+once through the runner's cached encoders, and every grid point is a cheap numpy transform of
+those vectors (RepAL is linear in f(x), f(x*), v_mean; whitening with k dimensions is the first k
+columns of the full-rank transform). The best point is written as a run manifest
+(``runs/<name>/manifest.json``) holding the composition string, so ``benchharness run --encoders
+<name>`` resolves it at once; the manifest keeps the whole grid for inspection.
+
+Only dev splits are accepted: tuning on a test split would leak its labels into the reported score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from benchharness.registry import MANIFEST, COMPOSE
+from encoders.postprocess.fitting import DEFAULT_FIT
+
+DEV_TASK = "STSBenchmark-dev"
+
+
+def _floats(text: str) -> list[float]:
+    """``0:1:0.1`` (start:stop:step, stop included) or a comma list."""
+    if ":" in text:
+        start, stop, step = (float(x) for x in text.split(":"))
+        n = int(round((stop - start) / step)) + 1
+        return [round(start + i * step, 6) for i in range(n)]
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--encoder", required=True, help="base encoder name or composition (e.g. minilm-l6)")
+    parser.add_argument("--task", default=DEV_TASK, help=f"dev task to tune on (default {DEV_TASK}; test splits refused)")
+    parser.add_argument("--fit", default=DEFAULT_FIT,
+                        help=f"corpus the statistics are fitted on (default {DEFAULT_FIT}; "
+                             "sts-unlabeled holds unlabeled test sentences: transductive)")
+    parser.add_argument("--name", help="name to register the tuned encoder under (default <encoder>+<post>-tuned)")
+    parser.add_argument("--device")
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--data-dir")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
+    parser.add_argument("--no-verify", action="store_true", help="do not check data files against pinned sha256")
+
+
+class DevScorer:
+    """Loads the dev task once and scores any matrix of vectors for its unique sentences."""
+
+    def __init__(self, task_name: str, data) -> None:
+        import tasks
+
+        self.task = tasks.get(task_name)
+        if self.task.metadata.split == "test":
+            raise ValueError(f"{task_name} is a test split; tune on a dev split such as {DEV_TASK}")
+        self.task.load(data)
+        self.sentences = list(dict.fromkeys(self.task.sentences()))
+
+    def score(self, vectors: np.ndarray) -> float:
+        from benchharness.runner import DEFAULT_SEED, EmbeddingStore
+
+        store = EmbeddingStore(self.sentences, np.asarray(vectors, dtype=np.float32))
+        return float(self.task.evaluate(store.embed, DEFAULT_SEED)[self.task.metadata.main_score])
+
+
+def setup(args: argparse.Namespace):
+    """(registry, data root) configured like ``benchharness run`` (same cache, same defaults)."""
+    from benchharness.cache import CachingEncoder, EmbeddingCache
+    from benchharness.config import load_config
+    from benchharness.data import DataRoot
+    from benchharness.registry import Registry
+
+    cfg = load_config()
+    data = DataRoot(args.data_dir, verify=not args.no_verify)
+    cache = None if args.no_cache else EmbeddingCache(cfg.cache_dir)
+    registry = Registry({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
+                        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
+    return registry, data
+
+
+def grid_search(points: list[dict[str, Any]], vectors_for: Callable[[dict[str, Any]], np.ndarray],
+                scorer: DevScorer) -> list[dict[str, Any]]:
+    """Score every point; returns the points with their ``score`` added, in grid order."""
+    return [{**p, "score": scorer.score(vectors_for(p))} for p in points]
+
+
+def best_of(scored: list[dict[str, Any]]) -> dict[str, Any]:
+    """Highest score; ties go to the earliest point of the grid (the smallest parameters)."""
+    return max(scored, key=lambda p: (p["score"], -scored.index(p)))
+
+
+def register(name: str, spec: str, post: str, base: str, task: str, scored: list[dict[str, Any]],
+             best: dict[str, Any], extra: dict[str, Any]) -> Path:
+    """Write the run manifest that makes ``name`` resolve to ``spec``."""
+    from benchharness.config import load_config
+    from benchharness.results import now
+
+    folder = load_config().runs_dir / name
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "name": name,
+        "encoder": {"type": COMPOSE, "spec": spec},
+        "method": f"tune {post}",
+        "base_model": base,
+        "tuning": {"task": task, "selection": "highest dev score; ties -> first grid point", "best": best,
+                   "grid": scored, **extra},
+        "date": now(),
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return folder / MANIFEST
+
+
+def print_grid(scored: list[dict[str, Any]], row: str, col: str | None) -> None:
+    from tabulate import tabulate
+
+    if col is None:
+        print(tabulate([[p[row], f"{p['score']:.2f}"] for p in scored], headers=[row, "dev"], tablefmt="github"))
+        return
+    rows = list(dict.fromkeys(p[row] for p in scored))
+    cols = list(dict.fromkeys(p[col] for p in scored))
+    table = {(p[row], p[col]): p["score"] for p in scored}
+    print(tabulate([[f"{row}={_num(r)}", *(f"{table[(r, c)]:.2f}" for c in cols)] for r in rows],
+                   headers=[f"{row} \\ {col}", *map(_num, cols)], tablefmt="github"))

@@ -1,0 +1,78 @@
+"""BERT-whitening (Su et al. 2021): map a corpus's vectors to zero mean and identity covariance.
+
+PROTOCOLS.md: mu and W = U diag(1/sqrt(s)) from the SVD of the covariance of a fit corpus;
+x' = (x - mu) W[:, :k]. Like Su et al.'s code the covariance is the unbiased one (``np.cov``,
+divisor n - 1). Their code L2-normalises afterwards; every task here scores by cosine, for which
+that is a no-op, so it is left out. Statistics are computed in float64.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchharness.encoder import Encoder
+from benchharness.registry import register_postprocessor
+from encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, PostProcessor
+
+
+def whitening_stats(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mu, W, s) of ``vectors``: W = U diag(1/sqrt(s)) with s sorted in decreasing order."""
+    x = np.asarray(vectors, dtype=np.float64)
+    mu = x.mean(axis=0)
+    u, s, _ = np.linalg.svd(np.cov(x, rowvar=False))
+    with np.errstate(divide="ignore"):
+        w = u / np.sqrt(s)[None, :]
+    return mu, w, s
+
+
+class Whitening(PostProcessor):
+    """x' = (x - mu) W[:, :k], fitted on an unlabeled corpus at the first encode."""
+
+    kind = "whitening"
+
+    def __init__(self, base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT,
+                 data_dir: str | Path | None = None) -> None:
+        super().__init__(base, name)
+        if k is not None and (not isinstance(k, int) or k < 1):
+            raise ValueError(f"{name}: whitening k must be a positive integer (kept dimensions), got {k!r}")
+        self.k = k
+        self.fit_corpus = FitCorpus(fit, data_dir)
+        self.mu: np.ndarray | None = None
+        self.kernel: np.ndarray | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k, "covariance": "unbiased (n-1)"}
+
+    def corpora(self) -> dict[str, FitCorpus]:
+        return {"fit": self.fit_corpus}
+
+    def _fit(self) -> None:
+        vectors = self.base.encode(self.fit_corpus.sentences)
+        mu, w, s = whitening_stats(vectors)
+        k = w.shape[1] if self.k is None else self.k
+        if k > w.shape[1]:
+            raise ValueError(f"{self.name}: k={k} exceeds the base encoder's dimension {w.shape[1]}")
+        # a direction with (numerically) zero variance cannot be scaled to unit variance
+        tiny = s[:k] <= s[0] * 1e-12
+        if tiny.any():
+            rank = int((~(s <= s[0] * 1e-12)).sum())
+            raise ValueError(
+                f"{self.name}: the fit corpus {self.fit_corpus.name!r} spans only {rank} of the "
+                f"{w.shape[1]} dimensions ({len(vectors)} sentences); use k<={rank} or a larger corpus"
+            )
+        self.mu, self.kernel = mu, w[:, :k]
+
+    def _transform(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+        assert self.mu is not None and self.kernel is not None
+        return (np.asarray(vectors, dtype=np.float64) - self.mu) @ self.kernel
+
+
+@register_postprocessor("whitening")
+def whitening(base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT,
+              data_dir: str | Path | None = None) -> Whitening:
+    """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default all), fit=<corpus> (default train-splits)."""
+    return Whitening(base, name, k=k, fit=fit, data_dir=data_dir)
