@@ -15,5 +15,6 @@ from encoders.methods import consert, simcse
 METHODS: dict[str, ModuleType] = {
     "consert": consert,
     "simcse": simcse,
+    "paser": __import__("encoders.methods.paser", fromlist=["main"]),
     "defsent-plus": __import__("encoders.methods.defsent_plus", fromlist=["main"]),
 }
