@@ -44,7 +44,8 @@ from torch import nn
 
 from encoders.methods.data import NLI_LABELS, NLIPair, load_nli, load_sentences
 from encoders.methods.training import (LossOutput, TrainingMethod, add_training_arguments, config_from_options,
-                                       load_base, report, resolve_options, train)
+                                       load_base, report, resolve_options, seed_everything,
+                                       train)
 from encoders.pooling import POOLINGS, masked_mean, needs_hidden_states, pool
 
 HELP = "ConSERT: NT-Xent between views made by token shuffle, token/feature cutoff or dropout"
@@ -60,10 +61,12 @@ _UNSUP_BASE = {"objective": "unsup", "data": "sts-unlabeled", "batch_size": 96, 
 PRESETS: dict[str, dict[str, Any]] = {
     # scripts/unsup-consert-base.sh
     "unsup-base": {**_UNSUP_BASE, "view1": "feature_cutoff", "rate1": 0.2, "view2": "shuffle", "no_dropout": True},
-    # the same recipe sized for a shared CPU: 600 steps of 64 sentences, dev every 100 steps; the
-    # paper's lr of 5e-7 moves a model little in 600 steps (the paper takes ~9,000), hence 5e-6
+    # the same recipe sized for a 2-core CPU shared by several trainings (10-15 s a step): 150 steps
+    # of 32 sentences of at most 32 tokens, dev every 30 steps; the paper's lr of 5e-7 would move a
+    # model little in 150 steps (the paper's run takes up to ~9,000), hence 5e-6
     "unsup-cpu": {**_UNSUP_BASE, "view1": "feature_cutoff", "rate1": 0.2, "view2": "shuffle", "no_dropout": True,
-                  "batch_size": 64, "max_steps": 600, "eval_every": 100, "patience": 3, "lr": 5e-6},
+                  "batch_size": 32, "max_length": 32, "max_steps": 150, "eval_every": 30, "patience": 3,
+                  "lr": 5e-6},
     # scripts/sup-sbert-base.sh (stage 1 of sup-unsup): NLI softmax classifier, dropout on
     "sup-base": {"objective": "sup", "batch_size": 96, "max_length": 64, "lr": 2e-5, "weight_decay": 0.01,
                  "adam_eps": 1e-6, "warmup_ratio": 0.1, "epochs": 1, "eval_every": 200, "max_square": True,
@@ -328,6 +331,7 @@ def main(args: argparse.Namespace) -> int:
     if config.limit:
         examples = examples[: config.limit]
         data["limit"] = config.limit
+    seed_everything(config.seed)  # training-only heads are drawn at construction
     encoder, tokenizer, source = load_base(config.base)
     method = ConSERT(encoder, tokenizer, objective=opts["objective"], view1=opts["view1"], rate1=opts.get("rate1"),
                      view2=opts["view2"], rate2=opts.get("rate2"), temperature=opts["temperature"],

@@ -6,7 +6,8 @@ API for a method (see ``consert.py`` and ``simcse.py`` for complete examples):
    (a transformers ``AutoModel``, kept as ``self.encoder``) and tokenizer; any training-only head
    (SimCSE's MLP, PaSeR's decoder, a classifier) is another submodule. The optimizer trains every
    parameter of the method; only ``self.encoder`` (and the tokenizer) is saved as the encoder.
-   Implement
+   Construct it after ``seed_everything(config.seed)`` so that randomly initialised heads are
+   reproducible (``train`` seeds again before the first step). Implement
 
    - ``collate(examples) -> batch``: tokenize a list of training examples (CPU tensors in a dict,
      or any structure :func:`to_device` can move);
