@@ -62,8 +62,8 @@ def read_nli_jsonl(path: Path) -> list[NLIPair]:
                 continue
             try:
                 row = json.loads(line)
-                label = _label(row["gold_label"], f"{path}:{lineno}")
                 premise, hypothesis = row["sentence1"], row["sentence2"]
+                label = _label(row["gold_label"], f"{path}:{lineno}")
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
             except KeyError as exc:
