@@ -1,0 +1,251 @@
+"""SentEval transfer tasks: MR, CR, SUBJ, MPQA, SST2, TREC, MRPC with SentEval's classifier.
+
+Readers take SentEval's files as they are and build exactly the sample order SentEval hands its
+classifier, because the folds (StratifiedKFold with shuffle, seed 1111) and the mini-batch
+permutations index into that order:
+
+- MR/CR/SUBJ/MPQA (``binary.py``): ``f.read().splitlines()`` of each file as latin-1, so blank
+  lines are samples (an empty sentence): CR has 3775 and MPQA 10606, as SentEval counts them;
+  positives (SUBJ: ``subj.objective``) get label 1 and come first; then the stable sort by
+  (number of tokens, label) that SentEval does "to reduce padding".
+- SST2 (``sst.py``): ``sentence \\t label`` per line (utf-8), each split sorted the same way.
+- TREC (``trec.py``): latin-1, coarse label = text before ``:``, the fine label word dropped;
+  labels ABBR DESC ENTY HUM LOC NUM = 0..5.
+- MRPC (``mrpc.py``): utf-8 lines, the header (with its BOM) dropped, columns 0/3/4, sorted by
+  (tokens of A, tokens of B, label); features ``[|u-v|, u*v]``; F1 of the positive class.
+
+The encoder receives ``' '.join(tokens)`` of each whitespace-split line, as SentEval's batchers
+(SimCSE's included) do. Every task exists under the ``default`` config (the literature's numbers;
+group ``transfer``) and under ``fast`` (model selection only; names ``<task>-fast``, group
+``transfer-fast``); each result records its config.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any, Callable
+
+import numpy as np
+from sklearn.metrics import f1_score
+
+from benchharness.data import DataError, DataRoot
+from tasks.base import Embed, Task, TaskMetadata
+from tasks.senteval_classifier import CONFIGS, ClassifierConfig, inner_kfold, kfold_then_test, split_select
+
+REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"
+TREC_LABELS = {"ABBR": 0, "DESC": 1, "ENTY": 2, "HUM": 3, "LOC": 4, "NUM": 5}
+
+Tokens = list[str]
+
+
+def read_lines(path, encoding: str) -> list[str]:
+    """``f.read().splitlines()``: every line including blank ones (SentEval's binary loader)."""
+    with io.open(path, "r", encoding=encoding) as fh:
+        return fh.read().splitlines()
+
+
+def read_binary_file(path) -> list[Tokens]:
+    return [line.split() for line in read_lines(path, "latin-1")]
+
+
+def read_sst(path) -> tuple[list[Tokens], list[int]]:
+    texts, labels = [], []
+    for lineno, line in enumerate(read_lines(path, "utf-8"), 1):
+        fields = line.strip().split("\t")
+        if len(fields) < 2 or fields[1] not in ("0", "1"):
+            raise DataError(f"{path}:{lineno}: expected 'sentence<TAB>0|1', got {line[:60]!r}")
+        texts.append(fields[0].split())
+        labels.append(int(fields[1]))
+    return texts, labels
+
+
+def read_trec(path) -> tuple[list[Tokens], list[int]]:
+    texts, labels = [], []
+    for lineno, line in enumerate(read_lines(path, "latin-1"), 1):
+        target, sep, rest = line.strip().partition(":")
+        words = rest.split(" ", 1)
+        if not sep or target not in TREC_LABELS or len(words) < 2:
+            raise DataError(f"{path}:{lineno}: expected 'COARSE:fine question', got {line[:60]!r}")
+        texts.append(words[1].split())  # the fine label word goes
+        labels.append(TREC_LABELS[target])
+    return texts, labels
+
+
+def read_mrpc(path) -> tuple[list[Tokens], list[Tokens], list[int]]:
+    a, b, labels = [], [], []
+    for lineno, line in enumerate(read_lines(path, "utf-8")[1:], 2):  # header (with BOM) dropped
+        fields = line.strip().split("\t")
+        if len(fields) < 5 or fields[0] not in ("0", "1"):
+            raise DataError(f"{path}:{lineno}: expected 'Quality<TAB>id<TAB>id<TAB>s1<TAB>s2', got {line[:60]!r}")
+        a.append(fields[3].split())
+        b.append(fields[4].split())
+        labels.append(int(fields[0]))
+    return a, b, labels
+
+
+def sorted_samples(texts: list[Tokens], labels: list[int]) -> tuple[list[str], np.ndarray]:
+    """SentEval's order: stable sort by (token count, label); texts re-joined by single spaces."""
+    order = sorted(zip(texts, labels), key=lambda z: (len(z[0]), z[1]))
+    return [" ".join(t) for t, _ in order], np.array([y for _, y in order])
+
+
+class TransferTask(Task):
+    """A SentEval classification task under one classifier config."""
+
+    def __init__(self, name: str, description: str, n_samples: int, validation: str,
+                 config: ClassifierConfig, nclasses: int, extra: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.nclasses = nclasses
+        suffix = "" if config.name == "default" else f"-{config.name}"
+        self.metadata = TaskMetadata(
+            name=name + suffix, family="transfer", description=description, split="test",
+            main_score="acc", protocol=f"senteval-logreg-{config.name}", reference=REFERENCE,
+            groups=("transfer" if config.name == "default" else f"transfer-{config.name}",),
+            n_samples=n_samples,
+            protocol_details={"config": config.name, "classifier": config.to_dict(), "validation": validation,
+                              "text": "whitespace tokens re-joined by single spaces", "seed_classifier": "run seed",
+                              "accuracy": "test accuracy % (dev accuracy recorded as devacc)", **(extra or {})},
+        )
+
+    def _check(self, n: int, what: str) -> None:
+        if self.metadata.n_samples is not None and n != self.metadata.n_samples:
+            raise DataError(f"{self.name}: read {n} {what} from {', '.join(map(str, self.files))}, "
+                            f"expected {self.metadata.n_samples}; the files are not SentEval's")
+
+    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        out = self._classify(embed, seed)
+        out.pop("yhat", None)
+        return {**out, "config": self.config.name, "classifier_seconds": round(time.perf_counter() - t0, 3)}
+
+
+class BinaryTask(TransferTask):
+    """MR, CR, SUBJ, MPQA: nested stratified k-fold over one labelled set."""
+
+    def __init__(self, name: str, files: tuple[str, str], n: int, config: ClassifierConfig, desc: str) -> None:
+        super().__init__(name, desc, n, f"nested stratified {config.kfold}-fold (inner {config.kfold}-fold "
+                         "picks L2, refit with 5% validation); mean outer test accuracy", config, 2)
+        self.rel = files  # (label 1, label 0)
+
+    def _load(self, data: DataRoot) -> None:
+        pos = read_binary_file(self._path(data, f"senteval/{self.rel[0]}", "senteval"))
+        neg = read_binary_file(self._path(data, f"senteval/{self.rel[1]}", "senteval"))
+        self.texts, self.labels = sorted_samples(pos + neg, [1] * len(pos) + [0] * len(neg))
+        self._check(len(self.texts), "samples (blank lines included, as SentEval)")
+
+    def sentences(self) -> list[str]:
+        return self.texts
+
+    def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        out = inner_kfold(embed(self.texts), self.labels, 2, self.config, seed)
+        return {**out, "ndev": len(self.texts), "ntest": len(self.texts)}
+
+
+class SST2(TransferTask):
+    def __init__(self, config: ClassifierConfig) -> None:
+        super().__init__("SST2", "Stanford Sentiment Treebank binary, fixed splits 67349/872/1821",
+                         1821, "L2 picked on dev (early stopping on dev); test accuracy", config, 2)
+
+    def _load(self, data: DataRoot) -> None:
+        self.splits = {}
+        for split in ("train", "dev", "test"):
+            texts, labels = read_sst(self._path(data, f"senteval/SST/binary/sentiment-{split}", "senteval"))
+            self.splits[split] = sorted_samples(texts, labels)
+        self._check(len(self.splits["test"][0]), "test sentences")
+
+    def sentences(self) -> list[str]:
+        return [s for texts, _ in self.splits.values() for s in texts]
+
+    def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        (tr, ytr), (dv, ydv), (te, yte) = (self.splits[s] for s in ("train", "dev", "test"))
+        out = split_select(embed(tr), ytr, embed(dv), ydv, embed(te), yte, 2, self.config, seed)
+        return {**out, "ntrain": len(tr), "ndev": len(dv), "ntest": len(te)}
+
+
+class TREC(TransferTask):
+    def __init__(self, config: ClassifierConfig) -> None:
+        super().__init__("TREC", "TREC question type, 6 coarse classes, train 5452 / test 500", 500,
+                         f"stratified {config.kfold}-fold on train picks L2, refit on train with 5% "
+                         "validation; test accuracy", config, 6, {"labels": list(TREC_LABELS)})
+
+    def _load(self, data: DataRoot) -> None:
+        self.train = sorted_samples(*read_trec(self._path(data, "senteval/TREC/train_5500.label", "senteval")))
+        self.test = sorted_samples(*read_trec(self._path(data, "senteval/TREC/TREC_10.label", "senteval")))
+        if len(self.train[0]) != 5452:
+            raise DataError(f"{self.files[0]}: {len(self.train[0])} questions, expected 5452")
+        self._check(len(self.test[0]), "test questions")
+
+    def sentences(self) -> list[str]:
+        return self.train[0] + self.test[0]
+
+    def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        out = kfold_then_test(embed(self.train[0]), self.train[1], embed(self.test[0]), self.test[1], 6,
+                              self.config, seed)
+        return {**out, "ntrain": len(self.train[0]), "ntest": len(self.test[0])}
+
+
+class MRPC(TransferTask):
+    def __init__(self, config: ClassifierConfig) -> None:
+        super().__init__("MRPC", "Microsoft Research Paraphrase Corpus, train 4076 / test 1725", 1725,
+                         f"stratified {config.kfold}-fold on train picks L2, refit on train with 5% "
+                         "validation; test accuracy and F1", config, 2, {"features": "[|u-v|, u*v]"})
+
+    def _load(self, data: DataRoot) -> None:
+        self.pairs = {}
+        for split in ("train", "test"):
+            a, b, y = read_mrpc(self._path(data, f"senteval/MRPC/msr_paraphrase_{split}.txt", "senteval"))
+            order = sorted(zip(a, b, y), key=lambda z: (len(z[0]), len(z[1]), z[2]))
+            self.pairs[split] = ([" ".join(x) for x, _, _ in order], [" ".join(x) for _, x, _ in order],
+                                 np.array([z for _, _, z in order]))
+        if len(self.pairs["train"][2]) != 4076:
+            raise DataError(f"{self.files[0]}: {len(self.pairs['train'][2])} pairs, expected 4076")
+        self._check(len(self.pairs["test"][2]), "test pairs")
+
+    def sentences(self) -> list[str]:
+        return [s for a, b, _ in self.pairs.values() for s in (*a, *b)]
+
+    def _features(self, embed: Embed, split: str) -> np.ndarray:
+        a, b, _ = self.pairs[split]
+        u, v = embed(a), embed(b)
+        return np.c_[np.abs(u - v), u * v]
+
+    def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        ytr, yte = self.pairs["train"][2], self.pairs["test"][2]
+        out = kfold_then_test(self._features(embed, "train"), ytr, self._features(embed, "test"), yte, 2,
+                              self.config, seed)
+        f1 = round(100 * f1_score(yte, out["yhat"]), 2)
+        return {**out, "f1": f1, "ntrain": len(ytr), "ntest": len(yte)}
+
+
+BINARY = {
+    "MR": (("MR/rt-polarity.pos", "MR/rt-polarity.neg"), 10662, "Movie review sentiment (Pang & Lee 2005)"),
+    "CR": (("CR/custrev.pos", "CR/custrev.neg"), 3775, "Customer review sentiment (Hu & Liu 2004)"),
+    "SUBJ": (("SUBJ/subj.objective", "SUBJ/subj.subjective"), 10000,
+             "Subjectivity (Pang & Lee 2004); objective = label 1 as in SentEval"),
+    "MPQA": (("MPQA/mpqa.pos", "MPQA/mpqa.neg"), 10606, "MPQA opinion polarity (Wiebe et al. 2005)"),
+}
+
+
+def factories() -> dict[str, tuple[Callable[[], Task], tuple[str, ...]]]:
+    """Every transfer task under every config: name -> (factory, groups)."""
+    out: dict[str, tuple[Callable[[], Task], tuple[str, ...]]] = {}
+    for cfg in CONFIGS.values():
+        suffix = "" if cfg.name == "default" else f"-{cfg.name}"
+        group = ("transfer" if cfg.name == "default" else f"transfer-{cfg.name}",)
+        for name, (files, n, desc) in BINARY.items():
+            out[name + suffix] = ((lambda nm=name, f=files, k=n, c=cfg, d=desc: BinaryTask(nm, f, k, c, d)), group)
+        for name, cls in (("SST2", SST2), ("TREC", TREC), ("MRPC", MRPC)):
+            out[name + suffix] = ((lambda k=cls, c=cfg: k(c)), group)
+    return out
+
+
+def _register() -> None:
+    import tasks
+
+    for name, (factory, groups) in factories().items():
+        tasks.register(name, factory, groups)
+
+
+_register()
