@@ -233,13 +233,23 @@ def test_metadata_records_each_step_and_its_corpus(corpus):
     assert repal.identity_info()["base"] == white.identity_info()
 
 
-@needs_data("senteval/STS/STSBenchmark/sts-test.csv", "senteval/SICK/SICK_train.txt")
+@needs_data("senteval/STS/STSBenchmark/sts-test.csv", "senteval/SICK/SICK_train.txt", "senteval/STS/STS16-en-test")
 def test_fit_corpus_reports_test_sentences(data_dir):
+    from benchharness.data import DataRoot
     from encoders.postprocess.fitting import FitCorpus
 
     transductive = FitCorpus("sts-unlabeled", data_dir).describe()
-    assert transductive["transductive"] is True and transductive["test_sentences"] > 10000
-    assert FitCorpus("stsb-dev", data_dir).describe()["corpus"] == "stsb-dev"
+    # every STS12-16, STS-B test and SICK test sentence (the corpus holds them all, unlabeled)
+    from tasks.sts import STSYear, sick, stsb
+
+    test_tasks = [STSYear(y) for y in ("STS12", "STS13", "STS14", "STS15", "STS16")] + [stsb("test"), sick("test")]
+    test = set()
+    for task in test_tasks:
+        task.load(DataRoot(data_dir))
+        test.update(task.sentences())
+    assert transductive["transductive"] is True and transductive["test_sentence_overlap"] == len(test)
+    default = FitCorpus("train-splits", data_dir).describe()
+    assert default["transductive"] is False and 0 < default["test_sentence_overlap"] < len(test)
 
 
 @needs_data("senteval/STS/STSBenchmark/sts-dev.csv")

@@ -1,0 +1,80 @@
+"""What RepAL costs on top of its base encoder.
+
+RepAL encodes every sentence twice (x and its keyword-masked x*) and masks with TF-IDF first, so
+its per-sentence cost should be about twice the base encoder's. This times both on the same STS-B
+test sentences, uncached, alternating the two to spread machine noise evenly, and reports medians.
+The fit (v_mean over a corpus) is a one-off cost per encoder; it is timed separately on a small
+corpus here (its cost is linear in the corpus size, at the base encoder's speed).
+
+    python benchmarks/repal_cost.py --encoder minilm-l6 --n 512 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encoder", default="minilm-l6")
+    parser.add_argument("--n", type=int, default=512, help="STS-B test sentences to encode")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--fit-sentences", type=int, default=256, help="STS-B train sentences for v_mean")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fair on a shared machine)")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from benchharness.config import apply_environment, load_config
+
+    apply_environment(load_config())
+    import tasks
+    from benchharness.corpora import load_corpus
+    from benchharness.data import DataRoot
+    from benchharness.registry import Registry
+
+    data = DataRoot()
+    task = tasks.get("STSBenchmark")
+    task.load(data)
+    sentences = list(dict.fromkeys(task.sentences()))[: args.n]
+    fit_file = Path(tempfile.mkdtemp()) / "fit.txt"
+    fit_file.write_text("\n".join(load_corpus("stsb-train", data, unique=True)[: args.fit_sentences]) + "\n")
+
+    registry = Registry({"data_dir": data.root})  # no embedding cache: every encode is real work
+    base = registry.get(args.encoder)
+    repal = registry.get(f"{args.encoder}+repal(fit=text:{fit_file})")
+    base.encode(sentences[:8])  # load weights outside the timings
+    t0 = time.perf_counter()
+    repal.fit()
+    fit_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    repal.masked(sentences)
+    mask_seconds = time.perf_counter() - t0
+
+    timings: dict[str, list[float]] = {"base": [], "repal": []}
+    for _ in range(args.repeats):
+        for label, encoder in (("base", base), ("repal", repal)):
+            t0 = time.perf_counter()
+            encoder.encode(sentences)
+            timings[label].append(time.perf_counter() - t0)
+    base_s, repal_s = statistics.median(timings["base"]), statistics.median(timings["repal"])
+    print(json.dumps({
+        "encoder": args.encoder, "sentences": len(sentences), "threads": args.threads,
+        "device": str(getattr(base, "device", "cpu")), "repeats": args.repeats,
+        "base_seconds": timings["base"], "repal_seconds": timings["repal"],
+        "base_sentences_per_s": round(len(sentences) / base_s, 1),
+        "repal_sentences_per_s": round(len(sentences) / repal_s, 1),
+        "ratio_repal_over_base": round(repal_s / base_s, 3),
+        "masking_seconds": round(mask_seconds, 3),
+        "fit_seconds": round(fit_seconds, 3), "fit_sentences": args.fit_sentences,
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
