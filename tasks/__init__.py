@@ -62,3 +62,6 @@ def resolve(selection: str | list[str]) -> list[str]:
 
 def get(name: str) -> Task:
     return FACTORIES[resolve(name)[0]]()
+
+# Task families register themselves on import (after ``register`` exists).
+from tasks import transfer  # noqa: E402,F401
