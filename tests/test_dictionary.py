@@ -73,7 +73,7 @@ def test_subsample_is_deterministic_and_filters():
 def test_statistics_by_hand():
     d = Dictionary.from_pairs([("a", "one two three"), ("a", "one"), ("b", "one two three four five"),
                                ("c", "one two")], "toy")
-    s = statistics(d, lambda t: len(t.split()))
+    s = statistics(d, lambda texts: [len(t.split()) for t in texts])
     assert s == {"entries": 3, "definitions": 4, "max_tokens": 5, "median_tokens": 2.5}
     table = format_statistics({"toy": s})
     assert "5 (2.5)" in table and "| toy" in table

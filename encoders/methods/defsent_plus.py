@@ -47,7 +47,7 @@ from torch import nn
 from benchharness.data import DataRoot
 from benchharness.devices import check_precision, pick_device
 from encoders import hub
-from encoders.methods.dictionary import Dictionary, format_statistics, load_sources, statistics, subsample
+from encoders.methods.dictionary import Dictionary, format_statistics, merge, read_source, statistics, subsample
 from encoders.methods.entry_space import ENTRY_TYPES, entry_embeddings, ica_transform, plot_entry_space
 from encoders.methods.training import (LossOutput, TrainConfig, TrainingMethod, add_training_arguments,
                                        config_from_options, load_base, resolve_options, seed_everything, train)
@@ -241,12 +241,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _dictionary(args: argparse.Namespace, tokenizer, data_root: Path) -> tuple[Dictionary, dict[str, Any]]:
     """Load, merge and subset the dictionary; print and return Table-1-like statistics."""
     specs = [s.strip() for s in args.dictionary.split(",") if s.strip()]
-    full = load_sources(specs, data_root)
+    parts = [read_source(spec, data_root) for spec in specs]
+    full = merge(*parts) if len(parts) > 1 else parts[0]
 
-    def count(text: str) -> int:
-        return len(tokenizer.tokenize(text))
+    def count(texts: list[str]) -> list[int]:
+        return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
-    rows = {"+".join(full.sources): statistics(full, count)}
+    rows = {part.sources[0]: statistics(part, count) for part in parts} if len(parts) > 1 else {}
+    rows["+".join(full.sources)] = statistics(full, count)
     chosen = subsample(full, args.max_entries, args.min_definitions, args.single_word, args.subset_seed)
     if chosen is not full:
         rows[chosen.sources[-1]] = statistics(chosen, count)

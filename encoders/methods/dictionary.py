@@ -142,28 +142,31 @@ def read_entry_definition_file(path: str | Path) -> Dictionary:
     return Dictionary.from_pairs(pairs, source=f"file:{path.name}")
 
 
+def read_source(spec: str, data_root: Path) -> Dictionary:
+    """One dictionary source: ``wordnet``, ``oxford-train``/``-valid``/``-test`` (the data root's
+    ``oxford/<split>.txt``; train is not shipped with the shared data) or a path to an
+    ``entry \t definition`` file."""
+    if spec == "wordnet":
+        return read_wordnet(data_root / "nltk_data")
+    if spec.startswith("oxford-"):
+        split = spec.removeprefix("oxford-")
+        if split not in ("train", "valid", "test"):
+            raise ValueError(f"unknown Oxford split {split!r}; use oxford-train, oxford-valid or oxford-test")
+        path = data_root / "oxford" / f"{split}.txt"
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{path} is missing (the shared data holds only the valid and test splits of "
+                "Ishiwatari et al. 2019); drop it from --dictionary or supply the file")
+        return read_oxford(path)
+    if Path(spec).is_file():
+        return read_entry_definition_file(spec)
+    raise ValueError(f"unknown dictionary source {spec!r}: use wordnet, oxford-valid, oxford-test, "
+                     "oxford-train or a path to an 'entry<TAB>definition' file")
+
+
 def load_sources(specs: Sequence[str], data_root: Path) -> Dictionary:
-    """Read and merge dictionary sources named ``wordnet``, ``oxford-valid``, ``oxford-test``,
-    ``oxford-train`` (not shipped here), or a path to an ``entry \\t definition`` file."""
-    parts = []
-    for spec in specs:
-        if spec == "wordnet":
-            parts.append(read_wordnet(data_root / "nltk_data"))
-        elif spec.startswith("oxford-"):
-            split = spec.removeprefix("oxford-")
-            if split not in ("train", "valid", "test"):
-                raise ValueError(f"unknown Oxford split {split!r}; use oxford-train, oxford-valid or oxford-test")
-            path = data_root / "oxford" / f"{split}.txt"
-            if not path.exists():
-                raise FileNotFoundError(
-                    f"{path} is missing (the shared data holds only the valid and test splits of "
-                    "Ishiwatari et al. 2019); drop it from --dictionary or supply the file")
-            parts.append(read_oxford(path))
-        elif Path(spec).is_file():
-            parts.append(read_entry_definition_file(spec))
-        else:
-            raise ValueError(f"unknown dictionary source {spec!r}: use wordnet, oxford-valid, oxford-test, "
-                             "oxford-train or a path to an 'entry<TAB>definition' file")
+    """Read the named sources (see ``read_source``) and merge them into one dictionary."""
+    parts = [read_source(spec, data_root) for spec in specs]
     return merge(*parts) if len(parts) > 1 else parts[0]
 
 
@@ -183,11 +186,12 @@ def subsample(dictionary: Dictionary, max_entries: int | None = None, min_defini
     return dictionary.select(keep, "subset: " + ", ".join(notes))
 
 
-def statistics(dictionary: Dictionary, count_tokens: Callable[[str], int]) -> dict[str, float | int]:
+def statistics(dictionary: Dictionary, count_tokens: Callable[[list[str]], list[int]]) -> dict[str, float | int]:
     """The paper's Table 1 columns: entries, definitions, max and median definition length in
-    tokens (``count_tokens``: the model tokenizer's token count without special tokens)."""
+    tokens (``count_tokens``: the model tokenizer's token counts, without special tokens, of a
+    list of texts; batched because WordNet alone has 200k glosses)."""
     texts, _ = dictionary.pairs()
-    lengths = [count_tokens(t) for t in texts]
+    lengths = list(count_tokens(texts))
     return {"entries": len(dictionary), "definitions": len(texts),
             "max_tokens": max(lengths, default=0), "median_tokens": stats.median(lengths) if lengths else 0}
 
