@@ -161,6 +161,8 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     row = {s: i for i, s in enumerate(sentences)}
     score = task.evaluate(lambda xs: vectors[[row[s] for s in xs]], seed=0)["spearman"]
     assert score == pytest.approx(result.best_dev, abs=1e-3)
+    # a run folder can be the base of another run (ConSERT sup-unsup, joint-unsup): its model/
+    assert load_base(str(tmp_path / "simcse-tiny"))[2].path == (tmp_path / "simcse-tiny" / "model").resolve()
     # and the in-loop evaluator pools exactly as the registered encoder does
     evaluator = DevEvaluator(method.tokenizer, "cls_before_pooler", 512, 64, torch.device("cpu"), "fp32")
     saved, _, _ = load_base(str(tmp_path / "simcse-tiny" / "model"))

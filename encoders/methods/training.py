@@ -395,10 +395,10 @@ def _prepare_out(config: TrainConfig) -> Path | None:
     ckpt = out / CHECKPOINT_DIR / CHECKPOINT_FILE
     if config.overwrite and out.exists():
         shutil.rmtree(out)
-    if ckpt.exists():
-        return ckpt
     if (out / "manifest.json").exists():
         raise ValueError(f"{out} already holds a finished run (manifest.json); pass --overwrite to retrain")
+    if ckpt.exists():
+        return ckpt
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} exists and is not empty (no checkpoint to resume); pass --overwrite or choose --out")
     out.mkdir(parents=True, exist_ok=True)
