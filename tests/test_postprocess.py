@@ -95,14 +95,36 @@ def test_whitening_keeps_the_top_k_directions(corpus):
     np.testing.assert_allclose(np.abs(got), np.abs(expected), rtol=1e-4)
 
 
-def test_whitening_is_lazy_and_refuses_a_rank_deficient_corpus(tmp_path):
+def test_whitening_is_lazy_and_keeps_only_directions_with_variance(tmp_path):
     small = tmp_path / "small.txt"
-    small.write_text("a dog\nthe cat\nthe man sings\n")  # 3 sentences cannot span 6 dimensions
+    small.write_text("a dog\nthe cat\nthe man sings\n")  # 3 centred points span 2 dimensions
     base = TableEncoder()
     white = Whitening(base, "w", fit=f"text:{small}")
     assert base.calls == []  # nothing fitted or encoded until the first encode
+    out = white.encode(lines(small)).astype(np.float64)
+    assert out.shape == (3, 2)
+    np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(2), atol=1e-6)
+    assert white.metadata["post_processing"][-1]["dimensions_kept"] == [2, 6]
     with pytest.raises(ValueError, match="spans only 2 of the 6 dimensions"):
-        white.encode(["a dog"])
+        Whitening(base, "w", k=3, fit=f"text:{small}").encode(["a dog"])
+
+
+class HyperplaneEncoder(TableEncoder):
+    """Vectors whose coordinates sum to zero, like mean-pooled LayerNorm outputs."""
+
+    def vector(self, s: str) -> np.ndarray:
+        v = super().vector(s)
+        return v - v.mean()
+
+
+def test_whitening_drops_the_null_direction_of_a_hyperplane(corpus):
+    base = HyperplaneEncoder()
+    sentences = lines(corpus)
+    out = Whitening(base, "w", fit=f"text:{corpus}").encode(sentences).astype(np.float64)
+    assert out.shape == (len(sentences), 5)
+    np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(5), atol=1e-4)
+    pca = PCA(n_components=5, whiten=True).fit_transform(base.encode(sentences).astype(np.float64))
+    np.testing.assert_allclose(np.abs(out), np.abs(pca), atol=1e-3)
 
 
 def tfidf_top(corpus_sentences: list[str], sentence: str, k: int) -> set[str] | None:
@@ -156,6 +178,15 @@ def test_repal_equals_the_formula(corpus):
         starred = " ".join("[MASK]" if w in top else w for w in sentence.split())
         expected = base.vector(sentence) - 0.3 * base.vector(starred) - 0.7 * v_mean
         np.testing.assert_allclose(row, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_repal_without_sentence_term_skips_the_masked_pass(corpus):
+    base = TableEncoder()
+    repal = RepAL(base, "r", l1=0, l2=1.5, fit=f"text:{corpus}", tfidf=f"text:{corpus}")
+    got = repal.encode(["the zebra eats bread"])
+    v_mean = np.stack([base.vector(s) for s in lines(corpus)]).mean(axis=0)
+    np.testing.assert_allclose(got[0], base.vector("the zebra eats bread") - 1.5 * v_mean, rtol=1e-5, atol=1e-5)
+    assert not any("[MASK]" in s for call in base.calls for s in call)
 
 
 def test_repal_on_a_tiny_bert_matches_the_bare_encoder_on_hand_masked_text(tiny_bert, tmp_path):

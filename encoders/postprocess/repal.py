@@ -140,6 +140,11 @@ class RepAL(PostProcessor):
         return fx, fx_star, self.v_mean
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        if self.l1 == 0:  # the masked pass would be multiplied by 0: skip its cost
+            self.fit()
+            assert self.v_mean is not None
+            fx = np.asarray(self.base.encode(sentences, show_progress=show_progress), dtype=np.float64)
+            return refine(fx, np.zeros_like(fx), self.v_mean, 0.0, self.l2).astype(np.float32)
         fx, fx_star, v_mean = self.components(sentences, show_progress)
         return refine(fx, fx_star, v_mean, self.l1, self.l2).astype(np.float32)
 

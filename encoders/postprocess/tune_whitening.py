@@ -12,7 +12,7 @@ HELP = "grid over whitening's k on STS-B dev; registers the best as <encoder>+wh
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     tuning.add_common(parser)
-    parser.add_argument("--k", help="comma list of k values (default: every multiple of dim/8, and dim)")
+    parser.add_argument("--k", help="comma list of k values (default: multiples of rank/8 up to the fit's rank)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -24,7 +24,7 @@ def main(args: argparse.Namespace) -> int:
     white = registry.get(f"{args.encoder}+whitening({fit})" if fit else f"{args.encoder}+whitening")
     white.fit()
     full = np.asarray(white.encode(scorer.sentences, show_progress=True), dtype=np.float64)
-    dim = full.shape[1]
+    dim = full.shape[1]  # the fit's rank (see whitening.py)
     ks = [int(k) for k in args.k.split(",")] if args.k else sorted({max(1, dim * i // 8) for i in range(1, 9)})
     if max(ks) > dim:
         raise ValueError(f"k={max(ks)} exceeds the dimension {dim} of {args.encoder}")
@@ -32,6 +32,7 @@ def main(args: argparse.Namespace) -> int:
     scored = tuning.grid_search([{"k": k} for k in ks], lambda p: full[:, : p["k"]], scorer)
     tuning.print_grid(scored, "k", None)
     best = tuning.best_of(scored)
+    tuning.warn_on_edge(scored, best, {"k": "--k"})
     params = ",".join(p for p in (f"k={best['k']}" if best["k"] != dim else "", fit) if p)
     spec = f"{args.encoder}+whitening({params})" if params else f"{args.encoder}+whitening"
     name = args.name or f"{args.encoder}+whitening-tuned"

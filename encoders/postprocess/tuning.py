@@ -97,6 +97,14 @@ def best_of(scored: list[dict[str, Any]]) -> dict[str, Any]:
     return max(scored, key=lambda p: (p["score"], -scored.index(p)))
 
 
+def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], options: dict[str, str]) -> None:
+    """Say so when the best value is the grid's largest: the optimum may lie beyond it."""
+    for key, option in options.items():
+        values = sorted({p[key] for p in scored})
+        if len(values) > 1 and best[key] == values[-1]:
+            print(f"note: the best {key}={_num(best[key])} is the largest in the grid; widen it with {option}")
+
+
 def register(name: str, spec: str, post: str, base: str, task: str, scored: list[dict[str, Any]],
              best: dict[str, Any], extra: dict[str, Any]) -> Path:
     """Write the run manifest that makes ``name`` resolve to ``spec``."""

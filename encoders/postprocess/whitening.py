@@ -4,6 +4,12 @@ PROTOCOLS.md: mu and W = U diag(1/sqrt(s)) from the SVD of the covariance of a f
 x' = (x - mu) W[:, :k]. Like Su et al.'s code the covariance is the unbiased one (``np.cov``,
 divisor n - 1). Their code L2-normalises afterwards; every task here scores by cosine, for which
 that is a no-op, so it is left out. Statistics are computed in float64.
+
+The default k keeps every direction the fit corpus gives non-zero variance (eigenvalue above
+1e-10 of the largest). Mean pooling after a LayerNorm leaves vectors in a hyperplane (LayerNorm
+outputs sum to a constant across features), so e.g. paraphrase-MiniLM-L3-v2 spans 383 of its 384
+dimensions: the last eigenvalue is ~1e-15 of the first, and scaling it by 1/sqrt(s) would blow
+float noise up into a dominant coordinate. An explicit k beyond that rank is refused.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import numpy as np
 from benchharness.encoder import Encoder
 from benchharness.registry import register_postprocessor
 from encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, PostProcessor
+
+#: eigenvalues at or below this fraction of the largest count as zero variance
+RANK_TOLERANCE = 1e-10
 
 
 def whitening_stats(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -42,10 +51,19 @@ class Whitening(PostProcessor):
         self.fit_corpus = FitCorpus(fit, data_dir)
         self.mu: np.ndarray | None = None
         self.kernel: np.ndarray | None = None
+        self.dimensions: tuple[int, int] | None = None  # (kept, base) once fitted
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"k": self.k, "covariance": "unbiased (n-1)"}
+        return {"k": self.k if self.k is not None else f"rank (eigenvalues > {RANK_TOLERANCE:g} x largest)",
+                "covariance": "unbiased (n-1)"}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        meta = super().metadata
+        if self.dimensions is not None:  # known once fitted (results are written after encoding)
+            meta["post_processing"][-1]["dimensions_kept"] = list(self.dimensions)
+        return meta
 
     def corpora(self) -> dict[str, FitCorpus]:
         return {"fit": self.fit_corpus}
@@ -53,18 +71,18 @@ class Whitening(PostProcessor):
     def _fit(self) -> None:
         vectors = self.base.encode(self.fit_corpus.sentences)
         mu, w, s = whitening_stats(vectors)
-        k = w.shape[1] if self.k is None else self.k
+        # a direction with (numerically) zero variance cannot be scaled to unit variance
+        rank = int((s > s[0] * RANK_TOLERANCE).sum())
+        k = rank if self.k is None else self.k
         if k > w.shape[1]:
             raise ValueError(f"{self.name}: k={k} exceeds the base encoder's dimension {w.shape[1]}")
-        # a direction with (numerically) zero variance cannot be scaled to unit variance
-        tiny = s[:k] <= s[0] * 1e-12
-        if tiny.any():
-            rank = int((~(s <= s[0] * 1e-12)).sum())
+        if k > rank:
             raise ValueError(
                 f"{self.name}: the fit corpus {self.fit_corpus.name!r} spans only {rank} of the "
                 f"{w.shape[1]} dimensions ({len(vectors)} sentences); use k<={rank} or a larger corpus"
             )
         self.mu, self.kernel = mu, w[:, :k]
+        self.dimensions = (k, w.shape[1])
 
     def _transform(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         assert self.mu is not None and self.kernel is not None
@@ -74,5 +92,5 @@ class Whitening(PostProcessor):
 @register_postprocessor("whitening")
 def whitening(base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT,
               data_dir: str | Path | None = None) -> Whitening:
-    """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default all), fit=<corpus> (default train-splits)."""
+    """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default: the fit's rank), fit=<corpus> (default train-splits)."""
     return Whitening(base, name, k=k, fit=fit, data_dir=data_dir)
