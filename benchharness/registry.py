@@ -6,7 +6,9 @@ A name is resolved in this order:
 2. a built-in name (``minilm-l6``, ``minilm-l3``, ``glove-50d``);
 3. an encoder registered in ``benchharness.toml`` (``[encoders.NAME] spec = "..."``);
 4. a trained run: a folder holding ``manifest.json`` (``runs/consert-l3``), or the name a manifest
-   under the configured runs folder declares (``consert-l3``);
+   under the configured runs folder declares (``consert-l3``); a manifest (or a config entry) may
+   also stand for a composition (``{"type": "compose", "spec": "minilm-l6+repal(l1=0.1)"}``, what
+   ``benchharness tune`` registers), and such a registered name may itself contain ``+``;
 5. an ad-hoc spec ``hf:<id or path>?pooling=avg&max_length=64``, ``st:<id or path>``,
    ``glove:<path>``.
 
