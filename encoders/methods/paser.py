@@ -374,7 +374,7 @@ class PaSeR(TrainingMethod):
         z1, z2 = z[:n], z[n:]
         dec = self.decoder_loss(z1, z2, batch["decoder_input_ids"], batch["decoder_labels"])
         logs = {"decoder_ce": float(dec.detach())}
-        loss = dec
+        loss = self.alpha * dec if self.supervised else dec
         if self.mlm_weight > 0:
             mlm = self.mlm_loss(batch)
             logs["mlm_ce"] = float(mlm.detach())
@@ -383,7 +383,7 @@ class PaSeR(TrainingMethod):
             other = self.embed(batch["nli"])
             con = supervised_contrastive(z1, other[:n], other[n:], self.temperature)
             logs["contrastive"] = float(con.detach())
-            loss = con + self.alpha * dec + (loss - dec)
+            loss = loss + con
         return LossOutput(loss, logs)
 
     def size(self, batch: Any, examples: list[Any]) -> int:

@@ -1,0 +1,81 @@
+"""EDA augmentations: counts and invariants of each operation, and WordNet synonyms."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from conftest import needs_data
+from encoders.methods.eda import Augmenter, random_deletion, random_swap, synonym_replacement
+
+STOP = frozenset({"the", "a", "is"})
+LEXICON = {"car": ("automobile",), "red": ("crimson red",), "fast": ("quick",)}
+
+
+def lookup(word: str) -> tuple[str, ...]:
+    return LEXICON.get(word, ())
+
+
+def test_synonym_replacement_replaces_n_distinct_words_everywhere():
+    words = "the red car is a red car".split()  # 7 words, alpha 0.3 -> n = 2
+    out = synonym_replacement(words, 0.3, random.Random(0), STOP, lookup)
+    # both replaceable words replaced at every occurrence; the multi-word synonym becomes two words
+    assert out == "the crimson red automobile is a crimson red automobile".split()
+
+
+def one_word(word: str) -> tuple[str, ...]:
+    return {"red": ("crimson",)}.get(word, lookup(word))
+
+
+def test_synonym_replacement_stops_at_n_and_spares_stopwords():
+    words = "the red car is fast".split()  # alpha 0.2 -> n = max(1, int(1.0)) = 1
+    for seed in range(5):
+        out = synonym_replacement(words, 0.2, random.Random(seed), STOP, one_word)
+        changed = {w for w in words if w not in out}
+        assert len(changed) == 1 and changed <= {"red", "car", "fast"}
+        assert out.count("the") == 1 and out.count("is") == 1
+
+
+def test_random_deletion():
+    words = "one two three four five six".split()
+    assert random_deletion(words, 0.0, random.Random(0)) == words
+    only = random_deletion(words, 1.0, random.Random(0))
+    assert len(only) == 1 and only[0] in words
+    kept = random_deletion(words, 0.5, random.Random(3))
+    assert [w for w in words if w in kept] == kept  # order preserved, a subsequence
+    assert random_deletion(["single"], 1.0, random.Random(0)) == ["single"]
+
+
+def test_random_swap_permutes():
+    words = "one two three four five six seven eight".split()  # alpha 0.25 -> 2 swaps
+    out = random_swap(words, 0.25, random.Random(1))
+    assert Counter(out) == Counter(words) and out != words
+    assert sum(a != b for a, b in zip(out, words)) <= 4
+    assert random_swap(["solo"], 0.5, random.Random(0)) == ["solo"]
+
+
+def test_seeded_augmentation_is_reproducible():
+    aug = Augmenter("rs", 0.5)
+    s = "a b c d e f g h"
+    assert aug(s, random.Random(7)) == aug(s, random.Random(7))
+    with pytest.raises(ValueError, match="unknown augmentation"):
+        Augmenter("back-translation")
+
+
+@needs_data("nltk_data/corpora/wordnet")
+def test_wordnet_synonyms_match_nltk(data_dir):
+    from encoders.methods.eda import _wordnet, synonyms
+
+    wn = _wordnet(str(data_dir))
+    expected = set()
+    for synset in wn.synsets("car"):
+        for name in synset.lemma_names():
+            clean = name.replace("_", " ").replace("-", " ").lower()
+            if clean != "car":
+                expected.add(clean)
+    got = synonyms("car", str(data_dir))
+    assert set(got) == expected and "automobile" in got and len(got) == len(set(got))
+    out = Augmenter("sr", 0.5, str(data_dir))("the car", random.Random(0))
+    assert out.startswith("the ") and out != "the car"
