@@ -64,4 +64,4 @@ def get(name: str) -> Task:
     return FACTORIES[resolve(name)[0]]()
 
 # Task families register themselves on import (after ``register`` exists).
-from tasks import transfer  # noqa: E402,F401
+from tasks import askubuntu, qqp, transfer  # noqa: E402,F401

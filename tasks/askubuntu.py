@@ -1,0 +1,148 @@
+"""AskUbuntu duplicate-question reranking (Lei et al. 2016 data, taolei87/askubuntu).
+
+Files: ``text_tokenized.txt.gz`` (or the uncompressed ``.txt``): ``qid \\t title \\t body`` per
+line; ``dev.txt``/``test.txt``: ``qid \\t similar ids \\t 20 candidate ids \\t 20 BM25 scores``,
+candidates listed in BM25 order (the similar ids are a subset of the candidates).
+
+Two protocols, each under its own name:
+
+- ``AskUbuntu``: the useb / TSDAE evaluation (Wang et al. 2021), the one sentence-embedding papers
+  report: test split, question titles only, queries without any similar candidate skipped (186
+  of 200), candidates ranked by cosine with ties kept in BM25 order; MAP over the 20-list, MRR
+  (no cutoff), MRR@10, P@1, P@5.
+- ``AskUbuntu-mteb``: mteb's AskUbuntuDupQuestions: dev and test together, titles, queries
+  without a positive *or* without a negative dropped (361). mteb scores AP with sklearn's
+  ``average_precision_score``, which pools exactly tied scores; here ties follow the shared rule
+  (BM25 order), which differs only when two candidates get the very same cosine.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchharness.data import DataError, DataRoot
+from benchharness.metrics import paired_cosine
+from benchharness.ranking import mean_metrics, ranked_relevance
+from tasks.base import Embed, Task, TaskMetadata
+
+REFERENCE = "Lei et al. 2016 (taolei87/askubuntu); useb/TSDAE (Wang et al. 2021); mteb AskUbuntuDupQuestions"
+TEXTS = ("askubuntu/text_tokenized.txt.gz", "askubuntu/text_tokenized.txt")
+
+
+@dataclass(frozen=True)
+class Query:
+    qid: str
+    similar: tuple[str, ...]
+    candidates: tuple[str, ...]  # BM25 order
+    bm25: tuple[float, ...]
+
+
+def read_annotations(path: Path) -> list[Query]:
+    """``dev.txt`` / ``test.txt``; checks the 20 candidates, their scores, similar within candidates."""
+    queries = []
+    with io.open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 4:
+                raise DataError(f"{path}:{lineno}: expected 4 tab-separated fields "
+                                f"(qid, similar ids, candidate ids, BM25 scores), got {len(fields)}")
+            qid, similar, cands, scores = fields[0].strip(), fields[1].split(), fields[2].split(), fields[3].split()
+            if len(cands) != len(scores):
+                raise DataError(f"{path}:{lineno}: {len(cands)} candidates but {len(scores)} BM25 scores")
+            if not set(similar) <= set(cands):
+                raise DataError(f"{path}:{lineno}: similar ids {sorted(set(similar) - set(cands))} "
+                                "are not among the candidates")
+            try:
+                bm25 = tuple(float(s) for s in scores)
+            except ValueError:
+                raise DataError(f"{path}:{lineno}: BM25 scores must be numbers") from None
+            queries.append(Query(qid, tuple(similar), tuple(cands), bm25))
+    return queries
+
+
+def read_texts(path: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
+    """qid -> (title, body) for the ``wanted`` ids (the corpus has ~167k questions)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    texts: dict[str, tuple[str, str]] = {}
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < 2 or not fields[0].strip():
+                raise DataError(f"{path}:{lineno}: expected 'qid<TAB>title<TAB>body'")
+            qid = fields[0].strip()
+            if qid in wanted:
+                texts[qid] = (fields[1].strip(), fields[2].strip() if len(fields) > 2 else "")
+    missing = wanted - texts.keys()
+    if missing:
+        raise DataError(f"{path}: {len(missing)} annotated question ids have no text, e.g. {sorted(missing)[:5]}")
+    return texts
+
+
+class AskUbuntu(Task):
+    def __init__(self, variant: str = "useb") -> None:
+        super().__init__()
+        if variant not in ("useb", "mteb"):
+            raise ValueError(f"unknown AskUbuntu variant {variant!r}")
+        self.variant = variant
+        useb = variant == "useb"
+        self.metadata = TaskMetadata(
+            name="AskUbuntu" if useb else "AskUbuntu-mteb", family="reranking",
+            description="AskUbuntu duplicate questions: rerank 20 BM25 candidates by cosine of titles",
+            split="test" if useb else "dev+test", main_score="map",
+            protocol="useb-tsdae" if useb else "mteb-askubuntudupquestions", reference=REFERENCE,
+            groups=("askubuntu",) if useb else (), n_samples=186 if useb else 361,
+            protocol_details={
+                "text": "question titles (tokenized file)", "similarity": "cosine (zero vector -> 0)",
+                "splits": ["test"] if useb else ["dev", "test"],
+                "queries": "with at least one similar candidate" if useb
+                else "with at least one similar and one non-similar candidate",
+                "ties": "equal cosine keeps BM25 (file) order",
+                "map": "mean precision at each similar candidate's rank in the 20-list",
+                "mrr": "first similar candidate, no cutoff; mrr@10 also",
+            },
+        )
+
+    def _load(self, data: DataRoot) -> None:
+        splits = ["test"] if self.variant == "useb" else ["dev", "test"]
+        queries = [q for s in splits for q in read_annotations(self._path(data, f"askubuntu/{s}.txt", "askubuntu"))]
+        if self.variant == "useb":
+            self.queries = [q for q in queries if q.similar]
+        else:
+            self.queries = [q for q in queries if q.similar and len(set(q.candidates) - set(q.similar)) > 0]
+        if len(self.queries) != self.metadata.n_samples:
+            raise DataError(f"{self.name}: {len(self.queries)} scored queries in {splits}, expected "
+                            f"{self.metadata.n_samples}; the annotation files are not taolei87/askubuntu's")
+        rel = next((r for r in TEXTS if (data.root / r).exists()), TEXTS[0])
+        wanted = {i for q in self.queries for i in (q.qid, *q.candidates)}
+        texts = read_texts(self._path(data, rel, "askubuntu"), wanted)
+        self.titles = {qid: title for qid, (title, _) in texts.items()}
+
+    def sentences(self) -> list[str]:
+        return [self.titles[i] for q in self.queries for i in (q.qid, *q.candidates)]
+
+    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+        rankings = []
+        for q in self.queries:
+            cand = embed([self.titles[c] for c in q.candidates])
+            query = embed([self.titles[q.qid]])
+            scores = paired_cosine(np.repeat(query, len(cand), 0), cand)
+            rankings.append(ranked_relevance(scores, np.array([c in q.similar for c in q.candidates])))
+        metrics: dict[str, Any] = mean_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
+        metrics["n_queries"] = len(rankings)
+        return metrics
+
+
+def _register() -> None:
+    import tasks
+
+    tasks.register("AskUbuntu", lambda: AskUbuntu("useb"), ("askubuntu",))
+    tasks.register("AskUbuntu-mteb", lambda: AskUbuntu("mteb"), ())
+
+
+_register()

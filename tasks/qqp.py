@@ -1,0 +1,151 @@
+"""Quora Question Pairs as retrieval, PaSeR's setting, with exact faiss search.
+
+File: ``quora_duplicate_questions.tsv`` (header ``id qid1 qid2 question1 question2 is_duplicate``,
+tab-separated, ~404k rows; a few questions span lines inside double quotes, so it is read with
+the csv module, not line by line).
+
+Setting (PaSeR): the corpus is every question2 text; the queries are the question1 texts that have
+at least one duplicate; a query's relevant documents are its duplicate question2s. MAP and MRR@10.
+PROTOCOLS.md leaves three points open; the choices, recorded in every result:
+
+1. **Deduplication**: texts are compared after ``strip()``. Identical question2 texts are one
+   corpus document (otherwise one question would be retrieved, and counted, several times);
+   identical question1 texts are one query whose relevant set is the union over its rows.
+2. **Self-retrieval**: a query never retrieves the corpus document with its own text, and that
+   document is not counted as relevant (a pair of identical strings is not a retrieval problem,
+   as BEIR's evaluation ignores the query's own id); queries left without a relevant document
+   are dropped.
+3. **MAP cutoff**: MAP@100 over the top 100, each query's sum divided by min(100, relevant),
+   as sentence-transformers' InformationRetrievalEvaluator does; MRR@10 as usual.
+
+Search: embeddings are L2-normalised (cosine; a zero vector stays zero) and searched exactly with
+a faiss ``IndexFlatIP`` in query blocks, so memory holds the corpus, one block of queries and their
+top-k lists, never a query x corpus score matrix. Each top list is re-sorted by (score desc,
+corpus order) so that ties follow the shared rule of ``benchharness.ranking``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchharness.data import DataError, DataRoot
+from benchharness.ranking import average_precision, reciprocal_rank
+from tasks.base import Embed, Task, TaskMetadata
+
+REL = "qqp/quora_duplicate_questions.tsv"
+HEADER = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
+MAP_K, MRR_K = 100, 10
+
+
+def read_pairs(path: Path) -> list[tuple[str, str, int]]:
+    """(question1, question2, is_duplicate) for every row; errors name the file and line."""
+    rows = []
+    with io.open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter="\t")
+        header = next(reader, None)
+        if header is None or [h.strip().lstrip("\ufeff") for h in header] != HEADER:
+            raise DataError(f"{path}:1: expected the header {' '.join(HEADER)}, got {header}")
+        for fields in reader:
+            if len(fields) != 6 or fields[5] not in ("0", "1"):
+                raise DataError(f"{path}:{reader.line_num}: expected 6 tab-separated fields ending in 0/1")
+            rows.append((fields[3].strip(), fields[4].strip(), int(fields[5])))
+    return rows
+
+
+def build_retrieval(rows: list[tuple[str, str, int]]) -> tuple[list[str], list[str], list[np.ndarray]]:
+    """Corpus (unique question2 texts, first-seen order), queries, and each query's relevant ids."""
+    corpus_ids: dict[str, int] = {}
+    for _, q2, _ in rows:
+        corpus_ids.setdefault(q2, len(corpus_ids))
+    relevant: dict[str, set[int]] = {}
+    for q1, q2, dup in rows:
+        if dup and q2 != q1:
+            relevant.setdefault(q1, set()).add(corpus_ids[q2])
+    queries = list(relevant)
+    return list(corpus_ids), queries, [np.array(sorted(relevant[q])) for q in queries]
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+def search(corpus: np.ndarray, queries: np.ndarray, k: int, block: int = 1024,
+           exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k inner product, in query blocks. ``exclude[i]`` (a corpus id or -1) is removed
+    from query i's list (one extra hit is fetched for it). Ties: score desc, then corpus order."""
+    import faiss
+
+    index = faiss.IndexFlatIP(corpus.shape[1])
+    index.add(np.ascontiguousarray(corpus, dtype=np.float32))
+    fetch = min(k + (exclude is not None), len(corpus))
+    ids_out = np.full((len(queries), k), -1, dtype=np.int64)
+    scores_out = np.full((len(queries), k), -np.inf, dtype=np.float32)
+    for start in range(0, len(queries), block):
+        q = np.ascontiguousarray(queries[start:start + block], dtype=np.float32)
+        scores, ids = index.search(q, fetch)
+        for j in range(len(q)):
+            keep = ids[j] >= 0
+            if exclude is not None:
+                keep &= ids[j] != exclude[start + j]
+            s, i = scores[j][keep], ids[j][keep]
+            order = np.lexsort((i, -s))[:k]
+            ids_out[start + j, : len(order)] = i[order]
+            scores_out[start + j, : len(order)] = s[order]
+    return scores_out, ids_out
+
+
+class QQP(Task):
+    def __init__(self) -> None:
+        super().__init__()
+        self.metadata = TaskMetadata(
+            name="QQP", family="retrieval",
+            description="Quora Question Pairs as retrieval: question1 queries against all question2 texts",
+            split="all", main_score="map", protocol="paser-qqp-retrieval",
+            reference="PaSeR (Wu et al.); Quora Question Pairs (Iyer et al. 2017)", groups=("qqp",),
+            protocol_details={
+                "corpus": "unique question2 texts (strip, exact match dedup)",
+                "queries": "unique question1 texts with at least one duplicate question2 of a different text",
+                "self_retrieval": "the corpus document with the query's own text is excluded and not relevant",
+                "map": f"MAP@{MAP_K}, sum of precisions divided by min({MAP_K}, relevant)",
+                "mrr": f"MRR@{MRR_K}", "similarity": "cosine (L2-normalised inner product, faiss IndexFlatIP)",
+                "ties": "score desc, then corpus order",
+            },
+        )
+
+    def _load(self, data: DataRoot) -> None:
+        rows = read_pairs(self._path(data, REL, "qqp"))
+        self.corpus, self.queries, self.relevant = build_retrieval(rows)
+        if not self.queries:
+            raise DataError(f"{self.files[0]}: no question1 has a duplicate; is_duplicate column empty?")
+        position = {t: i for i, t in enumerate(self.corpus)}
+        self.own = np.array([position.get(q, -1) for q in self.queries])
+
+    def sentences(self) -> list[str]:
+        return self.corpus + self.queries
+
+    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+        _, ids = search(normalise(embed(self.corpus)), normalise(embed(self.queries)), MAP_K, exclude=self.own)
+        ap, rr = [], []
+        for top, rel in zip(ids, self.relevant):
+            hits = np.isin(top, rel)
+            ap.append(average_precision(hits, MAP_K, len(rel)))
+            rr.append(reciprocal_rank(hits, MRR_K))
+        return {f"map@{MAP_K}": 100 * float(np.mean(ap)), "map": 100 * float(np.mean(ap)),
+                f"mrr@{MRR_K}": 100 * float(np.mean(rr)), "n_queries": len(self.queries),
+                "n_corpus": len(self.corpus)}
+
+
+def _register() -> None:
+    import tasks
+
+    tasks.register("QQP", QQP, ("qqp",))
+
+
+_register()
