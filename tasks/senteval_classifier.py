@@ -112,10 +112,13 @@ class BatchedLogReg:
         self.config = config
         self.seed = seed
         self.nclasses = nclasses
-        self.X = torch.as_tensor(np.asarray(features), dtype=dtype, device=self.device)
+        X = torch.as_tensor(np.asarray(features), dtype=dtype, device=self.device)
+        # a column of ones carries the bias, so one bmm and one optimizer update serve weight and
+        # bias together (SentEval's weight decay covers the bias too: no special case needed)
+        self.X = torch.cat([X, torch.ones(len(X), 1, dtype=dtype, device=self.device)], 1)
         self.y = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=self.device)
         self.onehot = torch.nn.functional.one_hot(self.y, nclasses).to(dtype)
-        self.dim = self.X.shape[1]
+        self.dim = X.shape[1]
         if config.optim not in ("adam", "rmsprop"):
             raise ValueError(f"optimizer {config.optim!r}: SentEval configs use adam or rmsprop")
 
@@ -137,13 +140,12 @@ class BatchedLogReg:
         KC = K * C
         dev, dt = self.device, self.dtype
         w0, b0 = self.initial_parameters()
-        W = w0.repeat(1, K).expand(G, d, KC).contiguous()  # (G, d, K*C): model k owns columns kC..kC+C
-        B = b0.repeat(K).expand(G, 1, KC).contiguous()
-        state = {"W": W, "B": B, "mW": torch.zeros_like(W), "vW": torch.zeros_like(W),
-                 "mB": torch.zeros_like(B), "vB": torch.zeros_like(B),
+        # (G, d+1, K*C): model k owns columns kC..kC+C, the last row is its bias
+        W = torch.cat([w0, b0.unsqueeze(0)]).repeat(1, K).expand(G, d + 1, KC).contiguous()
+        state = {"W": W, "m": torch.zeros_like(W), "v": torch.zeros_like(W),
                  "t": torch.zeros(G, 1, KC, dtype=dt, device=dev)}
         decay = torch.tensor(l2, dtype=dt, device=dev).repeat_interleave(C, 1).view(G, 1, KC)
-        best_W, best_B = W.clone(), B.clone()
+        best_W = W.clone()
         best = np.full((G, K), -1.0)
         count = np.zeros((G, K), dtype=int)
         alive = np.ones((G, K), dtype=bool)
@@ -162,7 +164,7 @@ class BatchedLogReg:
             for k, v in sub.items():
                 state[k][gat] = v
             nepoch += cfg.epoch_size
-            correct = self._correct(sub["W"], sub["B"], dev_rows[gat], dev_mask[gat], K)
+            correct = self._correct(sub["W"], dev_rows[gat], dev_mask[gat], K)
             acc = correct / n_dev[ga, None]
             was_alive = alive[ga]
             improved = was_alive & (acc > best[ga])
@@ -173,11 +175,10 @@ class BatchedLogReg:
             if improved.any():
                 keep = torch.as_tensor(improved, device=dev).repeat_interleave(C, 1).unsqueeze(1)
                 best_W[gat] = torch.where(keep, sub["W"], best_W[gat])
-                best_B[gat] = torch.where(keep, sub["B"], best_B[gat])
             alive[ga] = was_alive & ~stopping
             stop_epoch[ga] = np.where(was_alive, nepoch, stop_epoch[ga])
-        return Trained(best_W.view(G, d, K, C).permute(0, 2, 1, 3).contiguous(),
-                       best_B.view(G, K, C), best, stop_epoch)
+        per_model = best_W.view(G, d + 1, K, C).permute(0, 2, 1, 3)
+        return Trained(per_model[:, :, :d].contiguous(), per_model[:, :, d].contiguous(), best, stop_epoch)
 
     def _one_pass(self, s: dict[str, torch.Tensor], fits: list[Fit], decay: torch.Tensor,
                   live: torch.Tensor) -> None:
@@ -204,43 +205,43 @@ class BatchedLogReg:
               update: torch.Tensor, decay: torch.Tensor) -> None:
         Ga, bs = rows.shape
         C = self.nclasses
-        xb = self.X[rows]  # (Ga, bs, d), shared by the K models of a group
-        logits = torch.baddbmm(s["B"], xb, s["W"])  # (Ga, bs, K*C)
+        flat = rows.reshape(-1)
+        xb = self.X.index_select(0, flat).view(Ga, bs, -1)  # shared by the K models of a group
+        logits = torch.bmm(xb, s["W"])  # (Ga, bs, K*C)
         K = logits.shape[2] // C
-        grad = torch.softmax(logits.view(Ga, bs, K, C), dim=3)
-        grad.sub_(self.onehot[rows].unsqueeze(2)).mul_(weights.view(Ga, bs, 1, 1))
+        # softmax written out: torch.softmax over a last dimension of 2..6 classes is several
+        # times slower on CPU than these four vectorised ops
+        grad = logits.view(Ga, bs, K, C)
+        grad = grad.sub(grad.amax(3, keepdim=True)).exp_()
+        grad.div_(grad.sum(3, keepdim=True))
+        grad.sub_(self.onehot.index_select(0, flat).view(Ga, bs, 1, C)).mul_(weights.view(Ga, bs, 1, 1))
         grad = grad.view(Ga, bs, K * C)
-        gW = torch.bmm(xb.transpose(1, 2), grad).add_(s["W"] * decay)
-        gB = grad.sum(1, keepdim=True).add_(s["B"] * decay)
+        gW = torch.bmm(xb.transpose(1, 2), grad).add_(s["W"] * decay)  # coupled L2, as torch's
         s["t"].add_(update)
         if self.config.optim == "adam":
-            _adam(s["W"], gW, s["mW"], s["vW"], s["t"], update)
-            _adam(s["B"], gB, s["mB"], s["vB"], s["t"], update)
+            _adam(s["W"], gW, s["m"], s["v"], s["t"], update)
         else:
-            _rmsprop(s["W"], gW, s["vW"], update)
-            _rmsprop(s["B"], gB, s["vB"], update)
+            _rmsprop(s["W"], gW, s["v"], update)
 
-    def _correct(self, W: torch.Tensor, B: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor,
-                 K: int) -> np.ndarray:
+    def _correct(self, W: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor, K: int) -> np.ndarray:
         """Correct predictions of every model on its group's (padded) rows: (Ga, K) ints."""
-        pred = self._predict(W, B, rows, K)  # (Ga, n, K)
+        pred = self._predict(W, rows, K)  # (Ga, n, K)
         hit = (pred == self.y[rows].unsqueeze(2)) & mask.bool().unsqueeze(2)
         return hit.sum(1).cpu().numpy()
 
-    def _predict(self, W: torch.Tensor, B: torch.Tensor, rows: torch.Tensor, K: int) -> torch.Tensor:
+    def _predict(self, W: torch.Tensor, rows: torch.Tensor, K: int) -> torch.Tensor:
         out = []
         for start in range(0, rows.shape[1], 4096):  # bounded memory on large dev/test sets
             chunk = rows[:, start:start + 4096]
-            logits = torch.baddbmm(B, self.X[chunk], W)
+            logits = torch.bmm(self.X[chunk], W)
             out.append(logits.view(*chunk.shape, K, self.nclasses).argmax(3))
         return torch.cat(out, 1)
 
     def predict(self, trained: Trained, g: int, k: int, rows: np.ndarray) -> np.ndarray:
         """Labels that model (g, k) predicts for ``rows`` (first class wins an exact tie, as max())."""
-        W = trained.weight[g, k].unsqueeze(0)
-        B = trained.bias[g, k].view(1, 1, -1)
+        W = torch.cat([trained.weight[g, k], trained.bias[g, k].unsqueeze(0)]).unsqueeze(0)
         r = torch.as_tensor(np.asarray(rows), device=self.device).unsqueeze(0)
-        return self._predict(W, B, r, 1)[0, :, 0].cpu().numpy()
+        return self._predict(W, r, 1)[0, :, 0].cpu().numpy()
 
     def accuracy(self, trained: Trained, g: int, k: int, rows: np.ndarray) -> float:
         pred = self.predict(trained, g, k, rows)
