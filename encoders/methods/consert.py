@@ -318,6 +318,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     opts = resolve_options(args, PRESETS, {"temperature": 0.1, "cl_rate": 0.15, "view1": "feature_cutoff",
                                            "view2": "shuffle", "objective": "unsup"})
+    for i in ("1", "2"):  # a view chosen on the command line takes its own paper rate, not the preset's
+        if getattr(args, f"view{i}") is not None and getattr(args, f"rate{i}") is None:
+            opts[f"rate{i}"] = None
     if opts["objective"] != "unsup" and opts.get("data") in (None, "sts-unlabeled"):
         raise ValueError(f"ConSERT {opts['objective']} trains on NLI pairs: pass --data (SNLI/MNLI .jsonl, "
                          "SimCSE nli .csv, or senteval-snli:<split>)")
