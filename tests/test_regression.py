@@ -1,0 +1,38 @@
+"""Regression: rerun the stored STS results of the fast encoders and compare every metric.
+
+The stored files under ``results/`` were produced by ``benchharness run``; a change in a loader,
+the pooling, the metric code or the model files shows up here as a difference beyond rounding.
+minilm-l6 is left to the benchmark (it doubles the suite's time for no extra code path).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tasks
+from benchharness.data import DataRoot
+from benchharness.registry import Registry
+from benchharness.results import ResultStore
+from benchharness.runner import run
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+TOLERANCE = 1e-3  # on the x100 scale: float32 encodings on another CPU may differ in the last bits
+
+
+@pytest.mark.parametrize("encoder", ["glove-50d", "minilm-l3"])
+def test_stored_sts_results_reproduce(encoder, data_dir, tmp_path):
+    names = tasks.resolve("sts")
+    stored = {n: json.loads((RESULTS / encoder / f"{n}.json").read_text()) for n in names}
+    fresh_store = ResultStore(tmp_path)
+    summary = run([encoder], names, Registry({"data_dir": data_dir}).get, DataRoot(data_dir), fresh_store,
+                  show_progress=False, log=lambda _: None)
+    assert [o.status for o in summary.outcomes] == ["computed"] * len(names)
+    for name in names:
+        fresh = json.loads(fresh_store.path(encoder, name).read_text())
+        old = stored[name]
+        assert fresh["encoder_identity"]["hash"] == old["encoder_identity"]["hash"], f"{encoder} changed identity"
+        assert fresh["data"]["sha256"] == old["data"]["sha256"]
+        assert set(fresh["metrics"]) == set(old["metrics"])
+        for key, value in old["metrics"].items():
+            assert fresh["metrics"][key] == pytest.approx(value, abs=TOLERANCE), f"{encoder}/{name}/{key}"
