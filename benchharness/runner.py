@@ -129,6 +129,7 @@ def run(
         sentences = unique_sentences(todo)
         log(f"[{enc_name}] encoding {len(sentences)} unique sentences for {len(todo)} task(s)")
         t0 = time.perf_counter()
+        encoded_before = getattr(encoder, "encoded", None)  # CachingEncoder counts real encodings
         try:
             vectors = encoder.encode(sentences, show_progress=show_progress)
         except Exception as exc:
@@ -137,6 +138,8 @@ def run(
             log(f"[{enc_name}] encoding failed: {exc}\n{traceback.format_exc()}")
             continue
         encode_seconds = time.perf_counter() - t0
+        newly_encoded = (len(sentences) if encoded_before is None
+                         else getattr(encoder, "encoded") - encoded_before)
         embeddings = EmbeddingStore(sentences, vectors)
 
         for task in todo:
@@ -163,6 +166,7 @@ def run(
                 seed=seed,
                 timings={"encode_seconds_all_tasks": round(encode_seconds, 3),
                          "sentences_encoded_all_tasks": len(sentences),
+                         "sentences_not_from_cache": newly_encoded,
                          "evaluate_seconds": round(time.perf_counter() - t1, 3),
                          "peak_rss_mb": round(peak_rss_mb(), 1)},
                 versions=run_versions,
