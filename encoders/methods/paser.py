@@ -298,7 +298,7 @@ class PaSeR(TrainingMethod):
         spans = [span for p in phrases for span in p.spans]
         firsts = sorted(p.spans[0] for p in phrases)
         target = " ".join(text[a:b] for a, b in firsts)
-        return {"text": text, "spans": spans, "target": target, "phrases": [p.text for p in phrases]}
+        return {"text": text, "spans": spans, "target": target}
 
     def collate(self, examples: list[Any]) -> dict[str, torch.Tensor]:
         # a per-batch RNG drawn from torch's global generator, which the loop seeds and checkpoints
