@@ -65,6 +65,10 @@ class KeywordMasker:
             df.update(set(TOKEN.findall(sentence.lower())))
         return len(self.corpus.sentences), df
 
+    def prepare(self) -> None:
+        """Count document frequencies now (part of fitting) rather than at the first mask."""
+        self._df
+
     def idf(self, word: str) -> float:
         n, df = self._df
         return math.log((1 + n) / (1 + df.get(word, 0))) + 1.0
@@ -122,6 +126,7 @@ class RepAL(PostProcessor):
         return {"fit": self.fit_corpus, "tfidf": self.tfidf_corpus}
 
     def _fit(self) -> None:
+        self.masker.prepare()
         self.v_mean = np.asarray(self.base.encode(self.fit_corpus.sentences), dtype=np.float64).mean(axis=0)
 
     def masked(self, sentences: Sequence[str]) -> list[str]:
