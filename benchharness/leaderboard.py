@@ -122,7 +122,7 @@ def render(store: ResultStore, published_dir: Path, papers: set[str] | None = No
         if section.average:
             headers.append("Avg.")
         parts += [f"## {section.title}", "", tabulate(measured + published, headers=headers,
-                                                      tablefmt="github", disablenumparse=True), ""]
+                                                      tablefmt="github", disable_numparse=True), ""]
         variants = sorted({f"{r.task}: {r.protocol.get('variant')}" for r in results
                            if r.task in {c.task for c in section.columns}})
         if variants:
