@@ -32,7 +32,8 @@ def main(args: argparse.Namespace) -> int:
     scored = tuning.grid_search([{"k": k} for k in ks], lambda p: full[:, : p["k"]], scorer)
     tuning.print_grid(scored, "k", None)
     best = tuning.best_of(scored)
-    tuning.warn_on_edge(scored, best, {"k": "--k"})
+    if best["k"] < dim:  # k cannot grow beyond the rank
+        tuning.warn_on_edge(scored, best, {"k": "--k"})
     params = ",".join(p for p in (f"k={best['k']}" if best["k"] != dim else "", fit) if p)
     spec = f"{args.encoder}+whitening({params})" if params else f"{args.encoder}+whitening"
     name = args.name or f"{args.encoder}+whitening-tuned"
