@@ -322,3 +322,18 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
         assert "registered 'tiny-tuned'" in capsys.readouterr().out
     finally:
         config.load_config.cache_clear()
+
+
+def test_a_config_entry_can_name_a_composition(tmp_path, monkeypatch, corpus):
+    glove = tmp_path / "vectors.txt"
+    glove.write_text("dog 0.1 0.2 0.5\ncat 0.3 0.4 0.1\nman 0.9 0.1 0.3\n")
+    (tmp_path / "benchharness.toml").write_text(
+        f'[encoders."tiny+white"]\nspec = "glove:{glove}+whitening(k=2,fit=text:{corpus})"\n')
+    monkeypatch.chdir(tmp_path)
+    config.load_config.cache_clear()
+    try:
+        encoder = Registry().get("tiny+white")  # a registered name wins over splitting on '+'
+        assert isinstance(encoder, Whitening) and encoder.k == 2
+        assert encoder.fit_corpus.name == f"text:{corpus}"
+    finally:
+        config.load_config.cache_clear()
