@@ -126,7 +126,8 @@ def plot_entry_space(matrix: np.ndarray | torch.Tensor, path: Path, title: str, 
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
     for ax, (key, label) in zip(axes, (("svd", "2-d SVD (non-centred)"), ("pca_whiten", "PCA, whitened"))):
         pts = views[key][show]
-        ax.scatter(pts[:, 0], pts[:, 1], s=1, alpha=0.25, linewidths=0, rasterized=True)
+        size, alpha = (1, 0.25) if len(pts) > 10000 else (4, 0.6)  # small dictionaries stay visible
+        ax.scatter(pts[:, 0], pts[:, 1], s=size, alpha=alpha, linewidths=0, rasterized=True)
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("axis 1")
         ax.set_ylabel("axis 2")
