@@ -287,7 +287,8 @@ class Registry:
         for n, folder in registered_runs(self.config.runs_dir).items():
             m = read_manifest(folder)
             rows.append({"name": n, "source": str(folder), "settings": json.dumps(m["encoder"]),
-                         "description": f"trained: {m.get('method', '?')} on {m.get('base_model', '?')}"})
+                         "description": f"{'tuned' if m['encoder'].get('type') == COMPOSE else 'trained'}: "
+                                         f"{m.get('method', '?')} on {m.get('base_model', '?')}"})
         for n in sorted(POSTPROCESSORS):
             doc = (POSTPROCESSORS[n].__doc__ or "").strip().splitlines()
             rows.append({"name": f"+{n}", "source": "post-processor", "settings": "",
