@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("leaderboard", help="Markdown table of stored results beside published numbers")
     p.add_argument("--results-dir")
     p.add_argument("--papers", help="comma list of papers whose published rows to show (default: all; 'none')")
+    p.add_argument("--published-dir", help="folder of published-number CSVs (default: this checkout's results/published)")
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
 
     p = sub.add_parser("data", help="show or download evaluation data")
@@ -157,7 +158,10 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     cfg = load_config()
     root = Path(args.results_dir) if args.results_dir else cfg.results_dir
     papers = None if not args.papers else (set() if args.papers == "none" else set(args.papers.split(",")))
-    text = render(ResultStore(root), root / "published", papers)
+    from benchharness.leaderboard import PUBLISHED_DIR
+
+    published = Path(args.published_dir) if args.published_dir else PUBLISHED_DIR
+    text = render(ResultStore(root), published, papers)
     if args.output:
         Path(args.output).write_text(text + "\n")
     else:

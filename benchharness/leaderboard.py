@@ -16,6 +16,9 @@ from tabulate import tabulate
 
 from benchharness.results import Result, ResultStore
 
+#: the papers' numbers, kept with the stored results of this checkout (see its README for sources)
+PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "results" / "published"
+
 
 @dataclass(frozen=True)
 class Column:

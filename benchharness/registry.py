@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qsl
 
-from benchharness.config import load_config
+from benchharness.config import apply_environment, load_config
 from benchharness.encoder import Encoder
 
 MANIFEST = "manifest.json"
@@ -191,6 +191,7 @@ class Registry:
     def __init__(self, defaults: dict[str, Any] | None = None,
                  wrap: Callable[[Encoder], Encoder] | None = None) -> None:
         self.config = load_config()
+        apply_environment(self.config)  # HF cache/offline settings, for library use outside the CLI
         self.defaults = defaults or {}
         #: applied to the base encoder and to every post-processor stage (the runner's cache)
         self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)

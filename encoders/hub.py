@@ -46,7 +46,14 @@ def resolve(name_or_path: str) -> ModelSource:
                 f"({os.environ.get('HF_HUB_CACHE', 'default cache')}); HF_HUB_OFFLINE is set, so it "
                 "cannot be downloaded. Point HF_HUB_CACHE at a cache that holds it, or pass a folder."
             ) from None
-        folder = snapshot_download(name_or_path)
+        try:
+            folder = snapshot_download(name_or_path)
+        except Exception as exc:  # no network, unknown id, gated model: say which and what to do
+            raise FileNotFoundError(
+                f"model {name_or_path!r} is not in the Hugging Face cache "
+                f"({os.environ.get('HF_HUB_CACHE', 'default cache')}) and could not be downloaded "
+                f"({type(exc).__name__}). Set HF_HUB_CACHE to a cache that holds it, or pass a folder."
+            ) from None
     folder_path = Path(folder)
     return ModelSource(name_or_path, folder_path, folder_path.name)
 
