@@ -110,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import tasks
     from benchharness.cache import CachingEncoder, EmbeddingCache
     from benchharness.data import DataRoot
-    from benchharness.registry import Registry, split_composition
+    from benchharness.registry import Registry, split_composition, split_outside_parentheses
     from benchharness.results import ResultStore
     from benchharness.runner import run
 
@@ -120,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else EmbeddingCache(Path(args.cache_dir) if args.cache_dir else cfg.cache_dir)
     registry = Registry({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
                         wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
-    encoder_names = [n.strip() for n in _split_names(args.encoders) if n.strip()]
+    encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
     for name in encoder_names:  # fail fast on typos, before any model is loaded
         for part in split_composition(name)[:1]:
             registry.spec_for(part)
@@ -134,21 +134,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                    tablefmt="github"))
     print(f"results in {store.root}")
     return 1 if summary.failed else 0
-
-
-def _split_names(text: str) -> list[str]:
-    """Comma split that keeps commas inside post-processor parentheses."""
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur)
-    return out
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

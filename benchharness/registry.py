@@ -89,21 +89,28 @@ def parse_params(text: str, sep: str) -> dict[str, Any]:
     return {k: _coerce(v) for k, v in parse_qsl(text, keep_blank_values=True, separator=sep)}
 
 
-def split_composition(name: str) -> list[str]:
-    """Split ``a+b(x=1,y=2)+c`` on the ``+`` signs outside parentheses."""
+def split_outside_parentheses(text: str, sep: str) -> list[str]:
+    """Split on ``sep`` where it is not inside parentheses (post-processor parameters)."""
     parts, depth, current = [], 0, ""
-    for ch in name:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "+" and depth == 0:
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == sep and depth == 0:
             parts.append(current)
             current = ""
         else:
             current += ch
-    parts.append(current)
-    if depth != 0 or any(not p.strip() for p in parts):
+    if depth != 0:
+        raise UnknownEncoderError(f"unbalanced parentheses in {text!r}")
+    return [*parts, current]
+
+
+def split_composition(name: str) -> list[str]:
+    """Split ``a+b(x=1,y=2)+c`` on the ``+`` signs outside parentheses."""
+    try:
+        parts = split_outside_parentheses(name, "+")
+    except UnknownEncoderError:
+        parts = [""]
+    if any(not p.strip() for p in parts):
         raise UnknownEncoderError(f"malformed encoder composition {name!r}; expected base+post(k=v)+post")
     return [p.strip() for p in parts]
 
