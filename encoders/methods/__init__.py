@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from encoders.methods import consert, simcse
+from encoders.methods import consert, defsent_plus, paser, simcse
 
 METHODS: dict[str, ModuleType] = {
     "consert": consert,
     "simcse": simcse,
-    "paser": __import__("encoders.methods.paser", fromlist=["main"]),
-    "defsent-plus": __import__("encoders.methods.defsent_plus", fromlist=["main"]),
+    "paser": paser,
+    "defsent-plus": defsent_plus,
 }
