@@ -67,6 +67,8 @@ def test_resume_continues_exactly(tiny_bert, tmp_path):
     straight = train(method, TEXTS, _config(tmp_path, "straight", max_steps=8, eval_every=3), data={},
                      base_source=source, dev=dev)
     assert straight.completed and straight.steps == 8
+    training = straight.manifest["training"]
+    assert (training["epochs_completed"], training["batches_into_next_epoch"]) == (1, 3)  # 8 steps of 5 per epoch
     method2, _ = _simcse(tiny_bert)
     paused = train(method2, TEXTS, _config(tmp_path, "resumed", max_steps=8, eval_every=3, stop_after=4), data={},
                    base_source=source, dev=dev)
@@ -122,6 +124,7 @@ def test_no_dev_selection_keeps_final_weights(tiny_bert, tmp_path):
     result = train(method, TEXTS, _config(tmp_path, epochs=1, grad_clip=1.0), data={"name": "x"}, base_source=source)
     assert result.steps == len(TEXTS) // 8  # one epoch, full batches only
     assert result.manifest["selection"] == {"rule": "final weights", "best_step": 5}
+    assert (result.manifest["training"]["epochs_completed"], result.manifest["training"]["batches_into_next_epoch"]) == (1, 0)
     saved, _, _ = load_base(str(tmp_path / "run" / "model"))
     for k, v in saved.state_dict().items():
         torch.testing.assert_close(v, method.encoder.state_dict()[k], msg=k)

@@ -588,7 +588,8 @@ def write_manifest(method: TrainingMethod, config: TrainConfig, state: dict[str,
                        "best_step": state["best_step"], "best_dev_spearman": state["best_dev"]}
                       if config.eval_every is not None and state["best_step"] is not None
                       else {"rule": "final weights", "best_step": state["step"]}),
-        "training": {"steps": state["step"], "epochs_started": state["epoch"] + 1,
+        "training": {"steps": state["step"], "epochs_completed": state["epoch"],
+                     "batches_into_next_epoch": state["batch_in_epoch"],
                      "stopped_early": state["stopped_early"], "train_seconds": round(seconds, 2),
                      "sentences": state["sentences"],
                      "sentences_per_second": round(state["sentences"] / max(seconds, 1e-9), 2),
