@@ -32,6 +32,10 @@ class Encoder(ABC):
 
     #: similarity function the vectors are meant for; every current task uses cosine.
     similarity: str = "cosine"
+    #: how a trained encoder was made (its run manifest less the encoder spec), set by the registry.
+    #: Run folders are not kept with the results, so each result carries its recipe; it is
+    #: descriptive only and stays out of ``identity`` (the weights hash already pins the model).
+    provenance: dict[str, Any] | None = None
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -52,7 +56,10 @@ class Encoder(ABC):
     @property
     def metadata(self) -> dict[str, Any]:
         """Descriptive facts stored with results; subclasses extend it."""
-        return {"class": type(self).__name__, "similarity": self.similarity}
+        facts: dict[str, Any] = {"class": type(self).__name__, "similarity": self.similarity}
+        if self.provenance is not None:
+            facts["training"] = self.provenance
+        return facts
 
     @property
     def mask_token(self) -> str | None:

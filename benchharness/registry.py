@@ -247,6 +247,14 @@ class Registry:
             f"compose post-processors with + ({', '.join(sorted(POSTPROCESSORS)) or 'none installed'})."
         )
 
+    def _run_folder(self, name: str) -> Path | None:
+        """The run folder a name resolves to (as in ``spec_for``), or None for other names."""
+        if name in BUILTINS or name in self.config.encoders:
+            return None
+        if (Path(name).expanduser() / MANIFEST).is_file():
+            return Path(name).expanduser()
+        return registered_runs(self.config.runs_dir).get(name)
+
     def _registered_whole(self, name: str) -> bool:
         """A registered name may itself contain ``+`` (``minilm-l6+repal-tuned``)."""
         return name in self.config.encoders or name in registered_runs(self.config.runs_dir)
@@ -259,7 +267,11 @@ class Registry:
             encoder = self.get(spec["spec"])
             prefix = spec["spec"]
         else:
-            encoder = self.wrap(build(base_name, spec, self.defaults))
+            built = build(base_name, spec, self.defaults)
+            folder = self._run_folder(base_name)
+            if folder is not None:
+                built.provenance = {k: v for k, v in read_manifest(folder).items() if k != "encoder"}
+            encoder = self.wrap(built)
             prefix = base_name
         for part in parts[1:]:
             m = re.fullmatch(r"([\w-]+)(?:\((.*)\))?", part)

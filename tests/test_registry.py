@@ -62,6 +62,9 @@ def test_run_manifest_registers_by_folder_and_by_name(isolated, tiny_bert):
     by_name, by_path = Registry().get("my-trained"), Registry().get(str(run))
     assert by_name.identity == by_path.identity
     assert by_name.encode(["hello world"]).shape == (1, 32)
+    # results carry the training recipe, since run folders are not kept with them
+    assert by_name.metadata["training"] == {"name": "my-trained", "method": "test"}
+    assert "training" not in Registry().get(f"hf:{tiny_bert}?pooling=cls_before_pooler").metadata
 
 
 def test_corrupt_manifest_names_file_and_line(isolated):
