@@ -170,9 +170,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def manifest_spec(folder: Path) -> dict[str, Any]:
+def manifest_spec(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """A trained run's encoder spec with its model path made absolute."""
-    spec = dict(read_manifest(folder)["encoder"])
+    spec = dict(manifest["encoder"])
     for key in ("model", "file"):
         if key in spec and not Path(spec[key]).is_absolute():
             spec[key] = str((folder / spec[key]).resolve())
@@ -220,25 +220,29 @@ class Registry:
 
     def spec_for(self, name: str) -> dict[str, Any]:
         """The spec dict behind a single (uncomposed) name."""
+        return self._resolve(name)[0]
+
+    def _resolve(self, name: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The spec behind a single name, and the run manifest it comes from (None if not a run)."""
         if name in BUILTINS:
-            return dict(BUILTINS[name].spec)
+            return dict(BUILTINS[name].spec), None
         if name in self.config.encoders:
             entry = dict(self.config.encoders[name])
             if "spec" in entry:
                 if len(split_composition(entry["spec"])) > 1:
-                    return {"type": COMPOSE, "spec": entry["spec"]}
-                return self.spec_for(entry["spec"])
+                    return {"type": COMPOSE, "spec": entry["spec"]}, None
+                return self._resolve(entry["spec"])
             entry.pop("description", None)
-            return entry
+            return entry, None
         folder = Path(name).expanduser()
-        if (folder / MANIFEST).is_file():
-            return manifest_spec(folder)
-        runs = registered_runs(self.config.runs_dir)
-        if name in runs:
-            return manifest_spec(runs[name])
+        if not (folder / MANIFEST).is_file():
+            folder = registered_runs(self.config.runs_dir).get(name)
+        if folder is not None:
+            manifest = read_manifest(folder)
+            return manifest_spec(folder, manifest), manifest
         adhoc = parse_adhoc(name)
         if adhoc is not None:
-            return adhoc
+            return adhoc, None
         close = difflib.get_close_matches(name, self.known_names(), n=5, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise UnknownEncoderError(
@@ -247,14 +251,6 @@ class Registry:
             f"compose post-processors with + ({', '.join(sorted(POSTPROCESSORS)) or 'none installed'})."
         )
 
-    def _run_folder(self, name: str) -> Path | None:
-        """The run folder a name resolves to (as in ``spec_for``), or None for other names."""
-        if name in BUILTINS or name in self.config.encoders:
-            return None
-        if (Path(name).expanduser() / MANIFEST).is_file():
-            return Path(name).expanduser()
-        return registered_runs(self.config.runs_dir).get(name)
-
     def _registered_whole(self, name: str) -> bool:
         """A registered name may itself contain ``+`` (``minilm-l6+repal-tuned``)."""
         return name in self.config.encoders or name in registered_runs(self.config.runs_dir)
@@ -262,15 +258,14 @@ class Registry:
     def get(self, name: str) -> Encoder:
         parts = [name] if self._registered_whole(name) else split_composition(name)
         base_name = parts[0]
-        spec = self.spec_for(base_name)
+        spec, manifest = self._resolve(base_name)
         if spec["type"] == COMPOSE:  # a registered chain: its stages are wrapped as they are built
             encoder = self.get(spec["spec"])
             prefix = spec["spec"]
         else:
             built = build(base_name, spec, self.defaults)
-            folder = self._run_folder(base_name)
-            if folder is not None:
-                built.provenance = {k: v for k, v in read_manifest(folder).items() if k != "encoder"}
+            if manifest is not None:
+                built.provenance = {k: v for k, v in manifest.items() if k != "encoder"}
             encoder = self.wrap(built)
             prefix = base_name
         for part in parts[1:]:
