@@ -46,6 +46,7 @@ its own ``out`` folder.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -254,8 +255,13 @@ def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+@functools.cache
 def code_version() -> dict[str, Any]:
-    """Package version and the git commit of the code (with a dirty flag), when in a checkout."""
+    """Package version and the git commit of the code (with a dirty flag), when in a checkout.
+
+    Cached, and first called when training starts: the manifest must name the code this process
+    loaded, not whatever the checkout holds when a round (hours later) writes its manifest.
+    """
     from benchharness import __version__
 
     info: dict[str, Any] = {"benchharness": __version__, "torch": torch.__version__}
@@ -416,6 +422,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     Rerunning with the same ``out`` resumes from the checkpoint there (the configuration must
     match, except for the settings in ``RESUMABLE_CHANGES``).
     """
+    code_version()  # pin the version of the code now running (see code_version)
     if config.threads:
         torch.set_num_threads(config.threads)
     device = pick_device(config.device)
