@@ -79,7 +79,13 @@ def _connect(path: Path) -> sqlite3.Connection:
     # mode=rw: reading never creates a database; isolation_level=None: transactions are explicit
     con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=600,
                           isolation_level=None)
-    con.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses no commit
+    try:
+        con.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses no commit
+    except sqlite3.DatabaseError as exc:  # the first statement reads the header
+        con.close()
+        if _is_corruption(exc):
+            raise DamagedCacheError(str(exc)) from exc
+        raise sqlite3.DatabaseError(f"embedding cache {path}: {exc}") from exc
     return con
 
 
@@ -329,26 +335,30 @@ class EmbeddingCache:
         Called with the lock held.
         """
         if path.exists():
-            con = _connect(path)
             try:
-                try:
-                    problems = [msg for (msg,) in con.execute("PRAGMA quick_check").fetchall()]
-                except sqlite3.DatabaseError as exc:
-                    if not _is_corruption(exc):
-                        raise
-                    problems = [str(exc)]
-                if problems != ["ok"]:
-                    raise DamagedCacheError("; ".join(problems[:3]))
-                return con, _read(path, con)
+                return self._checked(path)
             except DamagedCacheError as exc:
-                con.close()
                 self._quarantine(path, str(exc))
-            except BaseException:
-                con.close()
-                raise
         _create(path)
         con = _connect(path)
         return con, _read(path, con)
+
+    @staticmethod
+    def _checked(path: Path) -> tuple[sqlite3.Connection, CachedRows]:
+        con = _connect(path)
+        try:
+            try:
+                problems = [msg for (msg,) in con.execute("PRAGMA quick_check").fetchall()]
+            except sqlite3.DatabaseError as exc:
+                if not _is_corruption(exc):
+                    raise
+                problems = [str(exc)]
+            if problems != ["ok"]:
+                raise DamagedCacheError("; ".join(problems[:3]))
+            return con, _read(path, con)
+        except BaseException:
+            con.close()
+            raise
 
     def _quarantine(self, path: Path, reason: str) -> None:
         """Move a damaged file (and its -wal/-shm) to ``quarantine/`` and say so; lock held."""
