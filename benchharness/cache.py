@@ -108,8 +108,11 @@ def _read(path: Path, con: sqlite3.Connection) -> CachedRows:
         if _is_corruption(exc):
             raise DamagedCacheError(str(exc)) from exc
         raise sqlite3.DatabaseError(f"embedding cache {path}: {exc}") from exc
-    if meta.get("format") != FORMAT:
-        raise DamagedCacheError(f"format {meta.get('format')!r}, expected {FORMAT!r}")
+    if "format" not in meta:
+        raise DamagedCacheError("no format in its meta table")
+    if meta["format"] != FORMAT:  # a newer harness's cache is not damaged: leave it alone
+        raise ValueError(f"embedding cache {path} has format {meta['format']!r}; this version reads "
+                         f"format {FORMAT!r}. Use another cache folder (--cache-dir) or update benchharness")
     dim = int(meta.get("dim", 0))
     index: dict[bytes, int] = {}
     parts = []
@@ -421,11 +424,13 @@ class CachingEncoder(Encoder):
                 # read after taking the lock: a concurrent run may have encoded some meanwhile
                 index = writer.rows.index
                 missing = list(dict.fromkeys(s for s, k in zip(sentences, keys) if k not in index))
-                # Longest first over all missing sentences, then chunks of that order: the inner
-                # encoder sorts each chunk by length again, so its batches are those of one
-                # length-sorted call except at chunk edges, and there by characters rather than
-                # tokens. Batches composed differently pad differently, which can move vectors
-                # in their last float bits; nothing else changes.
+                # Chunks cut from one stable longest-first order (by characters, as the HF encoder
+                # sorts): an inner encoder that sorts each chunk the same way then forms exactly the
+                # batches of a single call whenever its batch size divides the chunk size (64 and
+                # 2048 by default), so vectors are bit-identical to encoding all at once. Otherwise
+                # (or when an encoder breaks length ties differently, as sentence-transformers'
+                # unstable sort may) only batches at chunk edges change, and with them the padding,
+                # which can move vectors in their last float bits.
                 missing.sort(key=len, reverse=True)
                 for start in range(0, len(missing), self.chunk_size):
                     chunk = missing[start : start + self.chunk_size]

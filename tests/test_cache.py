@@ -328,3 +328,38 @@ def test_rows_of_another_dimension_are_refused_naming_the_file(tmp_path):
     cache.add("ident", ["a"], np.ones((1, 4)))
     with pytest.raises(ValueError, match=rf"{DB_NAME}.*dimension 3.*dimension 4"):
         cache.add("ident", ["b"], np.ones((1, 3)))
+
+
+def test_a_cache_of_another_format_is_refused_not_quarantined(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    cache.add("ident", ["a"], np.ones((1, 4)))
+    path = tmp_path / "ident" / DB_NAME
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = '99' WHERE name = 'format'")
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match=rf"{path}.*format '99'"):
+        cache.lookup("ident")
+    assert path.exists() and not (path.parent / "quarantine").exists()
+
+
+def test_chunks_give_the_batches_of_one_length_sorted_call(tmp_path):
+    """The HF encoder batches each call with ``length_sorted_batches``; chunking the missing
+    sentences must not change its batches when the batch size divides the chunk size."""
+    from benchharness.encoder import length_sorted_batches
+
+    class Batching(FakeEncoder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[list[str]] = []
+
+        def encode(self, sentences, show_progress=False):
+            self.batches += [[sentences[i] for i in b] for b in length_sorted_batches([len(s) for s in sentences], 2)]
+            return super().encode(sentences)
+
+    texts = ["aa", "b", "cccc", "dd", "e", "ffff", "gg", "hhh", "i", "jjj", "kk"]  # many length ties
+    one_call = [[texts[i] for i in b] for b in length_sorted_batches([len(s) for s in texts], 2)]
+    inner = Batching()
+    np.testing.assert_array_equal(CachingEncoder(inner, EmbeddingCache(tmp_path), chunk_size=4).encode(texts),
+                                  expected(texts))
+    assert len(inner.calls) == 3 and inner.batches == one_call
