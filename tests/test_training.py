@@ -11,8 +11,7 @@ import torch
 
 from benchharness.registry import Registry
 from encoders.methods.simcse import SimCSE
-from encoders.methods.training import (DevEvaluator, TrainConfig, linear_schedule, load_base, make_optimizer,
-                                       seed_everything, train)
+from encoders.methods.training import TrainConfig, linear_schedule, load_base, make_optimizer, seed_everything, train
 from tests.conftest import needs_data
 
 TEXTS = [f"sentence {i} talks about {w} and {v} ." for i, (w, v) in
@@ -142,7 +141,11 @@ def test_refuses_to_overwrite_a_finished_run(tiny_bert, tmp_path):
 def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, tmp_path):
     method, source = _simcse(tiny_bert)
     config = _config(tmp_path, "simcse-tiny", max_steps=4, eval_every=2, eval_at_start=True)
-    result = train(method, TEXTS, config, data={"name": "synthetic", "n_examples": len(TEXTS)}, base_source=source)
+    from benchharness.dev_eval import DevEvaluator, for_training
+
+    dev = for_training(method, config)  # what `benchharness train` hands the loop
+    result = train(method, TEXTS, config, data={"name": "synthetic", "n_examples": len(TEXTS)}, base_source=source,
+                   dev=dev, dev_task=dev.task_name)
     manifest = json.loads((tmp_path / "simcse-tiny" / "manifest.json").read_text())
     for key in ("name", "method", "base_model", "base_revision", "data", "hyperparameters", "code_version",
                 "dev_curve", "encoder"):
