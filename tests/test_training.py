@@ -4,6 +4,7 @@ the output folder and its registration with the harness."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -173,3 +174,29 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     evaluator = DevEvaluator(method.tokenizer, "cls_before_pooler", 512, 64, torch.device("cpu"), "fp32")
     saved, _, _ = load_base(str(tmp_path / "simcse-tiny" / "model"))
     np.testing.assert_allclose(evaluator.embed_all(saved), encoder.encode(evaluator.sentences), atol=1e-5)
+
+
+def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_bert, tmp_path):
+    import subprocess
+
+    from encoders.methods.manifest import RunManifest
+
+    method, source = _simcse(tiny_bert)
+    train(method, TEXTS, _config(tmp_path, max_steps=2), data={"name": "x"}, base_source=source)
+    folder = tmp_path / "run"
+    # atomic writes leave no temporary siblings; a completed run drops its checkpoint
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest) == set(RunManifest.__required_keys__)
+    assert manifest["schema_version"] == 1 and manifest["dev_task"] is None and manifest["dev_curve"] == []
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent).stdout.strip()
+    assert manifest["code_version"]["git_commit"] == head
+    assert manifest["code_version"]["torch"] == torch.__version__
+
+
+def test_dev_evaluation_without_a_dev_callback_is_refused(tiny_bert, tmp_path):
+    method, source = _simcse(tiny_bert)
+    with pytest.raises(ValueError, match="no dev evaluator"):
+        train(method, TEXTS, _config(tmp_path, max_steps=2, eval_every=1), data={}, base_source=source)
+    assert not (tmp_path / "run").exists()  # refused before anything is written

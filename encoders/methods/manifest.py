@@ -4,10 +4,9 @@ The registry reads ``name`` and ``encoder`` (the spec ``{"type": "hf", "model": 
 that makes the run folder an encoder); the rest is provenance for whoever reads a result: base
 model and weights, data, every hyper-parameter, the code version, the dev curve and how the saved
 weights were selected, and what the training cost. The record is typed so that every writer
-produces the same keys; ``schema_version`` changes when they change.
+produces the same keys; ``schema_version`` changes when they change. (No ``from __future__ import
+annotations`` here: ``TypedDict`` sees ``NotRequired`` only in evaluated annotations.)
 """
-
-from __future__ import annotations
 
 import functools
 import json
