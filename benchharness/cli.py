@@ -183,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in handlers:
             return handlers[args.command](args)
         if args.command == "train":
-            return _plugins("encoders.methods", "METHODS")[args.method].main(args)
+            from benchharness.training_cli import main as train
+
+            return train(args)
         return _plugins("encoders.postprocess", "TUNERS")[args.post].main(args)
     except (UnknownEncoderError, UnknownTaskError, DataError, FileNotFoundError, ValueError) as exc:
         print(f"benchharness: error: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ import torch
 
 from conftest import make_tiny_bert
 from encoders.methods import defsent_plus
+from encoders.methods.commands import defsent_plus as defsent_plus_command
 from encoders.methods.dictionary import Dictionary
 from encoders.methods.entry_space import entry_embeddings, ica_transform, plot_entry_space, project_2d
 from encoders.methods.training import TrainConfig, load_base, make_optimizer, seed_everything, train
@@ -61,8 +62,8 @@ def test_entry_embeddings_match_hand_computation(tiny_bert, toy, kind):
 
 def run_cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    defsent_plus.add_arguments(parser)
-    return defsent_plus.main(parser.parse_args(argv))
+    defsent_plus_command.add_arguments(parser)
+    return defsent_plus_command.main(parser.parse_args(argv))
 
 
 def test_frozen_head_logits_and_training(tiny_bert, toy, tmp_path):
@@ -203,4 +204,4 @@ def test_round_learning_rates():
     assert defsent_plus.round_lrs(None, 2e-5, 2) == [2e-5, 2e-5]
     assert defsent_plus.round_lrs("3e-5,1e-5", 9.0, 3) == [3e-5, 1e-5, 1e-5]
     with pytest.raises(ValueError, match="outside"):
-        defsent_plus.parse_rounds("4", 3)
+        defsent_plus_command.parse_rounds("4", 3)

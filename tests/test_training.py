@@ -4,6 +4,7 @@ the output folder and its registration with the harness."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +12,7 @@ import torch
 
 from benchharness.registry import Registry
 from encoders.methods.simcse import SimCSE
-from encoders.methods.training import (DevEvaluator, TrainConfig, linear_schedule, load_base, make_optimizer,
-                                       seed_everything, train)
+from encoders.methods.training import TrainConfig, linear_schedule, load_base, make_optimizer, seed_everything, train
 from tests.conftest import needs_data
 
 TEXTS = [f"sentence {i} talks about {w} and {v} ." for i, (w, v) in
@@ -142,7 +142,11 @@ def test_refuses_to_overwrite_a_finished_run(tiny_bert, tmp_path):
 def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, tmp_path):
     method, source = _simcse(tiny_bert)
     config = _config(tmp_path, "simcse-tiny", max_steps=4, eval_every=2, eval_at_start=True)
-    result = train(method, TEXTS, config, data={"name": "synthetic", "n_examples": len(TEXTS)}, base_source=source)
+    from benchharness.dev_eval import DevEvaluator, for_training
+
+    dev = for_training(method, config)  # what `benchharness train` hands the loop
+    result = train(method, TEXTS, config, data={"name": "synthetic", "n_examples": len(TEXTS)}, base_source=source,
+                   dev=dev, dev_task=dev.task_name)
     manifest = json.loads((tmp_path / "simcse-tiny" / "manifest.json").read_text())
     for key in ("name", "method", "base_model", "base_revision", "data", "hyperparameters", "code_version",
                 "dev_curve", "encoder"):
@@ -170,3 +174,29 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     evaluator = DevEvaluator(method.tokenizer, "cls_before_pooler", 512, 64, torch.device("cpu"), "fp32")
     saved, _, _ = load_base(str(tmp_path / "simcse-tiny" / "model"))
     np.testing.assert_allclose(evaluator.embed_all(saved), encoder.encode(evaluator.sentences), atol=1e-5)
+
+
+def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_bert, tmp_path):
+    import subprocess
+
+    from encoders.methods.manifest import RunManifest
+
+    method, source = _simcse(tiny_bert)
+    train(method, TEXTS, _config(tmp_path, max_steps=2), data={"name": "x"}, base_source=source)
+    folder = tmp_path / "run"
+    # atomic writes leave no temporary siblings; a completed run drops its checkpoint
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest) == set(RunManifest.__required_keys__)
+    assert manifest["schema_version"] == 1 and manifest["dev_task"] is None and manifest["dev_curve"] == []
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent).stdout.strip()
+    assert manifest["code_version"]["git_commit"] == head
+    assert manifest["code_version"]["torch"] == torch.__version__
+
+
+def test_dev_evaluation_without_a_dev_callback_is_refused(tiny_bert, tmp_path):
+    method, source = _simcse(tiny_bert)
+    with pytest.raises(ValueError, match="no dev evaluator"):
+        train(method, TEXTS, _config(tmp_path, max_steps=2, eval_every=1), data={}, base_source=source)
+    assert not (tmp_path / "run").exists()  # refused before anything is written

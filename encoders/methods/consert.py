@@ -34,7 +34,6 @@ unsupervised objective on the STS corpus (views: plain vs feature cutoff 0.1, pl
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 from typing import Any, Iterator
 
@@ -42,13 +41,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from encoders.methods.data import NLI_LABELS, NLIPair, load_nli, load_sentences
-from encoders.methods.training import (LossOutput, TrainingMethod, add_training_arguments, config_from_options,
-                                       load_base, report, resolve_options, seed_everything,
-                                       train)
+from encoders.methods.data import NLI_LABELS, NLIPair
+from encoders.methods.method import LossOutput, TrainingMethod
 from encoders.pooling import POOLINGS, masked_mean, needs_hidden_states, pool
-
-HELP = "ConSERT: NT-Xent between views made by token shuffle, token/feature cutoff or dropout"
 
 AUGMENTATIONS = ("none", "shuffle", "token_cutoff", "feature_cutoff", "dropout")
 #: the paper's rates (section 4.1); shuffle and none take none
@@ -290,55 +285,3 @@ class ConSERT(TrainingMethod):
             out["classifier_features"] = "[u, v, |u-v|" + (", max(u,v)^2]" if self.max_square else "]")
             out["loss"] = "CE" if self.objective == "sup" else "CE + cl_rate x (contrastive(a) + contrastive(b))"
         return out
-
-
-# ----------------------------------------------------------------------------------------------
-# command line
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_training_arguments(parser, PRESETS, "unsup-cpu")
-    g = parser.add_argument_group("ConSERT")
-    g.add_argument("--objective", choices=OBJECTIVES, help="unsup (sentences), sup or joint (NLI pairs; --data a "
-                   "SNLI/MNLI .jsonl, SimCSE .csv or senteval-snli:<split>)")
-    g.add_argument("--view1", choices=AUGMENTATIONS)
-    g.add_argument("--rate1", type=float, help="cutoff/dropout rate of view 1 (default: the paper's)")
-    g.add_argument("--view2", choices=AUGMENTATIONS)
-    g.add_argument("--rate2", type=float)
-    g.add_argument("--temperature", type=float, help="NT-Xent temperature (paper: 0.1)")
-    g.add_argument("--cl-rate", type=float, help="weight of the contrastive loss (paper: 0.15)")
-    g.add_argument("--no-dropout", action="store_true", default=None, help="turn off the encoder's dropout")
-    g.add_argument("--dropout", dest="no_dropout", action="store_false", default=None, help="keep the encoder's dropout")
-    g.add_argument("--max-square", action="store_true", default=None,
-                   help="add max(u,v)^2 to the classifier features (the reference scripts do)")
-    g.add_argument("--train-pooling", choices=["avg", "avg_top2", "avg_first_last", "cls_before_pooler"],
-                   help="pooling during training (ConSERT: avg)")
-
-
-def main(args: argparse.Namespace) -> int:
-    opts = resolve_options(args, PRESETS, {"temperature": 0.1, "cl_rate": 0.15, "view1": "feature_cutoff",
-                                           "view2": "shuffle", "objective": "unsup"})
-    for i in ("1", "2"):  # a view chosen on the command line takes its own paper rate, not the preset's
-        if getattr(args, f"view{i}") is not None and getattr(args, f"rate{i}") is None:
-            opts[f"rate{i}"] = None
-    if opts["objective"] != "unsup" and opts.get("data") in (None, "sts-unlabeled"):
-        raise ValueError(f"ConSERT {opts['objective']} trains on NLI pairs: pass --data (SNLI/MNLI .jsonl, "
-                         "SimCSE nli .csv, or senteval-snli:<split>)")
-    config = config_from_options(opts)
-    if opts["objective"] == "unsup":
-        examples: list[Any] = load_sentences(config.data)
-        data = {"name": config.data, "kind": "unlabeled sentences", "n_examples": len(examples)}
-    else:
-        examples = load_nli(config.data)
-        data = {"name": config.data, "kind": "NLI pairs", "n_examples": len(examples)}
-    if config.limit:
-        examples = examples[: config.limit]
-        data["limit"] = config.limit
-    seed_everything(config.seed)  # training-only heads are drawn at construction
-    encoder, tokenizer, source = load_base(config.base)
-    method = ConSERT(encoder, tokenizer, objective=opts["objective"], view1=opts["view1"], rate1=opts.get("rate1"),
-                     view2=opts["view2"], rate2=opts.get("rate2"), temperature=opts["temperature"],
-                     cl_rate=opts["cl_rate"], max_length=config.max_length,
-                     no_dropout=bool(opts.get("no_dropout")), train_pooling=opts.get("train_pooling", "avg"),
-                     max_square=bool(opts.get("max_square")))
-    return report(train(method, examples, config, data=data, base_source=source))

@@ -15,19 +15,13 @@ for a few hundred steps.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from encoders.methods.data import load_sentences
-from encoders.methods.training import (LossOutput, TrainingMethod, add_training_arguments, config_from_options,
-                                       load_base, report, resolve_options, seed_everything,
-                                       train)
-
-HELP = "unsupervised SimCSE: dropout views of the same sentence, InfoNCE at temperature 0.05"
+from encoders.methods.method import LossOutput, TrainingMethod
 
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's unsupervised BERT-base recipe (1M Wikipedia sentences)
@@ -82,23 +76,3 @@ class SimCSE(TrainingMethod):
                             "attention": getattr(self.encoder.config, "attention_probs_dropout_prob", None)},
                 "train_pooling": "cls + MLP (dense+tanh), MLP discarded at evaluation",
                 "loss": "cross-entropy over N x N cosine/temperature, first view -> second view"}
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_training_arguments(parser, PRESETS, "cpu")
-    g = parser.add_argument_group("SimCSE")
-    g.add_argument("--temperature", type=float, help="InfoNCE temperature (paper: 0.05)")
-
-
-def main(args: argparse.Namespace) -> int:
-    opts = resolve_options(args, PRESETS)
-    config = config_from_options(opts)
-    sentences = load_sentences(config.data)
-    data: dict[str, Any] = {"name": config.data, "kind": "unlabeled sentences", "n_examples": len(sentences)}
-    if config.limit:
-        sentences = sentences[: config.limit]
-        data["limit"] = config.limit
-    seed_everything(config.seed)  # training-only heads are drawn at construction
-    encoder, tokenizer, source = load_base(config.base)
-    method = SimCSE(encoder, tokenizer, temperature=opts["temperature"], max_length=config.max_length)
-    return report(train(method, sentences, config, data=data, base_source=source))

@@ -1,0 +1,69 @@
+"""The model a training run starts from, and the one rule that says what a ``--base`` names.
+
+A base is a Hugging Face hub id, a model folder, a trained run folder (``manifest.json`` beside
+``model/``) or the registered name of such a run. A run stands for its saved model, so a run can
+continue another (ConSERT's sup-unsup and joint-unsup, supervised PaSeR from an unsupervised run).
+Every method resolves its base through :func:`base_folder`, so they all accept the same names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from encoders import hub
+
+
+def base_folder(base: str) -> str:
+    """The model folder a base name stands for; hub ids and plain model folders pass unchanged.
+
+    A run folder gives the model its manifest's encoder spec points to; a name that is not a path
+    but names a run under the configured runs folder gives that run's model.
+    """
+    folder = Path(base).expanduser()
+    manifest = folder / "manifest.json"
+    if manifest.is_file():
+        return str(_run_model(folder, manifest))
+    if folder.exists():
+        return base
+    from benchharness.config import load_config
+    from benchharness.registry import registered_runs
+
+    run = registered_runs(load_config().runs_dir).get(base)
+    if run is not None:
+        return str(_run_model(run, run / "manifest.json"))
+    return base
+
+
+def _run_model(folder: Path, manifest: Path) -> Path:
+    """The trained model folder of a run; a run that is not one (a tuned chain) is refused."""
+    try:
+        spec = json.loads(manifest.read_text()).get("encoder")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{manifest}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(spec, dict) or spec.get("type") != "hf":
+        raise ValueError(f"{manifest}: encoder {spec!r} is not a trained Hugging Face model, so the run "
+                         "cannot be a training base; pass a model folder or hub id")
+    model = folder / spec.get("model", "model")
+    if not model.is_dir():
+        raise ValueError(f"{manifest}: the run's model folder {model} is missing")
+    return model
+
+
+def load_base(base: str) -> tuple[nn.Module, Any, hub.ModelSource]:
+    """The base encoder (``AutoModel``), its tokenizer and where they came from."""
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    source = hub.resolve(base_folder(base))
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # a pooler-less checkpoint (MiniLM-L3) warns; pooler unused
+    try:
+        model = AutoModel.from_pretrained(str(source.path))
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    tokenizer = AutoTokenizer.from_pretrained(str(source.path))
+    return model, tokenizer, source

@@ -1,0 +1,72 @@
+"""``benchharness train paser``: PaSeR, unsupervised on sentences or supervised on NLI triples."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from benchharness.data import DataRoot
+from encoders.methods.base_model import load_base
+from encoders.methods.commands.launch import DevFactory, report, train_with_dev
+from encoders.methods.config import add_training_arguments, config_from_options, resolve_options
+from encoders.methods.data import load_nli, load_sentences
+from encoders.methods.eda import AUGMENTATIONS
+from encoders.methods.paser import PRESETS, SIGNALS, TRAIN_POOLINGS, PaSeR, nli_triples
+
+HELP = "PaSeR: reconstruct a sentence's top RAKE phrases from its embedding and its phrase-masked copy's, + MLM"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_training_arguments(parser, PRESETS, "cpu")
+    g = parser.add_argument_group("PaSeR")
+    g.add_argument("--pooling", choices=TRAIN_POOLINGS, help="training pooling (paper: cls_before_pooler); "
+                   "evaluation uses it too unless --eval-pooling is given")
+    g.add_argument("--top-k", type=int, help="RAKE phrases masked per sentence (paper: 3)")
+    g.add_argument("--augment", choices=AUGMENTATIONS, help="EDA augmentation (paper: sr = synonym replacement)")
+    g.add_argument("--augment-ratio", type=float, help="EDA ratio alpha (official data: 0.5)")
+    g.add_argument("--signal", choices=SIGNALS, help="decoding signal: the paper's or the official code's")
+    g.add_argument("--m", type=float, help="paper signal: weight of |Es-Es~| (paper: 10)")
+    g.add_argument("--n", type=float, help="paper signal: weight of |Es*Es~| (paper: 10)")
+    g.add_argument("--t", type=float, help="official signal: weight of z1*Wz2 (code: 1)")
+    g.add_argument("--k", type=float, help="official signal: weight of z1-Wz2 (code: 1)")
+    g.add_argument("--decoder-layers", type=int, help="transformer decoder depth (paper: 6)")
+    g.add_argument("--decoder-heads", type=int, help="decoder attention heads (official: 16)")
+    g.add_argument("--mlm-weight", type=float, help="weight of the MLM loss (paper: 1)")
+    g.add_argument("--mlm-probability", type=float, help="MLM masking rate (0.15)")
+    g.add_argument("--supervised", action="store_true", default=None,
+                   help="supervised PaSeR: --data is NLI (SimCSE csv, SNLI/MNLI jsonl); start from a PaSeR run")
+    g.add_argument("--alpha", type=float, help="supervised: weight of the generative loss")
+    g.add_argument("--temperature", type=float, help="supervised: contrastive temperature (0.05)")
+
+
+def load_examples(spec: str, supervised: bool) -> tuple[list[Any], dict[str, Any]]:
+    """Sentences, or NLI triples whose files may be named relative to the data root."""
+    if not supervised:
+        sentences = load_sentences(spec)
+        return sentences, {"name": spec, "kind": "unlabeled sentences", "n_examples": len(sentences)}
+    root = DataRoot().root
+    parts = [p if Path(p).expanduser().exists() or ":" in p or not (root / p).exists() else str(root / p)
+             for p in spec.split("+")]
+    triples = nli_triples(load_nli("+".join(parts)))
+    return triples, {"name": spec, "kind": "NLI triples (anchor, entailment, contradiction)",
+                     "n_examples": len(triples)}
+
+
+def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
+    opts = resolve_options(args, PRESETS)
+    config = config_from_options(opts)
+    supervised = bool(opts.get("supervised"))
+    examples, data = load_examples(opts["data"], supervised)
+    if config.limit:
+        examples = examples[: config.limit]
+        data["n_examples"] = len(examples)
+    encoder, tokenizer, source = load_base(config.base)
+    method = PaSeR(encoder, tokenizer, pooling=opts["pooling"], max_length=config.max_length, top_k=opts["top_k"],
+                   augment=opts["augment"], augment_ratio=opts["augment_ratio"], signal=opts["signal"],
+                   m=opts["m"], n=opts["n"], t=opts["t"], k=opts["k"], decoder_layers=opts["decoder_layers"],
+                   decoder_heads=opts["decoder_heads"], mlm_weight=opts["mlm_weight"],
+                   mlm_probability=opts["mlm_probability"], supervised=supervised,
+                   alpha=opts.get("alpha", 0.1), temperature=opts.get("temperature", 0.05),
+                   checkpoint=source.path)
+    return report(train_with_dev(method, examples, config, data, source, dev))

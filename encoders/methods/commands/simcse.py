@@ -1,0 +1,35 @@
+"""``benchharness train simcse``: unsupervised SimCSE on a sentence corpus."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from benchharness.seeding import seed_everything
+from encoders.methods.base_model import load_base
+from encoders.methods.commands.launch import DevFactory, report, train_with_dev
+from encoders.methods.config import add_training_arguments, config_from_options, resolve_options
+from encoders.methods.data import load_sentences
+from encoders.methods.simcse import PRESETS, SimCSE
+
+HELP = "unsupervised SimCSE: dropout views of the same sentence, InfoNCE at temperature 0.05"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_training_arguments(parser, PRESETS, "cpu")
+    g = parser.add_argument_group("SimCSE")
+    g.add_argument("--temperature", type=float, help="InfoNCE temperature (paper: 0.05)")
+
+
+def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
+    opts = resolve_options(args, PRESETS)
+    config = config_from_options(opts)
+    sentences = load_sentences(config.data)
+    data: dict[str, Any] = {"name": config.data, "kind": "unlabeled sentences", "n_examples": len(sentences)}
+    if config.limit:
+        sentences = sentences[: config.limit]
+        data["limit"] = config.limit
+    seed_everything(config.seed)  # training-only heads are drawn at construction
+    encoder, tokenizer, source = load_base(config.base)
+    method = SimCSE(encoder, tokenizer, temperature=opts["temperature"], max_length=config.max_length)
+    return report(train_with_dev(method, sentences, config, data, source, dev))

@@ -1,0 +1,133 @@
+"""Every setting of a training run (:class:`TrainConfig`) and the command-line flags all methods
+share, merged with a method's presets into one config.
+
+Precedence, lowest first: ``TrainConfig``'s defaults, a method's defaults, the chosen preset, then
+flags given explicitly (flags default to None so that "not given" can be told apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from benchharness.devices import PRECISIONS
+from encoders.pooling import POOLINGS
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a training run; all of it is recorded in the checkpoint and the manifest."""
+
+    base: str
+    out: Path
+    data: str = "sts-unlabeled"
+    name: str | None = None  # registry name written into the manifest; default: out folder name
+    max_length: int = 64  # tokens per training sentence
+    batch_size: int = 64
+    lr: float = 3e-5
+    weight_decay: float = 0.0
+    adam_eps: float = 1e-8
+    epochs: int = 1
+    max_steps: int | None = None  # overrides epochs when set (epochs continue until it is reached)
+    warmup_ratio: float = 0.1  # linear warmup over this fraction of the steps, then linear decay
+    grad_clip: float | None = None  # max global grad norm; None = no clipping
+    drop_last: bool = True  # contrastive losses want full batches (constant number of negatives)
+    limit: int | None = None  # use only the first N examples (after de-duplication, before shuffling)
+    eval_every: int | None = 200  # steps between STS-B dev evaluations; None = no dev selection
+    eval_at_start: bool = True  # record the base model's dev score as step 0 (never selected)
+    patience: int | None = None  # stop after this many evaluations without improvement
+    eval_pooling: str | None = None  # None: the method's own
+    eval_max_length: int = 512  # truncation at evaluation; written into the manifest spec
+    eval_batch_size: int = 128
+    checkpoint_every: int | None = None  # default: at every evaluation, else every 500 steps
+    keep_checkpoint: bool = False  # keep <out>/checkpoint after a completed run
+    log_every: int = 10
+    seed: int = 42
+    device: str | None = None
+    precision: str = "fp32"  # fp16/bf16 need CUDA (autocast; GradScaler for fp16)
+    threads: int | None = None  # torch CPU threads
+    stop_after: int | None = None  # end this invocation after this step, resumable (time-boxing)
+    overwrite: bool = False  # discard an existing finished run or checkpoint in ``out``
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
+        if self.eval_pooling is not None and self.eval_pooling not in POOLINGS:
+            raise ValueError(f"unknown pooling {self.eval_pooling!r}; choose one of {', '.join(POOLINGS)}")
+        for key in ("batch_size", "max_length", "epochs"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+
+    @property
+    def wants_dev(self) -> bool:
+        """Whether the run evaluates on the dev set at all (periodically, or once at step 0)."""
+        return self.eval_every is not None or self.eval_at_start
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, dict[str, Any]] | None = None,
+                           default_preset: str | None = None) -> None:
+    """The flags every method shares. Unset flags (None) take the preset's value, then
+    ``TrainConfig``'s default; see :func:`resolve_options`."""
+    g = parser.add_argument_group("training (shared by all methods)")
+    g.add_argument("--base", required=True, help="Hugging Face model id or folder of the encoder to fine-tune")
+    g.add_argument("--out", required=True, type=Path, help="output folder (runs/<name>); rerun to resume")
+    g.add_argument("--name", help="name the run registers under (default: the --out folder name)")
+    if presets:
+        g.add_argument("--preset", choices=sorted(presets), default=default_preset,
+                       help=f"hyper-parameter preset (default {default_preset}); explicit flags override it")
+    g.add_argument("--data", help="training data (default: the method's; see `benchharness train <method> -h`)")
+    g.add_argument("--max-length", type=int, help="max tokens per training sentence")
+    g.add_argument("--batch-size", type=int)
+    g.add_argument("--lr", type=float, help="peak learning rate (AdamW)")
+    g.add_argument("--weight-decay", type=float)
+    g.add_argument("--epochs", type=int)
+    g.add_argument("--max-steps", type=int, help="total optimizer steps (overrides --epochs)")
+    g.add_argument("--warmup-ratio", type=float, help="fraction of steps of linear warmup")
+    g.add_argument("--grad-clip", type=float, help="max gradient norm (default: none)")
+    g.add_argument("--limit", type=int, help="train on the first N examples only")
+    g.add_argument("--eval-every", type=int, help="steps between STS-B dev evaluations (0 = none: keep final)")
+    g.add_argument("--patience", type=int, help="early stop after N evaluations without dev improvement")
+    g.add_argument("--eval-pooling", choices=POOLINGS, help="pooling at evaluation (default: the method's)")
+    g.add_argument("--eval-max-length", type=int, help="truncation at evaluation, recorded in the manifest")
+    g.add_argument("--seed", type=int)
+    g.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
+    g.add_argument("--precision", choices=PRECISIONS, help="fp16/bf16 mixed precision (CUDA only)")
+    g.add_argument("--threads", type=int, help="torch CPU threads")
+    g.add_argument("--stop-after", type=int, help="stop this invocation after step N (resumable)")
+    g.add_argument("--keep-checkpoint", action="store_true", default=None, help="keep the resumable checkpoint")
+    g.add_argument("--overwrite", action="store_true", default=None, help="discard what --out holds and retrain")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def resolve_options(args: argparse.Namespace, presets: dict[str, dict[str, Any]] | None = None,
+                    defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Merge ``defaults`` < the chosen preset < explicitly given flags into one dict."""
+    opts: dict[str, Any] = dict(defaults or {})
+    preset = getattr(args, "preset", None)
+    if presets and preset:
+        opts.update(presets[preset])
+    opts.update({k: v for k, v in vars(args).items() if v is not None})
+    if opts.get("eval_every") == 0:
+        opts["eval_every"] = None
+    return opts
+
+
+def config_from_options(opts: dict[str, Any]) -> TrainConfig:
+    """A ``TrainConfig`` from merged options (keys that are not config fields are ignored)."""
+    names = set(TrainConfig.field_names())
+    kwargs = {k: v for k, v in opts.items() if k in names}
+    kwargs["progress"] = not opts.get("quiet", False)
+    return TrainConfig(**kwargs)

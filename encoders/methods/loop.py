@@ -1,0 +1,250 @@
+"""The training loop every method shares (ConSERT, SimCSE, PaSeR, DefSent+).
+
+What it does: deterministic seeding and data order (a seeded permutation per epoch, recomputed on
+resumption); AdamW (weight decay off for biases and LayerNorm) with linear warmup and linear decay;
+device and precision from ``benchharness.devices`` (CUDA and fp16 autocast + GradScaler, or bf16);
+optional gradient clipping; periodic dev evaluation through a callback, best-checkpoint selection
+and early stopping (``patience`` evaluations without improvement); tqdm progress;
+``metrics.jsonl``; a resumable checkpoint (``checkpoint.py``); and the output folder::
+
+    <out>/model/          encoder weights + tokenizer (save_pretrained), training heads excluded
+    <out>/manifest.json   the run's typed record (``manifest.py``), which makes the folder an encoder
+    <out>/metrics.jsonl   one JSON object per logged step / evaluation
+
+The loop knows no evaluation task: the caller hands it ``dev``, a function from the encoder being
+trained to a score (higher is better); ``benchharness train`` passes the harness's STS-B dev
+evaluator (``benchharness.dev_eval``), so a dev score is the one the harness reproduces.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from benchharness.devices import autocast, check_precision, pick_device
+from benchharness.seeding import seed_everything
+from encoders import hub
+from encoders.methods.base_model import base_folder
+from encoders.methods.checkpoint import (load_checkpoint, prepare_out, remove_checkpoint, save_checkpoint,
+                                         save_encoder)
+from encoders.methods.config import TrainConfig
+from encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
+from encoders.methods.method import TrainingMethod
+
+#: a dev evaluation: the encoder being trained -> its score, higher is better
+DevScore = Callable[[nn.Module], float]
+
+
+@dataclass
+class TrainResult:
+    out: Path
+    steps: int
+    completed: bool  # False when stopped by ``stop_after`` (resumable)
+    best_step: int | None
+    best_dev: float | None
+    manifest: RunManifest | None
+
+
+def to_device(batch: Any, device: torch.device) -> Any:
+    """Move tensors in nested dicts/lists/tuples to ``device``."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    if hasattr(batch, "to"):  # transformers BatchEncoding
+        return batch.to(device)
+    return batch
+
+
+def no_decay(name: str) -> bool:
+    """Biases and LayerNorm weights are not weight-decayed (BERT/SimCSE/ConSERT convention)."""
+    return name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
+
+
+def make_optimizer(module: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for n, p in params if not no_decay(n)], "weight_decay": config.weight_decay},
+        {"params": [p for n, p in params if no_decay(n)], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.lr, eps=config.adam_eps)
+
+
+def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warmup from 0 over ``warmup`` steps, then linear decay to 0 at ``total``
+    (transformers' ``get_linear_schedule_with_warmup``, which SimCSE and ConSERT use)."""
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return step / max(1, warmup)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def batch_order(n: int, batch_size: int, drop_last: bool, seed: int, epoch: int) -> list[np.ndarray]:
+    """The batches of one epoch: a permutation seeded by (seed, epoch), so resumption recomputes it."""
+    gen = torch.Generator().manual_seed(seed * 1000 + epoch)
+    perm = torch.randperm(n, generator=gen).numpy()
+    stop = (n // batch_size) * batch_size if drop_last else n
+    return [perm[i : i + batch_size] for i in range(0, stop, batch_size)]
+
+
+def total_steps(n_examples: int, config: TrainConfig) -> int:
+    per_epoch = n_examples // config.batch_size if config.drop_last else math.ceil(n_examples / config.batch_size)
+    if per_epoch < 1:
+        raise ValueError(f"{n_examples} training examples give no full batch of {config.batch_size}")
+    return config.max_steps if config.max_steps is not None else per_epoch * config.epochs
+
+
+def _log(path: Path, record: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf8") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
+def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, *,
+          data: dict[str, Any], base_source: hub.ModelSource | None = None,
+          dev: DevScore | None = None, dev_task: str | None = None) -> TrainResult:
+    """Train ``method`` on ``examples`` (any indexable sequence) as ``config`` says and write the
+    output folder.
+
+    ``data`` describes the training data for the manifest (name, size, description...). ``dev``
+    scores the encoder at evaluations (``config.eval_every``, step 0 when ``eval_at_start``) and,
+    without periodic evaluation, once after training; ``dev_task`` names what it measures, for
+    the manifest. A config that asks for dev evaluation without a ``dev`` is refused. Rerunning
+    with the same ``out`` resumes from the checkpoint there (the configuration must match, except
+    for the settings in ``checkpoint.RESUMABLE_CHANGES``).
+    """
+    if dev is None and config.wants_dev:
+        raise ValueError("this run evaluates on a dev set (eval_every or eval_at_start is set) but no dev "
+                         "evaluator was given; train through `benchharness train`, or pass dev=...")
+    code_version()  # pin the version of the code now running (see code_version)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    device = pick_device(config.device)
+    precision = check_precision(config.precision, device)
+    pooling = config.eval_pooling or method.eval_pooling
+    resume_from = prepare_out(config)
+    out = config.out
+    metrics_path = out / "metrics.jsonl"
+    steps = total_steps(len(examples), config)
+    warmup = math.ceil(config.warmup_ratio * steps)  # ConSERT rounds up; 0 stays 0
+    checkpoint_every = config.checkpoint_every or config.eval_every or 500
+
+    seed_everything(config.seed)
+    method.to(device)
+    method.train()
+    optimizer = make_optimizer(method, config)
+    scheduler = linear_schedule(optimizer, warmup, steps)
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+
+    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "dev_curve": [], "best_step": None,
+                             "best_dev": None, "bad_evals": 0, "train_seconds": 0.0, "sentences": 0,
+                             "stopped_early": False}
+    if resume_from is not None:
+        state = load_checkpoint(resume_from, config, method, optimizer, scheduler, scaler)
+        print(f"resuming {out} at step {state['step']}/{steps}", file=sys.stderr)
+
+    def evaluate(step: int) -> bool:
+        """Record a dev score; save the encoder if it is the best so far. True = stop early."""
+        score = dev(method.encoder)
+        state["dev_curve"].append([step, score])
+        record = {"step": step, "dev_spearman": score}
+        if step > 0:  # the untrained base (step 0) is recorded, never selected
+            if state["best_dev"] is None or score > state["best_dev"]:
+                state["best_dev"], state["best_step"], state["bad_evals"] = score, step, 0
+                save_encoder(method, out)
+                record["best"] = True
+            else:
+                state["bad_evals"] += 1
+        _log(metrics_path, record)
+        bar.write(f"step {step}: STS-B dev spearman {score:.2f} (best {state['best_dev'] or float('nan'):.2f} "
+                  f"at step {state['best_step']})")
+        return config.patience is not None and state["bad_evals"] >= config.patience
+
+    bar = tqdm(total=steps, initial=state["step"], desc=f"train {method.method_name}", unit="step",
+               disable=not config.progress, dynamic_ncols=True)
+    if state["step"] == 0 and config.eval_at_start and dev is not None and not state["dev_curve"]:
+        evaluate(0)
+    window: dict[str, list[float]] = {}
+    halted = False
+    while state["step"] < steps and not state["stopped_early"]:
+        batches = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, state["epoch"])
+        while state["batch_in_epoch"] < len(batches) and state["step"] < steps:
+            idx = batches[state["batch_in_epoch"]]
+            chunk = [examples[int(i)] for i in idx]
+            t0 = time.perf_counter()
+            batch = to_device(method.collate(chunk), device)
+            with autocast(device, precision):
+                output = method(batch)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(output.loss).backward()
+            if config.grad_clip is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(method.parameters(), config.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            state["train_seconds"] += time.perf_counter() - t0
+            state["sentences"] += method.size(batch, chunk)
+            state["step"] += 1
+            state["batch_in_epoch"] += 1
+            step = state["step"]
+            loss = float(output.loss.detach())
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"loss is {loss} at step {step}; lower --lr or use fp32")
+            for k, v in {"loss": loss, **output.logs}.items():
+                window.setdefault(k, []).append(float(v))
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}")
+            if step % config.log_every == 0 or step == steps:
+                _log(metrics_path, {"step": step, "epoch": state["epoch"], "lr": scheduler.get_last_lr()[0],
+                                    **{k: float(np.mean(v)) for k, v in window.items()},
+                                    "sentences_per_second": state["sentences"] / max(state["train_seconds"], 1e-9)})
+                window = {}
+            if config.eval_every is not None and dev is not None and (step % config.eval_every == 0 or step == steps):
+                if evaluate(step):
+                    state["stopped_early"] = True
+                    bar.write(f"early stop: no dev improvement in {config.patience} evaluations")
+                    break
+            if step % checkpoint_every == 0 and step < steps:
+                save_checkpoint(out, config, method, optimizer, scheduler, scaler, state)
+            if config.stop_after is not None and step >= config.stop_after and step < steps:
+                halted = True
+                break
+        if halted:
+            break
+        if state["batch_in_epoch"] >= len(batches):
+            state["epoch"] += 1
+            state["batch_in_epoch"] = 0
+    bar.close()
+    if halted:
+        save_checkpoint(out, config, method, optimizer, scheduler, scaler, state)
+        print(f"stopped after step {state['step']}; rerun the same command to resume", file=sys.stderr)
+        return TrainResult(out, state["step"], False, state["best_step"], state["best_dev"], None)
+
+    if config.eval_every is None or dev is None:
+        save_encoder(method, out)  # no dev selection: the final weights are the encoder
+        if dev is not None:
+            state["dev_curve"].append([state["step"], dev(method.encoder)])
+            _log(metrics_path, {"step": state["step"], "dev_spearman": state["dev_curve"][-1][1]})
+    manifest = build_manifest(method, config, state, data, base_source or hub.resolve(base_folder(config.base)),
+                              pooling, steps, warmup, device, precision, dev_task)
+    write_manifest(out, manifest)
+    if not config.keep_checkpoint:
+        remove_checkpoint(out)
+    return TrainResult(out, state["step"], True, state["best_step"], state["best_dev"], manifest)

@@ -1,0 +1,152 @@
+"""``manifest.json``: what a trained encoder is, where it came from and how to load it.
+
+The registry reads ``name`` and ``encoder`` (the spec ``{"type": "hf", "model": "model", ...}``
+that makes the run folder an encoder); the rest is provenance for whoever reads a result: base
+model and weights, data, every hyper-parameter, the code version, the dev curve and how the saved
+weights were selected, and what the training cost. The record is typed so that every writer
+produces the same keys; ``schema_version`` changes when they change. (No ``from __future__ import
+annotations`` here: ``TypedDict`` sees ``NotRequired`` only in evaluated annotations.)
+"""
+
+import functools
+import json
+from pathlib import Path
+from typing import Any, NotRequired, TypedDict
+
+import torch
+
+from benchharness.atomic import write_json
+from benchharness.provenance import git_state
+from benchharness.resources import peak_memory
+from encoders import hub
+from encoders.methods.checkpoint import MANIFEST_FILE, MODEL_DIR
+from encoders.methods.config import TrainConfig
+from encoders.methods.method import TrainingMethod
+
+SCHEMA_VERSION = 1
+
+#: config fields that say where or how fast a run went, not what it trained: kept out of the
+#: manifest's hyper-parameters
+NOT_HYPERPARAMETERS = ("base", "out", "data", "name", "device", "threads", "stop_after", "overwrite", "progress",
+                       "keep_checkpoint")
+
+
+class CodeVersion(TypedDict):
+    benchharness: str
+    torch: str
+    transformers: str
+    git_commit: str | None
+    git_dirty: bool
+
+
+class Selection(TypedDict):
+    rule: str
+    best_step: int | None
+    best_dev_spearman: NotRequired[float | None]
+
+
+class TrainingStats(TypedDict):
+    steps: int
+    epochs_completed: int
+    batches_into_next_epoch: int
+    stopped_early: bool
+    train_seconds: float
+    sentences: int
+    sentences_per_second: float
+    device: str
+    precision: str
+    torch_threads: int
+    peak_rss_mib: float
+    peak_cuda_mib: NotRequired[float]
+
+
+class EncoderSpec(TypedDict):
+    type: str
+    model: str
+    pooling: str
+    max_length: int
+
+
+class RunManifest(TypedDict):
+    schema_version: int
+    name: str
+    method: str
+    base_model: str
+    base_revision: str | None
+    base_weights_sha256: str
+    data: dict[str, Any]
+    hyperparameters: dict[str, Any]
+    code_version: CodeVersion
+    dev_task: str | None
+    dev_curve: list[list[float]]
+    selection: Selection
+    training: TrainingStats
+    encoder: EncoderSpec
+    # written by a method after training (DefSent+'s rounds)
+    entry_space_plot: NotRequired[str]
+    entry_space_after_plot: NotRequired[str]
+    round_seconds: NotRequired[dict[str, float]]
+
+
+@functools.cache
+def code_version() -> CodeVersion:
+    """Versions of the code and its main libraries, with the checkout's commit.
+
+    Cached, and first called when training starts: the manifest must name the code this process
+    loaded, not whatever the checkout holds when a round (hours later) writes its manifest.
+    """
+    import transformers
+
+    from benchharness import __version__
+
+    git = git_state()
+    return {"benchharness": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
+            "git_commit": git["commit"], "git_dirty": git["dirty"]}
+
+
+def build_manifest(method: TrainingMethod, config: TrainConfig, state: dict[str, Any], data: dict[str, Any],
+                   source: hub.ModelSource, pooling: str, steps: int, warmup: int, device: torch.device,
+                   precision: str, dev_task: str | None) -> RunManifest:
+    """The manifest of a finished run; ``state`` is the loop's (step, epoch, dev curve, best...)."""
+    hyper = {k: v for k, v in config.to_dict().items() if k not in NOT_HYPERPARAMETERS}
+    hyper.update({"total_steps": steps, "warmup_steps": warmup, **method.hyperparameters()})
+    seconds = state["train_seconds"]
+    selection: Selection = ({"rule": "best STS-B dev spearman over evaluations after step 0",
+                             "best_step": state["best_step"], "best_dev_spearman": state["best_dev"]}
+                            if config.eval_every is not None and state["best_step"] is not None
+                            else {"rule": "final weights", "best_step": state["step"]})
+    training: TrainingStats = {
+        "steps": state["step"], "epochs_completed": state["epoch"],
+        "batches_into_next_epoch": state["batch_in_epoch"], "stopped_early": state["stopped_early"],
+        "train_seconds": round(seconds, 2), "sentences": state["sentences"],
+        "sentences_per_second": round(state["sentences"] / max(seconds, 1e-9), 2),
+        "device": str(device), "precision": precision, "torch_threads": torch.get_num_threads(),
+        **{k: round(v, 1) for k, v in peak_memory(device).items()}}  # type: ignore[typeddict-item]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "name": config.name or config.out.resolve().name,
+        "method": method.method_name,
+        "base_model": source.name,
+        "base_revision": source.revision,
+        "base_weights_sha256": source.weights_sha256,
+        "data": data,
+        "hyperparameters": hyper,
+        "code_version": code_version(),
+        "dev_task": dev_task if state["dev_curve"] else None,
+        "dev_curve": state["dev_curve"],
+        "selection": selection,
+        "training": training,
+        "encoder": {"type": "hf", "model": MODEL_DIR, "pooling": pooling, "max_length": config.eval_max_length},
+    }
+
+
+def write_manifest(folder: Path, manifest: RunManifest) -> None:
+    write_json(folder / MANIFEST_FILE, manifest)
+
+
+def update_manifest(folder: Path, **extra: Any) -> RunManifest:
+    """Add keys to a finished run's manifest (a method's own outputs, such as plots)."""
+    manifest: RunManifest = json.loads((folder / MANIFEST_FILE).read_text())
+    manifest.update(extra)  # type: ignore[typeddict-item]
+    write_manifest(folder, manifest)
+    return manifest

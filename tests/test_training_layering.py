@@ -1,0 +1,36 @@
+"""Encoders know no evaluation task: nothing under ``encoders/methods`` imports ``tasks``, the runner
+or the core's dev evaluator (issue #11); training gets its dev evaluation as a callback."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FORBIDDEN = ("tasks", "benchharness.runner", "benchharness.dev_eval", "benchharness.training_cli")
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (lazy imports inside functions included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_imported_modules_sees_lazy_and_from_imports(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    import tasks\n    from benchharness import runner\n")
+    assert {"tasks", "benchharness.runner"} <= imported_modules(probe)
+
+
+def test_training_methods_import_no_task_and_no_runner():
+    files = sorted((ROOT / "encoders" / "methods").rglob("*.py"))
+    assert len(files) > 10  # the methods, the split loop modules and the commands
+    offenders = [f"{f.relative_to(ROOT)}: {m}" for f in files for m in sorted(imported_modules(f))
+                 if any(m == bad or m.startswith(bad + ".") for bad in FORBIDDEN)]
+    assert offenders == []
