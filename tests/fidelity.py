@@ -55,6 +55,12 @@ def grads(named: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {n: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)) for n, p in named.items()}
 
 
+def reached(named: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Copies of the gradients backward produced; tensors it never reached are left out, as both
+    AdamW implementations skip a parameter whose ``grad`` is None (no update, no weight decay)."""
+    return {n: p.grad.detach().clone() for n, p in named.items() if p.grad is not None}
+
+
 def max_abs_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> tuple[float, str]:
     """Largest elementwise |a - b| over tensors of the same names, and the name where it occurs."""
     assert a.keys() == b.keys(), f"parameter sets differ: {sorted(a.keys() ^ b.keys())}"
@@ -108,11 +114,12 @@ class AdamW:
         self.v: dict[str, torch.Tensor] = {}
 
     def step(self, params: dict[str, torch.Tensor], gradients: dict[str, torch.Tensor], lr: float) -> None:
+        """Update the ``params`` that have a gradient in ``gradients`` (see :func:`reached`)."""
         b1, b2 = BETAS
         self.t += 1
         with torch.no_grad():
-            for name, p in params.items():
-                g = gradients[name]
+            for name, g in gradients.items():
+                p = params[name]
                 m = self.m[name] = b1 * self.m.get(name, torch.zeros_like(p)) + (1 - b1) * g
                 v = self.v[name] = b2 * self.v.get(name, torch.zeros_like(p)) + (1 - b2) * g * g
                 wd = 0.0 if self.no_decay(name) else self.weight_decay
@@ -152,7 +159,10 @@ def run_project_steps(method: torch.nn.Module, examples: list[Any], base: Path, 
     from encoders.methods.training import TrainConfig, train  # the loop under test (training.py today)
 
     seen: list[Observed] = []
-    handle = method.register_forward_pre_hook(lambda module, args: seen.append(Observed(args[0], torch.get_rng_state())))
+    def observe(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        seen.append(Observed(args[0], torch.get_rng_state()))
+
+    handle = method.register_forward_pre_hook(observe)
     try:
         cfg = TrainConfig(base=str(base), out=out, max_steps=steps, batch_size=len(examples), drop_last=False,
                           eval_every=None, eval_at_start=False, progress=False, **config)

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from encoders.methods.simcse import SimCSE
-from fidelity import (TOL, AdamW, clip_, cross_entropy, grads, linear_lr, load_tiny, max_abs_diff,
+from fidelity import (TOL, AdamW, clip_, cross_entropy, grads, linear_lr, load_tiny, max_abs_diff, reached,
                       reference_params, run_project_steps, trainable)
 
 SENTENCES = ["a man is playing a guitar .", "the cat sat on the warm mat", "stocks fell sharply on monday",
@@ -83,7 +83,7 @@ def hand_steps(reference, params, observed, lr, form: str, clip: float | None) -
             p.grad = None
         torch.set_rng_state(seen.rng)
         official_loss(reference, params, seen.batch, "project").backward()
-        gradients = grads(params)
+        gradients = reached(params)
         if clip is not None:
             clip_(gradients, clip)
         adam.step(params, gradients, linear_lr(lr, step, 0, len(observed)))
