@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from encoders.methods import defsent_plus
+from encoders.methods.commands import defsent_plus as defsent_plus_command
 from encoders.methods.dictionary import Dictionary
 from encoders.methods.entry_space import entry_embeddings
 from fidelity import (TOL, AdamW, clip_, cross_entropy, grads, linear_lr, load_tiny, masked_mean, max_abs_diff,
@@ -144,8 +145,8 @@ def test_pst_round_two_trains_the_original_weights_against_round_one_entries(tin
     dictionary.write_text("".join(f"{e}\t{d}\n" for e, d in TOY))
     out = tmp_path / "runs" / "toy"
     parser = argparse.ArgumentParser()
-    defsent_plus.add_arguments(parser)
-    assert defsent_plus.main(parser.parse_args(
+    defsent_plus_command.add_arguments(parser)
+    assert defsent_plus_command.main(parser.parse_args(
         ["--base", str(base), "--out", str(out), "--dictionary", str(dictionary), "--rounds", "2", "--batch-size", "32",
          "--round-lrs", "1e-2,0", "--quiet", "--no-final-space"])) == 0
     r1, r2 = out.with_name("toy-r1"), out.with_name("toy-r2")
