@@ -20,7 +20,7 @@ flips the sign of the item's difference.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import rankdata, spearmanr
@@ -76,8 +76,8 @@ class PairedReplicates:
                           resamples=len(self.bootstrap), unit=self.unit, n=self.n, seed=self.seed)
 
 
-def _swap_null(statistic_pair, a: np.ndarray, b: np.ndarray, n_resamples: int,
-               rng: np.random.Generator) -> np.ndarray:
+def _swap_null(statistic_pair: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray,
+               n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Permutation null of ``stat(a') - stat(b')`` where each item's (a, b) is swapped at random."""
     check_resamples(n_resamples)
     n = len(a)
@@ -164,7 +164,9 @@ def paired_sts(subsets_a: Mapping[str, np.ndarray], subsets_b: Mapping[str, np.n
     if not names or set(subsets_a) != set(names) or set(subsets_b) != set(names):
         raise ValueError(f"subset names differ: A {sorted(subsets_a)}, B {sorted(subsets_b)}, gold {sorted(golds)}")
     if aggregation == "all":
-        cat = lambda d: np.concatenate([np.asarray(d[k]) for k in names])  # noqa: E731
+        def cat(per_subset: Mapping[str, np.ndarray]) -> np.ndarray:
+            return np.concatenate([np.asarray(per_subset[k]) for k in names])
+
         return paired_spearman(cat(subsets_a), cat(subsets_b), cat(golds), n_resamples=n_resamples, seed=seed)
     parts = [paired_spearman(subsets_a[k], subsets_b[k], golds[k], n_resamples=n_resamples,
                              seed=derive_seed(seed, k)) for k in names]

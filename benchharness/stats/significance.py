@@ -67,7 +67,9 @@ def steiger_spearman(pred_a: np.ndarray, pred_b: np.ndarray, gold: np.ndarray) -
     as a cross-check beside the permutation test rather than as the test itself.
     """
     pred_a, pred_b, gold = as_columns(pred_a, pred_b, gold, names=("pred_a", "pred_b", "gold"))
-    rho = lambda x, y: float(spearmanr(x, y)[0])  # noqa: E731
+    def rho(x: np.ndarray, y: np.ndarray) -> float:
+        return float(spearmanr(x, y)[0])
+
     return steiger_z(rho(gold, pred_a), rho(gold, pred_b), rho(pred_a, pred_b), len(gold))
 
 
