@@ -1,0 +1,57 @@
+"""Statistics evaluated on many resamples at once: row ``i`` of a ``(B, n)`` matrix is resample ``i``.
+
+Bootstrap and permutation tests need the same statistic thousands of times; computing it row-wise
+on a whole block of resamples (one ``rankdata`` call, one reduction) instead of in a Python loop is
+what makes the issue's target reachable: 1,000 resamples of a 3,750-pair STS task in under a
+second on one core. Blocks are bounded by ``ROW_BLOCK_ELEMENTS`` cells (summed over the resampled
+arrays) so that memory stays small whatever ``B`` and ``n`` are: about 1M cells, i.e. ~8 MiB per
+float64 temporary, a few tens of MiB at peak for a Spearman block with its ranks and centred copies.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+from scipy.stats import rankdata
+
+ROW_BLOCK_ELEMENTS = 1 << 20
+
+
+def row_blocks(n_rows: int, row_length: int, budget: int = ROW_BLOCK_ELEMENTS) -> Iterator[slice]:
+    """Slices of ``range(n_rows)`` whose blocks hold at most ``budget`` cells (at least one row)."""
+    step = max(1, budget // max(1, row_length))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(n_rows, start + step))
+
+
+def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson's r of each row of ``x`` with the matching row of ``y`` (or with ``y`` if 1-D).
+
+    A row with no variance gives NaN, as ``scipy.stats.pearsonr`` does.
+    """
+    xc = x - x.mean(axis=-1, keepdims=True)
+    yc = y - y.mean(axis=-1, keepdims=True)
+    num = (xc * yc).sum(axis=-1)
+    den = np.sqrt((xc * xc).sum(axis=-1) * (yc * yc).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho x100 per row: Pearson's r of average ranks, as ``scipy.stats.spearmanr``.
+
+    ``y`` may be 1-D (one gold vector shared by every row); it is then ranked once.
+    """
+    return 100.0 * pearson_rows(rankdata(x, axis=-1), rankdata(y, axis=-1))
+
+
+def f1_rows(pred: np.ndarray, labels: np.ndarray, positive: object = 1) -> np.ndarray:
+    """Binary F1 x100 per row, 2TP / (2TP + FP + FN); 0 when there is no positive at all
+    (``sklearn.metrics.f1_score``'s value for that case)."""
+    p = pred == positive
+    t = labels == positive
+    tp = (p & t).sum(axis=-1)
+    denom = p.sum(axis=-1) + t.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, 200.0 * tp / np.where(denom > 0, denom, 1), 0.0)
