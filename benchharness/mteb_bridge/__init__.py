@@ -1,0 +1,17 @@
+"""The mteb bridge: benchharness encoders as mteb models, mteb tasks run with them, and stored
+results exported in mteb's results layout.
+
+mteb is a neighbour, not a dependency of the core (DESIGN.md): nothing here is imported by the
+runner, the registry or the tasks, and this package imports nothing from mteb itself, so that
+``import benchharness.mteb_bridge`` stays cheap. Each module imports mteb when it is imported:
+
+- ``model``: ``MtebEncoder`` (an mteb ``AbsEncoder``) and ``model_meta`` (name and revision from
+  the encoder identity);
+- ``run``: ``run_task`` runs one mteb task with a benchharness encoder and returns an
+  ``MtebRecord``; ``MtebDataError`` names the dataset and revision missing offline;
+- ``export``: ``export_results`` writes stored results as ``<org__name>/<revision>/<Task>.json``
+  plus ``model_meta.json``, for the tasks whose protocol equals an mteb task (``EXPORTABLE``) and
+  says why the others are left out (``NOT_EXPORTED``).
+
+Install with the ``mteb`` extra (``pip install 'benchharness[mteb]'``).
+"""

@@ -1,0 +1,164 @@
+"""Stored benchharness results in mteb's results layout.
+
+``export_results`` writes ``<out>/<org__name>/<revision>/<Task>.json`` plus ``model_meta.json``,
+the layout of mteb's results repository and of ``$MTEB_CACHE/results``: export with
+``out = $MTEB_CACHE/results`` (default ``~/.cache/mteb/results``) and mteb's ``ResultCache``
+loads the results beside its own. The model is named and versioned as ``model.model_meta`` does
+(``benchharness/<encoder>``, revision = encoder identity).
+
+Only results whose protocol equals an mteb task's are exported: a number under an mteb task name
+must be the number mteb computes. ``EXPORTABLE`` is that allow-list, each with the evidence;
+``NOT_EXPORTED`` gives the reason for every other benchharness task. Results of mteb tasks run
+through the bridge (``run.run_task``) are mteb's own evaluation and are exported as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+
+import mteb
+from mteb.results import TaskResult
+
+from benchharness.atomic import write_json
+from benchharness.mteb_bridge import run
+from benchharness.mteb_bridge.model import model_meta
+
+
+@dataclass(frozen=True)
+class Target:
+    """An mteb STS task that a benchharness task reproduces exactly."""
+
+    mteb_task: str
+    protocol: str  # the benchharness protocol variant a stored result must carry
+    spearman: str  # metric keys in the stored result
+    pearson: str
+    evidence: str
+
+
+_STS_YEAR = ("SentEval's tokenized, lowercased {year} files are the text of mteb's {year} dataset (same "
+             "{n} pairs; character totals of both sides equal mteb's descriptive statistics{extra}); "
+             "benchharness's 'all' aggregation is one Spearman over the merged subsets, mteb's cosine_spearman")
+_PAIRS = {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186}
+
+EXPORTABLE: dict[str, Target] = {
+    **{year: Target(year, "senteval-unsup-cosine", "all.spearman", "all.pearson",
+                    _STS_YEAR.format(year=year, n=_PAIRS[year], extra=(
+                        ", but for one tweet-news sentence whose trailing space SentEval's whitespace "
+                        "re-join drops" if year == "STS14" else "")))
+       for year in _PAIRS},
+    "STSBenchmark-raw": Target(
+        "STSBenchmark", "senteval-unsup-cosine-rawtext", "spearman", "pearson",
+        "the original cased STS-B test file, mteb's STSBenchmark (1379 pairs); 12 sentences end in a space that "
+        "benchharness strips and mteb keeps, which tokenizers and whitespace splitting ignore"),
+}
+
+NOT_EXPORTED: dict[str, str] = {
+    "STSBenchmark": "SentEval's tokenized, lowercased copy of STS-B; mteb's STSBenchmark is the original cased "
+                    "text (export STSBenchmark-raw instead)",
+    "SICKRelatedness": "the 4,927 test pairs; mteb's SICK-R scores all 9,927 pairs (train + trial + test)",
+    "AskUbuntu": "the useb/TSDAE protocol (test split, 186 queries); mteb's AskUbuntuDupQuestions has 361 queries",
+    "AskUbuntu-mteb": "mteb's 361 queries, but titles come from taolei87's tokenized file, not checked against "
+                      "mteb's dataset text, and equal cosines keep BM25 order here while mteb (pytrec_eval) "
+                      "orders them by document id",
+    "QQP": "PaSeR's retrieval setting; no mteb task has this protocol",
+}
+_NO_MTEB_TASK = ("no mteb task has this protocol (SentEval transfer tasks, dev and trial splits and other "
+                 "benchharness protocols have none)")
+
+
+class StoredResult(Protocol):
+    """The fields of ``benchharness.results.Result`` that an export reads."""
+
+    encoder: str
+    task: str
+    metrics: dict[str, Any]
+    protocol: dict[str, Any]
+    encoder_identity: dict[str, Any]
+    encoder_metadata: dict[str, Any]
+    date: str
+
+
+@dataclass
+class ExportReport:
+    exported: list[dict[str, str]] = field(default_factory=list)  # encoder, task, mteb_task, path
+    skipped: list[dict[str, str]] = field(default_factory=list)  # encoder, task, reason
+
+    def lines(self) -> list[str]:
+        """Human-readable: what went where, and why the rest did not."""
+        out = [f"exported {r['encoder']} {r['task']} -> {r['path']}" for r in self.exported]
+        out += [f"not exported {r['encoder']} {r['task']}: {r['reason']}" for r in self.skipped]
+        return out
+
+
+def reason_not_exported(task: str) -> str:
+    return NOT_EXPORTED.get(task, _NO_MTEB_TASK)
+
+
+def _date(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _sts_scores(result: StoredResult, target: Target) -> dict[str, Any]:
+    """mteb's STS score names; the encoders' similarity is cosine, so pearson/spearman (the model's
+    own similarity) equal the cosine ones. Manhattan and Euclidean are not computed here."""
+    spearman = result.metrics[target.spearman] / 100.0
+    pearson = result.metrics[target.pearson] / 100.0
+    return {"pearson": pearson, "spearman": spearman, "cosine_pearson": pearson, "cosine_spearman": spearman,
+            "main_score": spearman}
+
+
+def _mteb_scores(result: StoredResult) -> dict[str, dict[str, dict[str, Any]]]:
+    """Rebuild ``{split: {subset: scores}}`` from the flattened ``split/subset/metric`` (x100)."""
+    nested: dict[str, dict[str, dict[str, Any]]] = {}
+    for key, value in result.metrics.items():
+        parts = key.split("/")
+        if len(parts) != 3:
+            raise ValueError(f"result {result.encoder}/{result.task}: metric {key!r} is not 'split/subset/metric'")
+        split, subset, metric = parts
+        nested.setdefault(split, {}).setdefault(subset, {})[metric] = value / 100.0
+    for subsets in nested.values():
+        for scores in subsets.values():
+            scores["mteb_version"] = result.protocol["mteb_version"]
+    return nested
+
+
+def task_result(result: StoredResult) -> TaskResult | str:
+    """The mteb ``TaskResult`` of a stored result, or the reason it has none."""
+    variant = result.protocol.get("variant")
+    if variant == run.PROTOCOL:
+        task = run.get_task(result.protocol["mteb_task"])
+        built = TaskResult.from_task_results(task, _mteb_scores(result), evaluation_time=None,
+                                             date=_date(result.date))
+        return built.model_copy(update={"dataset_revision": result.protocol["dataset_revision"],
+                                        "mteb_version": result.protocol["mteb_version"]})
+    target = EXPORTABLE.get(result.task)
+    if target is None:
+        return reason_not_exported(result.task)
+    if variant != target.protocol:
+        return f"stored with protocol {variant!r}; only {target.protocol!r} equals mteb's {target.mteb_task}"
+    task = mteb.get_task(target.mteb_task)
+    return TaskResult.from_task_results(task, {"test": {"default": _sts_scores(result, target)}},
+                                        evaluation_time=None, date=_date(result.date))
+
+
+def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportReport:
+    """Write every exportable result under ``out``; the report lists the rest with reasons."""
+    out = Path(out)
+    report = ExportReport()
+    for result in results:
+        converted = task_result(result)
+        if isinstance(converted, str):
+            report.skipped.append({"encoder": result.encoder, "task": result.task, "reason": converted})
+            continue
+        meta = model_meta(result.encoder, result.encoder_identity["hash"], result.encoder_identity,
+                          result.encoder_metadata.get("similarity", "cosine"))
+        folder = out / meta.model_name_as_path() / str(meta.revision)
+        path = folder / f"{converted.task_name}.json"
+        write_json(path, converted.model_dump(mode="json"))
+        write_json(folder / "model_meta.json", meta.to_dict())
+        report.exported.append({"encoder": result.encoder, "task": result.task,
+                                "mteb_task": converted.task_name, "path": str(path)})
+    return report

@@ -1,0 +1,143 @@
+"""Run one mteb task with a benchharness encoder: mteb's own data, evaluation and scores.
+
+The returned ``MtebRecord`` holds what a benchharness result needs: the mteb task name, the
+dataset and its revision, the mteb version, the main score x100 and every score (x100, flattened
+as ``split/subset/metric``, and mteb's own nested dict as it came). It is independent of the
+runner: wiring ``--tasks mteb:NAME`` means calling ``run_task`` and storing ``record.metrics``,
+``record.main_score`` and ``record.protocol()`` in a ``Result``.
+
+Data: online, mteb downloads the dataset into the Hugging Face cache. Offline (``HF_HUB_OFFLINE``
+or ``HF_DATASETS_OFFLINE``), a dataset missing from the cache raises ``MtebDataError`` naming the
+dataset, its revision and the cache folders, instead of the datasets library's bare
+"Couldn't reach ... on the Hub".
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import mteb
+from mteb.abstasks import AbsTask
+
+from benchharness.cache import EmbeddingCache
+from benchharness.encoder import Encoder
+from benchharness.mteb_bridge.model import MtebEncoder
+
+PREFIX = "mteb:"
+PROTOCOL = "mteb"
+_OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+class MtebDataError(Exception):
+    """An mteb task's dataset is not available (offline and not cached, or the download failed)."""
+
+
+@dataclass(frozen=True)
+class MtebRecord:
+    task: str  # "mteb:<name>", the benchharness task name
+    mteb_task: str
+    task_type: str
+    dataset: str  # Hugging Face dataset id
+    dataset_revision: str
+    mteb_version: str
+    main_metric: str
+    main_score: float  # x100
+    metrics: dict[str, float]  # "split/subset/metric" -> x100
+    scores: dict[str, list[dict[str, Any]]] = field(repr=False)  # mteb's TaskResult.scores, unscaled
+    evaluation_seconds: float | None = None
+
+    def protocol(self) -> dict[str, Any]:
+        """What pins the protocol: mteb's task at a dataset revision, as a given mteb version runs it."""
+        return {"variant": PROTOCOL, "mteb_task": self.mteb_task, "type": self.task_type,
+                "dataset": self.dataset, "dataset_revision": self.dataset_revision,
+                "mteb_version": self.mteb_version, "main_score": self.main_metric,
+                "splits": sorted(self.scores)}
+
+
+def task_name(name: str) -> str:
+    """``mteb:STS22`` -> ``STS22``; the name mteb knows the task by."""
+    return name[len(PREFIX):] if name.startswith(PREFIX) else name
+
+
+def get_task(name: str) -> AbsTask:
+    """The mteb task for ``name`` (``mteb:`` prefix optional), with mteb's suggestions if unknown."""
+    try:
+        return mteb.get_task(task_name(name))
+    except KeyError as exc:
+        raise KeyError(f"unknown mteb task {task_name(name)!r}: {exc.args[0] if exc.args else ''}") from None
+
+
+def is_offline() -> bool:
+    return any(os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on") for var in _OFFLINE_VARS)
+
+
+def cache_folders() -> dict[str, str]:
+    """Where the datasets library looks for a dataset (hub snapshots and its own arrow cache)."""
+    import datasets.config
+    from huggingface_hub import constants
+
+    return {"HF_HUB_CACHE": str(constants.HF_HUB_CACHE), "HF_DATASETS_CACHE": str(datasets.config.HF_DATASETS_CACHE)}
+
+
+def load_task_data(task: AbsTask) -> None:
+    """Load the task's dataset, turning a missing dataset into an error that says which one."""
+    if task.data_loaded:
+        return
+    from datasets.exceptions import DatasetNotFoundError
+
+    try:
+        task.load_data()
+    except (ConnectionError, DatasetNotFoundError, FileNotFoundError, OSError) as exc:
+        path, revision = task.metadata.dataset["path"], task.metadata.dataset["revision"]
+        folders = ", ".join(f"{k}={v}" for k, v in cache_folders().items())
+        snapshot = f"datasets--{path.replace('/', '--')}/snapshots/{revision}"
+        if is_offline():
+            cause = (f"offline ({', '.join(v + '=' + os.environ[v] for v in _OFFLINE_VARS if v in os.environ)}) "
+                     f"and it is not in the Hugging Face datasets cache ({folders})")
+        else:
+            cause = f"the download failed ({type(exc).__name__}: {exc})"
+        raise MtebDataError(
+            f"mteb task {task.metadata.name}: dataset {path} at revision {revision} is not available: {cause}. "
+            f"Run the task once online to cache it, or copy the snapshot {snapshot} into HF_HUB_CACHE."
+        ) from exc
+
+
+def flatten_scores(scores: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
+    """``{split: [{hf_subset, metric: value...}]}`` -> ``{"split/subset/metric": value x100}``;
+    numbers only (``languages``, ``hf_subset`` and the like are labels, not scores)."""
+    flat: dict[str, float] = {}
+    for split, entries in scores.items():
+        for entry in entries:
+            subset = entry["hf_subset"]
+            for key, value in entry.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    flat[f"{split}/{subset}/{key}"] = float(value) * 100.0
+    return flat
+
+
+def run_task(encoder: Encoder, task: str | AbsTask, cache: EmbeddingCache | None = None,
+             batch_size: int = 32) -> MtebRecord:
+    """Evaluate ``encoder`` on one mteb task with mteb's own evaluation.
+
+    ``task`` is a name (``STS22`` or ``mteb:STS22``) or an mteb task object (in-memory tasks, as
+    mteb's mock tasks are). mteb's result cache is not used: benchharness stores the result, and
+    reusing mteb's cache would bypass benchharness's overwrite rules.
+    """
+    task_obj = get_task(task) if isinstance(task, str) else task
+    load_task_data(task_obj)
+    model = MtebEncoder(encoder, cache)
+    outcome = mteb.evaluate(model, task_obj, cache=None, encode_kwargs={"batch_size": batch_size, "show_progress_bar": False},
+                            show_progress_bar=False, co2_tracker=False)
+    if outcome.exceptions:
+        raise RuntimeError(f"mteb task {task_obj.metadata.name} failed: {outcome.exceptions[0].exception}")
+    (result,) = outcome.task_results
+    meta = task_obj.metadata
+    return MtebRecord(
+        task=PREFIX + result.task_name, mteb_task=result.task_name, task_type=str(meta.type),
+        dataset=meta.dataset["path"], dataset_revision=result.dataset_revision,
+        mteb_version=result.mteb_version or mteb.__version__, main_metric=meta.main_score,
+        main_score=float(result.get_score()) * 100.0, metrics=flatten_scores(result.scores),
+        scores=result.scores, evaluation_seconds=result.evaluation_time,
+    )

@@ -1,0 +1,60 @@
+"""In-memory mteb tasks, built the way mteb's own mock tasks are (``mteb.mocks``): a task class
+whose ``load_data`` fills ``self.dataset`` from Python lists, so mteb's evaluators run on data we
+choose, with no download. Imported only by tests that have already skipped without mteb."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from datasets import Dataset, DatasetDict
+from mteb.abstasks.retrieval import AbsTaskRetrieval
+from mteb.abstasks.sts import AbsTaskSTS
+from mteb.abstasks.task_metadata import TaskMetadata
+
+_ARGS: dict[str, Any] = {
+    "description": "benchharness cross-check task built in memory",
+    "reference": "https://github.com/embeddings-benchmark/mteb",
+    "dataset": {"path": "NA", "revision": "NA"},
+    "category": "t2t", "eval_splits": ["test"], "eval_langs": ["eng-Latn"],
+    "date": ("2012-01-01", "2016-12-31"), "dialect": [], "domains": [], "task_subtypes": [],
+    "license": "not specified", "annotations_creators": "human-annotated", "modalities": ["text"],
+    "sample_creation": "found", "bibtex_citation": "",
+}
+
+
+def sts_task(name: str, first: Sequence[str], second: Sequence[str], gold: Sequence[float],
+             max_score: float = 5) -> AbsTaskSTS:
+    """An mteb STS task over the given pairs (mteb normalises gold by ``max_score``: rank-neutral)."""
+
+    class InMemorySTS(AbsTaskSTS):
+        metadata = TaskMetadata(type="STS", name=name, main_score="cosine_spearman", **_ARGS)
+        min_score = 0
+
+        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+            self.dataset = DatasetDict({"test": Dataset.from_dict(
+                {"sentence1": list(first), "sentence2": list(second), "score": [float(g) for g in gold]})})
+            self.data_loaded = True
+
+    InMemorySTS.max_score = max_score
+    return InMemorySTS()
+
+
+def reranking_task(name: str, queries: dict[str, str], corpus: dict[str, str],
+                   candidates: dict[str, list[str]], relevant: dict[str, set[str]]) -> AbsTaskRetrieval:
+    """An mteb reranking task: each query reranks its candidate ids (``top_ranked``); qrels give
+    1 to the relevant candidates and 0 to the others, as mteb's AskUbuntuDupQuestions does."""
+
+    class InMemoryReranking(AbsTaskRetrieval):
+        metadata = TaskMetadata(type="Reranking", name=name, main_score="map_at_1000", **_ARGS)
+
+        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+            split = {
+                "queries": Dataset.from_list([{"id": q, "text": t} for q, t in queries.items()]),
+                "corpus": Dataset.from_list([{"id": d, "text": t} for d, t in corpus.items()]),
+                "relevant_docs": {q: {d: int(d in relevant[q]) for d in cands} for q, cands in candidates.items()},
+                "top_ranked": {q: list(cands) for q, cands in candidates.items()},
+            }
+            self.dataset = {"default": {"test": split}}
+            self.data_loaded = True
+
+    return InMemoryReranking()
