@@ -29,7 +29,7 @@ import numpy as np
 from benchharness.data import DataError, DataRoot
 from benchharness.metrics import paired_cosine
 from benchharness.ranking import mean_metrics, ranked_relevance
-from tasks.base import Embed, Task, TaskMetadata
+from benchharness.task import Embed, Task, TaskMetadata
 
 REFERENCE = "Lei et al. 2016 (taolei87/askubuntu); useb/TSDAE (Wang et al. 2021); mteb AskUbuntuDupQuestions"
 TEXTS = ("askubuntu/text_tokenized.txt.gz", "askubuntu/text_tokenized.txt")

@@ -35,7 +35,7 @@ import numpy as np
 
 from benchharness.data import DataError, DataRoot
 from benchharness.ranking import average_precision, reciprocal_rank
-from tasks.base import Embed, Task, TaskMetadata
+from benchharness.task import Embed, Task, TaskMetadata
 
 REL = "qqp/quora_duplicate_questions.tsv"
 HEADER = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]

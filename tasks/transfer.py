@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.metrics import f1_score
 
 from benchharness.data import DataError, DataRoot
-from tasks.base import Embed, Task, TaskMetadata
+from benchharness.task import Embed, Task, TaskMetadata
 from tasks.senteval_classifier import CONFIGS, ClassifierConfig, inner_kfold, kfold_then_test, split_select
 
 REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"

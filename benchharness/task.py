@@ -1,6 +1,8 @@
-"""What a task is: metadata, the sentences it will ask for, and an evaluation from embeddings.
+"""The one contract every task honours: metadata, the sentences it will ask for, and an
+evaluation from embeddings (the counterpart of ``benchharness.encoder`` for tasks).
 
-A task never loads a model. The runner calls ``load`` once (reading files through the data root,
+It lives in the core so that the runner can drive tasks it is handed without importing the task
+package; task families (the ``tasks`` package) implement it. A task never loads a model. The runner calls ``load`` once (reading files through the data root,
 which checks them), collects ``sentences()`` from every selected task, encodes the unique ones
 once, and calls ``evaluate(embed)`` where ``embed(list_of_sentences)`` is served from that store.
 """
@@ -17,6 +19,9 @@ import numpy as np
 from benchharness.data import DataRoot
 
 Embed = Callable[[list[str]], np.ndarray]
+#: what ``evaluate`` returns: scores (x100) and counts by metric name, plus descriptive strings
+#: (a transfer task's classifier ``config``); the keys differ from task family to task family
+Metrics = dict[str, float | int | str]
 
 
 @dataclass(frozen=True)
@@ -66,5 +71,5 @@ class Task(ABC):
         """Every sentence ``evaluate`` will ask to embed."""
 
     @abstractmethod
-    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
         """Metrics (scores x100), including ``metadata.main_score``."""
