@@ -12,13 +12,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable
 
 from benchharness.data import DataRoot
 
-Embed = Callable[[list[str]], np.ndarray]
+if TYPE_CHECKING:  # the contract needs no numpy at run time (the leaderboard reads results without it)
+    import numpy as np
+
+#: what a task gets to embed sentences: one float32 row per sentence, in order
+Embed = Callable[[list[str]], "np.ndarray"]
 #: what ``evaluate`` returns: scores (x100) and counts by metric name, plus descriptive strings
 #: (a transfer task's classifier ``config``); the keys differ from task family to task family
 Metrics = dict[str, float | int | str]

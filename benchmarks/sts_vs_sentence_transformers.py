@@ -26,13 +26,14 @@ HUB_IDS = {"minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
 
 
 def worker_benchharness(model: str) -> dict[str, float]:
+    import tasks
     from benchharness.data import DataRoot
     from benchharness.registry import Registry
     from benchharness.results import ResultStore
     from benchharness.runner import run
 
     with tempfile.TemporaryDirectory() as tmp:
-        summary = run([model], STS, Registry().get, DataRoot(), ResultStore(tmp), overwrite="always",
+        summary = run([model], STS, Registry().get, tasks.get, DataRoot(), ResultStore(tmp), overwrite="always",
                       show_progress=False, log=lambda _: None)
     return {o.task: o.main_score for o in summary.outcomes}
 

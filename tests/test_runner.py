@@ -20,7 +20,7 @@ def broken_task(monkeypatch):
 
 
 def _run(data_dir, store, encoder, names, **kw):
-    return run([encoder.name], names, lambda _: encoder, DataRoot(data_dir), store, show_progress=False,
+    return run([encoder.name], names, lambda _: encoder, tasks.get, DataRoot(data_dir), store, show_progress=False,
                log=lambda _: None, **kw)
 
 
