@@ -14,15 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchharness.registry import MINILMS as HUB_IDS
+from benchharness.resources import peak_rss_mib
+
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
-HUB_IDS = {"minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
-           "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2"}
 
 
 def worker_benchharness(model: str) -> dict[str, float]:
@@ -74,8 +74,7 @@ def _worker(tool: str, model: str) -> None:
     fn = worker_benchharness if tool == "benchharness" else worker_sentence_transformers
     scores = fn(model)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak, "scores": scores}))
+    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak_rss_mib(), "scores": scores}))
 
 
 def _spawn(tool: str, model: str) -> dict:
