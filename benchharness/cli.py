@@ -1,8 +1,13 @@
 """``benchharness``: list, run, leaderboard, data, train, tune.
 
 Training methods and tunable post-processors plug in through registries
-(``encoders.methods.METHODS``, ``encoders.postprocess.TUNERS``): each entry supplies
+(``encoders.methods.METHODS``, ``benchharness.tuning.TUNERS``): each entry supplies ``HELP``,
 ``add_arguments(parser)`` and ``main(args) -> int``, so new methods need no change here.
+
+Start-up stays cheap: this module imports no torch, transformers or scikit-learn, and neither do
+``list``, ``leaderboard``, ``data`` or ``--help``. The plugins of ``train`` and ``tune`` (training
+methods import torch) are imported only when the command line names that command; the other
+commands' help lists ``train`` and ``tune`` with their help line, as before.
 """
 
 from __future__ import annotations
@@ -11,9 +16,16 @@ import argparse
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from benchharness.config import apply_environment, load_config
+
+#: command -> (plugin registry module, its attribute, the sub-command's dest, its help line)
+PLUGIN_COMMANDS = {
+    "train": ("encoders.methods", "METHODS", "method", "train an encoder with a method of the field"),
+    "tune": ("benchharness.tuning", "TUNERS", "post",
+             "tune a post-processor's parameters on a dev set and register the result"),
+}
 
 
 def _plugins(module: str, attr: str) -> dict[str, Any]:
@@ -31,7 +43,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-verify", action="store_true", help="do not check data files against pinned sha256")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.ArgumentParser:
+    """The full parser; the sub-commands of the ``plugins`` commands (``train``, ``tune``) are
+    built only for those named, which imports their plugin modules."""
     parser = argparse.ArgumentParser(prog="benchharness", description=__doc__.splitlines()[0])
     from benchharness import __version__
 
@@ -65,19 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("datasets", nargs="*", help="for download: senteval glove askubuntu qqp nli nltk")
     _common(p)
 
-    methods = _plugins("encoders.methods", "METHODS")
-    p = sub.add_parser("train", help="train an encoder with a method of the field")
-    msub = p.add_subparsers(dest="method", required=True)
-    for name, method in methods.items():
-        mp = msub.add_parser(name, help=method.HELP)
-        method.add_arguments(mp)
-
-    tuners = _plugins("encoders.postprocess", "TUNERS")
-    p = sub.add_parser("tune", help="tune a post-processor's parameters on a dev set and register the result")
-    tsub = p.add_subparsers(dest="post", required=True)
-    for name, tuner in tuners.items():
-        tp = tsub.add_parser(name, help=tuner.HELP)
-        tuner.add_arguments(tp)
+    for command, (module, attr, dest, help_line) in PLUGIN_COMMANDS.items():
+        p = sub.add_parser(command, help=help_line)
+        if command in plugins:
+            psub = p.add_subparsers(dest=dest, required=True)
+            for name, plugin in _plugins(module, attr).items():
+                plugin.add_arguments(psub.add_parser(name, help=plugin.HELP))
     return parser
 
 
@@ -85,16 +92,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     if args.what == "encoders":
-        from benchharness.registry import Registry
+        from benchharness.registry import FAMILIES, Registry
 
         rows = Registry().describe()
         print(tabulate([[r["name"], r["source"], r["description"], r["settings"]] for r in rows],
                        headers=["name", "source", "description", "settings"], tablefmt="github"))
-        print("\nAd-hoc specs: hf:<model>?pooling=cls|cls_before_pooler|avg|avg_top2|avg_first_last|prompt"
-              "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16, st:<model>, glove:<file>; "
+        print(f"\nAd-hoc specs: {', '.join(f.usage for f in FAMILIES.values())}; "
               "compose post-processors with base+post(k=v,...).")
     else:
-        import tasks
+        import tasks  # the CLI is the composition root: it wires the task registry in
 
         groups = {t: g for g, names in tasks.GROUPS.items() for t in names}
         rows = []
@@ -107,7 +113,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import tasks
+    import tasks  # the CLI is the composition root: it wires the task registry in
     from benchharness.cache import CachingEncoder, EmbeddingCache
     from benchharness.data import DataRoot
     from benchharness.registry import Registry, split_composition, split_outside_parentheses
@@ -125,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for part in split_composition(name)[:1]:
             registry.spec_for(part)
     store = ResultStore(args.results_dir or cfg.results_dir)
-    summary = run(encoder_names, task_names, registry.get, data, store, overwrite=args.overwrite,
+    summary = run(encoder_names, task_names, registry.get, tasks.get, data, store, overwrite=args.overwrite,
                   seed=args.seed, show_progress=not args.quiet)
     from tabulate import tabulate
 
@@ -148,7 +154,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     published = Path(args.published_dir) if args.published_dir else PUBLISHED_DIR
     text = render(ResultStore(root), published, papers)
     if args.output:
-        Path(args.output).write_text(text + "\n")
+        from benchharness.atomic import write_text
+
+        write_text(args.output, text + "\n")
     else:
         print(text)
     return 0
@@ -173,23 +181,35 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     apply_environment(load_config())
-    args = build_parser().parse_args(argv)
-    from benchharness.data import DataError
-    from benchharness.registry import UnknownEncoderError
-    from tasks import UnknownTaskError
-
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(plugins={command} & set(PLUGIN_COMMANDS)).parse_args(argv)
     handlers = {"list": cmd_list, "run": cmd_run, "leaderboard": cmd_leaderboard, "data": cmd_data}
     try:
         if args.command in handlers:
             return handlers[args.command](args)
-        if args.command == "train":
+        if args.command == "train":  # the core hands the method its STS-B dev evaluator
             from benchharness.training_cli import main as train
 
             return train(args)
-        return _plugins("encoders.postprocess", "TUNERS")[args.post].main(args)
-    except (UnknownEncoderError, UnknownTaskError, DataError, FileNotFoundError, ValueError) as exc:
+        module, attr, dest, _ = PLUGIN_COMMANDS[args.command]
+        return _plugins(module, attr)[getattr(args, dest)].main(args)
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
+            raise
         print(f"benchharness: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors that are the user's to fix, reported in one line with exit status 2. Imported when
+    something was raised, so that commands which need neither the registry nor the tasks do not
+    import them."""
+    from benchharness.data import DataError
+    from benchharness.registry import UnknownEncoderError
+    from tasks import UnknownTaskError  # the CLI is the composition root: task-name errors end here
+
+    return (UnknownEncoderError, UnknownTaskError, DataError, FileNotFoundError, ValueError)
 
 
 if __name__ == "__main__":

@@ -14,42 +14,41 @@ from pathlib import Path
 from typing import Callable
 
 from benchharness.data import DataError, DataRoot
-from tasks.sts import SUBSETS, senteval_text
+from benchharness.readers import (SICK_COLUMNS, STS_YEARS, STSB_COLUMNS, interleave, read_scored_tsv, read_sts_pairs,
+                                  sick_file, stsb_file, sts_year_file)
+
 
 def _sts_years(data: DataRoot) -> list[str]:
     out: list[str] = []
-    for year, subsets in SUBSETS.items():
+    for year, subsets in STS_YEARS.items():
         for subset in subsets:
-            path = data.path(f"senteval/STS/{year}-en-test/STS.input.{subset}.txt", "senteval")
-            for line in path.read_text(encoding="utf8").splitlines():
-                a, b = line.split("\t")[:2]
-                out += [senteval_text(a), senteval_text(b)]
+            a, b, _ = read_sts_pairs(data.path(sts_year_file(year, subset, "input"), "senteval"))
+            out += interleave(a, b)
     return out
 
-def _tsv_pairs(data: DataRoot, rel: str, cols: tuple[int, int], header: bool) -> list[str]:
-    path = data.path(rel, "senteval")
-    out: list[str] = []
-    for i, line in enumerate(path.read_text(encoding="utf8").splitlines()):
-        if header and i == 0:
-            continue
-        fields = line.strip().split("\t")
-        out += [senteval_text(fields[cols[0]]), senteval_text(fields[cols[1]])]
-    return out
 
 def _stsb(data: DataRoot, splits: tuple[str, ...]) -> list[str]:
-    return [s for sp in splits for s in _tsv_pairs(data, f"senteval/STS/STSBenchmark/sts-{sp}.csv", (5, 6), False)]
+    out: list[str] = []
+    for split in splits:
+        a, b, _ = read_scored_tsv(data.path(stsb_file(split), "senteval"), STSB_COLUMNS, header=False, gold=False)
+        out += interleave(a, b)
+    return out
 
-def _sick(data: DataRoot, files: tuple[str, ...]) -> list[str]:
-    return [s for f in files for s in _tsv_pairs(data, f"senteval/SICK/{f}", (1, 2), True)]
 
-SICK_ALL = ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt")
+def _sick(data: DataRoot, splits: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for split in splits:
+        a, b, _ = read_scored_tsv(data.path(sick_file(split), "senteval"), SICK_COLUMNS, header=True, gold=False)
+        out += interleave(a, b)
+    return out
+
 
 CORPORA: dict[str, tuple[str, Callable[[DataRoot], list[str]]]] = {
     "sts-unlabeled": ("all sentences of STS12-16, STS-B (all splits), SICK (all splits); 89,192 with repeats; "
                       "includes test sentences (transductive, as ConSERT/PaSeR)",
-                      lambda d: _sts_years(d) + _stsb(d, ("train", "dev", "test")) + _sick(d, SICK_ALL)),
+                      lambda d: _sts_years(d) + _stsb(d, ("train", "dev", "test")) + _sick(d, ("train", "trial", "test"))),
     "train-splits": ("STS-B train + SICK train sentences (no dev/test sentences)",
-                     lambda d: _stsb(d, ("train",)) + _sick(d, ("SICK_train.txt",))),
+                     lambda d: _stsb(d, ("train",)) + _sick(d, ("train",))),
     "stsb-train": ("STS-B train sentences", lambda d: _stsb(d, ("train",))),
     "stsb-dev": ("STS-B dev sentences (the model-selection split)", lambda d: _stsb(d, ("dev",))),
 }
@@ -67,3 +66,18 @@ def load_corpus(name: str, data: DataRoot | None = None, unique: bool = False) -
     else:
         raise DataError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}, or text:<path>")
     return list(dict.fromkeys(sentences)) if unique else sentences
+
+
+def sts_test_sentences(data: DataRoot) -> set[str]:
+    """Every sentence the ``sts`` task group evaluates: the scored pairs of STS12-16, STS-B test and
+    SICK test (to count how many sentences of a fit corpus an evaluation also sees)."""
+    out: set[str] = set()
+    for year, subsets in STS_YEARS.items():
+        for subset in subsets:
+            a, b, _ = read_sts_pairs(data.path(sts_year_file(year, subset, "input"), "senteval"),
+                                     data.path(sts_year_file(year, subset, "gs"), "senteval"))
+            out.update(a, b)
+    for path, columns, header in ((stsb_file("test"), STSB_COLUMNS, False), (sick_file("test"), SICK_COLUMNS, True)):
+        a, b, _ = read_scored_tsv(data.path(path, "senteval"), columns, header)
+        out.update(a, b)
+    return out

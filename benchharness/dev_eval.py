@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-import tasks
+import tasks  # orchestration: the core composes training with the dev task; encoders never see it
 from benchharness.data import DataRoot
 from benchharness.devices import autocast, check_precision, pick_device
 from benchharness.encoder import length_sorted_batches

@@ -1,17 +1,24 @@
-"""Device and precision choice, in one place so that every encoder and trainer agrees."""
+"""Device and precision choice, in one place so that every encoder and trainer agrees.
+
+torch is imported when a device is picked, not when this module is: encoder families and tasks
+import it at the top and must stay cheap to import.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 
 def pick_device(requested: str | None = None) -> torch.device:
     """``requested`` if given, else CUDA when present, else CPU."""
+    import torch
+
     if requested:
         return torch.device(requested)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -23,6 +30,8 @@ def check_precision(precision: str, device: torch.device) -> str:
         raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     if precision != "fp32" and device.type != "cuda":
         raise ValueError(f"precision={precision} needs a CUDA device; this run is on {device}")
+    import torch
+
     if precision == "bf16" and not torch.cuda.is_bf16_supported():
         raise ValueError("precision=bf16 is not supported by this GPU; use fp16")
     return precision
@@ -34,6 +43,8 @@ def autocast(device: torch.device, precision: str) -> Iterator[None]:
     if precision == "fp32":
         yield
         return
+    import torch
+
     dtype = torch.float16 if precision == "fp16" else torch.bfloat16
     with torch.autocast(device_type=device.type, dtype=dtype):
         yield

@@ -25,9 +25,10 @@ def stable_hash(obj: Any) -> str:
 class Encoder(ABC):
     """A sentence encoder: ``encode(sentences) -> float32 array (n, d)``.
 
-    Subclasses implement ``_encode`` on a batch-sized list and ``identity_info``. ``name`` is the
-    user-facing name (registry key or spec); ``metadata`` says how the vectors are meant to be used
-    (pooling, similarity, base model, training data) and is stored beside every result.
+    Subclasses implement ``encode`` (on the whole list: batching is theirs, see
+    ``length_sorted_batches``) and ``identity_info``. ``name`` is the user-facing name (registry
+    key or spec); ``metadata`` says how the vectors are meant to be used (pooling, similarity, base
+    model, training data) and is stored beside every result.
     """
 
     #: similarity function the vectors are meant for; every current task uses cosine.

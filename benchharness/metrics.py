@@ -1,9 +1,12 @@
-"""Similarity and correlation code shared by the tasks (ranking metrics live in ``ranking``)."""
+"""Similarity and correlation code shared by the tasks (ranking metrics live in ``ranking``).
+
+scipy is imported when a correlation is computed, so that importing the tasks (to list them) does
+not pay for it.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 
 def paired_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -19,6 +22,8 @@ def paired_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def correlations(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     """Pearson and Spearman (scipy), x100 as the field reports them."""
+    from scipy import stats
+
     return {
         "pearson": float(stats.pearsonr(pred, gold)[0]) * 100.0,
         "spearman": float(stats.spearmanr(pred, gold)[0]) * 100.0,

@@ -9,21 +9,31 @@ A name is resolved in this order:
    under the configured runs folder declares (``consert-l3``); a manifest (or a config entry) may
    also stand for a composition (``{"type": "compose", "spec": "minilm-l6+repal(l1=0.1)"}``, what
    ``benchharness tune`` registers), and such a registered name may itself contain ``+``;
-5. an ad-hoc spec ``hf:<id or path>?pooling=avg&max_length=64``, ``st:<id or path>``,
-   ``glove:<path>``.
+5. an ad-hoc spec ``<family>:<target>?k=v&k=v`` of a registered encoder family:
+   ``hf:<id or path>?pooling=avg&max_length=64``, ``st:<id or path>``, ``glove:<path>``.
 
 Anything else fails with the close matches among the known names.
+
+Plugins register themselves with decorators: encoder families (``@register_family``, a spec
+``type`` and the builder of its encoders) and post-processors (``@register_postprocessor``). The
+registry discovers them by importing every top-level module of the ``encoders`` package and
+``encoders.postprocess``, so adding a family is one new module there; those modules import torch
+and transformers only where they build or run a model, which keeps discovery (and ``benchharness
+list encoders``) cheap.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import importlib
 import inspect
 import json
+import pkgutil
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Required, TypedDict
 from urllib.parse import parse_qsl
 
 from benchharness.config import apply_environment, load_config
@@ -39,19 +49,80 @@ class UnknownEncoderError(KeyError):
         return str(self.args[0])
 
 
+class EncoderSpec(TypedDict, total=False):
+    """What a name stands for: a family ``type`` and that family's parameters (``model``, ``file``,
+    ``pooling``...), or ``{"type": "compose", "spec": "<composition>"}``."""
+
+    type: Required[str]
+    model: str
+    file: str
+    spec: str
+
+
+class RunManifest(TypedDict, total=False):
+    """The ``manifest.json`` of a trained or tuned run, as far as the registry reads it (training
+    manifests hold more: the recipe, which results copy into their metadata)."""
+
+    encoder: Required[EncoderSpec]
+    name: str
+    method: str
+    base_model: str
+    date: str
+    #: a tuned run's dev-set grid and choice (``benchharness tune``)
+    tuning: dict[str, Any]
+
+
+#: the defaults ``Registry`` hands every family builder: device, batch_size, data_dir (None = unset)
+Defaults = dict[str, Any]
+Builder = Callable[[str, EncoderSpec, Defaults], Encoder]
+
+
+@dataclass(frozen=True)
+class Family:
+    """An encoder family: the spec ``type`` it answers to and how its encoders are built."""
+
+    name: str
+    build: Builder
+    #: the spec key the target of an ad-hoc ``<name>:<target>`` fills (``model``, ``file``)
+    target: str
+    #: the ad-hoc form, for help texts (``st:<model>``)
+    usage: str
+
+
+#: spec type -> family; filled by the family modules under ``encoders``
+FAMILIES: dict[str, Family] = {}
+
+
+def register_family(name: str, target: str = "model", usage: str | None = None) -> Callable[[Builder], Builder]:
+    """Register ``builder(name, spec, defaults) -> Encoder`` for specs ``{"type": name, ...}``."""
+
+    def deco(builder: Builder) -> Builder:
+        FAMILIES[name] = Family(name, builder, target, usage or f"{name}:<{target}>")
+        return builder
+
+    return deco
+
+
+#: hub ids of the MiniLMs every comparison here starts from (one place for registry and benchmarks)
+MINILMS: dict[str, str] = {
+    "minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
+    "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2",
+}
+
+
 @dataclass(frozen=True)
 class BuiltIn:
-    spec: dict[str, Any]
+    spec: EncoderSpec
     description: str
 
 
 BUILTINS: dict[str, BuiltIn] = {
     "minilm-l6": BuiltIn(
-        {"type": "st", "model": "sentence-transformers/all-MiniLM-L6-v2"},
+        {"type": "st", "model": MINILMS["minilm-l6"]},
         "all-MiniLM-L6-v2 as sentence-transformers defines it (mean pooling, normalize)",
     ),
     "minilm-l3": BuiltIn(
-        {"type": "st", "model": "sentence-transformers/paraphrase-MiniLM-L3-v2"},
+        {"type": "st", "model": MINILMS["minilm-l3"]},
         "paraphrase-MiniLM-L3-v2 as sentence-transformers defines it (mean pooling)",
     ),
     "glove-50d": BuiltIn(
@@ -70,6 +141,27 @@ def register_postprocessor(name: str) -> Callable[[Callable[..., Encoder]], Call
         return factory
 
     return deco
+
+
+@functools.cache
+def discover() -> None:
+    """Import the plugin modules once: every top-level module of ``encoders`` (the families) and
+    ``encoders.postprocess`` (the post-processors). A checkout without them has no plugins."""
+    try:
+        package = importlib.import_module("encoders")
+    except ModuleNotFoundError as exc:
+        if exc.name != "encoders":
+            raise
+        return
+    for info in pkgutil.iter_modules(package.__path__, "encoders."):
+        if not info.ispkg:
+            importlib.import_module(info.name)
+    importlib.import_module("encoders.postprocess")
+
+
+def families() -> dict[str, Family]:
+    discover()
+    return FAMILIES
 
 
 def _coerce(value: str) -> Any:
@@ -115,51 +207,27 @@ def split_composition(name: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
-def glove_file(data_dir: Path) -> Path:
-    """The full GloVe 6B 50d file when the user has it, else the shared subset."""
-    for rel in ("glove/glove.6B.50d.txt", "glove/glove.6B.50d.txt.gz", "glove/glove.6B.50d.subset.txt.gz"):
-        if (data_dir / rel).exists():
-            return data_dir / rel
-    return data_dir / "glove/glove.6B.50d.subset.txt.gz"
-
-
-def build(name: str, spec: dict[str, Any], defaults: dict[str, Any] | None = None) -> Encoder:
+def build(name: str, spec: EncoderSpec, defaults: Defaults | None = None) -> Encoder:
     """Instantiate an encoder from a spec dict ``{"type": ..., **params}``."""
-    spec = dict(spec)
+    spec = dict(spec)  # type: ignore[assignment]
     kind = spec.pop("type")
-    opts = {k: v for k, v in (defaults or {}).items() if v is not None}
-    if kind == "hf":
-        from encoders.huggingface import HFEncoder
-
-        allowed = {k: v for k, v in opts.items() if k in ("batch_size", "device")}
-        return HFEncoder(name, **{**allowed, **spec})
-    if kind == "st":
-        from encoders.sbert import SentenceTransformerEncoder
-
-        allowed = {k: v for k, v in opts.items() if k in ("batch_size", "device")}
-        return SentenceTransformerEncoder(name, **{**allowed, **spec})
-    if kind == "glove":
-        from benchharness.data import DataRoot
-        from encoders.glove import WordVectorAverage
-
-        path = spec.pop("file")
-        if path == "glove-50d":
-            path = glove_file(DataRoot(opts.get("data_dir")).root)
-        return WordVectorAverage(name, path, **spec)
-    raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} (hf, st, glove)")
+    family = families().get(kind)
+    if family is None:
+        raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} ({', '.join(FAMILIES)})")
+    return family.build(name, spec, {k: v for k, v in (defaults or {}).items() if v is not None})
 
 
-def parse_adhoc(spec: str) -> dict[str, Any] | None:
-    """``hf:<id>?k=v&k=v`` -> spec dict, or None if ``spec`` is not of that form."""
-    m = re.fullmatch(r"(hf|st|glove):([^?]+)(?:\?(.*))?", spec)
-    if not m:
+def parse_adhoc(spec: str) -> EncoderSpec | None:
+    """``<family>:<target>?k=v&k=v`` -> spec dict, or None if ``spec`` is not of that form."""
+    known = families()
+    m = re.fullmatch(r"([\w-]+):([^?]+)(?:\?(.*))?", spec)
+    if not m or m.group(1) not in known:
         return None
     kind, target, query = m.groups()
-    key = "file" if kind == "glove" else "model"
-    return {"type": kind, key: target, **parse_params(query or "", "&")}
+    return {"type": kind, known[kind].target: target, **parse_params(query or "", "&")}  # type: ignore[typeddict-item]
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
+def read_manifest(folder: Path) -> RunManifest:
     path = folder / MANIFEST
     try:
         manifest = json.loads(path.read_text())
@@ -170,9 +238,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def manifest_spec(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+def manifest_spec(folder: Path, manifest: RunManifest) -> EncoderSpec:
     """A trained run's encoder spec with its model path made absolute."""
-    spec = dict(manifest["encoder"])
+    spec: EncoderSpec = dict(manifest["encoder"])  # type: ignore[assignment]
     for key in ("model", "file"):
         if key in spec and not Path(spec[key]).is_absolute():
             spec[key] = str((folder / spec[key]).resolve())
@@ -195,34 +263,23 @@ def registered_runs(runs_dir: Path) -> dict[str, Path]:
 class Registry:
     """Resolves names to encoders; ``defaults`` (device, batch_size, data_dir) apply to all."""
 
-    def __init__(self, defaults: dict[str, Any] | None = None,
+    def __init__(self, defaults: Defaults | None = None,
                  wrap: Callable[[Encoder], Encoder] | None = None) -> None:
         self.config = load_config()
         apply_environment(self.config)  # HF cache/offline settings, for library use outside the CLI
         self.defaults = defaults or {}
         #: applied to the base encoder and to every post-processor stage (the runner's cache)
         self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
-        self._import_postprocessors()
-
-    @staticmethod
-    def _import_postprocessors() -> None:
-        import importlib
-
-        for module in ("encoders.postprocess",):
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name != module:
-                    raise
+        discover()
 
     def known_names(self) -> list[str]:
         return [*BUILTINS, *self.config.encoders, *registered_runs(self.config.runs_dir)]
 
-    def spec_for(self, name: str) -> dict[str, Any]:
+    def spec_for(self, name: str) -> EncoderSpec:
         """The spec dict behind a single (uncomposed) name."""
         return self._resolve(name)[0]
 
-    def _resolve(self, name: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    def _resolve(self, name: str) -> tuple[EncoderSpec, RunManifest | None]:
         """The spec behind a single name, and the run manifest it comes from (None if not a run)."""
         if name in BUILTINS:
             return dict(BUILTINS[name].spec), None
@@ -233,7 +290,7 @@ class Registry:
                     return {"type": COMPOSE, "spec": entry["spec"]}, None
                 return self._resolve(entry["spec"])
             entry.pop("description", None)
-            return entry, None
+            return entry, None  # type: ignore[return-value]
         folder = Path(name).expanduser()
         if not (folder / MANIFEST).is_file():
             folder = registered_runs(self.config.runs_dir).get(name)
@@ -247,7 +304,7 @@ class Registry:
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise UnknownEncoderError(
             f"unknown encoder {name!r}.{hint} Known names: {', '.join(self.known_names())}; or write "
-            "hf:<model>?pooling=..., st:<model>, glove:<file>, a run folder with manifest.json, and "
+            f"{', '.join(f'{f.name}:<{f.target}>' for f in FAMILIES.values())}, a run folder with manifest.json, and "
             f"compose post-processors with + ({', '.join(sorted(POSTPROCESSORS)) or 'none installed'})."
         )
 

@@ -8,61 +8,60 @@ timings and date.
 Existing results are never silently replaced; the overwrite strategy decides:
 ``reuse`` keeps any stored result, ``stale`` recomputes those whose encoder identity, data digest
 or protocol differ from the current ones, ``always`` recomputes everything.
+
+Schema versions: files written before ``schema_version`` existed have no such key and load as
+version 1; files written now carry ``"schema_version": 2`` as their last key. The two differ only
+in that key (and version 2 files never hold NaN, which is not JSON), so both load into ``Result``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import platform
 import re
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypedDict
 
-from benchharness import __version__
+from benchharness.atomic import write_json
+from benchharness.task import Metrics
 
 OVERWRITE = ("reuse", "stale", "always")
-LIBRARIES = ("torch", "transformers", "sentence-transformers", "numpy", "scipy", "scikit-learn", "faiss-cpu")
+#: written into every new result file; a file without the key is version 1
+SCHEMA_VERSION = 2
+
+
+class ProtocolRecord(TypedDict, total=False):
+    """How the task was run: its variant, split and main metric, then the task's protocol details
+    (whose keys differ from task to task)."""
+
+    variant: str
+    split: str
+    main_score: str
+
+
+class DataRecord(TypedDict):
+    """Which bytes the task read: one digest over every file, the data root and the files."""
+
+    sha256: str
+    root: str
+    files: list[str]
+    verified: bool
+
+
+class Timings(TypedDict, total=False):
+    """Encoding is shared by the tasks of one pass, hence the ``_all_tasks`` keys; memory in MiB
+    (the key keeps the name version 1 files use)."""
+
+    encode_seconds_all_tasks: float
+    sentences_encoded_all_tasks: int
+    sentences_not_from_cache: int
+    evaluate_seconds: float
+    peak_rss_mb: float
 
 
 def slug(name: str) -> str:
     """A file-system-safe folder name for an encoder name or spec."""
     return re.sub(r"[^A-Za-z0-9._+=,()-]+", "_", name).strip("_")[:150] or "encoder"
-
-
-def versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"benchharness": __version__, "python": sys.version.split()[0],
-                                  "platform": platform.platform()}
-    for lib in LIBRARIES:
-        try:
-            out[lib] = importlib_metadata.version(lib)
-        except importlib_metadata.PackageNotFoundError:
-            out[lib] = None
-    out["git_commit"] = git_commit()
-    return out
-
-
-def git_commit() -> str | None:
-    """The harness checkout's commit (with ``-dirty``), when it runs from a git checkout."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return commit + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -71,15 +70,16 @@ class Result:
     task: str
     main_score: float
     main_metric: str
-    metrics: dict[str, Any]
-    protocol: dict[str, Any]
+    metrics: Metrics
+    protocol: ProtocolRecord
     encoder_identity: dict[str, Any]
     encoder_metadata: dict[str, Any]
-    data: dict[str, Any]
+    data: DataRecord
     seed: int
-    timings: dict[str, float]
-    versions: dict[str, Any]
+    timings: Timings
+    versions: dict[str, str | None]
     date: str
+    schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -89,7 +89,7 @@ class Result:
         return fingerprint(self.encoder_identity.get("hash", ""), self.data.get("sha256", ""), self.protocol)
 
 
-def fingerprint(identity: str, data_sha256: str, protocol: dict[str, Any]) -> tuple[str, str, str]:
+def fingerprint(identity: str, data_sha256: str, protocol: ProtocolRecord) -> tuple[str, str, str]:
     return identity, data_sha256, json.dumps(protocol, sort_keys=True, default=str)
 
 
@@ -105,20 +105,9 @@ class ResultStore:
         return read_result(p) if p.exists() else None
 
     def save(self, result: Result) -> Path:
-        """Write to a temporary file in the same folder, fsync, then rename: never a half file."""
+        """Write atomically (``benchharness.atomic``): a reader never sees half a file."""
         p = self.path(result.encoder, result.task)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(result.to_dict(), fh, indent=2, sort_keys=False, default=str)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json(p, result.to_dict())
         return p
 
     def __iter__(self) -> Iterator[Result]:
@@ -131,6 +120,8 @@ def read_result(path: Path) -> Result:
         raw = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}:{exc.lineno}: corrupt result file ({exc.msg}); delete it to recompute") from None
+    if isinstance(raw, dict):
+        raw.setdefault("schema_version", 1)  # files from before the key existed
     try:
         return Result(**raw)
     except TypeError as exc:

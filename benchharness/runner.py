@@ -1,26 +1,31 @@
 """The plan: for each encoder, encode the unique sentences of all selected tasks once, then
 let every task evaluate from that store and write its result.
 
-Failures are contained: an encoder that cannot be built, a task whose data is missing, or a task
-whose evaluation raises is reported in the summary while everything else finishes and is saved.
+Encoders and tasks are handed in by name resolvers (``get_encoder``, ``get_task``: the CLI passes
+``Registry.get`` and ``tasks.get``), so the runner depends on the two contracts
+(``benchharness.encoder``, ``benchharness.task``) and on no family of either.
+
+Failures are contained: an encoder that cannot be built, a task whose data is missing, a task
+whose evaluation raises, or a result that cannot be stored (a NaN metric is not JSON) is reported
+in the summary while everything else finishes and is saved.
 """
 
 from __future__ import annotations
 
-import random
-import resource
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-import tasks as task_registry
 from benchharness.data import DataRoot
 from benchharness.encoder import Encoder
-from benchharness.results import OVERWRITE, Result, ResultStore, fingerprint, now, versions
-from tasks.base import Task
+from benchharness.provenance import now, versions
+from benchharness.resources import peak_rss_mib
+from benchharness.results import OVERWRITE, ProtocolRecord, Result, ResultStore, fingerprint
+from benchharness.seeding import seed_everything
+from benchharness.task import Task
 
 DEFAULT_SEED = 1111  # SentEval's seed, used by every task that draws random numbers
 
@@ -41,19 +46,6 @@ class Summary:
     @property
     def failed(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == "failed"]
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    import torch
-
-    torch.manual_seed(seed)
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 class EmbeddingStore:
@@ -78,6 +70,7 @@ def run(
     encoder_names: list[str],
     task_names: list[str],
     get_encoder: Callable[[str], Encoder],
+    get_task: Callable[[str], Task],
     data: DataRoot,
     store: ResultStore,
     overwrite: str = "reuse",
@@ -90,7 +83,7 @@ def run(
     summary = Summary()
     tasks: dict[str, Task] = {}
     for name in task_names:
-        task = task_registry.get(name)
+        task = get_task(name)
         try:
             task.load(data)
             tasks[name] = task
@@ -168,17 +161,22 @@ def run(
                          "sentences_encoded_all_tasks": len(sentences),
                          "sentences_not_from_cache": newly_encoded,
                          "evaluate_seconds": round(time.perf_counter() - t1, 3),
-                         "peak_rss_mb": round(peak_rss_mb(), 1)},
+                         "peak_rss_mb": round(peak_rss_mib(), 1)},
                 versions=run_versions,
                 date=now(),
             )
-            store.save(result)
+            try:
+                store.save(result)
+            except ValueError as exc:  # e.g. a NaN metric, which JSON cannot hold
+                summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"storing: {exc}"))
+                log(f"[{enc_name}/{task.name}] cannot store the result: {exc}")
+                continue
             summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score))
             log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}")
     return summary
 
 
-def _protocol(task: Task) -> dict[str, Any]:
+def _protocol(task: Task) -> ProtocolRecord:
     meta = task.metadata
     return {"variant": meta.protocol, "split": meta.split, "main_score": meta.main_score,
             **meta.protocol_details}

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+from benchharness.resources import peak_rss_mib
 
 
 def data(n: int, q: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -49,11 +50,11 @@ def worker(tool: str, n: int, q: int, dim: int, k: int) -> None:
     if tool == "faiss":
         import tasks.qqp  # noqa: F401  (imports are not part of the search cost)
     corpus, queries = data(n, q, dim)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    base = peak_rss_mib()
     t0 = time.perf_counter()
     ids = (numpy_topk if tool == "numpy" else faiss_topk)(corpus, queries, k)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    peak = peak_rss_mib()
     np.save(f"/tmp/faiss_bench_{tool}.npy", ids[:, :10])
     print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak, "data_rss_mb": base}))
 

@@ -14,25 +14,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchharness.registry import MINILMS as HUB_IDS
+from benchharness.resources import peak_rss_mib
+
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
-HUB_IDS = {"minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
-           "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2"}
 
 
 def worker_benchharness(model: str) -> dict[str, float]:
+    import tasks
     from benchharness.data import DataRoot
     from benchharness.registry import Registry
     from benchharness.results import ResultStore
     from benchharness.runner import run
 
     with tempfile.TemporaryDirectory() as tmp:
-        summary = run([model], STS, Registry().get, DataRoot(), ResultStore(tmp), overwrite="always",
+        summary = run([model], STS, Registry().get, tasks.get, DataRoot(), ResultStore(tmp), overwrite="always",
                       show_progress=False, log=lambda _: None)
     return {o.task: o.main_score for o in summary.outcomes}
 
@@ -73,8 +74,7 @@ def _worker(tool: str, model: str) -> None:
     fn = worker_benchharness if tool == "benchharness" else worker_sentence_transformers
     scores = fn(model)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak, "scores": scores}))
+    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak_rss_mib(), "scores": scores}))
 
 
 def _spawn(tool: str, model: str) -> dict:

@@ -15,12 +15,13 @@ import tempfile
 from pathlib import Path
 
 from benchharness.config import apply_environment, load_config
+from benchharness.registry import MINILMS
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=["consert", "simcse"], required=True)
-    parser.add_argument("--base", default="sentence-transformers/paraphrase-MiniLM-L3-v2")
+    parser.add_argument("--base", default=MINILMS["minilm-l3"])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=32)
@@ -32,7 +33,8 @@ def main() -> None:
 
     from encoders.methods import consert, simcse
     from encoders.methods.data import load_sentences
-    from encoders.methods.training import TrainConfig, load_base, seed_everything, train
+    from benchharness.seeding import seed_everything
+    from encoders.methods.training import TrainConfig, load_base, train
 
     sentences = load_sentences("sts-unlabeled")
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,7 +32,8 @@ def main() -> int:
     from benchharness.data import DataRoot
     from benchharness.registry import Registry
     import tasks
-    from tasks.senteval_classifier import CONFIGS, inner_kfold
+    from tasks.senteval_classifier import inner_kfold
+    from tasks.senteval_config import CONFIGS
 
     apply_environment(load_config())
     task = tasks.get("MR")

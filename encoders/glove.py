@@ -1,4 +1,5 @@
-"""Average of static word vectors (GloVe and any file in the GloVe text format)."""
+"""Average of static word vectors (GloVe and any file in the GloVe text format): the ``glove``
+family, ``glove:<path>``; the file name ``glove-50d`` stands for GloVe 6B 50d under the data root."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from benchharness.data import DataRoot
 from benchharness.encoder import Encoder
+from benchharness.registry import Defaults, EncoderSpec, register_family
 
 
 def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
@@ -83,3 +86,20 @@ class WordVectorAverage(Encoder):
     @property
     def metadata(self) -> dict[str, Any]:
         return {**super().metadata, "pooling": "mean of word vectors", "base_model": self.path.name}
+
+
+def glove_file(data_dir: Path) -> Path:
+    """The full GloVe 6B 50d file when the user has it, else the shared subset."""
+    for rel in ("glove/glove.6B.50d.txt", "glove/glove.6B.50d.txt.gz", "glove/glove.6B.50d.subset.txt.gz"):
+        if (data_dir / rel).exists():
+            return data_dir / rel
+    return data_dir / "glove/glove.6B.50d.subset.txt.gz"
+
+
+@register_family("glove", target="file")
+def build(name: str, spec: EncoderSpec, defaults: Defaults) -> WordVectorAverage:
+    params = dict(spec)
+    path = params.pop("file")
+    if path == "glove-50d":
+        path = glove_file(DataRoot(defaults.get("data_dir")).root)
+    return WordVectorAverage(name, path, **params)

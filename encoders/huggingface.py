@@ -1,17 +1,23 @@
-"""Any Hugging Face transformer as a sentence encoder, with the pooling variants of the field."""
+"""Any Hugging Face transformer as a sentence encoder, with the pooling variants of the field.
+
+The ``hf`` family: ``hf:<hub id or folder>?pooling=...&max_length=...``. torch and transformers
+are imported where a model is loaded or run, so that registering the family costs nothing.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import torch
-from tqdm.auto import tqdm
 
 from benchharness.devices import autocast, check_precision, pick_device
 from benchharness.encoder import Encoder, length_sorted_batches
+from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
 from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
+
+if TYPE_CHECKING:
+    import torch
 
 
 class HFEncoder(Encoder):
@@ -87,6 +93,8 @@ class HFEncoder(Encoder):
         return [self.prompt.format(sentence=s, mask=self.mask_token) for s in sentences]
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        from tqdm.auto import tqdm
+
         texts = self._texts(sentences)
         out: np.ndarray | None = None
         batches = list(length_sorted_batches([len(t) for t in texts], self.batch_size))
@@ -99,28 +107,30 @@ class HFEncoder(Encoder):
             return np.zeros((0, self.dimension), dtype=np.float32)
         return out
 
-    @torch.inference_mode()
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         """Encode one batch of already-templated texts."""
-        model = self.model
-        enc = self.tokenizer(
-            texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-        ).to(self.device)
-        mask_positions = None
-        if self.pooling == "prompt":
-            # last mask in the row: the template's; a sentence may itself contain the mask string
-            is_mask = enc["input_ids"] == self.tokenizer.mask_token_id
-            positions = torch.arange(is_mask.shape[1], device=self.device).expand_as(is_mask)
-            mask_positions = torch.where(is_mask, positions, -1).max(dim=1).values
-            if (mask_positions < 0).any():
-                raise ValueError("a prompt lost its mask token to truncation; raise max_length")
-        with autocast(self.device, self.precision):
-            outputs = model(**enc, output_hidden_states=needs_hidden_states(self.pooling))
-        vecs = pool(self.pooling, outputs, enc["attention_mask"], self.first_layer, mask_positions)
-        vecs = vecs.float()
-        if self.normalize:
-            vecs = torch.nn.functional.normalize(vecs, dim=-1)
-        return vecs.cpu().numpy().astype(np.float32, copy=False)
+        import torch
+
+        with torch.inference_mode():
+            model = self.model
+            enc = self.tokenizer(
+                texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            ).to(self.device)
+            mask_positions = None
+            if self.pooling == "prompt":
+                # last mask in the row: the template's; a sentence may itself contain the mask string
+                is_mask = enc["input_ids"] == self.tokenizer.mask_token_id
+                positions = torch.arange(is_mask.shape[1], device=self.device).expand_as(is_mask)
+                mask_positions = torch.where(is_mask, positions, -1).max(dim=1).values
+                if (mask_positions < 0).any():
+                    raise ValueError("a prompt lost its mask token to truncation; raise max_length")
+            with autocast(self.device, self.precision):
+                outputs = model(**enc, output_hidden_states=needs_hidden_states(self.pooling))
+            vecs = pool(self.pooling, outputs, enc["attention_mask"], self.first_layer, mask_positions)
+            vecs = vecs.float()
+            if self.normalize:
+                vecs = torch.nn.functional.normalize(vecs, dim=-1)
+            return vecs.cpu().numpy().astype(np.float32, copy=False)
 
     @property
     def dimension(self) -> int:
@@ -154,3 +164,10 @@ class HFEncoder(Encoder):
             "batch_size": self.batch_size,
             "device": str(self.device),
         }
+
+
+@register_family("hf", usage="hf:<model>?pooling=" + "|".join(POOLINGS)
+                 + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16")
+def build(name: str, spec: EncoderSpec, defaults: Defaults) -> HFEncoder:
+    allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
+    return HFEncoder(name, **{**allowed, **spec})

@@ -7,7 +7,10 @@ output). The layer is therefore an explicit parameter, recorded in the encoder's
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 POOLINGS = ("cls", "cls_before_pooler", "avg", "avg_top2", "avg_first_last", "prompt")
 
@@ -21,6 +24,8 @@ def needs_hidden_states(pooling: str) -> bool:
 
 def masked_mean(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Mean over real tokens only (padding excluded), computed in float32."""
+    import torch
+
     mask = attention_mask.unsqueeze(-1).to(torch.float32)
     summed = (states.to(torch.float32) * mask).sum(dim=1)
     return summed / mask.sum(dim=1).clamp(min=1e-9)
@@ -38,6 +43,8 @@ def pool(
     ``outputs`` must carry ``hidden_states`` for ``avg_top2``/``avg_first_last`` and a
     ``pooler_output`` for ``cls``; ``mask_positions`` (one token index per row) for ``prompt``.
     """
+    import torch
+
     last = outputs.last_hidden_state
     if pooling == "cls":
         pooled = getattr(outputs, "pooler_output", None)

@@ -1,4 +1,5 @@
-"""Any sentence-transformers model, run exactly as its own modules define it."""
+"""Any sentence-transformers model, run exactly as its own modules define it (the ``st`` family:
+``st:<hub id or folder>``; sentence-transformers is imported when the model is first used)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from benchharness.devices import pick_device
 from benchharness.encoder import Encoder
+from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
 
 
@@ -86,3 +88,9 @@ class SentenceTransformerEncoder(Encoder):
             "batch_size": self.batch_size,
             "device": str(self.device),
         }
+
+
+@register_family("st")
+def build(name: str, spec: EncoderSpec, defaults: Defaults) -> SentenceTransformerEncoder:
+    allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
+    return SentenceTransformerEncoder(name, **{**allowed, **spec})

@@ -5,11 +5,12 @@ from __future__ import annotations
 import difflib
 from typing import Callable
 
-from tasks.base import Task
+from benchharness.readers import STS_YEARS
+from benchharness.task import Task
 from tasks import sts
 
 FACTORIES: dict[str, Callable[[], Task]] = {
-    **{year: (lambda y=year: sts.STSYear(y)) for year in sts.SUBSETS},
+    **{year: (lambda y=year: sts.STSYear(y)) for year in STS_YEARS},
     "STSBenchmark": lambda: sts.stsb("test"),
     "SICKRelatedness": lambda: sts.sick("test"),
     "STSBenchmark-dev": lambda: sts.stsb("dev"),

@@ -22,14 +22,13 @@ import gzip
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from benchharness.data import DataError, DataRoot
 from benchharness.metrics import paired_cosine
 from benchharness.ranking import mean_metrics, ranked_relevance
-from tasks.base import Embed, Task, TaskMetadata
+from benchharness.task import Embed, Metrics, Task, TaskMetadata
 
 REFERENCE = "Lei et al. 2016 (taolei87/askubuntu); useb/TSDAE (Wang et al. 2021); mteb AskUbuntuDupQuestions"
 TEXTS = ("askubuntu/text_tokenized.txt.gz", "askubuntu/text_tokenized.txt")
@@ -126,14 +125,14 @@ class AskUbuntu(Task):
     def sentences(self) -> list[str]:
         return [self.titles[i] for q in self.queries for i in (q.qid, *q.candidates)]
 
-    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
         rankings = []
         for q in self.queries:
             cand = embed([self.titles[c] for c in q.candidates])
             query = embed([self.titles[q.qid]])
             scores = paired_cosine(np.repeat(query, len(cand), 0), cand)
             rankings.append(ranked_relevance(scores, np.array([c in q.similar for c in q.candidates])))
-        metrics: dict[str, Any] = mean_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
+        metrics: Metrics = mean_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
         metrics["n_queries"] = len(rankings)
         return metrics
 

@@ -29,13 +29,12 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from benchharness.data import DataError, DataRoot
 from benchharness.ranking import average_precision, reciprocal_rank
-from tasks.base import Embed, Task, TaskMetadata
+from benchharness.task import Embed, Metrics, Task, TaskMetadata
 
 REL = "qqp/quora_duplicate_questions.tsv"
 HEADER = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
@@ -130,7 +129,7 @@ class QQP(Task):
     def sentences(self) -> list[str]:
         return self.corpus + self.queries
 
-    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
         _, ids = search(normalise(embed(self.corpus)), normalise(embed(self.queries)), MAP_K, exclude=self.own)
         ap, rr = [], []
         for top, rel in zip(ids, self.relevant):

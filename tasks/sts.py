@@ -10,36 +10,18 @@ per-subset correlations, original SentEval) and ``wmean`` (mean weighted by subs
 
 from __future__ import annotations
 
-import io
-from typing import Any
-
 import numpy as np
 
 from benchharness.data import DataError, DataRoot
 from benchharness.metrics import correlations, paired_cosine
-from tasks.base import Embed, Task, TaskMetadata
+from benchharness.readers import (SICK_COLUMNS, STS_YEARS, STSB_COLUMNS, raw_text, read_scored_tsv, read_sts_pairs,
+                                  senteval_text, sick_file, stsb_file, sts_year_file)
+from benchharness.task import Embed, Metrics, Task, TaskMetadata
 
 PROTOCOL = "senteval-unsup-cosine"
-SUBSETS: dict[str, tuple[str, ...]] = {
-    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
-    "STS13": ("FNWN", "headlines", "OnWN"),
-    "STS14": ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
-    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
-    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
-}
 #: scored pairs per year, from the task papers (and PROTOCOLS.md)
 PAIRS = {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186}
 REFERENCE = "SentEval (Conneau & Kiela 2018); SimCSE evaluation (Gao et al. 2021)"
-
-
-def senteval_text(s: str) -> str:
-    """SentEval splits on whitespace and the batcher re-joins with single spaces."""
-    return " ".join(s.split())
-
-
-def _read_lines(path) -> list[str]:
-    with io.open(path, encoding="utf8") as fh:
-        return fh.read().splitlines()
 
 
 class PairTask(Task):
@@ -86,34 +68,21 @@ class STSYear(PairTask):
                 "text": "SentEval tokenized+lowercased, whitespace re-joined",
                 "aggregations": ["all", "mean", "wmean"],
                 "main": "Spearman over the concatenation of all subsets ('all')",
-                "subsets": list(SUBSETS[year]),
+                "subsets": list(STS_YEARS[year]),
             },
         )
 
     def _load(self, data: DataRoot) -> None:
-        folder = f"senteval/STS/{self.year}-en-test"
         self.subsets = {}
-        for subset in SUBSETS[self.year]:
-            in_path = self._path(data, f"{folder}/STS.input.{subset}.txt", "senteval")
-            gs_path = self._path(data, f"{folder}/STS.gs.{subset}.txt", "senteval")
-            inputs, gold = _read_lines(in_path), _read_lines(gs_path)
-            if len(inputs) != len(gold):
-                raise DataError(f"{in_path}: {len(inputs)} lines but {gs_path} has {len(gold)}")
-            a, b, g = [], [], []
-            for lineno, (pair, score) in enumerate(zip(inputs, gold), 1):
-                if score.strip() == "":  # SentEval drops pairs without a gold score
-                    continue
-                fields = pair.split("\t")
-                if len(fields) < 2:
-                    raise DataError(f"{in_path}:{lineno}: expected two tab-separated sentences")
-                a.append(senteval_text(fields[0]))
-                b.append(senteval_text(fields[1]))
-                g.append(float(score))
+        for subset in STS_YEARS[self.year]:
+            in_path = self._path(data, sts_year_file(self.year, subset, "input"), "senteval")
+            gs_path = self._path(data, sts_year_file(self.year, subset, "gs"), "senteval")
+            a, b, g = read_sts_pairs(in_path, gs_path)
             self.subsets[subset] = (a, b, np.asarray(g))
         self._check_count()
 
-    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
-        metrics: dict[str, Any] = {}
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
+        metrics: Metrics = {}
         scores = self._scores(embed)
         sizes = {}
         for name, (pred, gold) in scores.items():
@@ -147,25 +116,11 @@ class CsvPairTask(PairTask):
 
     def _load(self, data: DataRoot) -> None:
         path = self._path(data, self.rel, "senteval")
-        gi, ai, bi = self.cols
-        a, b, g = [], [], []
-        for lineno, line in enumerate(_read_lines(path), 1):
-            if self.header and lineno == 1:
-                continue
-            fields = line.strip().split("\t")
-            if len(fields) <= max(self.cols):
-                raise DataError(f"{path}:{lineno}: expected at least {max(self.cols) + 1} tab-separated fields")
-            text = (lambda s: s.strip()) if self.raw else senteval_text
-            a.append(text(fields[ai]))
-            b.append(text(fields[bi]))
-            try:
-                g.append(float(fields[gi]))
-            except ValueError:
-                raise DataError(f"{path}:{lineno}: gold score {fields[gi]!r} is not a number") from None
+        a, b, g = read_scored_tsv(path, self.cols, self.header, text=raw_text if self.raw else senteval_text)
         self.subsets = {"test": (a, b, np.asarray(g))}
         self._check_count()
 
-    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
         pred, gold = self._scores(embed)["test"]
         return {**correlations(pred, gold), "n": len(gold)}
 
@@ -182,20 +137,17 @@ def _pair_meta(name: str, description: str, split: str, n: int, groups: tuple[st
 def stsb(split: str = "test", raw: bool = False) -> CsvPairTask:
     n = {"train": 5749, "dev": 1500, "test": 1379}[split]
     name = "STSBenchmark" + ("" if split == "test" else f"-{split}") + ("-raw" if raw else "")
-    folder = "senteval/STS/STSBenchmark/" + ("stsbenchmark/" if raw else "")
     desc = f"STS Benchmark {split} split, unsupervised cosine" + (" on the original cased text" if raw else "")
     groups = ("sts",) if split == "test" and not raw else ()
     meta = _pair_meta(name, desc, split, n, groups,
                       protocol=PROTOCOL + ("-rawtext" if raw else ""),
                       text="original cased text (mteb-style)" if raw else "SentEval tokenized+lowercased")
-    return CsvPairTask(meta, f"{folder}sts-{split}.csv", (4, 5, 6), header=False, raw=raw)
+    return CsvPairTask(meta, stsb_file(split, raw), STSB_COLUMNS, header=False, raw=raw)
 
 
 def sick(split: str = "test") -> CsvPairTask:
-    files = {"test": ("SICK_test_annotated.txt", 4927), "trial": ("SICK_trial.txt", 500),
-             "train": ("SICK_train.txt", 4500)}
-    rel, n = files[split]
+    n = {"test": 4927, "trial": 500, "train": 4500}[split]
     name = "SICKRelatedness" + ("" if split == "test" else f"-{split}")
     meta = _pair_meta(name, f"SICK relatedness {split} split (relatedness_score), unsupervised cosine",
                       split, n, ("sts",) if split == "test" else ())
-    return CsvPairTask(meta, f"senteval/SICK/{rel}", (3, 1, 2), header=True)
+    return CsvPairTask(meta, sick_file(split), SICK_COLUMNS, header=True)

@@ -17,7 +17,8 @@ permutations index into that order:
 The encoder receives ``' '.join(tokens)`` of each whitespace-split line, as SentEval's batchers
 (SimCSE's included) do. Every task exists under the ``default`` config (the literature's numbers;
 group ``transfer``) and under ``fast`` (model selection only; names ``<task>-fast``, group
-``transfer-fast``); each result records its config.
+``transfer-fast``); each result records its config. The classifier (torch, scikit-learn) is
+imported when a task classifies, not when the tasks are registered or listed.
 """
 
 from __future__ import annotations
@@ -27,11 +28,10 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from sklearn.metrics import f1_score
 
 from benchharness.data import DataError, DataRoot
-from tasks.base import Embed, Task, TaskMetadata
-from tasks.senteval_classifier import CONFIGS, ClassifierConfig, inner_kfold, kfold_then_test, split_select
+from benchharness.task import Embed, Metrics, Task, TaskMetadata
+from tasks.senteval_config import CONFIGS, ClassifierConfig
 
 REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"
 TREC_LABELS = {"ABBR": 0, "DESC": 1, "ENTY": 2, "HUM": 3, "LOC": 4, "NUM": 5}
@@ -114,7 +114,7 @@ class TransferTask(Task):
             raise DataError(f"{self.name}: read {n} {what} from {', '.join(map(str, self.files))}, "
                             f"expected {self.metadata.n_samples}; the files are not SentEval's")
 
-    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
         t0 = time.perf_counter()
         out = self._classify(embed, seed)
         out.pop("yhat", None)
@@ -139,6 +139,8 @@ class BinaryTask(TransferTask):
         return self.texts
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        from tasks.senteval_classifier import inner_kfold  # torch and scikit-learn: only to classify
+
         out = inner_kfold(embed(self.texts), self.labels, 2, self.config, seed)
         return {**out, "ndev": len(self.texts), "ntest": len(self.texts)}
 
@@ -159,6 +161,8 @@ class SST2(TransferTask):
         return [s for texts, _ in self.splits.values() for s in texts]
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        from tasks.senteval_classifier import split_select
+
         (tr, ytr), (dv, ydv), (te, yte) = (self.splits[s] for s in ("train", "dev", "test"))
         out = split_select(embed(tr), ytr, embed(dv), ydv, embed(te), yte, 2, self.config, seed)
         return {**out, "ntrain": len(tr), "ndev": len(dv), "ntest": len(te)}
@@ -181,6 +185,8 @@ class TREC(TransferTask):
         return self.train[0] + self.test[0]
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        from tasks.senteval_classifier import kfold_then_test
+
         out = kfold_then_test(embed(self.train[0]), self.train[1], embed(self.test[0]), self.test[1], 6,
                               self.config, seed)
         return {**out, "ntrain": len(self.train[0]), "ntest": len(self.test[0])}
@@ -212,6 +218,10 @@ class MRPC(TransferTask):
         return np.c_[np.abs(u - v), u * v]
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        from sklearn.metrics import f1_score
+
+        from tasks.senteval_classifier import kfold_then_test
+
         ytr, yte = self.pairs["train"][2], self.pairs["test"][2]
         out = kfold_then_test(self._features(embed, "train"), ytr, self._features(embed, "test"), yte, 2,
                               self.config, seed)

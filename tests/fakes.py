@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 
 from benchharness.encoder import Encoder
-from tasks.base import Task, TaskMetadata
+from benchharness.task import Task, TaskMetadata
 
 
 class HashEncoder(Encoder):

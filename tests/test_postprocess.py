@@ -287,7 +287,7 @@ def test_fit_corpus_reports_test_sentences(data_dir):
 def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatch, capsys, data_dir):
     import argparse
 
-    from encoders.postprocess import tune_repal
+    from benchharness.tuning import repal as tune_repal
 
     (tmp_path / "benchharness.toml").write_text('[paths]\nruns_dir = "runs"\ncache_dir = "cache"\n')
     monkeypatch.chdir(tmp_path)

@@ -25,7 +25,7 @@ def test_stored_sts_results_reproduce(encoder, data_dir, tmp_path):
     names = tasks.resolve("sts")
     stored = {n: json.loads((RESULTS / encoder / f"{n}.json").read_text()) for n in names}
     fresh_store = ResultStore(tmp_path)
-    summary = run([encoder], names, Registry({"data_dir": data_dir}).get, DataRoot(data_dir), fresh_store,
+    summary = run([encoder], names, Registry({"data_dir": data_dir}).get, tasks.get, DataRoot(data_dir), fresh_store,
                   show_progress=False, log=lambda _: None)
     assert [o.status for o in summary.outcomes] == ["computed"] * len(names)
     for name in names:

@@ -20,7 +20,7 @@ def broken_task(monkeypatch):
 
 
 def _run(data_dir, store, encoder, names, **kw):
-    return run([encoder.name], names, lambda _: encoder, DataRoot(data_dir), store, show_progress=False,
+    return run([encoder.name], names, lambda _: encoder, tasks.get, DataRoot(data_dir), store, show_progress=False,
                log=lambda _: None, **kw)
 
 
@@ -117,3 +117,32 @@ def test_embedding_cache_encodes_only_what_it_lacks(tmp_path):
     other = HashEncoder(salt="x")  # different identity: nothing shared
     CachingEncoder(other, cache).encode(["a"])
     assert other.calls == [["a"]]
+
+
+def test_result_files_carry_a_schema_version_and_old_files_load_as_version_1(data_dir, tmp_path):
+    from pathlib import Path
+
+    from benchharness.results import SCHEMA_VERSION, read_result
+
+    store = ResultStore(tmp_path)
+    _run(data_dir, store, HashEncoder(), ["STSBenchmark"])
+    text = store.path("hash", "STSBenchmark").read_text()
+    stored = json.loads(text)
+    assert list(stored)[-1] == "schema_version" and stored["schema_version"] == SCHEMA_VERSION == 2
+    assert text == json.dumps(stored, indent=2) + "\n"  # the layout of version 1 files, one key more
+    committed = sorted((Path(__file__).resolve().parent.parent / "results").glob("*/*.json"))
+    old = [p for p in committed if "schema_version" not in json.loads(p.read_text())]
+    assert old and all(read_result(p).schema_version == 1 for p in old)
+
+
+def test_a_result_that_cannot_be_stored_fails_alone(data_dir, tmp_path, monkeypatch):
+    class NaNTask(BrokenTask):
+        def evaluate(self, embed, seed):
+            return {"x": float("nan")}
+
+    monkeypatch.setitem(tasks.FACTORIES, "Broken", NaNTask)
+    store = ResultStore(tmp_path)
+    summary = _run(data_dir, store, HashEncoder(), ["Broken", "STSBenchmark"])
+    status = {o.task: o.status for o in summary.outcomes}
+    assert status == {"Broken": "failed", "STSBenchmark": "computed"}
+    assert "storing" in summary.failed[0].message and not store.path("hash", "Broken").exists()

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchharness.corpora import CORPORA, load_corpus
+from benchharness.corpora import CORPORA, load_corpus, sts_test_sentences
 from benchharness.data import DataError, DataRoot
 from benchharness.encoder import Encoder
 
@@ -28,18 +28,6 @@ from benchharness.encoder import Encoder
 DEFAULT_FIT = "train-splits"
 #: corpora that include the evaluated test splits (unlabeled): fitting on them is transductive
 TRANSDUCTIVE = frozenset({"sts-unlabeled"})
-
-
-def _test_sentences(data: DataRoot) -> set[str]:
-    """Every sentence the ``sts`` task group evaluates (STS12-16, STS-B test, SICK-R test)."""
-    import tasks
-
-    out: set[str] = set()
-    for name in tasks.GROUPS["sts"]:
-        task = tasks.get(name)
-        task.load(data)
-        out.update(task.sentences())
-    return out
 
 
 class FitCorpus:
@@ -67,7 +55,7 @@ class FitCorpus:
     def test_overlap(self) -> int | None:
         """How many corpus sentences also occur in an STS test split (None when that data is absent)."""
         try:
-            tests = _test_sentences(self.data)
+            tests = sts_test_sentences(self.data)
         except DataError:
             return None
         return sum(s in tests for s in self.sentences)

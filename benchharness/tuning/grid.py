@@ -1,4 +1,4 @@
-"""``benchharness tune repal|whitening``: grid search on a dev split, then register the winner.
+"""What the tuners share: the dev scorer, the grid search, and registering the winner.
 
 The grid never re-encodes: each unique dev sentence (and, for RepAL, its masked form) is encoded
 once through the runner's cached encoders, and every grid point is a cheap numpy transform of
@@ -13,19 +13,22 @@ Only dev splits are accepted: tuning on a test split would leak its labels into 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from benchharness.registry import MANIFEST, COMPOSE
+from benchharness.atomic import write_json
+from benchharness.data import DataRoot
+from benchharness.dev_eval import DEV_TASK
+from benchharness.provenance import now
+from benchharness.registry import COMPOSE, MANIFEST, Registry, RunManifest
+from benchharness.runner import DEFAULT_SEED, EmbeddingStore
 from encoders.postprocess.fitting import DEFAULT_FIT
 
-DEV_TASK = "STSBenchmark-dev"
 
 
-def _floats(text: str) -> list[float]:
+def parse_grid(text: str) -> list[float]:
     """``0:1:0.1`` (start:stop:step, stop included) or a comma list."""
     if ":" in text:
         start, stop, step = (float(x) for x in text.split(":"))
@@ -34,7 +37,7 @@ def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",") if x.strip()]
 
 
-def _num(x: float) -> str:
+def format_number(x: float) -> str:
     return f"{x:g}"
 
 
@@ -55,8 +58,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 class DevScorer:
     """Loads the dev task once and scores any matrix of vectors for its unique sentences."""
 
-    def __init__(self, task_name: str, data) -> None:
-        import tasks
+    def __init__(self, task_name: str, data: DataRoot) -> None:
+        import tasks  # a composition root like the CLI: the tuner picks its dev task by name
 
         self.task = tasks.get(task_name)
         if self.task.metadata.split == "test":
@@ -65,18 +68,14 @@ class DevScorer:
         self.sentences = list(dict.fromkeys(self.task.sentences()))
 
     def score(self, vectors: np.ndarray) -> float:
-        from benchharness.runner import DEFAULT_SEED, EmbeddingStore
-
         store = EmbeddingStore(self.sentences, np.asarray(vectors, dtype=np.float32))
         return float(self.task.evaluate(store.embed, DEFAULT_SEED)[self.task.metadata.main_score])
 
 
-def setup(args: argparse.Namespace):
+def setup(args: argparse.Namespace) -> tuple[Registry, DataRoot]:
     """(registry, data root) configured like ``benchharness run`` (same cache, same defaults)."""
     from benchharness.cache import CachingEncoder, EmbeddingCache
     from benchharness.config import load_config
-    from benchharness.data import DataRoot
-    from benchharness.registry import Registry
 
     cfg = load_config()
     data = DataRoot(args.data_dir, verify=not args.no_verify)
@@ -102,18 +101,16 @@ def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], options: di
     for key, option in options.items():
         values = sorted({p[key] for p in scored})
         if len(values) > 1 and best[key] == values[-1]:
-            print(f"note: the best {key}={_num(best[key])} is the largest in the grid; widen it with {option}")
+            print(f"note: the best {key}={format_number(best[key])} is the largest in the grid; widen it with {option}")
 
 
 def register(name: str, spec: str, post: str, base: str, task: str, scored: list[dict[str, Any]],
              best: dict[str, Any], extra: dict[str, Any]) -> Path:
     """Write the run manifest that makes ``name`` resolve to ``spec``."""
     from benchharness.config import load_config
-    from benchharness.results import now
 
-    folder = load_config().runs_dir / name
-    folder.mkdir(parents=True, exist_ok=True)
-    manifest = {
+    path = load_config().runs_dir / name / MANIFEST
+    manifest: RunManifest = {
         "name": name,
         "encoder": {"type": COMPOSE, "spec": spec},
         "method": f"tune {post}",
@@ -122,8 +119,8 @@ def register(name: str, spec: str, post: str, base: str, task: str, scored: list
                    "grid": scored, **extra},
         "date": now(),
     }
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return folder / MANIFEST
+    write_json(path, manifest)
+    return path
 
 
 def print_grid(scored: list[dict[str, Any]], row: str, col: str | None) -> None:
@@ -135,5 +132,5 @@ def print_grid(scored: list[dict[str, Any]], row: str, col: str | None) -> None:
     rows = list(dict.fromkeys(p[row] for p in scored))
     cols = list(dict.fromkeys(p[col] for p in scored))
     table = {(p[row], p[col]): p["score"] for p in scored}
-    print(tabulate([[f"{row}={_num(r)}", *(f"{table[(r, c)]:.2f}" for c in cols)] for r in rows],
-                   headers=[f"{row} \\ {col}", *map(_num, cols)], tablefmt="github"))
+    print(tabulate([[f"{row}={format_number(r)}", *(f"{table[(r, c)]:.2f}" for c in cols)] for r in rows],
+                   headers=[f"{row} \\ {col}", *map(format_number, cols)], tablefmt="github"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from encoders.postprocess import tuning
+from benchharness.tuning import grid as tuning
 
 HELP = "grid over whitening's k on STS-B dev; registers the best as <encoder>+whitening-tuned"
 

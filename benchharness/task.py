@@ -1,6 +1,8 @@
-"""What a task is: metadata, the sentences it will ask for, and an evaluation from embeddings.
+"""The one contract every task honours: metadata, the sentences it will ask for, and an
+evaluation from embeddings (the counterpart of ``benchharness.encoder`` for tasks).
 
-A task never loads a model. The runner calls ``load`` once (reading files through the data root,
+It lives in the core so that the runner can drive tasks it is handed without importing the task
+package; task families (the ``tasks`` package) implement it. A task never loads a model. The runner calls ``load`` once (reading files through the data root,
 which checks them), collects ``sentences()`` from every selected task, encodes the unique ones
 once, and calls ``evaluate(embed)`` where ``embed(list_of_sentences)`` is served from that store.
 """
@@ -10,13 +12,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable
 
 from benchharness.data import DataRoot
 
-Embed = Callable[[list[str]], np.ndarray]
+if TYPE_CHECKING:  # the contract needs no numpy at run time (the leaderboard reads results without it)
+    import numpy as np
+
+#: what a task gets to embed sentences: one float32 row per sentence, in order
+Embed = Callable[[list[str]], "np.ndarray"]
+#: what ``evaluate`` returns: scores (x100) and counts by metric name, plus descriptive strings
+#: (a transfer task's classifier ``config``); the keys differ from task family to task family
+Metrics = dict[str, float | int | str]
 
 
 @dataclass(frozen=True)
@@ -66,5 +73,5 @@ class Task(ABC):
         """Every sentence ``evaluate`` will ask to embed."""
 
     @abstractmethod
-    def evaluate(self, embed: Embed, seed: int) -> dict[str, Any]:
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
         """Metrics (scores x100), including ``metadata.main_score``."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from encoders.postprocess import tuning
+from benchharness.tuning import grid as tuning
 
 HELP = "grid over RepAL's l1, l2 on STS-B dev; registers the best as <encoder>+repal-tuned"
 
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def composition(args: argparse.Namespace, l1: float, l2: float) -> str:
     """The composition string, naming only the options that differ from RepAL's defaults."""
-    params = [f"l1={tuning._num(l1)}", f"l2={tuning._num(l2)}"]
+    params = [f"l1={tuning.format_number(l1)}", f"l2={tuning.format_number(l2)}"]
     if args.keywords != 20:
         params.append(f"keywords={args.keywords}")
     if args.fit != tuning.DEFAULT_FIT:
@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"encoding {len(scorer.sentences)} {args.task} sentences and their masked forms with {args.encoder}; "
           f"v_mean over {args.fit}")
     fx, fx_star, v_mean = repal.components(scorer.sentences, show_progress=True)
-    points = [{"l1": a, "l2": b} for a in tuning._floats(args.l1) for b in tuning._floats(args.l2)]
+    points = [{"l1": a, "l2": b} for a in tuning.parse_grid(args.l1) for b in tuning.parse_grid(args.l2)]
     scored = tuning.grid_search(points, lambda p: refine(fx, fx_star, v_mean, p["l1"], p["l2"]), scorer)
     tuning.print_grid(scored, "l1", "l2")
     best = tuning.best_of(scored)
@@ -54,6 +54,6 @@ def main(args: argparse.Namespace) -> int:
     path = tuning.register(name, spec, "repal", args.encoder, args.task, scored, best,
                            {"base_score": bare, "keywords": args.keywords, "fit": args.fit, "tfidf": args.tfidf})
     print(f"{args.task} {scorer.task.metadata.main_score}: {args.encoder} {bare:.2f} -> best {best['score']:.2f} "
-          f"at l1={tuning._num(best['l1'])}, l2={tuning._num(best['l2'])}")
+          f"at l1={tuning.format_number(best['l1'])}, l2={tuning.format_number(best['l2'])}")
     print(f"registered {name!r} = {spec} ({path}); evaluate it with: benchharness run --encoders '{name}' --tasks sts")
     return 0
