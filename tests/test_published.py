@@ -223,6 +223,7 @@ def test_defsent_plus_weights_with_the_base_tokenizer(hub_cache, tokenizer_dir, 
     folder.mkdir()
     model.config.save_pretrained(folder)  # exactly what RyuKT ships: config.json + pytorch_model.bin
     torch.save(model.state_dict(), folder / "pytorch_model.bin")
+    assert checkpoint_keys(folder) == set(model.state_dict())  # read from the .bin, pooler included
     publish(hub_cache, "RyuKT/DefSentPlus-bert-base-uncased", folder)
     publish(hub_cache, "bert-base-uncased", tokenizer_dir)
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
