@@ -79,12 +79,26 @@ def load_config(path: Path | None = None) -> Config:
     )
 
 
+def offline_cache_missing(cfg: Config) -> bool:
+    """True when the config describes an offline cache that this machine does not have.
+
+    The committed config points at the shared cache beside the checkout and asks for offline
+    mode; a clone anywhere else must not inherit that (every model lookup would fail, and the
+    cache folder would be created empty), so it gets the normal Hugging Face hub behaviour.
+    """
+    return cfg.hf_offline and cfg.hf_hub_cache is not None and not cfg.hf_hub_cache.is_dir()
+
+
 def apply_environment(cfg: Config) -> None:
     """Export the Hugging Face settings before transformers/huggingface_hub are imported
-    (huggingface_hub reads them once, at import), without overriding the user's environment."""
+    (huggingface_hub reads them once, at import), without overriding the user's environment.
+
+    Offline mode, and the cache it relies on, apply only where the configured cache exists."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if offline_cache_missing(cfg):
+        return
     if cfg.hf_hub_cache is not None:
         os.environ.setdefault("HF_HUB_CACHE", str(cfg.hf_hub_cache))
     if cfg.hf_offline:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

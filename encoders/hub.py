@@ -28,6 +28,11 @@ class ModelSource:
         return weights_fingerprint(str(self.path))
 
 
+def offline() -> bool:
+    """Whether downloads are off (``HF_HUB_OFFLINE``, which the config sets only where its cache exists)."""
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+
+
 def resolve(name_or_path: str) -> ModelSource:
     """Find a model locally, downloading it only when the hub is reachable and allowed."""
     p = Path(name_or_path).expanduser()
@@ -36,11 +41,10 @@ def resolve(name_or_path: str) -> ModelSource:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
     try:
         folder = snapshot_download(name_or_path, local_files_only=True)
     except LocalEntryNotFoundError:
-        if offline:
+        if offline():
             raise FileNotFoundError(
                 f"model {name_or_path!r} is neither a local folder nor in the Hugging Face cache "
                 f"({os.environ.get('HF_HUB_CACHE', 'default cache')}); HF_HUB_OFFLINE is set, so it "

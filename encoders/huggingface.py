@@ -14,6 +14,7 @@ from benchharness.devices import autocast, check_precision, pick_device
 from benchharness.encoder import Encoder, length_sorted_batches
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
+from encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
 from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
 
 if TYPE_CHECKING:
@@ -24,7 +25,9 @@ class HFEncoder(Encoder):
     """A transformers ``AutoModel`` plus a pooling rule.
 
     Batches are formed over character-length-sorted sentences (a cheap, good proxy for token
-    length) so padding stays small; outputs are returned in input order.
+    length) so padding stays small; outputs are returned in input order. ``tokenizer`` names
+    another model (hub id or folder) whose tokenizer to use, for checkpoints that ship weights
+    without one (DefSent+ uses its base model's).
     """
 
     def __init__(
@@ -39,11 +42,16 @@ class HFEncoder(Encoder):
         precision: str = "fp32",
         normalize: bool = False,
         prompt: str = PROMPT_TEMPLATE,
+        tokenizer: str | None = None,
     ) -> None:
         super().__init__(name)
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
         self.source = hub.resolve(model)
+        refuse_random_pooler(self.source.path, pooling, self.source.name)
+        self.tokenizer_source = hub.resolve(tokenizer) if tokenizer is not None else None
+        vocabulary = self.tokenizer_source or self.source
+        refuse_missing_tokenizer(vocabulary.path, vocabulary.name)
         self.pooling = pooling
         self.first_layer = int(first_layer)
         self.max_length = int(max_length)
@@ -61,23 +69,15 @@ class HFEncoder(Encoder):
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            self._tokenizer = AutoTokenizer.from_pretrained(str(self.source.path))
+            self._tokenizer = AutoTokenizer.from_pretrained(str((self.tokenizer_source or self.source).path))
         return self._tokenizer
 
     @property
     def model(self) -> torch.nn.Module:
         if self._model is None:
-            from transformers import AutoModel
-            from transformers.utils import logging as hf_logging
-
-            # paraphrase-MiniLM-L3-v2 ships without a pooler: the "newly initialized" warning is
-            # expected and harmless for every pooling but 'cls', which we refuse below instead.
-            verbosity = hf_logging.get_verbosity()
-            hf_logging.set_verbosity_error()
-            try:
-                self._model = AutoModel.from_pretrained(str(self.source.path))
-            finally:
-                hf_logging.set_verbosity(verbosity)
+            # only the pooler may be missing (paraphrase-MiniLM-L3-v2, MaskedLM checkpoints ship
+            # none), and __init__ has refused pooling 'cls' there
+            self._model = load_complete(self.source.path, self.source.name)
             self._model.to(self.device).eval()
         return self._model
 
@@ -153,6 +153,8 @@ class HFEncoder(Encoder):
             info["first_layer"] = self.first_layer
         if self.pooling == "prompt":
             info["prompt"] = self.prompt
+        if self.tokenizer_source is not None:
+            info["tokenizer"] = {"model": self.tokenizer_source.name, "revision": self.tokenizer_source.revision}
         return info
 
     @property

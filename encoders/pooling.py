@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-POOLINGS = ("cls", "cls_before_pooler", "avg", "avg_top2", "avg_first_last", "prompt")
+POOLINGS = ("cls", "cls_before_pooler", "avg", "avg_top2", "avg_first_last", "max", "prompt")
 
 #: the DefSent+/PromptBERT template; ``{mask}`` is the tokenizer's mask token.
 PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} .'
@@ -29,6 +29,13 @@ def masked_mean(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Ten
     mask = attention_mask.unsqueeze(-1).to(torch.float32)
     summed = (states.to(torch.float32) * mask).sum(dim=1)
     return summed / mask.sum(dim=1).clamp(min=1e-9)
+
+
+def masked_max(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Per-dimension maximum over real tokens ([CLS] and [SEP] included), padding excluded: DefSent's
+    max pooling, which fills padding with -1e6 so that it never wins (-inf here, same result)."""
+    padding = (attention_mask == 0).unsqueeze(-1)
+    return states.float().masked_fill(padding, float("-inf")).max(dim=1).values
 
 
 def pool(
@@ -61,6 +68,8 @@ def pool(
     if pooling == "avg_first_last":
         hs = outputs.hidden_states
         return masked_mean((hs[first_layer] + hs[-1]) / 2.0, attention_mask)
+    if pooling == "max":
+        return masked_max(last, attention_mask)
     if pooling == "prompt":
         if mask_positions is None:
             raise ValueError("pooling 'prompt' needs the mask token positions")

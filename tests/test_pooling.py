@@ -64,6 +64,6 @@ def test_order_is_kept_and_identity_tracks_settings(tiny_bert):
 
 def test_unknown_pooling_and_cpu_half_precision_rejected(tiny_bert):
     with pytest.raises(ValueError, match="unknown pooling"):
-        HFEncoder("t", str(tiny_bert), pooling="max")
+        HFEncoder("t", str(tiny_bert), pooling="median")
     with pytest.raises(ValueError, match="needs a CUDA device"):
         HFEncoder("t", str(tiny_bert), pooling="avg", device="cpu", precision="fp16")

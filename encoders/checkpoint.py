@@ -1,0 +1,123 @@
+"""What a checkpoint folder holds, and loading that refuses silent random stand-ins.
+
+transformers does not fail on an incomplete checkpoint. It fills every weight the checkpoint lacks
+with a random one, saying so only in a log line; and given a folder without vocabulary files it
+builds a tokenizer that knows only the special tokens, so every word becomes [UNK], silently.
+Three cases are refused here:
+
+- no tokenizer (DefSent+ ships config and weights only): refused before loading, from the files;
+- ``pooling=cls`` without pooler weights (paraphrase-MiniLM-L3-v2 and every ``*ForMaskedLM``
+  checkpoint have no pooler): refused before loading, from the names in the weight files;
+- missing encoder weights (a checkpoint of an architecture other than its config declares, whose
+  prefix transformers does not strip): refused on the loading report.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch import nn
+
+#: weight files in the order transformers prefers them
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+#: files that carry a tokenizer's vocabulary (fast, WordPiece, BPE, SentencePiece)
+VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
+                    "tokenizer.model")
+
+#: the pooler's parameters, relative to the base model (``bert.`` / ``roberta.`` prefixes vary)
+POOLER_PREFIX = "pooler."
+POOLER_WEIGHT = "pooler.dense.weight"
+
+
+def weights_file(folder: Path) -> Path:
+    """The weight file transformers would load from ``folder``."""
+    for name in WEIGHT_FILES:
+        if (Path(folder) / name).is_file():
+            return Path(folder) / name
+    raise FileNotFoundError(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
+
+
+def checkpoint_keys(folder: Path) -> set[str]:
+    """Parameter names stored in a checkpoint, read without loading the tensors.
+
+    safetensors and index files are read from their headers; a ``pytorch_model.bin`` is memory
+    mapped (pickled in the legacy format it is read whole, there is no other way).
+    """
+    path = weights_file(folder)
+    if path.name.endswith(".index.json"):
+        try:
+            return set(json.loads(path.read_text())["weight_map"])
+        except (json.JSONDecodeError, KeyError) as exc:
+            raise ValueError(f"{path}: not a weight index (no valid 'weight_map': {exc})") from None
+    if path.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        with safe_open(str(path), "np") as fh:
+            return set(fh.keys())
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError:  # saved before torch 1.6's zip format: cannot be mapped
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    return set(state)
+
+
+def has_pooler(folder: Path) -> bool:
+    return any(k == POOLER_WEIGHT or k.endswith("." + POOLER_WEIGHT) for k in checkpoint_keys(folder))
+
+
+def refuse_random_pooler(folder: Path, pooling: str, model: str) -> None:
+    """Raise when ``pooling='cls'`` would read a pooler the checkpoint does not have."""
+    if pooling != "cls" or has_pooler(folder):
+        return
+    raise ValueError(
+        f"pooling 'cls' on {model}: 'cls' is the output of BERT's pooler (a trained dense+tanh layer "
+        f"over [CLS]), but {weights_file(folder)} holds no pooler weights ({POOLER_WEIGHT}), so "
+        "transformers would initialise that layer at random and every vector would depend on the "
+        "random seed. Use pooling=cls_before_pooler for the [CLS] hidden state itself, or avg."
+    )
+
+
+def refuse_missing_tokenizer(folder: Path, model: str) -> None:
+    """Raise when ``folder`` has no vocabulary (transformers would silently map every word to [UNK])."""
+    if any((Path(folder) / name).is_file() for name in VOCABULARY_FILES):
+        return
+    raise ValueError(
+        f"{model} ships no tokenizer ({Path(folder)} has none of {', '.join(VOCABULARY_FILES)}); "
+        "transformers would build one that maps every word to [UNK]. Name the model whose tokenizer "
+        "it was trained with: tokenizer=<hub id or folder> (for DefSent+, its base model)."
+    )
+
+
+def load_complete(folder: Path, model: str) -> nn.Module:
+    """``AutoModel`` from ``folder``, refusing any encoder weight the checkpoint does not hold.
+
+    Only the pooler may be missing (a ``*ForMaskedLM`` checkpoint has none, and
+    ``refuse_random_pooler`` keeps ``pooling=cls`` away from it); the prediction heads of such a
+    checkpoint are the expected unused weights and are dropped.
+    """
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the load report is checked below instead of printed
+    try:
+        loaded, info = AutoModel.from_pretrained(str(folder), output_loading_info=True)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    missing = sorted(k for k in info["missing_keys"] if not k.startswith(POOLER_PREFIX))
+    if missing or info.get("mismatched_keys"):
+        shown = missing or [str(k) for k in info["mismatched_keys"]]
+        raise ValueError(
+            f"{model}: {len(shown)} encoder weights of {type(loaded).__name__} are missing from or "
+            f"mismatched in {weights_file(folder)} ({', '.join(shown[:5])}{', ...' if len(shown) > 5 else ''}); "
+            "transformers would initialise them at random. The checkpoint is not the architecture its "
+            "config.json declares, or it is damaged: download it again."
+        )
+    return loaded
