@@ -103,6 +103,26 @@ def register_family(name: str, target: str = "model", usage: str | None = None) 
     return deco
 
 
+@dataclass(frozen=True)
+class Catalogue:
+    """Names an encoder module publishes (published checkpoints, say): ``resolve(name) -> spec or
+    None`` and ``rows()`` for ``list encoders`` (name, source, settings, description)."""
+
+    name: str
+    resolve: Callable[[str], "EncoderSpec | None"]
+    rows: Callable[[], list[dict[str, str]]]
+
+
+#: named entries contributed by encoder modules; filled by ``register_catalogue``
+CATALOGUES: dict[str, Catalogue] = {}
+
+
+def register_catalogue(name: str, resolve: Callable[[str], "EncoderSpec | None"],
+                       rows: Callable[[], list[dict[str, str]]]) -> None:
+    """Let an encoder module publish names (resolved after built-ins and config entries)."""
+    CATALOGUES[name] = Catalogue(name, resolve, rows)
+
+
 #: hub ids of the MiniLMs every comparison here starts from (one place for registry and benchmarks)
 MINILMS: dict[str, str] = {
     "minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
@@ -273,7 +293,8 @@ class Registry:
         discover()
 
     def known_names(self) -> list[str]:
-        return [*BUILTINS, *self.config.encoders, *registered_runs(self.config.runs_dir)]
+        published = [row["name"] for c in CATALOGUES.values() for row in c.rows()]
+        return [*BUILTINS, *self.config.encoders, *registered_runs(self.config.runs_dir), *published]
 
     def spec_for(self, name: str) -> EncoderSpec:
         """The spec dict behind a single (uncomposed) name."""
@@ -297,6 +318,10 @@ class Registry:
         if folder is not None:
             manifest = read_manifest(folder)
             return manifest_spec(folder, manifest), manifest
+        for catalogue in CATALOGUES.values():
+            spec = catalogue.resolve(name)
+            if spec is not None:
+                return spec, None
         adhoc = parse_adhoc(name)
         if adhoc is not None:
             return adhoc, None
@@ -361,6 +386,8 @@ class Registry:
             rows.append({"name": n, "source": str(folder), "settings": json.dumps(m["encoder"]),
                          "description": f"{'tuned' if m['encoder'].get('type') == COMPOSE else 'trained'}: "
                                          f"{m.get('method', '?')} on {m.get('base_model', '?')}"})
+        for catalogue in CATALOGUES.values():
+            rows.extend(catalogue.rows())
         for n in sorted(POSTPROCESSORS):
             doc = (POSTPROCESSORS[n].__doc__ or "").strip().splitlines()
             rows.append({"name": f"+{n}", "source": "post-processor", "settings": "",

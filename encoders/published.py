@@ -18,6 +18,7 @@ Every fact below (ids, URLs, poolings) comes from the page in the entry's ``refe
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchharness.registry import register_catalogue, register_family
 from encoders import hub
 from encoders.download import download, drive_file_id
 from encoders.huggingface import HFEncoder
@@ -230,3 +232,12 @@ def build_archive(name: str, spec: dict[str, Any], defaults: dict[str, Any] | No
     folder = archive_folder(spec["url"])
     options.setdefault("max_length", converted_max_length(folder))
     return ArchiveEncoder(name, spec["url"], folder, **options)
+
+
+def _rows() -> list[dict[str, str]]:
+    return [{"name": c.name, "source": f"published: {c.reference}", "settings": json.dumps(published_spec(c.name)),
+             "description": c.description} for c in CATALOGUE]
+
+
+register_family("st-archive", target="url", usage="st-archive:<url>?pooling=...")(build_archive)
+register_catalogue("published", published_spec, _rows)

@@ -452,3 +452,17 @@ def test_checkpoint_keys_from_a_sharded_index(tmp_path):
         {"metadata": {}, "weight_map": {"bert.pooler.dense.weight": "model-00002.safetensors",
                                         "bert.embeddings.word_embeddings.weight": "model-00001.safetensors"}}))
     assert checkpoint_keys(tmp_path) == {"bert.pooler.dense.weight", "bert.embeddings.word_embeddings.weight"}
+
+
+def test_catalogue_names_resolve_through_the_registry():
+    """Published names are encoder names: the registry resolves them to the catalogue's spec and
+    lists them, with no import of the catalogue module by the core."""
+    from benchharness.registry import Registry
+    from encoders.published import CATALOGUE, published_spec
+
+    registry = Registry()
+    for entry in CATALOGUE:
+        assert registry.spec_for(entry.name) == published_spec(entry.name)
+    listed = {row["name"] for row in registry.describe()}
+    assert {c.name for c in CATALOGUE} <= listed
+    assert sum(c.method.startswith("SimCSE") for c in CATALOGUE) == 8  # the SimCSE README lists 8
