@@ -66,6 +66,9 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
     p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--verify", action="store_true",
+                   help="recompute everything from scratch (no cache, nothing stored) and check that it reproduces "
+                        "the stored results within the regression tolerance; exit 1 if not")
     _common(p)
 
     p = sub.add_parser("leaderboard", help="Markdown table of stored results beside published numbers")
@@ -131,6 +134,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         for part in split_composition(name)[:1]:
             registry.spec_for(part)
     store = ResultStore(args.results_dir or cfg.results_dir)
+    if args.verify:
+        return _verify(encoder_names, task_names, registry, data, store, args)
     summary = run(encoder_names, task_names, registry.get, tasks.get, data, store, overwrite=args.overwrite,
                   seed=args.seed, show_progress=not args.quiet)
     from tabulate import tabulate
@@ -140,6 +145,38 @@ def cmd_run(args: argparse.Namespace) -> int:
                    tablefmt="github"))
     print(f"results in {store.root}")
     return 1 if summary.failed else 0
+
+
+def _verify(encoder_names: list[str], task_names: list[str], registry: Any, data: Any, store: Any,
+            args: argparse.Namespace) -> int:
+    """``run --verify``: encode and evaluate afresh into a scratch store (the embedding cache is
+    bypassed, so the models really run), then compare each result with the stored one."""
+    import tempfile
+
+    import tasks
+    from tabulate import tabulate
+
+    from benchharness.registry import Registry
+    from benchharness.results import ResultStore
+    from benchharness.runner import run
+    from benchharness.verify import TOLERANCE, compare
+
+    fresh_registry = Registry(registry.defaults)  # same defaults, no caching wrapper
+    with tempfile.TemporaryDirectory(prefix="benchharness-verify-") as scratch:
+        fresh_store = ResultStore(scratch)
+        summary = run(encoder_names, task_names, fresh_registry.get, tasks.get, data, fresh_store, overwrite="always",
+                      seed=args.seed, show_progress=not args.quiet)
+        checks = [compare(store.load(o.encoder, o.task), fresh_store.load(o.encoder, o.task))
+                  for o in summary.outcomes if o.status == "computed"]
+    rows = [[c.encoder, c.task, "" if c.stored is None else f"{c.stored:.2f}", f"{c.fresh:.2f}",
+             "" if c.max_deviation is None else f"{c.max_deviation:.4f}", c.verdict] for c in checks]
+    rows += [[o.encoder, o.task, "", "", "", f"failed: {o.message}"] for o in summary.failed]
+    print(tabulate(rows, headers=["encoder", "task", "stored", "fresh", "max |diff| (all metrics)", "verdict"],
+                   tablefmt="github", disable_numparse=True))
+    good = sum(c.ok for c in checks)
+    print(f"{good} of {len(checks) + len(summary.failed)} stored results reproduced within {TOLERANCE} (x100) "
+          f"from {store.root}; nothing was written there")
+    return 0 if good == len(checks) and not summary.failed else 1
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

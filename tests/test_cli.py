@@ -57,3 +57,29 @@ def test_list_commands(project, capsys):
     assert "minilm-l6" in out and "glove-50d" in out
     assert main(["list", "tasks"]) == 0
     assert "SICKRelatedness" in capsys.readouterr().out
+
+
+def test_verify_recomputes_and_compares_with_the_stored_results(project, capsys):
+    """``run --verify`` encodes afresh and reports each stored result as reproduced or not; a stored
+    score moved by 0.5 (25x the tolerance) is caught, and nothing in the results folder changes."""
+    import shutil
+    from pathlib import Path
+
+    stored = Path(__file__).resolve().parent.parent / "results" / "glove-50d"
+    target = project / "results" / "glove-50d"
+    target.mkdir(parents=True)
+    for name in ("STS12", "STSBenchmark"):
+        shutil.copy(stored / f"{name}.json", target / f"{name}.json")
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "STS12,STSBenchmark", "--verify", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| reproduced") == 2 and "2 of 2 stored results reproduced" in out
+
+    doctored = json.loads((target / "STS12.json").read_text())
+    doctored["metrics"]["MSRvid.spearman"] += 0.5
+    (target / "STS12.json").write_text(json.dumps(doctored))
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "STS12,STSBenchmark", "--verify", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "| STS12" in line)
+    assert "differs" in row and "0.5000" in row
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before

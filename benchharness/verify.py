@@ -1,0 +1,71 @@
+"""Does a fresh computation reproduce the stored results? The check behind ``run --verify`` and the
+regression tests.
+
+A stored result is reproduced when the fresh one was computed by the same encoder (identity hash),
+on the same data (sha256 of the files read) under the same protocol, and every stored metric agrees
+within ``TOLERANCE`` on the x100 scale.
+
+``TOLERANCE`` comes from a measurement, not a guess (``benchmarks/regression_noise.py``, minilm-l3
+on the STS suite, 2026-11-22, 2-core AVX512 machine): rerunning under torch thread counts 1 and 2
+moved no metric at a fixed batch size, while other batch compositions (batch size 7, 32 instead of
+the stored 64/128: other padding, other GEMM shapes) moved subset Spearmans by up to 0.0102; with
+AVX2-only MKL/oneDNN kernels (the code path of a CPU without AVX512) the largest move was
+``ISA_DEVIATION`` below. Another machine of this kind was seen to differ by 0.0018. The tolerance is
+twice the largest of these, so float noise never fails a check while any real change (a loader,
+the pooling, the metric code: these move scores by 0.1 and more) still does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from benchharness.results import Result
+
+#: largest metric deviation measured with batch compositions other than the stored one (x100 scale)
+BATCH_DEVIATION = 0.0102
+#: largest metric deviation measured with AVX2-only kernels (x100 scale)
+ISA_DEVIATION = 0.0
+#: on the x100 scale; twice the largest measured float-noise deviation (see the module docstring)
+TOLERANCE = 0.02
+
+
+@dataclass(frozen=True)
+class Check:
+    """One (encoder, task) comparison of a stored result with a fresh one."""
+
+    encoder: str
+    task: str
+    verdict: str  # reproduced | differs | identity changed | data changed | protocol changed | not stored
+    stored: float | None
+    fresh: float
+    max_deviation: float | None  # the largest |fresh - stored| over every stored metric
+    worst_metric: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "reproduced"
+
+
+def compare(stored: Result | None, fresh: Result, tolerance: float = TOLERANCE) -> Check:
+    """Compare every numeric metric of ``stored`` with ``fresh``; say why they are not comparable
+    when identity, data or protocol differ (then the numbers need not agree)."""
+    if stored is None:
+        return Check(fresh.encoder, fresh.task, "not stored", None, fresh.main_score, None, None)
+    worst, worst_key = 0.0, None
+    for key, value in stored.metrics.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        other = fresh.metrics.get(key)
+        deviation = math.inf if not isinstance(other, (int, float)) else abs(float(other) - float(value))
+        if deviation > worst or worst_key is None:
+            worst, worst_key = deviation, key
+    if stored.encoder_identity.get("hash") != fresh.encoder_identity.get("hash"):
+        verdict = "identity changed"
+    elif stored.data.get("sha256") != fresh.data.get("sha256"):
+        verdict = "data changed"
+    elif stored.fingerprint()[2] != fresh.fingerprint()[2]:
+        verdict = "protocol changed"
+    else:
+        verdict = "reproduced" if worst <= tolerance else "differs"
+    return Check(fresh.encoder, fresh.task, verdict, stored.main_score, fresh.main_score, worst, worst_key)
