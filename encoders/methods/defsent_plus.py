@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from encoders import hub
+from encoders.checkpoint import checkpoint_keys
 from encoders.methods.method import LossOutput, TrainingMethod
 from encoders.pooling import masked_mean
 
@@ -64,23 +65,6 @@ DEFAULTS: dict[str, Any] = {
     "eval_at_start": False,
     "seed": 42,
 }
-
-
-def checkpoint_keys(folder: Path) -> set[str]:
-    """Tensor names stored in a checkpoint folder (without loading the tensors)."""
-    keys: set[str] = set()
-    for f in hub.WEIGHT_FILES:
-        path = Path(folder) / f
-        if not path.exists():
-            continue
-        if f.endswith(".safetensors"):
-            from safetensors import safe_open
-
-            with safe_open(str(path), "pt") as fh:
-                keys.update(fh.keys())
-        else:
-            keys.update(torch.load(path, map_location="cpu", weights_only=True, mmap=True).keys())
-    return keys
 
 
 def _checkpoint_tensor(folder: Path, name: str) -> torch.Tensor:
