@@ -116,20 +116,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     import tasks  # the CLI is the composition root: it wires the task registry in
     from benchharness.cache import CachingEncoder, EmbeddingCache
     from benchharness.data import DataRoot
-    from benchharness.registry import Registry, split_composition, split_outside_parentheses
+    from benchharness.registry import Registry, split_outside_parentheses
     from benchharness.results import ResultStore
     from benchharness.runner import run
 
     cfg = load_config()
     task_names = tasks.resolve(args.tasks)
+    if not task_names:
+        raise ValueError(f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
+                         "(see `benchharness list tasks`)")
+    if args.device is not None:  # before any model loads: a typo or a missing GPU fails here
+        from benchharness.devices import pick_device
+
+        pick_device(args.device)
     data = DataRoot(args.data_dir, verify=not args.no_verify)
     cache = None if args.no_cache else EmbeddingCache(Path(args.cache_dir) if args.cache_dir else cfg.cache_dir)
     registry = Registry({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
                         wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
     encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
-    for name in encoder_names:  # fail fast on typos, before any model is loaded
-        for part in split_composition(name)[:1]:
-            registry.spec_for(part)
+    if not encoder_names:
+        raise ValueError(f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "
+                         "(see `benchharness list encoders`)")
+    for name in encoder_names:  # fail fast on typos and missing folders, before any model is loaded
+        registry.check(name)
     store = ResultStore(args.results_dir or cfg.results_dir)
     summary = run(encoder_names, task_names, registry.get, tasks.get, data, store, overwrite=args.overwrite,
                   seed=args.seed, show_progress=not args.quiet)
