@@ -180,8 +180,9 @@ def read_result(path: Path) -> Result:
     for key, types in _FIELD_TYPES.items():
         value = raw.get(key)
         if key in raw and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
-            expected = " or ".join("null" if t is type(None) else {"str": "string", "dict": "object", "int": "integer",
-                                                                   "float": "number"}[t.__name__] for t in types)
+            expected = "number" if types == _NUMBER else " or ".join(
+                "null" if t is type(None) else {"str": "string", "dict": "object", "int": "integer"}[t.__name__]
+                for t in types)
             raise ValueError(f"{path}: key {key!r} is {json.dumps(value)[:60]}, expected {expected}; "
                              "the file is damaged: delete it to recompute")
     return Result(**raw)
