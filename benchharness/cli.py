@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Collection
 
 from benchharness.config import apply_environment, load_config
+from benchharness.flag_types import non_negative_int, positive_int
 
 #: command -> (plugin registry module, its attribute, the sub-command's dest, its help line)
 PLUGIN_COMMANDS = {
@@ -60,9 +61,9 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
     p.add_argument("--tasks", required=True, help="comma list of tasks or groups (see `list tasks`)")
     p.add_argument("--overwrite", choices=["reuse", "stale", "always"], default="reuse",
                    help="reuse stored results (default), recompute stale ones, or recompute all")
-    p.add_argument("--seed", type=int, default=1111)
+    p.add_argument("--seed", type=non_negative_int, default=1111)
     p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
-    p.add_argument("--batch-size", type=int)
+    p.add_argument("--batch-size", type=positive_int)
     p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -119,20 +120,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     import tasks  # the CLI is the composition root: it wires the task registry in
     from benchharness.cache import CachingEncoder, EmbeddingCache
     from benchharness.data import DataRoot
-    from benchharness.registry import Registry, split_composition, split_outside_parentheses
+    from benchharness.registry import Registry, split_outside_parentheses
     from benchharness.results import ResultStore
     from benchharness.runner import run
 
     cfg = load_config()
     task_names = tasks.resolve(args.tasks)
+    if not task_names:
+        raise ValueError(f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
+                         "(see `benchharness list tasks`)")
+    if args.device is not None:  # before any model loads: a typo or a missing GPU fails here
+        from benchharness.devices import pick_device
+
+        pick_device(args.device)
     data = DataRoot(args.data_dir, verify=not args.no_verify)
     cache = None if args.no_cache else EmbeddingCache(Path(args.cache_dir) if args.cache_dir else cfg.cache_dir)
     registry = Registry({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
                         wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
     encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
-    for name in encoder_names:  # fail fast on typos, before any model is loaded
-        for part in split_composition(name)[:1]:
-            registry.spec_for(part)
+    if not encoder_names:
+        raise ValueError(f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "
+                         "(see `benchharness list encoders`)")
+    for name in encoder_names:  # fail fast on typos and missing folders, before any model is loaded
+        registry.check(name)
     store = ResultStore(args.results_dir or cfg.results_dir)
     if args.verify:
         return _verify(encoder_names, task_names, registry, data, store, args)
@@ -217,7 +227,11 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    apply_environment(load_config())
+    try:
+        apply_environment(load_config())  # a broken benchharness.toml is a user error too
+    except ValueError as exc:
+        print(f"benchharness: error: {exc}", file=sys.stderr)
+        return 2
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(plugins={command} & set(PLUGIN_COMMANDS)).parse_args(argv)
@@ -246,7 +260,9 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from benchharness.registry import UnknownEncoderError
     from tasks import UnknownTaskError  # the CLI is the composition root: task-name errors end here
 
-    return (UnknownEncoderError, UnknownTaskError, DataError, FileNotFoundError, ValueError)
+    # OSError subclasses that name a path the user gave; FloatingPointError: a diverged training loss
+    return (UnknownEncoderError, UnknownTaskError, DataError, FileNotFoundError, ValueError, PermissionError,
+            NotADirectoryError, IsADirectoryError, FileExistsError, FloatingPointError)
 
 
 if __name__ == "__main__":

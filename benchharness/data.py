@@ -139,41 +139,66 @@ class DataRoot:
 
 
 def download(name: str, root: Path) -> Path:
-    """Fetch one dataset from its documented source into ``root`` (for users who are online)."""
+    """Fetch one dataset from its documented source into ``root`` (for users who are online).
+
+    A failed download (offline, a moved URL, a damaged archive) raises ``DataError`` naming the
+    URL and what to do, and removes the dataset folder if this call created it: an empty folder
+    left behind would look like a download that happened.
+    """
     if name not in SOURCES:
         raise DataError(f"unknown dataset {name!r}; known: {', '.join(SOURCES)}")
     src = SOURCES[name]
     target = root / src.folder
-    target.mkdir(parents=True, exist_ok=True)
-    if name == "nltk":
-        import nltk
+    created = not target.exists()
+    url = src.url
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        if name == "nltk":
+            import nltk
 
-        for pkg in ("wordnet", "stopwords"):
-            nltk.download(pkg, download_dir=str(target))
+            for pkg in ("wordnet", "stopwords"):
+                url = f"nltk.download({pkg!r})"
+                if not nltk.download(pkg, download_dir=str(target), quiet=True, raise_on_error=True):
+                    raise OSError(f"NLTK could not fetch {pkg!r}")
+            return target
+        if name == "askubuntu":
+            base = "https://raw.githubusercontent.com/taolei87/askubuntu/master/"
+            for f in ("text_tokenized.txt.gz", "dev.txt", "test.txt"):
+                url = base + f
+                _fetch(url, target / f)
+            return target
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = Path(tmp) / src.url.rsplit("/", 1)[-1]
+            _fetch(src.url, archive)
+            if archive.suffix == ".tar":
+                with tarfile.open(archive) as tar:
+                    tar.extractall(tmp, filter="data")
+                downstream = next(Path(tmp).rglob("downstream"), None) or Path(tmp)
+                shutil.copytree(downstream, target, dirs_exist_ok=True)
+            elif archive.suffix == ".zip":
+                with zipfile.ZipFile(archive) as zf:
+                    zf.extractall(target)
+            else:
+                shutil.move(str(archive), target / archive.name)
         return target
-    if name == "askubuntu":
-        base = "https://raw.githubusercontent.com/taolei87/askubuntu/master/"
-        for f in ("text_tokenized.txt.gz", "dev.txt", "test.txt"):
-            _fetch(base + f, target / f)
-        return target
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = Path(tmp) / src.url.rsplit("/", 1)[-1]
-        _fetch(src.url, archive)
-        if archive.suffix == ".tar":
-            with tarfile.open(archive) as tar:
-                tar.extractall(tmp, filter="data")
-            downstream = next(Path(tmp).rglob("downstream"), None) or Path(tmp)
-            shutil.copytree(downstream, target, dirs_exist_ok=True)
-        elif archive.suffix == ".zip":
-            with zipfile.ZipFile(archive) as zf:
-                zf.extractall(target)
-        else:
-            shutil.move(str(archive), target / archive.name)
-    return target
+    except (OSError, ValueError, tarfile.TarError, zipfile.BadZipFile) as exc:  # URLError is an OSError
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        reason = getattr(exc, "reason", None) or exc
+        raise DataError(
+            f"could not download {name} from {url}: {reason}\n  check the network connection (or proxy), or "
+            f"fetch it by hand and unpack it into {target} ({src.note}); `benchharness data status` shows what is "
+            "present"
+        ) from None
 
 
 def _fetch(url: str, dest: Path) -> None:
+    """Stream ``url`` to ``dest`` through a ``.part`` file, which a failure removes."""
     part = dest.with_suffix(dest.suffix + ".part")
-    with urllib.request.urlopen(url) as resp, open(part, "wb") as out:  # noqa: S310 - documented sources
-        shutil.copyfileobj(resp, out)
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp, open(part, "wb") as out:  # noqa: S310 - documented sources
+            shutil.copyfileobj(resp, out)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
     part.replace(dest)

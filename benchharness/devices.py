@@ -16,12 +16,29 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 
 
 def pick_device(requested: str | None = None) -> torch.device:
-    """``requested`` if given, else CUDA when present, else CPU."""
+    """``requested`` if given, else CUDA when present, else CPU.
+
+    A requested device that this machine does not have is refused here, with what it has, rather
+    than when the first tensor moves there (after a model has loaded)."""
     import torch
 
-    if requested:
-        return torch.device(requested)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not requested:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(requested)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"--device {requested!r} is not a device; use cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"--device {requested}: this machine has no CUDA device (or torch "
+                             f"{torch.__version__} was built without CUDA); use --device cpu or leave --device out")
+        if device.index is not None and device.index >= count:
+            raise ValueError(f"--device {requested}: this machine has {count} CUDA device(s), "
+                             f"cuda:0..cuda:{count - 1}")
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {requested}: MPS is not available on this machine; use --device cpu")
+    return device
 
 
 def check_precision(precision: str, device: torch.device) -> str:

@@ -33,11 +33,12 @@ import pkgutil
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Required, TypedDict
+from typing import Any, Callable, Collection, Required, TypedDict
 from urllib.parse import parse_qsl
 
 from benchharness.config import apply_environment, load_config
 from benchharness.encoder import Encoder
+from benchharness.local_paths import check_local_path
 
 MANIFEST = "manifest.json"
 #: spec type of a name that stands for a composition string (a tuned post-processor chain)
@@ -87,17 +88,29 @@ class Family:
     target: str
     #: the ad-hoc form, for help texts (``st:<model>``)
     usage: str
+    #: the spec keys the family accepts besides ``target`` (None: not declared, not checked)
+    params: tuple[str, ...] | None = None
 
 
 #: spec type -> family; filled by the family modules under ``encoders``
 FAMILIES: dict[str, Family] = {}
 
 
-def register_family(name: str, target: str = "model", usage: str | None = None) -> Callable[[Builder], Builder]:
-    """Register ``builder(name, spec, defaults) -> Encoder`` for specs ``{"type": name, ...}``."""
+def register_family(name: str, target: str = "model", usage: str | None = None,
+                    accepts: Callable[..., Any] | Collection[str] | None = None) -> Callable[[Builder], Builder]:
+    """Register ``builder(name, spec, defaults) -> Encoder`` for specs ``{"type": name, ...}``.
+
+    ``accepts`` declares the spec keys: the encoder class the builder passes them to (its
+    constructor's keyword parameters, less ``name``), or the keys themselves. A spec with another
+    key is then refused with the accepted ones listed, instead of a ``TypeError`` from deep inside.
+    """
+    if accepts is None or isinstance(accepts, Collection):
+        params = None if accepts is None else tuple(accepts)
+    else:
+        params = tuple(p for p in inspect.signature(accepts).parameters if p not in ("self", "name"))
 
     def deco(builder: Builder) -> Builder:
-        FAMILIES[name] = Family(name, builder, target, usage or f"{name}:<{target}>")
+        FAMILIES[name] = Family(name, builder, target, usage or f"{name}:<{target}>", params)
         return builder
 
     return deco
@@ -227,14 +240,33 @@ def split_composition(name: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
-def build(name: str, spec: EncoderSpec, defaults: Defaults | None = None) -> Encoder:
-    """Instantiate an encoder from a spec dict ``{"type": ..., **params}``."""
-    spec = dict(spec)  # type: ignore[assignment]
-    kind = spec.pop("type")
-    family = families().get(kind)
+def check_spec(name: str, spec: EncoderSpec) -> Family:
+    """The family of ``spec``, once its keys are known to it and a local path it names exists;
+    cheap (no model is loaded), so that a typo fails before any encoder is built."""
+    kind = spec.get("type")
+    family = families().get(kind)  # type: ignore[arg-type]
     if family is None:
         raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} ({', '.join(FAMILIES)})")
-    return family.build(name, spec, {k: v for k, v in (defaults or {}).items() if v is not None})
+    if family.params is not None:
+        accepted = [family.target, *(p for p in family.params if p != family.target)]
+        for key in spec:
+            if key != "type" and key not in accepted:
+                close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise UnknownEncoderError(f"encoder {name!r}: {kind} has no parameter {key!r}.{hint} "
+                                          f"It accepts: {', '.join(accepted)}")
+    for key in (family.target, "tokenizer"):
+        value = spec.get(key)
+        if isinstance(value, str):
+            check_local_path(value, f"encoder {name!r} ({key})")
+    return family
+
+
+def build(name: str, spec: EncoderSpec, defaults: Defaults | None = None) -> Encoder:
+    """Instantiate an encoder from a spec dict ``{"type": ..., **params}``."""
+    family = check_spec(name, spec)
+    params = {k: v for k, v in spec.items() if k != "type"}
+    return family.build(name, params, {k: v for k, v in (defaults or {}).items() if v is not None})  # type: ignore[arg-type]
 
 
 def parse_adhoc(spec: str) -> EncoderSpec | None:
@@ -265,6 +297,14 @@ def manifest_spec(folder: Path, manifest: RunManifest) -> EncoderSpec:
         if key in spec and not Path(spec[key]).is_absolute():
             spec[key] = str((folder / spec[key]).resolve())
     return spec
+
+
+def _refuse_cycle(name: str, chain: tuple[str, ...], config_file: Path | None) -> None:
+    """A config entry met again while resolving itself: a cycle, named link by link."""
+    if name in chain:
+        loop = " -> ".join([*chain[chain.index(name):], name])
+        raise UnknownEncoderError(f"encoder {name!r} in {config_file or 'benchharness.toml'} refers to itself via "
+                                  f"{loop}; point one of these entries at a model spec instead")
 
 
 def registered_runs(runs_dir: Path) -> dict[str, Path]:
@@ -300,31 +340,35 @@ class Registry:
         """The spec dict behind a single (uncomposed) name."""
         return self._resolve(name)[0]
 
-    def _resolve(self, name: str) -> tuple[EncoderSpec, RunManifest | None]:
-        """The spec behind a single name, and the run manifest it comes from (None if not a run)."""
+    def _resolve(self, name: str, chain: tuple[str, ...] = ()
+                 ) -> tuple[EncoderSpec, RunManifest | None, tuple[str, ...]]:
+        """The spec behind a single name, the run manifest it comes from (None if not a run), and
+        the config entries followed to get there. ``chain`` holds those followed before, to refuse
+        an entry that refers to itself (a cycle would otherwise recurse without end)."""
         if name in BUILTINS:
-            return dict(BUILTINS[name].spec), None
+            return dict(BUILTINS[name].spec), None, chain
         if name in self.config.encoders:
+            _refuse_cycle(name, chain, self.config.file)
             entry = dict(self.config.encoders[name])
             if "spec" in entry:
                 if len(split_composition(entry["spec"])) > 1:
-                    return {"type": COMPOSE, "spec": entry["spec"]}, None
-                return self._resolve(entry["spec"])
+                    return {"type": COMPOSE, "spec": entry["spec"]}, None, (*chain, name)
+                return self._resolve(entry["spec"], (*chain, name))
             entry.pop("description", None)
-            return entry, None  # type: ignore[return-value]
+            return entry, None, (*chain, name)  # type: ignore[return-value]
         folder = Path(name).expanduser()
         if not (folder / MANIFEST).is_file():
             folder = registered_runs(self.config.runs_dir).get(name)
         if folder is not None:
             manifest = read_manifest(folder)
-            return manifest_spec(folder, manifest), manifest
+            return manifest_spec(folder, manifest), manifest, chain
         for catalogue in CATALOGUES.values():
             spec = catalogue.resolve(name)
             if spec is not None:
-                return spec, None
+                return spec, None, chain
         adhoc = parse_adhoc(name)
         if adhoc is not None:
-            return adhoc, None
+            return adhoc, None, chain
         close = difflib.get_close_matches(name, self.known_names(), n=5, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise UnknownEncoderError(
@@ -337,12 +381,24 @@ class Registry:
         """A registered name may itself contain ``+`` (``minilm-l6+repal-tuned``)."""
         return name in self.config.encoders or name in registered_runs(self.config.runs_dir)
 
-    def get(self, name: str) -> Encoder:
+    def check(self, name: str, _chain: tuple[str, ...] = ()) -> None:
+        """Everything ``get`` would refuse, found without loading a model: unknown names, spec keys
+        and post-processors or their parameters, missing local folders, config cycles."""
+        parts = [name] if self._registered_whole(name) else split_composition(name)
+        spec, _, chain = self._resolve(parts[0], _chain)
+        if spec["type"] == COMPOSE:
+            self.check(spec["spec"], chain)
+        else:
+            check_spec(parts[0], spec)
+        for part in parts[1:]:
+            self._stage(name, part)
+
+    def get(self, name: str, _chain: tuple[str, ...] = ()) -> Encoder:
         parts = [name] if self._registered_whole(name) else split_composition(name)
         base_name = parts[0]
-        spec, manifest = self._resolve(base_name)
+        spec, manifest, chain = self._resolve(base_name, _chain)
         if spec["type"] == COMPOSE:  # a registered chain: its stages are wrapped as they are built
-            encoder = self.get(spec["spec"])
+            encoder = self.get(spec["spec"], chain)
             prefix = spec["spec"]
         else:
             built = build(base_name, spec, self.defaults)
@@ -351,28 +407,36 @@ class Registry:
             encoder = self.wrap(built)
             prefix = base_name
         for part in parts[1:]:
-            m = re.fullmatch(r"([\w-]+)(?:\((.*)\))?", part)
-            if not m or m.group(1) not in POSTPROCESSORS:
-                post = m.group(1) if m else part
-                close = difflib.get_close_matches(post, list(POSTPROCESSORS), n=3, cutoff=0.4)
-                hint = f" Did you mean: {', '.join(close)}?" if close else ""
-                raise UnknownEncoderError(
-                    f"unknown post-processor {post!r} in {name!r}.{hint} "
-                    f"Available: {', '.join(sorted(POSTPROCESSORS)) or 'none'}"
-                )
+            factory, params = self._stage(name, part)
             prefix = f"{prefix}+{part}"
-            params = parse_params(m.group(2) or "", ",")
-            factory = POSTPROCESSORS[m.group(1)]
-            signature = inspect.signature(factory).parameters
-            accepted = [p for p in list(signature)[1:] if p not in ("name", "data_dir")]
-            unknown = sorted(set(params) - set(accepted))
-            if unknown and not any(p.kind is p.VAR_KEYWORD for p in signature.values()):
-                raise UnknownEncoderError(f"post-processor {m.group(1)!r} in {name!r} has no parameter "
-                                          f"{', '.join(unknown)}; it takes: {', '.join(accepted) or 'none'}")
-            if "data_dir" in signature:  # fit corpora live under the data root
+            if "data_dir" in inspect.signature(factory).parameters:  # fit corpora live under the data root
                 params["data_dir"] = self.defaults.get("data_dir")
             encoder = self.wrap(factory(encoder, name=prefix, **params))
         return encoder
+
+    @staticmethod
+    def _stage(name: str, part: str) -> tuple[Callable[..., Encoder], dict[str, Any]]:
+        """The post-processor factory and parameters of one ``post(k=v,...)`` stage of ``name``."""
+        m = re.fullmatch(r"([\w-]+)(?:\((.*)\))?", part)
+        if not m or m.group(1) not in POSTPROCESSORS:
+            post = m.group(1) if m else part
+            close = difflib.get_close_matches(post, list(POSTPROCESSORS), n=3, cutoff=0.4)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise UnknownEncoderError(
+                f"unknown post-processor {post!r} in {name!r}.{hint} "
+                f"Available: {', '.join(sorted(POSTPROCESSORS)) or 'none'}"
+            )
+        params = parse_params(m.group(2) or "", ",")
+        factory = POSTPROCESSORS[m.group(1)]
+        signature = inspect.signature(factory).parameters
+        accepted = [p for p in list(signature)[1:] if p not in ("name", "data_dir")]
+        unknown = sorted(set(params) - set(accepted))
+        if unknown and not any(p.kind is p.VAR_KEYWORD for p in signature.values()):
+            close = difflib.get_close_matches(unknown[0], accepted, n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise UnknownEncoderError(f"post-processor {m.group(1)!r} in {name!r} has no parameter "
+                                      f"{', '.join(unknown)}.{hint} It takes: {', '.join(accepted) or 'none'}")
+        return factory, params
 
     def describe(self) -> list[dict[str, str]]:
         """Rows for ``benchharness list encoders``: every name with its source and settings."""

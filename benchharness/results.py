@@ -16,9 +16,10 @@ in that key (and version 2 files never hold NaN, which is not JSON), so both loa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any, Iterator, TypedDict
 
@@ -59,9 +60,24 @@ class Timings(TypedDict, total=False):
     peak_rss_mb: float
 
 
+#: longest folder name ``slug`` returns (well under the 255 bytes file systems allow)
+SLUG_MAX = 150
+
+
 def slug(name: str) -> str:
-    """A file-system-safe folder name for an encoder name or spec."""
-    return re.sub(r"[^A-Za-z0-9._+=,()-]+", "_", name).strip("_")[:150] or "encoder"
+    """A file-system-safe folder name for an encoder name or spec.
+
+    A name whose slug would be longer than ``SLUG_MAX`` keeps a prefix and gets a short hash of the
+    whole name, so that two long names differing only at the end do not share a folder; shorter
+    names (every folder committed so far) map exactly as before. The mapping is still lossy
+    (``hf:a/b`` and ``hf_a_b`` share a folder), which is why ``ResultStore.load`` checks the stored
+    ``encoder`` field.
+    """
+    safe = re.sub(r"[^A-Za-z0-9._+=,()-]+", "_", name).strip("_") or "encoder"
+    if len(safe) <= SLUG_MAX:
+        return safe
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    return f"{safe[: SLUG_MAX - len(digest) - 1]}-{digest}"
 
 
 @dataclass
@@ -79,6 +95,9 @@ class Result:
     timings: Timings
     versions: dict[str, str | None]
     date: str
+    #: counts about the vectors the task scored (``zero_vectors``: sentences encoded as all zeros,
+    #: e.g. every word out of vocabulary); descriptive, outside the fingerprint; None in older files
+    embedding_stats: dict[str, int] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,8 +120,17 @@ class ResultStore:
         return self.root / slug(encoder) / f"{task}.json"
 
     def load(self, encoder: str, task: str) -> Result | None:
+        """The stored result of ``encoder`` on ``task``, or None. A file there that holds another
+        encoder's result (folder names are lossy) raises ``ResultMismatchError``."""
         p = self.path(encoder, task)
-        return read_result(p) if p.exists() else None
+        if not p.exists():
+            return None
+        result = read_result(p)
+        if result.encoder != encoder or result.task != task:
+            raise ResultMismatchError(f"{p} holds the result of encoder {result.encoder!r} on {result.task!r}, "
+                                      f"not {encoder!r} on {task!r} (their folder names coincide); it is "
+                                      "treated as not stored")
+        return result
 
     def save(self, result: Result) -> Path:
         """Write atomically (``benchharness.atomic``): a reader never sees half a file."""
@@ -115,14 +143,46 @@ class ResultStore:
             yield read_result(p)
 
 
+class ResultMismatchError(ValueError):
+    """A result file in the place of another encoder's or task's result."""
+
+
+#: the JSON type each key of a result file must have; scores may be any number, counts integers
+_NUMBER = (int, float)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "encoder": (str,), "task": (str,), "main_score": _NUMBER, "main_metric": (str,), "metrics": (dict,),
+    "protocol": (dict,), "encoder_identity": (dict,), "encoder_metadata": (dict,), "data": (dict,),
+    "seed": (int,), "timings": (dict,), "versions": (dict,), "date": (str,), "embedding_stats": (dict, type(None)),
+    "schema_version": (int,),
+}
+
+
 def read_result(path: Path) -> Result:
+    """Load one result file; anything that is not a result (bad JSON, missing or unknown keys, a
+    value of the wrong type) raises ``ValueError`` naming the file and the key."""
     try:
         raw = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}:{exc.lineno}: corrupt result file ({exc.msg}); delete it to recompute") from None
-    if isinstance(raw, dict):
-        raw.setdefault("schema_version", 1)  # files from before the key existed
-    try:
-        return Result(**raw)
-    except TypeError as exc:
-        raise ValueError(f"{path}: not a benchharness result ({exc})") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise ValueError(f"{path}: unreadable result file ({exc}); delete it to recompute") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: not a benchharness result (a JSON {type(raw).__name__}, expected an object); "
+                         "delete it to recompute")
+    raw.setdefault("schema_version", 1)  # files from before the key existed
+    names = {f.name for f in fields(Result)}
+    unknown = sorted(set(raw) - names)
+    missing = sorted(f.name for f in fields(Result) if f.name not in raw and f.default is MISSING)
+    if unknown or missing:
+        what = "; ".join(filter(None, [unknown and f"unknown keys {', '.join(unknown)}",
+                                       missing and f"missing keys {', '.join(missing)}"]))
+        raise ValueError(f"{path}: not a benchharness result ({what}); delete it to recompute")
+    for key, types in _FIELD_TYPES.items():
+        value = raw.get(key)
+        if key in raw and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
+            expected = "number" if types == _NUMBER else " or ".join(
+                "null" if t is type(None) else {"str": "string", "dict": "object", "int": "integer"}[t.__name__]
+                for t in types)
+            raise ValueError(f"{path}: key {key!r} is {json.dumps(value)[:60]}, expected {expected}; "
+                             "the file is damaged: delete it to recompute")
+    return Result(**raw)

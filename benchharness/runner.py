@@ -7,7 +7,9 @@ Encoders and tasks are handed in by name resolvers (``get_encoder``, ``get_task`
 
 Failures are contained: an encoder that cannot be built, a task whose data is missing, a task
 whose evaluation raises, or a result that cannot be stored (a NaN metric is not JSON) is reported
-in the summary while everything else finishes and is saved.
+in the summary while everything else finishes and is saved. An encoder that returns a NaN or
+infinite vector fails every task of its pass before any evaluates: a score computed from such
+vectors is meaningless, however plausible it looks.
 """
 
 from __future__ import annotations
@@ -66,6 +68,26 @@ def unique_sentences(loaded: list[Task]) -> list[str]:
     return list(dict.fromkeys(s for t in loaded for s in t.sentences()))
 
 
+def non_finite_message(encoder: str, sentences: list[str], vectors: np.ndarray) -> str | None:
+    """Why these vectors cannot be scored (rows holding NaN or inf), or None when all are finite."""
+    if vectors.ndim != 2 or len(vectors) != len(sentences):
+        return f"encoder {encoder!r} returned an array of shape {vectors.shape} for {len(sentences):,} sentences"
+    bad = ~np.isfinite(vectors).all(axis=1)
+    if not bad.any():
+        return None
+    first = sentences[int(np.argmax(bad))]
+    return (f"encoder {encoder!r} returned {int(bad.sum()):,} non-finite vectors (NaN or inf) of {len(sentences):,} "
+            f"(first: {first[:60]!r}); nothing was scored or stored. Check the model's weights and its "
+            "precision (fp16 overflows), or its input handling for such sentences")
+
+
+def zero_vectors(embeddings: EmbeddingStore, task: Task) -> int:
+    """How many of the task's sentences are encoded as all-zero vectors (e.g. every word out of a
+    word-vector vocabulary): cosine similarity is undefined for them, so the result reports them."""
+    sentences = list(dict.fromkeys(task.sentences()))
+    return int((~embeddings.embed(sentences).any(axis=1)).sum()) if sentences else 0
+
+
 def run(
     encoder_names: list[str],
     task_names: list[str],
@@ -106,7 +128,7 @@ def run(
             continue
         todo: list[Task] = []
         for name, task in tasks.items():
-            stored = _stored(store, enc_name, name)
+            stored = _stored(store, enc_name, name, log)
             if stored is not None and overwrite != "always":
                 current = fingerprint(identity, digests[name], _protocol(task))
                 fresh = stored.fingerprint() == current
@@ -131,6 +153,13 @@ def run(
             log(f"[{enc_name}] encoding failed: {exc}\n{traceback.format_exc()}")
             continue
         encode_seconds = time.perf_counter() - t0
+        vectors = np.asarray(vectors)
+        problem = non_finite_message(enc_name, sentences, vectors)
+        if problem is not None:
+            for task in todo:
+                summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=problem))
+            log(f"[{enc_name}] {problem}")
+            continue
         newly_encoded = (len(sentences) if encoded_before is None
                          else getattr(encoder, "encoded") - encoded_before)
         embeddings = EmbeddingStore(sentences, vectors)
@@ -144,6 +173,7 @@ def run(
                 summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"evaluation: {exc}"))
                 log(f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
                 continue
+            zeros = zero_vectors(embeddings, task)
             result = Result(
                 encoder=enc_name,
                 task=task.name,
@@ -164,6 +194,7 @@ def run(
                          "peak_rss_mb": round(peak_rss_mib(), 1)},
                 versions=run_versions,
                 date=now(),
+                embedding_stats={"zero_vectors": zeros},
             )
             try:
                 store.save(result)
@@ -171,8 +202,10 @@ def run(
                 summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"storing: {exc}"))
                 log(f"[{enc_name}/{task.name}] cannot store the result: {exc}")
                 continue
-            summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score))
-            log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}")
+            note = f"{zeros:,} zero vectors" if zeros else ""
+            summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score, note))
+            log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}"
+                + (f" ({note}: sentences the encoder could not represent)" if note else ""))
     return summary
 
 
@@ -182,8 +215,11 @@ def _protocol(task: Task) -> ProtocolRecord:
             **meta.protocol_details}
 
 
-def _stored(store: ResultStore, encoder: str, task: str) -> Result | None:
+def _stored(store: ResultStore, encoder: str, task: str, log: Callable[[str], None]) -> Result | None:
+    """The stored result, or None; a damaged file, or another encoder's, is recomputed and replaced
+    (with a warning naming it) rather than ending the run."""
     try:
         return store.load(encoder, task)
-    except ValueError:
-        return None  # a corrupt stored file is recomputed and replaced
+    except ValueError as exc:
+        log(f"[{encoder}/{task}] warning: {exc}; recomputing")
+        return None

@@ -96,7 +96,7 @@ def glove_file(data_dir: Path) -> Path:
     return data_dir / "glove/glove.6B.50d.subset.txt.gz"
 
 
-@register_family("glove", target="file")
+@register_family("glove", target="file", accepts=("lowercase",))
 def build(name: str, spec: EncoderSpec, defaults: Defaults) -> WordVectorAverage:
     params = dict(spec)
     path = params.pop("file")

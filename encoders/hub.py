@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from benchharness.local_paths import check_local_path
+
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -38,6 +40,7 @@ def resolve(name_or_path: str) -> ModelSource:
     p = Path(name_or_path).expanduser()
     if p.is_dir():
         return ModelSource(name_or_path, p.resolve(), None)
+    check_local_path(name_or_path, "model")  # a missing folder, not a hub id: say so
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 

@@ -168,7 +168,7 @@ class HFEncoder(Encoder):
         }
 
 
-@register_family("hf", usage="hf:<model>?pooling=" + "|".join(POOLINGS)
+@register_family("hf", accepts=HFEncoder, usage="hf:<model>?pooling=" + "|".join(POOLINGS)
                  + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16")
 def build(name: str, spec: EncoderSpec, defaults: Defaults) -> HFEncoder:
     allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}

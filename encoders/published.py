@@ -239,5 +239,5 @@ def _rows() -> list[dict[str, str]]:
              "description": c.description} for c in CATALOGUE]
 
 
-register_family("st-archive", target="url", usage="st-archive:<url>?pooling=...")(build_archive)
+register_family("st-archive", target="url", accepts=HFEncoder, usage="st-archive:<url>?pooling=...")(build_archive)
 register_catalogue("published", published_spec, _rows)

@@ -90,7 +90,7 @@ class SentenceTransformerEncoder(Encoder):
         }
 
 
-@register_family("st")
+@register_family("st", accepts=SentenceTransformerEncoder)
 def build(name: str, spec: EncoderSpec, defaults: Defaults) -> SentenceTransformerEncoder:
     allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
     return SentenceTransformerEncoder(name, **{**allowed, **spec})

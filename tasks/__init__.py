@@ -22,6 +22,10 @@ GROUPS: dict[str, list[str]] = {
     "sts": ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"],
 }
 
+#: other spellings of task names: the leaderboard's column headers and the published tables' keys
+ALIASES: dict[str, str] = {"STS-B": "STSBenchmark", "STSB": "STSBenchmark", "SICK-R": "SICKRelatedness",
+                           "SICKR": "SICKRelatedness"}
+
 
 class UnknownTaskError(KeyError):
     def __str__(self) -> str:
@@ -42,6 +46,7 @@ def resolve(selection: str | list[str]) -> list[str]:
     for item in (i.strip() for i in items):
         if not item:
             continue
+        item = ALIASES.get(item, ALIASES.get(item.upper(), item))
         if item in GROUPS:
             expanded = GROUPS[item]
         elif item in FACTORIES:

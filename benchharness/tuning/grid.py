@@ -21,6 +21,7 @@ import numpy as np
 from benchharness.atomic import write_json
 from benchharness.data import DataRoot
 from benchharness.dev_eval import DEV_TASK
+from benchharness.flag_types import positive_int
 from benchharness.provenance import now
 from benchharness.registry import COMPOSE, MANIFEST, Registry, RunManifest
 from benchharness.runner import DEFAULT_SEED, EmbeddingStore
@@ -49,7 +50,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                              "sts-unlabeled holds unlabeled test sentences: transductive)")
     parser.add_argument("--name", help="name to register the tuned encoder under (default <encoder>+<post>-tuned)")
     parser.add_argument("--device")
-    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--batch-size", type=positive_int)
     parser.add_argument("--data-dir")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
     parser.add_argument("--no-verify", action="store_true", help="do not check data files against pinned sha256")

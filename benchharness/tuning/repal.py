@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from benchharness.flag_types import positive_int
 from benchharness.tuning import grid as tuning
 
 HELP = "grid over RepAL's l1, l2 on STS-B dev; registers the best as <encoder>+repal-tuned"
@@ -18,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tuning.add_common(parser)
     parser.add_argument("--l1", default="0:1:0.05", help="l1 values: start:stop:step or a comma list (default 0:1:0.05)")
     parser.add_argument("--l2", default="0:4:0.2", help="l2 values: start:stop:step or a comma list (default 0:4:0.2)")
-    parser.add_argument("--keywords", type=int, default=20, help="words masked per sentence (default 20, Jieba's topK)")
+    parser.add_argument("--keywords", type=positive_int, default=20, help="words masked per sentence (default 20, Jieba's topK)")
     parser.add_argument("--tfidf", default=tuning.DEFAULT_FIT, help="corpus of the IDF statistics (default train-splits)")
 
 

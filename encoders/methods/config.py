@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.devices import PRECISIONS
+from benchharness.flag_types import fraction, non_negative_float, non_negative_int, positive_float, positive_int
 from encoders.pooling import POOLINGS
+
+
+#: fields that must be integers >= 1 when set (``max_steps=0`` would train nothing, ``limit=0``
+#: would silently mean "no limit"); ``eval_every=0`` is turned into None ("no dev") by the flags
+POSITIVE_INTS = ("batch_size", "max_length", "epochs", "max_steps", "limit", "eval_every", "patience",
+                 "eval_max_length", "eval_batch_size", "checkpoint_every", "log_every", "threads", "stop_after")
+POSITIVE_FLOATS = ("lr", "adam_eps", "grad_clip")
 
 
 @dataclass
@@ -58,11 +66,20 @@ class TrainConfig:
             raise ValueError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
         if self.eval_pooling is not None and self.eval_pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {self.eval_pooling!r}; choose one of {', '.join(POOLINGS)}")
-        for key in ("batch_size", "max_length", "epochs"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
+        for key in POSITIVE_INTS:  # None = unset where the field allows it
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        for key in POSITIVE_FLOATS:
+            value = getattr(self, key)
+            if value is not None and not (isinstance(value, (int, float)) and 0 < value < float("inf")):
+                raise ValueError(f"{key} must be a positive number, got {value!r}")
+        if not 0.0 <= self.weight_decay < float("inf"):
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
 
     @property
     def wants_dev(self) -> bool:
@@ -89,24 +106,24 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
         g.add_argument("--preset", choices=sorted(presets), default=default_preset,
                        help=f"hyper-parameter preset (default {default_preset}); explicit flags override it")
     g.add_argument("--data", help="training data (default: the method's; see `benchharness train <method> -h`)")
-    g.add_argument("--max-length", type=int, help="max tokens per training sentence")
-    g.add_argument("--batch-size", type=int)
-    g.add_argument("--lr", type=float, help="peak learning rate (AdamW)")
-    g.add_argument("--weight-decay", type=float)
-    g.add_argument("--epochs", type=int)
-    g.add_argument("--max-steps", type=int, help="total optimizer steps (overrides --epochs)")
-    g.add_argument("--warmup-ratio", type=float, help="fraction of steps of linear warmup")
-    g.add_argument("--grad-clip", type=float, help="max gradient norm (default: none)")
-    g.add_argument("--limit", type=int, help="train on the first N examples only")
-    g.add_argument("--eval-every", type=int, help="steps between STS-B dev evaluations (0 = none: keep final)")
-    g.add_argument("--patience", type=int, help="early stop after N evaluations without dev improvement")
+    g.add_argument("--max-length", type=positive_int, help="max tokens per training sentence")
+    g.add_argument("--batch-size", type=positive_int)
+    g.add_argument("--lr", type=positive_float, help="peak learning rate (AdamW)")
+    g.add_argument("--weight-decay", type=non_negative_float)
+    g.add_argument("--epochs", type=positive_int)
+    g.add_argument("--max-steps", type=positive_int, help="total optimizer steps (overrides --epochs)")
+    g.add_argument("--warmup-ratio", type=fraction, help="fraction of steps of linear warmup")
+    g.add_argument("--grad-clip", type=positive_float, help="max gradient norm (default: none)")
+    g.add_argument("--limit", type=positive_int, help="train on the first N examples only")
+    g.add_argument("--eval-every", type=non_negative_int, help="steps between STS-B dev evaluations (0 = none: keep final)")
+    g.add_argument("--patience", type=positive_int, help="early stop after N evaluations without dev improvement")
     g.add_argument("--eval-pooling", choices=POOLINGS, help="pooling at evaluation (default: the method's)")
-    g.add_argument("--eval-max-length", type=int, help="truncation at evaluation, recorded in the manifest")
-    g.add_argument("--seed", type=int)
+    g.add_argument("--eval-max-length", type=positive_int, help="truncation at evaluation, recorded in the manifest")
+    g.add_argument("--seed", type=non_negative_int)
     g.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
     g.add_argument("--precision", choices=PRECISIONS, help="fp16/bf16 mixed precision (CUDA only)")
-    g.add_argument("--threads", type=int, help="torch CPU threads")
-    g.add_argument("--stop-after", type=int, help="stop this invocation after step N (resumable)")
+    g.add_argument("--threads", type=positive_int, help="torch CPU threads")
+    g.add_argument("--stop-after", type=positive_int, help="stop this invocation after step N (resumable)")
     g.add_argument("--keep-checkpoint", action="store_true", default=None, help="keep the resumable checkpoint")
     g.add_argument("--overwrite", action="store_true", default=None, help="discard what --out holds and retrain")
     g.add_argument("--quiet", action="store_true", help="no progress bar")

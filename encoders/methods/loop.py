@@ -35,8 +35,8 @@ from benchharness.devices import autocast, check_precision, pick_device
 from benchharness.seeding import seed_everything
 from encoders import hub
 from encoders.methods.base_model import base_folder
-from encoders.methods.checkpoint import (load_checkpoint, prepare_out, remove_checkpoint, save_checkpoint,
-                                         save_encoder)
+from encoders.methods.checkpoint import (MODEL_DIR, load_checkpoint, prepare_out, remove_checkpoint,
+                                         save_checkpoint, save_encoder)
 from encoders.methods.config import TrainConfig
 from encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
 from encoders.methods.method import TrainingMethod
@@ -242,6 +242,9 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
         if dev is not None:
             state["dev_curve"].append([state["step"], dev(method.encoder)])
             _log(metrics_path, {"step": state["step"], "dev_spearman": state["dev_curve"][-1][1]})
+    if state["step"] == 0 or not (out / MODEL_DIR).is_dir():  # a manifest makes the folder an encoder
+        raise RuntimeError(f"{out}: the run trained {state['step']} steps and saved no model in {out / MODEL_DIR}; "
+                           "it is not registered (no manifest.json written)")
     manifest = build_manifest(method, config, state, data, base_source or hub.resolve(base_folder(config.base)),
                               pooling, steps, warmup, device, precision, dev_task)
     write_manifest(out, manifest)

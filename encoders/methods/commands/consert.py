@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from benchharness.flag_types import fraction, non_negative_float, positive_float
 from benchharness.seeding import seed_everything
 from encoders.methods.base_model import load_base
-from encoders.methods.commands.launch import DevFactory, report, train_with_dev
+from encoders.methods.commands.launch import DevFactory, preflight, report, train_with_dev
 from encoders.methods.config import add_training_arguments, config_from_options, resolve_options
 from encoders.methods.consert import AUGMENTATIONS, OBJECTIVES, PRESETS, ConSERT
 from encoders.methods.data import load_nli, load_sentences
@@ -24,11 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--objective", choices=OBJECTIVES, help="unsup (sentences), sup or joint (NLI pairs; --data a "
                    "SNLI/MNLI .jsonl, SimCSE .csv or senteval-snli:<split>)")
     g.add_argument("--view1", choices=AUGMENTATIONS)
-    g.add_argument("--rate1", type=float, help="cutoff/dropout rate of view 1 (default: the paper's)")
+    g.add_argument("--rate1", type=fraction, help="cutoff/dropout rate of view 1 (default: the paper's)")
     g.add_argument("--view2", choices=AUGMENTATIONS)
-    g.add_argument("--rate2", type=float)
-    g.add_argument("--temperature", type=float, help="NT-Xent temperature (paper: 0.1)")
-    g.add_argument("--cl-rate", type=float, help="weight of the contrastive loss (paper: 0.15)")
+    g.add_argument("--rate2", type=fraction)
+    g.add_argument("--temperature", type=positive_float, help="NT-Xent temperature (paper: 0.1)")
+    g.add_argument("--cl-rate", type=non_negative_float, help="weight of the contrastive loss (paper: 0.15)")
     g.add_argument("--no-dropout", action="store_true", default=None, help="turn off the encoder's dropout")
     g.add_argument("--dropout", dest="no_dropout", action="store_false", default=None, help="keep the encoder's dropout")
     g.add_argument("--max-square", action="store_true", default=None,
@@ -55,6 +56,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     if config.limit:
         examples = examples[: config.limit]
         data["limit"] = config.limit
+    preflight(config, len(examples))
     seed_everything(config.seed)  # training-only heads are drawn at construction
     encoder, tokenizer, source = load_base(config.base)
     method = ConSERT(encoder, tokenizer, objective=opts["objective"], view1=opts["view1"], rate1=opts.get("rate1"),

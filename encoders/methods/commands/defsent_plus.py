@@ -14,9 +14,10 @@ import torch
 
 from benchharness.data import DataRoot
 from benchharness.devices import check_precision, pick_device
+from benchharness.flag_types import non_negative_int, positive_float, positive_int
 from benchharness.seeding import seed_everything
 from encoders.methods.base_model import load_base
-from encoders.methods.commands.launch import DevFactory, train_with_dev
+from encoders.methods.commands.launch import DevFactory, preflight, train_with_dev
 from encoders.methods.config import TrainConfig, add_training_arguments, config_from_options, resolve_options
 from encoders.methods.defsent_plus import DEFAULTS, TRAINING_POOLINGS, DefSentPlus, prepare_pooler, round_lrs
 from encoders.methods.dictionary import Dictionary, format_statistics, merge, read_source, statistics, subsample
@@ -29,6 +30,15 @@ HELP = "DefSent+: definitions classified into frozen entry embeddings, progressi
 FIXED_BY_PROTOCOL = ("epochs", "max_steps", "warmup_ratio", "eval_every", "patience", "limit")
 
 
+def _learning_rates(text: str) -> str:
+    """``--round-lrs``: a comma list of positive numbers (kept as text; ``round_lrs`` expands it)."""
+    for value in (v.strip() for v in text.split(",")):
+        if not value:
+            raise argparse.ArgumentTypeError(f"empty value in {text!r}; expected e.g. 5e-5,4e-5,3e-5")
+        positive_float(value)
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_training_arguments(parser)
     g = parser.add_argument_group("DefSent+")
@@ -36,20 +46,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="comma list of sources merged into one dictionary: wordnet, oxford-train, oxford-valid, "
                         "oxford-test (the data root's oxford/<split>.txt; train is not shipped here), or a path "
                         "to an 'entry<TAB>definition' file (default: %(default)s)")
-    g.add_argument("--max-entries", type=int, help="train on a seeded sample of this many entries")
-    g.add_argument("--min-definitions", type=int, default=1, help="keep entries with at least N definitions")
+    g.add_argument("--max-entries", type=positive_int, help="train on a seeded sample of this many entries")
+    g.add_argument("--min-definitions", type=positive_int, default=1, help="keep entries with at least N definitions")
     g.add_argument("--single-word", action="store_true", help="keep single-word entries only")
-    g.add_argument("--subset-seed", type=int, default=42, help="seed of the --max-entries sample")
-    g.add_argument("--rounds", type=int, default=3, help="PST rounds (default 3, the paper's for raw BERT)")
-    g.add_argument("--round-lrs", help="comma list of per-round learning rates (default: --lr for every "
+    g.add_argument("--subset-seed", type=non_negative_int, default=42, help="seed of the --max-entries sample")
+    g.add_argument("--rounds", type=positive_int, default=3, help="PST rounds (default 3, the paper's for raw BERT)")
+    g.add_argument("--round-lrs", type=_learning_rates, help="comma list of per-round learning rates (default: --lr for every "
                                        "round, else the paper's BERT-base 5e-5,4e-5,3e-5)")
     g.add_argument("--training-pooling", choices=TRAINING_POOLINGS, default="cls",
                    help="pooler over [CLS] or over the mean during training (default cls)")
     g.add_argument("--entry-type", choices=ENTRY_TYPES, default="amp",
                    help="entry embeddings: ac (average CLS) or amp (average mean pooling; default)")
     g.add_argument("--ica-rounds", help="comma list of rounds that train against the ICA-transformed space")
-    g.add_argument("--ica-max-iter", type=int, default=1000)
-    g.add_argument("--entry-batch-size", type=int, default=128, help="batch size of the entry-embedding passes")
+    g.add_argument("--ica-max-iter", type=positive_int, default=1000)
+    g.add_argument("--entry-batch-size", type=positive_int, default=128, help="batch size of the entry-embedding passes")
     g.add_argument("--no-final-space", action="store_true",
                    help="skip building and plotting the last round's own entry space")
     g.add_argument("--dev", action="store_true", help="record STS-B dev Spearman before and after each round")
@@ -57,17 +67,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_rounds(spec: str | None, rounds: int) -> set[int]:
-    chosen = {int(v) for v in (spec or "").split(",") if v.strip()}
+    try:
+        chosen = {int(v) for v in (spec or "").split(",") if v.strip()}
+    except ValueError:
+        raise ValueError(f"--ica-rounds {spec!r}: expected a comma list of round numbers, e.g. 2,3") from None
     bad = sorted(r for r in chosen if not 1 <= r <= rounds)
     if bad:
         raise ValueError(f"--ica-rounds {bad} outside 1..{rounds}")
     return chosen
 
 
-def _dictionary(args: argparse.Namespace, tokenizer: Any, data_root: Path) -> tuple[Dictionary, dict[str, Any]]:
-    """Load, merge and subset the dictionary; print and return Table-1-like statistics."""
+def _read_sources(args: argparse.Namespace, data_root: Path) -> list[Dictionary]:
+    """The ``--dictionary`` sources, read before any model loads so that a missing file fails first."""
     specs = [s.strip() for s in args.dictionary.split(",") if s.strip()]
-    parts = [read_source(spec, data_root) for spec in specs]
+    if not specs:
+        raise ValueError(f"--dictionary {args.dictionary!r} names no source; use e.g. wordnet,oxford-valid")
+    return [read_source(spec, data_root) for spec in specs]
+
+
+def _dictionary(args: argparse.Namespace, parts: list[Dictionary], tokenizer: Any,
+                data_root: Path) -> tuple[Dictionary, dict[str, Any]]:
+    """Merge and subset the dictionary; print and return Table-1-like statistics."""
     full = merge(*parts) if len(parts) > 1 else parts[0]
 
     def count(texts: list[str]) -> list[int]:
@@ -106,10 +126,12 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     device = pick_device(base_config.device)
     precision = check_precision(base_config.precision, device)
     data_root = DataRoot(getattr(args, "data_dir", None)).root
+    sources = _read_sources(args, data_root)
+    preflight(base_config)
 
     seed_everything(base_config.seed)
     encoder, tokenizer, source = load_base(base_config.base)
-    dictionary, data = _dictionary(args, tokenizer, data_root)
+    dictionary, data = _dictionary(args, sources, tokenizer, data_root)
     if args.stats_only:
         return 0
     texts, labels = dictionary.pairs()

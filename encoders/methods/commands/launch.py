@@ -12,9 +12,12 @@ from typing import Any, Callable, Protocol, Sequence
 
 from torch import nn
 
+from benchharness.devices import check_precision, pick_device
+from benchharness.local_paths import check_local_path
 from encoders import hub
+from encoders.methods.base_model import base_folder
 from encoders.methods.config import TrainConfig
-from encoders.methods.loop import TrainResult, train
+from encoders.methods.loop import TrainResult, total_steps, train
 from encoders.methods.method import TrainingMethod
 
 
@@ -28,6 +31,16 @@ class DevEvaluation(Protocol):
 
 #: builds the dev evaluation of a run from its method (tokenizer, pooling) and config
 DevFactory = Callable[[TrainingMethod, TrainConfig], DevEvaluation]
+
+
+def preflight(config: TrainConfig, n_examples: int | None = None) -> None:
+    """Refuse now what the loop would refuse only after the base model has loaded (and a step-0
+    dev evaluation has run): a device or precision this machine lacks, a ``--base`` folder that
+    does not exist, too few examples for one batch."""
+    check_precision(config.precision, pick_device(config.device))
+    check_local_path(base_folder(config.base), "--base")
+    if n_examples is not None:
+        total_steps(n_examples, config)
 
 
 def train_with_dev(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, data: dict[str, Any],

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.data import DataRoot
+from benchharness.flag_types import fraction, non_negative_float, positive_float, positive_int, probability
 from encoders.methods.base_model import load_base
-from encoders.methods.commands.launch import DevFactory, report, train_with_dev
+from encoders.methods.commands.launch import DevFactory, preflight, report, train_with_dev
 from encoders.methods.config import add_training_arguments, config_from_options, resolve_options
 from encoders.methods.data import load_nli, load_sentences
 from encoders.methods.eda import AUGMENTATIONS
@@ -22,22 +23,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("PaSeR")
     g.add_argument("--pooling", choices=TRAIN_POOLINGS, help="training pooling (paper: cls_before_pooler); "
                    "evaluation uses it too unless --eval-pooling is given")
-    g.add_argument("--top-k", type=int, help="RAKE phrases masked per sentence (paper: 3)")
+    g.add_argument("--top-k", type=positive_int, help="RAKE phrases masked per sentence (paper: 3)")
     g.add_argument("--augment", choices=AUGMENTATIONS, help="EDA augmentation (paper: sr = synonym replacement)")
-    g.add_argument("--augment-ratio", type=float, help="EDA ratio alpha (official data: 0.5)")
+    g.add_argument("--augment-ratio", type=probability, help="EDA ratio alpha (official data: 0.5)")
     g.add_argument("--signal", choices=SIGNALS, help="decoding signal: the paper's or the official code's")
-    g.add_argument("--m", type=float, help="paper signal: weight of |Es-Es~| (paper: 10)")
-    g.add_argument("--n", type=float, help="paper signal: weight of |Es*Es~| (paper: 10)")
-    g.add_argument("--t", type=float, help="official signal: weight of z1*Wz2 (code: 1)")
-    g.add_argument("--k", type=float, help="official signal: weight of z1-Wz2 (code: 1)")
-    g.add_argument("--decoder-layers", type=int, help="transformer decoder depth (paper: 6)")
-    g.add_argument("--decoder-heads", type=int, help="decoder attention heads (official: 16)")
-    g.add_argument("--mlm-weight", type=float, help="weight of the MLM loss (paper: 1)")
-    g.add_argument("--mlm-probability", type=float, help="MLM masking rate (0.15)")
+    g.add_argument("--m", type=non_negative_float, help="paper signal: weight of |Es-Es~| (paper: 10)")
+    g.add_argument("--n", type=non_negative_float, help="paper signal: weight of |Es*Es~| (paper: 10)")
+    g.add_argument("--t", type=non_negative_float, help="official signal: weight of z1*Wz2 (code: 1)")
+    g.add_argument("--k", type=non_negative_float, help="official signal: weight of z1-Wz2 (code: 1)")
+    g.add_argument("--decoder-layers", type=positive_int, help="transformer decoder depth (paper: 6)")
+    g.add_argument("--decoder-heads", type=positive_int, help="decoder attention heads (official: 16)")
+    g.add_argument("--mlm-weight", type=non_negative_float, help="weight of the MLM loss (paper: 1)")
+    g.add_argument("--mlm-probability", type=fraction, help="MLM masking rate (0.15)")
     g.add_argument("--supervised", action="store_true", default=None,
                    help="supervised PaSeR: --data is NLI (SimCSE csv, SNLI/MNLI jsonl); start from a PaSeR run")
-    g.add_argument("--alpha", type=float, help="supervised: weight of the generative loss")
-    g.add_argument("--temperature", type=float, help="supervised: contrastive temperature (0.05)")
+    g.add_argument("--alpha", type=non_negative_float, help="supervised: weight of the generative loss")
+    g.add_argument("--temperature", type=positive_float, help="supervised: contrastive temperature (0.05)")
 
 
 def load_examples(spec: str, supervised: bool) -> tuple[list[Any], dict[str, Any]]:
@@ -61,6 +62,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     if config.limit:
         examples = examples[: config.limit]
         data["n_examples"] = len(examples)
+    preflight(config, len(examples))
     encoder, tokenizer, source = load_base(config.base)
     method = PaSeR(encoder, tokenizer, pooling=opts["pooling"], max_length=config.max_length, top_k=opts["top_k"],
                    augment=opts["augment"], augment_ratio=opts["augment_ratio"], signal=opts["signal"],

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from benchharness.flag_types import positive_float
 from benchharness.seeding import seed_everything
 from encoders.methods.base_model import load_base
-from encoders.methods.commands.launch import DevFactory, report, train_with_dev
+from encoders.methods.commands.launch import DevFactory, preflight, report, train_with_dev
 from encoders.methods.config import add_training_arguments, config_from_options, resolve_options
 from encoders.methods.data import load_sentences
 from encoders.methods.simcse import PRESETS, SimCSE
@@ -18,7 +19,7 @@ HELP = "unsupervised SimCSE: dropout views of the same sentence, InfoNCE at temp
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_training_arguments(parser, PRESETS, "cpu")
     g = parser.add_argument_group("SimCSE")
-    g.add_argument("--temperature", type=float, help="InfoNCE temperature (paper: 0.05)")
+    g.add_argument("--temperature", type=positive_float, help="InfoNCE temperature (paper: 0.05)")
 
 
 def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
@@ -29,6 +30,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     if config.limit:
         sentences = sentences[: config.limit]
         data["limit"] = config.limit
+    preflight(config, len(sentences))
     seed_everything(config.seed)  # training-only heads are drawn at construction
     encoder, tokenizer, source = load_base(config.base)
     method = SimCSE(encoder, tokenizer, temperature=opts["temperature"], max_length=config.max_length)

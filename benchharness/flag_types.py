@@ -1,0 +1,71 @@
+"""argparse ``type=`` validators for numeric flags, shared by ``run``, ``train`` and ``tune``.
+
+A value outside its range is refused while the command line is parsed, so the message is
+argparse's own ("argument --max-steps: must be a positive integer, got 0") and comes before any
+data or model is loaded; ``--limit 0`` or ``--max-steps 0`` would otherwise mean "unlimited" or
+"train nothing" without saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable
+
+
+def _number(cast: Callable[[str], float], text: str, what: str) -> float:
+    try:
+        value = cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (counts, sizes, step numbers)."""
+    value = int(_number(int, text, "a positive integer"))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (seeds; intervals where 0 means "none")."""
+    value = int(_number(int, text, "an integer >= 0"))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (learning rates, temperatures, clipping norms)."""
+    value = _number(float, text, "a positive number")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value:g}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0 (loss weights, weight decay)."""
+    value = _number(float, text, "a number >= 0")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value:g}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A number in [0, 1) (warmup ratio, dropout and cutoff rates)."""
+    value = _number(float, text, "a number in [0, 1)")
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value:g}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A number in [0, 1] (augmentation ratios)."""
+    value = _number(float, text, "a number in [0, 1]")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value:g}")
+    return value
