@@ -63,7 +63,7 @@ def test_encoding_goes_through_the_embedding_cache(tmp_path):
     first = HashEncoder(dim=16)
     run_task(first, sts_task("XCache", FIRST, SECOND, GOLD), cache=cache)
     assert sum(map(len, first.calls)) == len(set(FIRST + SECOND))
-    assert list((tmp_path / first.identity).glob("shard-*.npz"))
+    assert (tmp_path / first.identity / "embeddings.sqlite").exists()
     again = HashEncoder(dim=16)
     record = run_task(again, sts_task("XCache", FIRST, SECOND, GOLD), cache=cache)
     assert again.calls == []  # everything served from the cache

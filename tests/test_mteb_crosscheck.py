@@ -47,7 +47,7 @@ from tasks.askubuntu import AskUbuntu  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
 from tests.mteb_memory import reranking_task, sts_task  # noqa: E402
 
-STS_TASKS = {**{y: (lambda y=y: sts.STSYear(y)) for y in sts.SUBSETS},
+STS_TASKS = {**{y: (lambda y=y: sts.STSYear(y)) for y in sts.PAIRS},
              "STSBenchmark": lambda: sts.stsb("test"), "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),
              "SICKRelatedness": lambda: sts.sick("test")}
 GLOVE = "glove/glove.6B.50d.subset.txt.gz"
