@@ -27,7 +27,7 @@ from benchharness.mteb_bridge.export import EXPORTABLE, export_results, reason_n
 from benchharness.mteb_bridge.model import MtebEncoder, hub_base, mteb_name  # noqa: E402
 from benchharness.mteb_bridge.run import MtebDataError, run_task  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
-from tests.mteb_memory import sts_task  # noqa: E402
+from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
 
 FIRST = ["a cat sits", "dogs run fast", "the sky is blue", "rain falls", "a man sings"]
 SECOND = ["a cat is sitting", "a dog runs", "blue skies", "snow melts", "someone cooks"]

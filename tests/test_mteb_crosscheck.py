@@ -48,7 +48,7 @@ from benchharness.ranking import mean_metrics, ranked_relevance  # noqa: E402
 from tasks import sts  # noqa: E402
 from tasks.askubuntu import AskUbuntu  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
-from tests.mteb_memory import reranking_task, sts_task  # noqa: E402
+from benchharness.mteb_bridge.memory import reranking_task, sts_task  # noqa: E402
 
 STS_TASKS = {**{y: (lambda y=y: sts.STSYear(y)) for y in sts.PAIRS},
              "STSBenchmark": lambda: sts.stsb("test"), "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),

@@ -9,6 +9,7 @@ runner, the registry or the tasks, and this package imports nothing from mteb it
   the encoder identity);
 - ``run``: ``run_task`` runs one mteb task with a benchharness encoder and returns an
   ``MtebRecord``; ``MtebDataError`` names the dataset and revision missing offline;
+- ``memory``: mteb tasks built in memory from given pairs or rankings (cross-checks, benchmarks);
 - ``task``: ``MtebTask``, an mteb task as a benchharness task for the runner (``mteb:<Name>``);
 - ``export``: ``export_results`` writes stored results as ``<org__name>/<revision>/<Task>.json``
   plus ``model_meta.json``, for the tasks whose protocol equals an mteb task (``EXPORTABLE``) and
