@@ -1,11 +1,12 @@
-"""``benchharness``: list, run, leaderboard, data, train, tune.
+"""``benchharness``: list, run, leaderboard, export, data, train, tune.
 
 Training methods and tunable post-processors plug in through registries
 (``encoders.methods.METHODS``, ``benchharness.tuning.TUNERS``): each entry supplies ``HELP``,
 ``add_arguments(parser)`` and ``main(args) -> int``, so new methods need no change here.
 
 Start-up stays cheap: this module imports no torch, transformers or scikit-learn, and neither do
-``list``, ``leaderboard``, ``data`` or ``--help``. The plugins of ``train`` and ``tune`` (training
+``list``, ``leaderboard``, ``data`` or ``--help`` (mteb, an optional extra, is imported only for
+``mteb:`` tasks and ``export mteb``). The plugins of ``train`` and ``tune`` (training
 methods import torch) are imported only when the command line names that command; the other
 commands' help lists ``train`` and ``tune`` with their help line, as before.
 """
@@ -16,10 +17,13 @@ import argparse
 import importlib
 import sys
 from pathlib import Path
-from typing import Any, Collection
+from typing import TYPE_CHECKING, Any, Collection
 
 from benchharness.config import apply_environment, load_config
 from benchharness.flag_types import non_negative_int, positive_int
+
+if TYPE_CHECKING:
+    from benchharness.task import Task
 
 #: command -> (plugin registry module, its attribute, the sub-command's dest, its help line)
 PLUGIN_COMMANDS = {
@@ -77,6 +81,13 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
     p.add_argument("--papers", help="comma list of papers whose published rows to show (default: all; 'none')")
     p.add_argument("--published-dir", help="folder of published-number CSVs (default: this checkout's results/published)")
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+    p = sub.add_parser("export", help="write stored results in another benchmark's results layout")
+    p.add_argument("format", choices=["mteb"], help="mteb: <org__name>/<revision>/<Task>.json + model_meta.json, "
+                   "loadable by mteb's ResultCache (results whose protocol is not an mteb task's are listed, not written)")
+    p.add_argument("--out", required=True, help="folder to write into (mteb's own: $MTEB_CACHE/results)")
+    p.add_argument("--encoders", help="comma list of encoder names (default: every stored encoder)")
+    p.add_argument("--results-dir", help="where the stored result JSON files are (default: results/)")
 
     p = sub.add_parser("data", help="show or download evaluation data")
     p.add_argument("action", choices=["status", "download"])
@@ -146,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = ResultStore(args.results_dir or cfg.results_dir)
     if args.verify:
         return _verify(encoder_names, task_names, registry, data, store, args)
-    summary = run(encoder_names, task_names, registry.get, tasks.get, data, store, overwrite=args.overwrite,
+    summary = run(encoder_names, task_names, registry.get, get_task, data, store, overwrite=args.overwrite,
                   seed=args.seed, show_progress=not args.quiet)
     from tabulate import tabulate
 
@@ -163,7 +174,6 @@ def _verify(encoder_names: list[str], task_names: list[str], registry: Any, data
     bypassed, so the models really run), then compare each result with the stored one."""
     import tempfile
 
-    import tasks
     from tabulate import tabulate
 
     from benchharness.registry import Registry
@@ -174,7 +184,7 @@ def _verify(encoder_names: list[str], task_names: list[str], registry: Any, data
     fresh_registry = Registry(registry.defaults)  # same defaults, no caching wrapper
     with tempfile.TemporaryDirectory(prefix="benchharness-verify-") as scratch:
         fresh_store = ResultStore(scratch)
-        summary = run(encoder_names, task_names, fresh_registry.get, tasks.get, data, fresh_store, overwrite="always",
+        summary = run(encoder_names, task_names, fresh_registry.get, get_task, data, fresh_store, overwrite="always",
                       seed=args.seed, show_progress=not args.quiet)
         checks = [compare(store.load(o.encoder, o.task), fresh_store.load(o.encoder, o.task))
                   for o in summary.outcomes if o.status == "computed"]
@@ -187,6 +197,39 @@ def _verify(encoder_names: list[str], task_names: list[str], registry: Any, data
     print(f"{good} of {len(checks) + len(summary.failed)} stored results reproduced within {TOLERANCE} (x100) "
           f"from {store.root}; nothing was written there")
     return 0 if good == len(checks) and not summary.failed else 1
+
+
+def get_task(name: str) -> Task:
+    """A benchharness task by name, or an mteb task (``mteb:<Name>``) through the mteb bridge,
+    imported only when such a name is asked for (mteb is an optional extra)."""
+    import tasks
+
+    if not name.startswith(tasks.MTEB_PREFIX):
+        return tasks.get(name)
+    from benchharness.mteb_bridge import load
+
+    try:
+        return load("task", f"task {name}").MtebTask(name)
+    except KeyError as exc:  # mteb does not know the name; its message lists close ones
+        raise tasks.UnknownTaskError(exc.args[0] if exc.args else name) from None
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from benchharness.mteb_bridge import load
+    from benchharness.results import ResultStore
+
+    export = load("export", "benchharness export mteb")
+    cfg = load_config()
+    store = ResultStore(args.results_dir or cfg.results_dir)
+    wanted = None if not args.encoders else {n.strip() for n in args.encoders.split(",") if n.strip()}
+    results = [r for r in store if wanted is None or r.encoder in wanted]
+    if wanted is not None and wanted - {r.encoder for r in results}:
+        raise ValueError(f"no stored results under {store.root} for encoder(s) "
+                         f"{', '.join(sorted(wanted - {r.encoder for r in results}))}")
+    report = export.export_results(results, args.out)
+    print("\n".join(report.lines()))
+    print(f"{len(report.exported)} result(s) exported to {args.out}, {len(report.skipped)} not exported")
+    return 0
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -235,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(plugins={command} & set(PLUGIN_COMMANDS)).parse_args(argv)
-    handlers = {"list": cmd_list, "run": cmd_run, "leaderboard": cmd_leaderboard, "data": cmd_data}
+    handlers = {"list": cmd_list, "run": cmd_run, "leaderboard": cmd_leaderboard, "data": cmd_data,
+                "export": cmd_export}
     try:
         if args.command in handlers:
             return handlers[args.command](args)
@@ -257,12 +301,14 @@ def _user_errors() -> tuple[type[Exception], ...]:
     something was raised, so that commands which need neither the registry nor the tasks do not
     import them."""
     from benchharness.data import DataError
+    from benchharness.mteb_bridge import MtebNotInstalledError
     from benchharness.registry import UnknownEncoderError
     from tasks import UnknownTaskError  # the CLI is the composition root: task-name errors end here
 
     # OSError subclasses that name a path the user gave; FloatingPointError: a diverged training loss
     return (UnknownEncoderError, UnknownTaskError, DataError, FileNotFoundError, ValueError, PermissionError,
-            NotADirectoryError, IsADirectoryError, FileExistsError, FloatingPointError)
+            NotADirectoryError, IsADirectoryError, FileExistsError, FloatingPointError,
+            MtebNotInstalledError)
 
 
 if __name__ == "__main__":

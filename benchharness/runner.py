@@ -25,9 +25,9 @@ from benchharness.data import DataRoot
 from benchharness.encoder import Encoder
 from benchharness.provenance import now, versions
 from benchharness.resources import peak_rss_mib
-from benchharness.results import OVERWRITE, ProtocolRecord, Result, ResultStore, fingerprint
+from benchharness.results import OVERWRITE, ProtocolRecord, Result, ResultStore, Timings, fingerprint
 from benchharness.seeding import seed_everything
-from benchharness.task import Task
+from benchharness.task import EncoderDrivenTask, Task
 
 DEFAULT_SEED = 1111  # SentEval's seed, used by every task that draws random numbers
 
@@ -113,7 +113,8 @@ def run(
             for enc in encoder_names:
                 summary.outcomes.append(Outcome(enc, name, "failed", message=str(exc)))
             log(f"[{name}] cannot load: {exc}")
-    digests = {name: data.digest(t.files) for name, t in tasks.items()}
+    digests = {name: t.data_record()["sha256"] if isinstance(t, EncoderDrivenTask) else data.digest(t.files)
+               for name, t in tasks.items()}
     run_versions = versions()
 
     for enc_name in encoder_names:
@@ -137,6 +138,10 @@ def run(
                     summary.outcomes.append(Outcome(enc_name, name, "reused", stored.main_score, note.strip()))
                     continue
             todo.append(task)
+        driven = [t for t in todo if isinstance(t, EncoderDrivenTask)]
+        for task in driven:
+            _run_driven(task, enc_name, encoder, seed, run_versions, store, summary, log)
+        todo = [t for t in todo if not isinstance(t, EncoderDrivenTask)]
         if not todo:
             continue
 
@@ -207,6 +212,39 @@ def run(
             log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}"
                 + (f" ({note}: sentences the encoder could not represent)" if note else ""))
     return summary
+
+
+def _run_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, seed: int,
+                run_versions: dict[str, str | None], store: ResultStore, summary: Summary,
+                log: Callable[[str], None]) -> None:
+    """One task that encodes through the encoder itself (an mteb task): evaluated, stored and
+    reported like the others; encoding time is part of its evaluation time."""
+    seed_everything(seed)
+    t0 = time.perf_counter()
+    encoded_before = getattr(encoder, "encoded", None)  # CachingEncoder counts real encodings
+    try:
+        metrics = task.evaluate_encoder(encoder, seed)
+    except Exception as exc:
+        summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"evaluation: {exc}"))
+        log(f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
+        return
+    timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": round(peak_rss_mib(), 1)}
+    if encoded_before is not None:
+        timings["sentences_not_from_cache"] = getattr(encoder, "encoded") - encoded_before
+    result = Result(
+        encoder=enc_name, task=task.name, main_score=float(metrics[task.metadata.main_score]),
+        main_metric=task.metadata.main_score, metrics=metrics, protocol=_protocol(task),
+        encoder_identity={"hash": encoder.identity, **encoder.identity_info()}, encoder_metadata=encoder.metadata,
+        data=task.data_record(), seed=seed, timings=timings, versions=run_versions, date=now(),
+    )
+    try:
+        store.save(result)
+    except ValueError as exc:
+        summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"storing: {exc}"))
+        log(f"[{enc_name}/{task.name}] cannot store the result: {exc}")
+        return
+    summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score))
+    log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}")
 
 
 def _protocol(task: Task) -> ProtocolRecord:

@@ -19,6 +19,8 @@ from benchharness.data import DataRoot
 if TYPE_CHECKING:  # the contract needs no numpy at run time (the leaderboard reads results without it)
     import numpy as np
 
+    from benchharness.encoder import Encoder
+
 #: what a task gets to embed sentences: one float32 row per sentence, in order
 Embed = Callable[[list[str]], "np.ndarray"]
 #: what ``evaluate`` returns: scores (x100) and counts by metric name, plus descriptive strings
@@ -75,3 +77,29 @@ class Task(ABC):
     @abstractmethod
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         """Metrics (scores x100), including ``metadata.main_score``."""
+
+
+class EncoderDrivenTask(Task):
+    """A task that drives encoding itself: mteb's evaluators decide what to encode and when (a
+    retrieval corpus, per-split batches), so such a task is handed the encoder, not an embedding
+    store. The runner still gives it the encoder the registry built (with benchharness's embedding
+    cache around it), records its result like any other, and contains its failures.
+
+    Its data are not files under the data root: ``data_record`` says what pins them instead (for
+    mteb, a Hugging Face dataset at a revision, also written into the protocol).
+    """
+
+    def sentences(self) -> list[str]:
+        return []  # nothing for the shared encoding pass: the task encodes through the encoder
+
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
+        raise TypeError(f"{self.name} drives encoding itself: call evaluate_encoder(encoder, seed)")
+
+    @abstractmethod
+    def evaluate_encoder(self, encoder: Encoder, seed: int) -> Metrics:
+        """Metrics (scores x100), including ``metadata.main_score``."""
+
+    @abstractmethod
+    def data_record(self) -> dict[str, Any]:
+        """The result's ``data`` entry: ``sha256`` (empty when the data are not read as files
+        here), ``root``, ``files`` (names that locate the data) and ``verified``."""

@@ -16,7 +16,12 @@ FACTORIES: dict[str, Callable[[], Task]] = {
     "STSBenchmark-dev": lambda: sts.stsb("dev"),
     "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),
     "SICKRelatedness-trial": lambda: sts.sick("trial"),
+    "SICKRelatedness-mteb": sts.sick_mteb,
 }
+
+#: ``mteb:<TaskName>`` selects an mteb task, run by mteb's own evaluation through the mteb bridge
+#: (which the CLI wires in; mteb's task names are checked when the task is built)
+MTEB_PREFIX = "mteb:"
 
 GROUPS: dict[str, list[str]] = {
     "sts": ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"],
@@ -47,7 +52,9 @@ def resolve(selection: str | list[str]) -> list[str]:
         if not item:
             continue
         item = ALIASES.get(item, ALIASES.get(item.upper(), item))
-        if item in GROUPS:
+        if item.startswith(MTEB_PREFIX) and item[len(MTEB_PREFIX):].strip():
+            expanded = [MTEB_PREFIX + item[len(MTEB_PREFIX):].strip()]
+        elif item in GROUPS:
             expanded = GROUPS[item]
         elif item in FACTORIES:
             expanded = [item]
@@ -60,14 +67,18 @@ def resolve(selection: str | list[str]) -> list[str]:
                 hint = f" Did you mean: {', '.join(close)}?" if close else ""
                 raise UnknownTaskError(
                     f"unknown task {item!r}.{hint} Groups: {', '.join(GROUPS)}; "
-                    f"tasks: {', '.join(FACTORIES)}"
+                    f"tasks: {', '.join(FACTORIES)}; any mteb task as {MTEB_PREFIX}<TaskName>"
                 )
         names.extend(n for n in expanded if n not in names)
     return names
 
 
 def get(name: str) -> Task:
-    return FACTORIES[resolve(name)[0]]()
+    resolved = resolve(name)[0]
+    if resolved.startswith(MTEB_PREFIX):  # tasks never import the bridge (it imports mteb)
+        raise UnknownTaskError(f"{resolved} is an mteb task: benchharness.mteb_bridge.task.MtebTask builds it "
+                               "(as `benchharness run` does)")
+    return FACTORIES[resolved]()
 
 # Task families register themselves on import (after ``register`` exists).
 from tasks import askubuntu, qqp, transfer  # noqa: E402,F401

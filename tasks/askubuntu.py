@@ -11,9 +11,13 @@ Two protocols, each under its own name:
   of 200), candidates ranked by cosine with ties kept in BM25 order; MAP over the 20-list, MRR
   (no cutoff), MRR@10, P@1, P@5.
 - ``AskUbuntu-mteb``: mteb's AskUbuntuDupQuestions: dev and test together, titles, queries
-  without a positive *or* without a negative dropped (361). mteb scores AP with sklearn's
-  ``average_precision_score``, which pools exactly tied scores; here ties follow the shared rule
-  (BM25 order), which differs only when two candidates get the very same cosine.
+  without a positive *or* without a negative dropped (361). mteb 2 runs it as a reranking
+  retrieval task: MAP is pytrec_eval's ``map_cut.1000`` (and MRR mteb's own), both of which order
+  exactly tied scores by document id (the larger id, compared as strings, first); here ties keep
+  BM25 order, the shared rule. The two agree (to mteb's rounding of MAP and P@k to 5 decimals)
+  whenever no two candidates of a query get the very same cosine, and differ otherwise: with
+  many exact ties (identical titles) MAP moves by more than 0.1 (x100). benchharness keeps BM25
+  order, the order of the useb/TSDAE protocol (``tests/test_mteb_crosscheck.py`` pins both).
 """
 
 from __future__ import annotations

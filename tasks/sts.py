@@ -6,6 +6,24 @@ pairs by cosine (a zero vector scores 0), and correlate with the gold scores. ST
 three aggregations in use: ``all`` (one Spearman over the concatenated subsets: SimCSE, SBERT,
 ConSERT, PaSeR, DefSent report this; equal to mteb's merged sets), ``mean`` (unweighted mean of
 per-subset correlations, original SentEval) and ``wmean`` (mean weighted by subset size).
+
+Against mteb's STS evaluation (``tests/test_mteb_crosscheck.py`` pins each point):
+
+- Precision. mteb computes cosines in float32 (sklearn's ``paired_cosine_distances`` on float32
+  vectors), so identical vectors score exactly 1 and near-equal cosines collapse into ties that
+  Spearman averages; here cosines are float64, where a pair holding the same sentence twice scores
+  1 +- a few ulp and rounding noise orders pairs that are mathematically tied. Without such pairs
+  the two agree to 1e-4 (x100): STS-B, STS-B raw, SICK-R on pseudo-random vectors. With them they
+  do not: STS12 (79 pairs repeat a sentence) differs by about 2e-3 on pseudo-random vectors and
+  3e-3 on GloVe averages, STS-B raw by about 3e-2 on GloVe averages (whose out-of-vocabulary and
+  word-order-free averages give many pairs identical vectors). Spearman of these float64 cosines
+  rounded to float32 equals mteb's to 1e-4 in every case. benchharness keeps float64, SentEval's
+  precision (its stored scores and the papers' tables were computed that way).
+- A zero vector. SentEval (and this module) scores the pair 0; mteb scores it 0.5 (sklearn
+  normalises a zero row to zero and ``1 - ||0 - b/|b|||^2 / 2 = 0.5``). Only an encoder that can
+  return a zero vector (GloVe on an all-unknown sentence) is affected.
+- Aggregation and text: ``all`` is mteb's merged-subset score; STS12-16's text is SentEval's copy,
+  which equals mteb's (``mteb_bridge.export.EXPORTABLE`` lists the evidence per task).
 """
 
 from __future__ import annotations
@@ -103,20 +121,25 @@ class STSYear(PairTask):
 
 
 class CsvPairTask(PairTask):
-    """STS-B (SentEval's tokenized csv, or the raw original) and SICK-R: one split, one file."""
+    """STS-B (SentEval's tokenized csv, or the raw original) and SICK-R: the pairs of one file, or
+    of several concatenated in order (mteb's SICK-R scores train, trial and test as one set)."""
 
-    def __init__(self, metadata: TaskMetadata, rel: str, cols: tuple[int, int, int], header: bool,
+    def __init__(self, metadata: TaskMetadata, rels: tuple[str, ...], cols: tuple[int, int, int], header: bool,
                  raw: bool = False) -> None:
         super().__init__()
         self.metadata = metadata
-        self.rel = rel
+        self.rels = rels
         self.cols = cols  # (gold, sentence a, sentence b) column indices
         self.header = header
         self.raw = raw
 
     def _load(self, data: DataRoot) -> None:
-        path = self._path(data, self.rel, "senteval")
-        a, b, g = read_scored_tsv(path, self.cols, self.header, text=raw_text if self.raw else senteval_text)
+        a, b, g = [], [], []
+        for rel in self.rels:
+            pairs = read_scored_tsv(self._path(data, rel, "senteval"), self.cols, self.header,
+                                    text=raw_text if self.raw else senteval_text)
+            for into, part in zip((a, b, g), pairs):
+                into.extend(part)
         self.subsets = {"test": (a, b, np.asarray(g))}
         self._check_count()
 
@@ -142,7 +165,7 @@ def stsb(split: str = "test", raw: bool = False) -> CsvPairTask:
     meta = _pair_meta(name, desc, split, n, groups,
                       protocol=PROTOCOL + ("-rawtext" if raw else ""),
                       text="original cased text (mteb-style)" if raw else "SentEval tokenized+lowercased")
-    return CsvPairTask(meta, stsb_file(split, raw), STSB_COLUMNS, header=False, raw=raw)
+    return CsvPairTask(meta, (stsb_file(split, raw),), STSB_COLUMNS, header=False, raw=raw)
 
 
 def sick(split: str = "test") -> CsvPairTask:
@@ -150,4 +173,25 @@ def sick(split: str = "test") -> CsvPairTask:
     name = "SICKRelatedness" + ("" if split == "test" else f"-{split}")
     meta = _pair_meta(name, f"SICK relatedness {split} split (relatedness_score), unsupervised cosine",
                       split, n, ("sts",) if split == "test" else ())
-    return CsvPairTask(meta, sick_file(split), SICK_COLUMNS, header=True)
+    return CsvPairTask(meta, (sick_file(split),), SICK_COLUMNS, header=True)
+
+
+#: SICK's SemEval-2014 splits in mteb's SICK-R: 4,500 train + 500 trial + 4,927 test pairs
+SICK_MTEB_SPLITS = ("train", "trial", "test")
+
+
+def sick_mteb() -> CsvPairTask:
+    """``SICKRelatedness-mteb``: mteb's SICK-R pair set, all 9,927 pairs of the three SemEval-2014
+    files scored as one set (mteb's ``mteb/sickr-sts`` has one 'test' split holding all of them).
+
+    Checked against mteb's descriptive statistics of SICK-R: the same number of pairs (9,927), of
+    distinct pairs (9,842) and the same gold scores (minimum, maximum and mean equal). The text is
+    *not* byte-identical: mteb's sentences total 676 (first side) and 647 (second side) characters
+    fewer than SICK's files, with 4 and 5 fewer distinct sentences (SentEval's whitespace re-join
+    changes nothing in SICK, so the difference is in mteb's copy of the text). Hence this variant is
+    not exported as mteb's SICK-R (``mteb_bridge.export.NOT_EXPORTED``): scores are close to mteb's
+    but not guaranteed equal; ``benchharness run --tasks mteb:SICK-R`` runs mteb's own data.
+    """
+    meta = _pair_meta("SICKRelatedness-mteb", "SICK relatedness, train+trial+test pairs as mteb's SICK-R, "
+                      "unsupervised cosine", "train+trial+test", 9927, ())
+    return CsvPairTask(meta, tuple(sick_file(s) for s in SICK_MTEB_SPLITS), SICK_COLUMNS, header=True)

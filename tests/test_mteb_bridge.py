@@ -27,7 +27,7 @@ from benchharness.mteb_bridge.export import EXPORTABLE, export_results, reason_n
 from benchharness.mteb_bridge.model import MtebEncoder, hub_base, mteb_name  # noqa: E402
 from benchharness.mteb_bridge.run import MtebDataError, run_task  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
-from tests.mteb_memory import sts_task  # noqa: E402
+from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
 
 FIRST = ["a cat sits", "dogs run fast", "the sky is blue", "rain falls", "a man sings"]
 SECOND = ["a cat is sitting", "a dog runs", "blue skies", "snow melts", "someone cooks"]
@@ -63,7 +63,7 @@ def test_encoding_goes_through_the_embedding_cache(tmp_path):
     first = HashEncoder(dim=16)
     run_task(first, sts_task("XCache", FIRST, SECOND, GOLD), cache=cache)
     assert sum(map(len, first.calls)) == len(set(FIRST + SECOND))
-    assert list((tmp_path / first.identity).glob("shard-*.npz"))
+    assert (tmp_path / first.identity / "embeddings.sqlite").exists()
     again = HashEncoder(dim=16)
     record = run_task(again, sts_task("XCache", FIRST, SECOND, GOLD), cache=cache)
     assert again.calls == []  # everything served from the cache
@@ -146,3 +146,148 @@ def test_allow_list_is_the_protocol_equal_tasks():
     assert {t: EXPORTABLE[t].mteb_task for t in EXPORTABLE} == {
         "STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
         "STSBenchmark-raw": "STSBenchmark"}
+
+
+# --- mteb tasks in `benchharness run`, the leaderboard and `benchharness export` ------------------------
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, data_dir):
+    from benchharness import config as config_mod
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
+    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
+    config_mod.load_config.cache_clear()
+    yield tmp_path
+    config_mod.load_config.cache_clear()
+
+
+@pytest.fixture
+def in_memory_tasks(monkeypatch):
+    """mteb task names resolve to in-memory tasks (``XRun``) or to a real mteb task whose dataset
+    revision no cache holds (``STS12``); anything else is mteb's own lookup."""
+    from benchharness.mteb_bridge import run as bridge_run
+
+    real = bridge_run.get_task
+
+    def get_task(name):
+        short = bridge_run.task_name(name)
+        if short == "XRun":
+            return sts_task("XRun", FIRST, SECOND, GOLD)
+        if short == "STS12":
+            task = real("STS12")
+            task.metadata = task.metadata.model_copy(
+                update={"dataset": {**task.metadata.dataset, "revision": "0" * 40}})
+            return task
+        return real(name)
+
+    monkeypatch.setattr(bridge_run, "get_task", get_task)
+
+
+def _glove_cosines(first, second):
+    from encoders.glove import WordVectorAverage
+    from tests.conftest import DATA
+
+    glove = WordVectorAverage("glove-50d", DATA / "glove/glove.6B.50d.subset.txt.gz")
+    a, b = glove.encode(first).astype(np.float64), glove.encode(second).astype(np.float64)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_tasks_resolve_accepts_mteb_names():
+    import tasks
+
+    assert tasks.resolve("STS12, mteb:STS22 ,mteb:SciFact,mteb:STS22") == ["STS12", "mteb:STS22", "mteb:SciFact"]
+    with pytest.raises(tasks.UnknownTaskError, match="mteb:<TaskName>"):
+        tasks.resolve("mteb:")
+
+
+def test_run_stores_an_mteb_task_and_the_leaderboard_shows_it(project, in_memory_tasks, capsys):
+    from benchharness.cli import main
+
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "mteb:XRun,STSBenchmark", "--quiet"]) == 0
+    stored = json.loads((project / "results" / "glove-50d" / "mteb:XRun.json").read_text())
+    want = stats.spearmanr(_glove_cosines(FIRST, SECOND), GOLD)[0] * 100  # no tied cosines among 5 pairs
+    assert stored["main_score"] == pytest.approx(want, abs=1e-4)
+    assert stored["main_metric"] == "cosine_spearman" and stored["task"] == "mteb:XRun"
+    assert stored["metrics"]["test/default/cosine_pearson"] == pytest.approx(
+        stats.pearsonr(_glove_cosines(FIRST, SECOND), GOLD)[0] * 100, abs=1e-4)
+    protocol = stored["protocol"]
+    assert protocol["variant"] == f"mteb-{mteb.__version__}" and protocol["mteb_version"] == mteb.__version__
+    assert (protocol["mteb_task"], protocol["dataset"], protocol["dataset_revision"]) == ("XRun", "NA", "NA")
+    assert stored["data"]["files"] == ["hf://datasets/NA@NA"]
+    # the encoder came through benchharness's embedding cache: every sentence of the task is in it
+    from benchharness.cache import EmbeddingCache
+
+    cached = EmbeddingCache(project / ".cache").lookup(stored["encoder_identity"]["hash"])
+    from benchharness.cache import sentence_key
+
+    assert all(sentence_key(s) in cached.index for s in FIRST + SECOND)
+    assert stored["timings"]["sentences_not_from_cache"] == len(set(FIRST + SECOND))
+
+    capsys.readouterr()
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "mteb:XRun", "--quiet"]) == 0
+    assert "reused" in capsys.readouterr().out
+    assert main(["leaderboard", "--papers", "none"]) == 0
+    board = capsys.readouterr().out
+    section = board[board.index("## mteb tasks"):]
+    assert "| XRun" in section.splitlines()[2]
+    assert f"{stored['main_score']:.2f}" in next(line for line in section.splitlines() if line.startswith("| glove-50d"))
+    assert f"mteb:XRun: mteb-{mteb.__version__}" in section
+
+
+def test_run_offline_missing_dataset_fails_that_task_alone(project, in_memory_tasks, capsys):
+    from benchharness.cli import main
+
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "mteb:STS12,STSBenchmark", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "mteb:STS12" in line and "failed" in line)
+    assert "mteb/sts12-sts" in row and "0" * 40 in row and "offline" in row and "HF_HUB_CACHE" in row
+    assert (project / "results" / "glove-50d" / "STSBenchmark.json").exists()
+    assert not (project / "results" / "glove-50d" / "mteb:STS12.json").exists()
+
+
+def test_unknown_mteb_task_in_run_exits_with_mteb_suggestions(project, capsys):
+    from benchharness.cli import main
+
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "mteb:STS2x", "--quiet"]) == 2
+    assert "unknown mteb task 'STS2x'" in capsys.readouterr().err
+
+
+def test_without_mteb_the_error_says_how_to_install_it(project, monkeypatch, capsys):
+    import sys
+
+    from benchharness.cli import main
+
+    for name in [m for m in sys.modules if m == "mteb" or m.startswith(("mteb.", "benchharness.mteb_bridge."))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mteb", None)  # `import mteb` now fails as if not installed
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "mteb:STS22", "--quiet"]) == 2
+    assert "pip install -e '.[mteb]'" in capsys.readouterr().err
+    assert main(["export", "mteb", "--out", str(project / "out")]) == 2
+    assert "pip install -e '.[mteb]'" in capsys.readouterr().err
+
+
+def test_export_command_writes_mteb_layout_and_says_what_it_left_out(tmp_path, capsys):
+    from benchharness.cli import main
+
+    out = tmp_path / "results"
+    assert main(["export", "mteb", "--out", str(out), "--results-dir", str(ROOT / "results"),
+                 "--encoders", "minilm-l6"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    stored = {p.stem for p in (ROOT / "results" / "minilm-l6").glob("*.json")}
+    exported = {line.split()[2] for line in printed if line.startswith("exported ")}
+    assert exported == stored & set(EXPORTABLE)
+    skipped = {line.split()[3].rstrip(":"): line for line in printed if line.startswith("not exported ")}
+    assert set(skipped) == stored - set(EXPORTABLE)
+    if "SICKRelatedness" in skipped:
+        assert reason_not_exported("SICKRelatedness") in skipped["SICKRelatedness"]
+    revision = _stored("minilm-l6", "STS12").encoder_identity["hash"]
+    cache = mteb.ResultCache(tmp_path)
+    assert cache.get_models() == [("benchharness__minilm-l6", revision)]
+    names = {r.task_name for m in cache.load_results(models=["benchharness/minilm-l6"]).model_results
+             for r in m.task_results}
+    assert names == {EXPORTABLE[t].mteb_task for t in exported}
+
+    assert main(["export", "mteb", "--out", str(out), "--results-dir", str(ROOT / "results"),
+                 "--encoders", "no-such-encoder"]) == 2
+    assert "no-such-encoder" in capsys.readouterr().err

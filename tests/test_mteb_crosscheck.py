@@ -18,6 +18,9 @@ Findings, each pinned by a test below:
   and P to 5 decimals of 1, i.e. 5e-4 x100). With exact ties they differ: benchharness keeps BM25
   order, mteb 2 (pytrec_eval, and its own MRR since #5092) puts the larger document id (string
   order) first; benchharness's ranking code with that tie rule reproduces mteb.
+- SICKRelatedness-mteb: the 9,927 pairs of SICK's three files are mteb's SICK-R pairs (count,
+  distinct pairs and gold scores equal its descriptive statistics), but mteb's text totals 676 and
+  647 characters fewer, with 4 and 5 fewer distinct sentences: not exported as mteb's SICK-R.
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ from benchharness.ranking import mean_metrics, ranked_relevance  # noqa: E402
 from tasks import sts  # noqa: E402
 from tasks.askubuntu import AskUbuntu  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
-from tests.mteb_memory import reranking_task, sts_task  # noqa: E402
+from benchharness.mteb_bridge.memory import reranking_task, sts_task  # noqa: E402
 
-STS_TASKS = {**{y: (lambda y=y: sts.STSYear(y)) for y in sts.SUBSETS},
+STS_TASKS = {**{y: (lambda y=y: sts.STSYear(y)) for y in sts.PAIRS},
              "STSBenchmark": lambda: sts.stsb("test"), "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),
              "SICKRelatedness": lambda: sts.sick("test")}
 GLOVE = "glove/glove.6B.50d.subset.txt.gz"
@@ -225,3 +228,23 @@ def test_exported_sts_text_matches_mteb_statistics(name):
     assert theirs["unique_pairs"] == len(set(zip(first, second)))
     assert theirs["text1_statistics"]["total_text_length"] == sum(map(len, first)) + extra1
     assert theirs["text2_statistics"]["total_text_length"] == sum(map(len, second)) + extra2
+
+
+@needs_data("senteval/SICK")
+def test_sick_mteb_variant_has_mteb_sick_r_pairs_and_scores_but_not_its_text():
+    import mteb
+
+    task = sts.sick_mteb()
+    task.load(DataRoot(DATA))
+    first, second, gold = _pairs(task)
+    theirs = mteb.get_task("SICK-R").metadata.descriptive_stats["test"]
+    assert theirs["num_samples"] == len(first) == 4500 + 500 + 4927
+    assert theirs["unique_pairs"] == len(set(zip(first, second)))
+    labels = theirs["label_statistics"]
+    assert (labels["min_score"], labels["max_score"]) == (gold.min(), gold.max())
+    assert labels["avg_score"] == pytest.approx(gold.mean(), abs=1e-12)
+    # the documented text difference (tasks.sts.sick_mteb): characters and distinct sentences
+    assert sum(map(len, first)) - theirs["text1_statistics"]["total_text_length"] == 676
+    assert sum(map(len, second)) - theirs["text2_statistics"]["total_text_length"] == 647
+    assert len(set(first)) - theirs["text1_statistics"]["unique_texts"] == 4
+    assert len(set(second)) - theirs["text2_statistics"]["unique_texts"] == 5

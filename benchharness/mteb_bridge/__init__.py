@@ -9,9 +9,34 @@ runner, the registry or the tasks, and this package imports nothing from mteb it
   the encoder identity);
 - ``run``: ``run_task`` runs one mteb task with a benchharness encoder and returns an
   ``MtebRecord``; ``MtebDataError`` names the dataset and revision missing offline;
+- ``memory``: mteb tasks built in memory from given pairs or rankings (cross-checks, benchmarks);
+- ``task``: ``MtebTask``, an mteb task as a benchharness task for the runner (``mteb:<Name>``);
 - ``export``: ``export_results`` writes stored results as ``<org__name>/<revision>/<Task>.json``
   plus ``model_meta.json``, for the tasks whose protocol equals an mteb task (``EXPORTABLE``) and
   says why the others are left out (``NOT_EXPORTED``).
 
 Install with the ``mteb`` extra (``pip install 'benchharness[mteb]'``).
 """
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+INSTALL = "pip install -e '.[mteb]'"
+
+
+class MtebNotInstalledError(ImportError):
+    """mteb is an optional extra; what needs it says how to install it."""
+
+
+def load(module: str, needed_for: str) -> ModuleType:
+    """Import ``benchharness.mteb_bridge.<module>``, or say that ``needed_for`` needs mteb and how
+    to install it (rather than a bare ``No module named 'mteb'``)."""
+    try:
+        return importlib.import_module(f"{__name__}.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] != "mteb":
+            raise
+        raise MtebNotInstalledError(f"{needed_for} needs mteb, which is not installed in this environment: "
+                                    f"run {INSTALL} in the benchharness checkout") from None

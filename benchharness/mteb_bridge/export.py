@@ -58,11 +58,15 @@ EXPORTABLE: dict[str, Target] = {
 NOT_EXPORTED: dict[str, str] = {
     "STSBenchmark": "SentEval's tokenized, lowercased copy of STS-B; mteb's STSBenchmark is the original cased "
                     "text (export STSBenchmark-raw instead)",
-    "SICKRelatedness": "the 4,927 test pairs; mteb's SICK-R scores all 9,927 pairs (train + trial + test)",
+    "SICKRelatedness": "the 4,927 test pairs; mteb's SICK-R scores all 9,927 pairs (train + trial + test): "
+                       "see SICKRelatedness-mteb",
+    "SICKRelatedness-mteb": "mteb's 9,927 SICK-R pairs with the same gold scores, but not the same text: mteb's "
+                            "sentences total 676 and 647 characters fewer than SICK's files (mteb's descriptive "
+                            "statistics), so the score is close to mteb's, not equal; run mteb:SICK-R for mteb's",
     "AskUbuntu": "the useb/TSDAE protocol (test split, 186 queries); mteb's AskUbuntuDupQuestions has 361 queries",
     "AskUbuntu-mteb": "mteb's 361 queries, but titles come from taolei87's tokenized file, not checked against "
-                      "mteb's dataset text, and equal cosines keep BM25 order here while mteb (pytrec_eval) "
-                      "orders them by document id",
+                      "mteb's dataset text, and equal cosines keep BM25 order here while mteb (pytrec_eval "
+                      "map_cut.1000) orders them by document id",
     "QQP": "PaSeR's retrieval setting; no mteb task has this protocol",
 }
 _NO_MTEB_TASK = ("no mteb task has this protocol (SentEval transfer tasks, dev and trial splits and other "
@@ -115,6 +119,8 @@ def _mteb_scores(result: StoredResult) -> dict[str, dict[str, dict[str, Any]]]:
     nested: dict[str, dict[str, dict[str, Any]]] = {}
     for key, value in result.metrics.items():
         parts = key.split("/")
+        if len(parts) == 1:
+            continue  # the main score, mteb's mean over splits and subsets: mteb derives it again
         if len(parts) != 3:
             raise ValueError(f"result {result.encoder}/{result.task}: metric {key!r} is not 'split/subset/metric'")
         split, subset, metric = parts
@@ -128,7 +134,7 @@ def _mteb_scores(result: StoredResult) -> dict[str, dict[str, dict[str, Any]]]:
 def task_result(result: StoredResult) -> TaskResult | str:
     """The mteb ``TaskResult`` of a stored result, or the reason it has none."""
     variant = result.protocol.get("variant")
-    if variant == run.PROTOCOL:
+    if run.is_mteb_variant(variant):
         task = run.get_task(result.protocol["mteb_task"])
         built = TaskResult.from_task_results(task, _mteb_scores(result), evaluation_time=None,
                                              date=_date(result.date))

@@ -26,7 +26,7 @@ from benchharness.encoder import Encoder
 from benchharness.mteb_bridge.model import MtebEncoder
 
 PREFIX = "mteb:"
-PROTOCOL = "mteb"
+PROTOCOL = "mteb"  # protocol variants are "mteb-<mteb version>": the version that ran the evaluation
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
@@ -50,10 +50,18 @@ class MtebRecord:
 
     def protocol(self) -> dict[str, Any]:
         """What pins the protocol: mteb's task at a dataset revision, as a given mteb version runs it."""
-        return {"variant": PROTOCOL, "mteb_task": self.mteb_task, "type": self.task_type,
+        return {"variant": variant(self.mteb_version), "mteb_task": self.mteb_task, "type": self.task_type,
                 "dataset": self.dataset, "dataset_revision": self.dataset_revision,
                 "mteb_version": self.mteb_version, "main_score": self.main_metric,
                 "splits": sorted(self.scores)}
+
+
+def variant(mteb_version: str) -> str:
+    return f"{PROTOCOL}-{mteb_version}"
+
+
+def is_mteb_variant(name: str | None) -> bool:
+    return bool(name) and str(name).startswith(PROTOCOL + "-")
 
 
 def task_name(name: str) -> str:

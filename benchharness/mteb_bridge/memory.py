@@ -1,6 +1,7 @@
 """In-memory mteb tasks, built the way mteb's own mock tasks are (``mteb.mocks``): a task class
 whose ``load_data`` fills ``self.dataset`` from Python lists, so mteb's evaluators run on data we
-choose, with no download. Imported only by tests that have already skipped without mteb."""
+choose, with no download. The cross-check tests run mteb's evaluation on benchharness's own pairs
+with them, and ``benchmarks/mteb_overhead.py`` times the wrapper offline."""
 
 from __future__ import annotations
 
