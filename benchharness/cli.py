@@ -66,6 +66,9 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
     p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--add-items", action="store_true",
+                   help="also recompute stored results that lack per-item outputs (kept since issue #15; "
+                        "needed by `compare` and the leaderboard's marks); their scores do not change")
     _common(p)
 
     p = sub.add_parser("leaderboard", help="Markdown table of stored results beside published numbers")
@@ -132,7 +135,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             registry.spec_for(part)
     store = ResultStore(args.results_dir or cfg.results_dir)
     summary = run(encoder_names, task_names, registry.get, tasks.get, data, store, overwrite=args.overwrite,
-                  seed=args.seed, show_progress=not args.quiet)
+                  seed=args.seed, show_progress=not args.quiet, add_items=args.add_items)
     from tabulate import tabulate
 
     print(tabulate([[o.encoder, o.task, o.status, "" if o.main_score is None else f"{o.main_score:.2f}", o.message]

@@ -12,6 +12,11 @@ or protocol differ from the current ones, ``always`` recomputes everything.
 Schema versions: files written before ``schema_version`` existed have no such key and load as
 version 1; files written now carry ``"schema_version": 2`` as their last key. The two differ only
 in that key (and version 2 files never hold NaN, which is not JSON), so both load into ``Result``.
+Two optional keys came later without a version change, because a file without them is still
+complete: ``items`` links the per-item outputs stored beside the file
+(``<task>.items.npz``, ``benchharness.items``) and ``confidence`` holds the bootstrap intervals
+(``benchharness.confidence``); neither is part of the fingerprint, so adding them never makes a
+result stale. ``benchharness run --add-items`` recomputes stored results that lack them.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator, TypedDict
 
 from benchharness.atomic import write_json
-from benchharness.task import Metrics
+from benchharness.task import Evaluation, Metrics
 
 OVERWRITE = ("reuse", "stale", "always")
 #: written into every new result file; a file without the key is version 1
@@ -79,6 +84,8 @@ class Result:
     timings: Timings
     versions: dict[str, str | None]
     date: str
+    items: dict[str, Any] | None = None  # ItemsRecord of the per-item outputs file, if kept
+    confidence: dict[str, Any] | None = None  # bootstrap intervals (benchharness.confidence)
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,11 +111,27 @@ class ResultStore:
         p = self.path(encoder, task)
         return read_result(p) if p.exists() else None
 
-    def save(self, result: Result) -> Path:
-        """Write atomically (``benchharness.atomic``): a reader never sees half a file."""
+    def save(self, result: Result, evaluation: Evaluation | None = None) -> Path:
+        """Write atomically (``benchharness.atomic``): a reader never sees half a file. With an
+        ``evaluation`` that kept items, they are written first and linked from the JSON."""
         p = self.path(result.encoder, result.task)
+        if evaluation is not None and evaluation.items:
+            from benchharness.items import save_items  # numpy: not needed to read results
+
+            result.items = dict(save_items(p, evaluation))
         write_json(p, result.to_dict())
         return p
+
+    def has_items(self, result: Result) -> bool:
+        """Whether the result links a per-item outputs file that is there."""
+        return bool(result.items) and (self.path(result.encoder, result.task).with_name(result.items["file"])).exists()
+
+    def load_items(self, result: Result) -> Evaluation:
+        """The per-item outputs of a stored result; the error names the command that produces them."""
+        from benchharness.items import load_items
+
+        hint = f"benchharness run --encoders '{result.encoder}' --tasks {result.task} --add-items"
+        return load_items(self.path(result.encoder, result.task), result.items, hint)
 
     def __iter__(self) -> Iterator[Result]:
         for p in sorted(self.root.glob("*/*.json")):

@@ -102,7 +102,8 @@ def test_corrupt_result_file_is_recomputed_and_no_temp_files_remain(data_dir, tm
     summary = _run(data_dir, store, HashEncoder(), ["STSBenchmark"])
     assert summary.outcomes[0].status == "computed"
     assert json.loads(path.read_text())["task"] == "STSBenchmark"
-    assert [p.name for p in path.parent.iterdir()] == ["STSBenchmark.json"]
+    # the result and its per-item outputs, and no temporary file
+    assert sorted(p.name for p in path.parent.iterdir()) == ["STSBenchmark.items.npz", "STSBenchmark.json"]
 
 
 def test_embedding_cache_encodes_only_what_it_lacks(tmp_path):
