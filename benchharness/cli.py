@@ -1,4 +1,4 @@
-"""``benchharness``: list, run, leaderboard, data, train, tune.
+"""``benchharness``: list, run, leaderboard, compare, data, train, tune.
 
 Training methods and tunable post-processors plug in through registries
 (``encoders.methods.METHODS``, ``benchharness.tuning.TUNERS``): each entry supplies ``HELP``,
@@ -76,6 +76,14 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
     p.add_argument("--papers", help="comma list of papers whose published rows to show (default: all; 'none')")
     p.add_argument("--published-dir", help="folder of published-number CSVs (default: this checkout's results/published)")
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+    p = sub.add_parser("compare", help="paired comparison of two encoders' stored results (no encoding)")
+    p.add_argument("a", help="encoder A (as named in results/)")
+    p.add_argument("b", help="encoder B")
+    p.add_argument("--tasks", required=True, help="comma list of tasks or groups (see `list tasks`)")
+    p.add_argument("--results-dir")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap and permutation resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
 
     p = sub.add_parser("data", help="show or download evaluation data")
     p.add_argument("action", choices=["status", "download"])
@@ -165,6 +173,17 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    import tasks  # the CLI is the composition root: it wires the task registry in
+    from benchharness.compare import compare, render
+    from benchharness.results import ResultStore
+
+    root = Path(args.results_dir) if args.results_dir else load_config().results_dir
+    rows = compare(ResultStore(root), args.a, args.b, tasks.resolve(args.tasks), args.resamples, args.seed)
+    print(render(rows, args.a, args.b))
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     from benchharness.data import SOURCES, DataRoot, download
 
@@ -187,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(plugins={command} & set(PLUGIN_COMMANDS)).parse_args(argv)
-    handlers = {"list": cmd_list, "run": cmd_run, "leaderboard": cmd_leaderboard, "data": cmd_data}
+    handlers = {"list": cmd_list, "run": cmd_run, "leaderboard": cmd_leaderboard, "data": cmd_data,
+                "compare": cmd_compare}
     try:
         if args.command in handlers:
             return handlers[args.command](args)
