@@ -139,3 +139,21 @@ def paired(task: str, main_metric: str, a: Evaluation, b: Evaluation, n_resample
             raise ValueError(f"{task}: no per-query values for {main_metric!r} (have {', '.join(ia)})")
         return paired_mean(ia[main_metric], ib[main_metric], unit="queries", n_resamples=n_resamples, seed=seed), {}
     raise ValueError(f"{task}: unknown kind of per-item outputs {a.kind!r}")
+
+
+def column_test_p(task: str, metric: str, a: Evaluation, b: Evaluation, seed: int = 0) -> float:
+    """A quick paired p-value for the leaderboard's marks (many pairs of rows, so no Spearman
+    resampling): Steiger's test for STS, exact McNemar for a fixed transfer test set, the paired
+    permutation test on the per-fold accuracies (k-fold transfer) or the per-query values (ranking)."""
+    check_same_items(task, a, b)
+    ia, ib = a.items, b.items
+    if a.kind == "sts":
+        return steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]).p_value
+    if a.kind == "classification":
+        if "fold" in ia:
+            return paired_mean(fold_accuracies(ia), fold_accuracies(ib), unit="outer folds", scale=1.0,
+                               seed=derive_seed(seed, task)).p_value()
+        return mcnemar(ia["pred"], ib["pred"], ia["gold"]).p_value
+    if a.kind == "ranking":
+        return paired_mean(ia[metric], ib[metric], unit="queries", seed=derive_seed(seed, task)).p_value()
+    raise ValueError(f"{task}: unknown kind of per-item outputs {a.kind!r}")
