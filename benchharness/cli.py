@@ -95,7 +95,10 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
         if command in plugins:
             psub = p.add_subparsers(dest=dest, required=True)
             for name, plugin in _plugins(module, attr).items():
-                plugin.add_arguments(psub.add_parser(name, help=plugin.HELP))
+                sp = psub.add_parser(name, help=plugin.HELP)
+                plugin.add_arguments(sp)
+                if command == "train":  # the core's loop over seeds (benchharness.training_cli)
+                    sp.add_argument("--seeds", help="comma list: train once per seed, each in <out>-s<seed>")
     return parser
 
 
