@@ -94,7 +94,8 @@ def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
         table.append([r.task, f"{r.score_a:.2f}", f"{r.score_b:.2f}", f"{r.difference:+.2f}",
                       f"[{r.low:+.2f}, {r.high:+.2f}]", _p(r.p_value), _p(r.p_holm), check, r.unit])
     legend = (f"A = {encoder_a}, B = {encoder_b}. A-B with its 95% paired-bootstrap CI; p: paired permutation "
-              "test (two-sided; the smallest p that B resamples can give is 1/(B+1)); Holm: adjusted across the tasks above; cross-check: Steiger's test for "
+              "test (two-sided; the smallest p that B resamples can give is 1/(B+1)); Holm: adjusted across "
+              "the tasks above; cross-check: Steiger's test for "
               "dependent correlations (STS), McNemar on the test predictions (transfer; A-only/B-only right). "
               "Avg. rows: the difference of the averages over the tasks of that kind, not in the Holm family.")
     return tabulate(table, headers=["task", "A", "B", "A-B", "95% CI", "p", "p (Holm)", "cross-check", "resampled"],

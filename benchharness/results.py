@@ -31,6 +31,8 @@ from benchharness.atomic import write_json
 from benchharness.task import Evaluation, Metrics
 
 OVERWRITE = ("reuse", "stale", "always")
+#: folders of the results directory that hold other outputs (``benchharness analyze``), not encoders
+RESERVED_FOLDERS = ("analysis",)
 #: written into every new result file; a file without the key is version 1
 SCHEMA_VERSION = 2
 
@@ -105,7 +107,11 @@ class ResultStore:
         self.root = Path(root)
 
     def path(self, encoder: str, task: str) -> Path:
-        return self.root / slug(encoder) / f"{task}.json"
+        folder = slug(encoder)
+        if folder in RESERVED_FOLDERS:
+            raise ValueError(f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "
+                             "register the encoder under another name")
+        return self.root / folder / f"{task}.json"
 
     def load(self, encoder: str, task: str) -> Result | None:
         p = self.path(encoder, task)
@@ -135,7 +141,8 @@ class ResultStore:
 
     def __iter__(self) -> Iterator[Result]:
         for p in sorted(self.root.glob("*/*.json")):
-            yield read_result(p)
+            if p.parent.name not in RESERVED_FOLDERS:
+                yield read_result(p)
 
 
 def read_result(path: Path) -> Result:
