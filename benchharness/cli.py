@@ -1,4 +1,4 @@
-"""``benchharness``: list, run, leaderboard, export, data, train, tune.
+"""``benchharness``: list, run, leaderboard, compare, analyze, export, data, train, tune.
 
 Training methods and tunable post-processors plug in through registries
 (``encoders.methods.METHODS``, ``benchharness.tuning.TUNERS``): each entry supplies ``HELP``,
@@ -74,6 +74,9 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
     p.add_argument("--verify", action="store_true",
                    help="recompute everything from scratch (no cache, nothing stored) and check that it reproduces "
                         "the stored results within the regression tolerance; exit 1 if not")
+    p.add_argument("--add-items", action="store_true",
+                   help="also recompute stored results that lack per-item outputs (kept since issue #15; "
+                        "needed by `compare` and the leaderboard's marks); their scores do not change")
     _common(p)
 
     p = sub.add_parser("leaderboard", help="Markdown table of stored results beside published numbers")
@@ -88,6 +91,22 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
     p.add_argument("--out", required=True, help="folder to write into (mteb's own: $MTEB_CACHE/results)")
     p.add_argument("--encoders", help="comma list of encoder names (default: every stored encoder)")
     p.add_argument("--results-dir", help="where the stored result JSON files are (default: results/)")
+    p = sub.add_parser("compare", help="paired comparison of two encoders' stored results (no encoding)")
+    p.add_argument("a", help="encoder A (as named in results/)")
+    p.add_argument("b", help="encoder B")
+    p.add_argument("--tasks", required=True, help="comma list of tasks or groups (see `list tasks`)")
+    p.add_argument("--results-dir")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap and permutation resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+
+    p = sub.add_parser("analyze", help="alignment, uniformity, cosine per gold level, isotropy on STS-B (JSON + PNG)")
+    p.add_argument("encoder", help="name or spec (see `list encoders`)")
+    p.add_argument("--out", help="folder for analysis/<encoder>.json and figures/ (default: the results dir)")
+    p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
+    _common(p)
 
     p = sub.add_parser("data", help="show or download evaluation data")
     p.add_argument("action", choices=["status", "download"])
@@ -99,7 +118,10 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
         if command in plugins:
             psub = p.add_subparsers(dest=dest, required=True)
             for name, plugin in _plugins(module, attr).items():
-                plugin.add_arguments(psub.add_parser(name, help=plugin.HELP))
+                sp = psub.add_parser(name, help=plugin.HELP)
+                plugin.add_arguments(sp)
+                if command == "train":  # the core's loop over seeds (benchharness.training_cli)
+                    sp.add_argument("--seeds", help="comma list: train once per seed, each in <out>-s<seed>")
     return parser
 
 
@@ -158,7 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.verify:
         return _verify(encoder_names, task_names, registry, data, store, args)
     summary = run(encoder_names, task_names, registry.get, get_task, data, store, overwrite=args.overwrite,
-                  seed=args.seed, show_progress=not args.quiet)
+                  seed=args.seed, show_progress=not args.quiet, add_items=args.add_items)
     from tabulate import tabulate
 
     print(tabulate([[o.encoder, o.task, o.status, "" if o.main_score is None else f"{o.main_score:.2f}", o.message]
@@ -252,6 +274,44 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    import tasks  # the CLI is the composition root: it wires the task registry in
+    from benchharness.compare import compare, render
+    from benchharness.results import ResultStore
+
+    root = Path(args.results_dir) if args.results_dir else load_config().results_dir
+    rows = compare(ResultStore(root), args.a, args.b, tasks.resolve(args.tasks), args.resamples, args.seed)
+    print(render(rows, args.a, args.b))
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    import tasks  # the CLI is the composition root: it wires the task registry in
+    from benchharness.analysis_report import analyze
+    from benchharness.cache import CachingEncoder, EmbeddingCache
+    from benchharness.data import DataRoot
+    from benchharness.registry import Registry
+
+    cfg = load_config()
+    data = DataRoot(args.data_dir, verify=not args.no_verify)
+    cache = None if args.no_cache else EmbeddingCache(Path(args.cache_dir) if args.cache_dir else cfg.cache_dir)
+    registry = Registry({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
+                        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
+    task = tasks.get("STSBenchmark")
+    task.load(data)
+    first, second, gold = task.subsets["test"]
+    out = Path(args.out) if args.out else (Path(args.results_dir) if args.results_dir else cfg.results_dir)
+    report = analyze(registry.get(args.encoder), args.encoder, first, second, gold, out)
+    iso = report["isotropy"]
+    print(f"{args.encoder}: alignment {report['alignment']:.4f}, uniformity {report['uniformity']:.4f}, "
+          f"mean random-pair cosine {iso['mean_random_pair_cosine']:.4f}, top-1 PC variance share "
+          f"{iso['top1_pc_variance_share']:.4f}")
+    for level in report["cosine_by_gold_level"]:
+        print(f"  gold {level['level']}: n={level['n']}, mean cosine {level['mean']:.4f}, var {level['var']:.4f}")
+    print(f"written: {out / 'analysis'} and {', '.join(report['figures'])}")
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     from benchharness.data import SOURCES, DataRoot, download
 
@@ -279,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(plugins={command} & set(PLUGIN_COMMANDS)).parse_args(argv)
     handlers = {"list": cmd_list, "run": cmd_run, "leaderboard": cmd_leaderboard, "data": cmd_data,
-                "export": cmd_export}
+                "export": cmd_export, "compare": cmd_compare, "analyze": cmd_analyze}
     try:
         if args.command in handlers:
             return handlers[args.command](args)

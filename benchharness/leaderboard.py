@@ -5,11 +5,27 @@ average). Measured rows come from ``results/<encoder>/<task>.json``; published r
 ``results/published/*.csv`` and are marked ``published`` with paper and table, so nobody mistakes
 a number copied from a paper for one measured here. Results of mteb tasks run through the bridge
 (``mteb:<Name>``) get a section of their own, a column per task present.
+
+Rows are grouped (the Source column): base encoders, post-processed (a ``+`` chain), trained (the
+result records training provenance, or its model is a local checkpoint), then published; within a
+group they are sorted by Avg. (sections without Avg.: by the mean of their cells), best first.
+Trained runs of one recipe that differ only in their seed become one row, ``mean ±std`` with the
+seeds listed (``aggregate_seeds``).
+
+Uncertainty, without changing the score cells:
+
+- ``†`` after a score: not significantly different (paired test on the two results' stored
+  per-item outputs, p >= 0.05, no multiplicity correction) from the best measured score of its
+  column; only for rows whose items are stored (``run --add-items``), never for published rows.
+- below each table, the 95% bootstrap intervals stored in the results, compactly as ``lo–hi``
+  (one decimal); the Avg. interval is the normal approximation from the tasks' intervals
+  (independent tasks: half-width ``sqrt(sum h_i^2) / n``); ``compare`` gives the exact one.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,20 +107,187 @@ def _cell(result: Result | None, column: Column) -> float | None:
     return float(value) if value is not None else None
 
 
-def measured_rows(section: Section, results: list[Result]) -> list[list[str]]:
+GROUPS = ("base", "post-processed", "trained")
+MARK = "†"
+ALPHA = 0.05
+
+
+def group_of(result: Result) -> str:
+    """``post-processed`` for a ``+`` chain, ``trained`` for a result with training provenance or
+    a local checkpoint (results from before provenance was recorded), else ``base``."""
+    if "+" in result.encoder:
+        return "post-processed"
+    model = str(result.encoder_identity.get("model", ""))
+    if "training" in result.encoder_metadata or model.startswith(("/", "./", "../")):
+        return "trained"
+    return "base"
+
+
+def _recipe(result: Result) -> tuple[str, int] | None:
+    """(recipe key, seed) for a trained result whose provenance records its seed."""
+    training = result.encoder_metadata.get("training")
+    if not isinstance(training, dict) or "seed" not in training.get("hyperparameters", {}):
+        return None
+    hyper = {k: v for k, v in training["hyperparameters"].items() if k != "seed"}
+    key = {k: training.get(k) for k in ("method", "base_model", "base_weights_sha256", "data", "dev_task")}
+    return json.dumps({**key, "hyperparameters": hyper, "task": result.task}, sort_keys=True, default=str), \
+        int(training["hyperparameters"]["seed"])
+
+
+@dataclass
+class Row:
+    encoder: str
+    group: str
+    results: dict[str, Result]  # by task; empty for published rows
+    cells: list[float | None]
+    average: float | None
+    text: list[str] | None = None  # preformatted cells (seed aggregates, published rows)
+    seeds: tuple[int, ...] = ()
+
+
+def _average(cells: list[float | None]) -> float | None:
+    return sum(cells) / len(cells) if cells and all(v is not None for v in cells) else None
+
+
+def _by_encoder(results: list[Result]) -> dict[str, dict[str, Result]]:
     by_encoder: dict[str, dict[str, Result]] = {}
     for r in results:
         by_encoder.setdefault(r.encoder, {})[r.task] = r
+    return by_encoder
+
+
+def aggregate_seeds(section: Section, rows: list[Row]) -> list[Row]:
+    """Merge trained rows whose every result shares a recipe with the others' but for the seed:
+    cells become ``mean ±std`` (sample std, ddof 1) over the seeds, which are listed."""
+    keyed: dict[tuple[str, ...], list[tuple[int, Row]]] = {}
+    rest = []
+    for row in rows:
+        recipes = [_recipe(row.results[c.task]) if c.task in row.results else None for c in section.columns]
+        present = [r for r in recipes if r is not None]
+        seeds = {seed for _, seed in present}
+        if row.group != "trained" or not present or len(present) != len(row.results) or len(seeds) != 1:
+            rest.append(row)
+            continue
+        keyed.setdefault(tuple(k for k, _ in present), []).append((seeds.pop(), row))
+    for members in keyed.values():
+        if len(members) == 1:
+            rest.append(members[0][1])
+            continue
+        members.sort(key=lambda m: m[0])
+        seeds = tuple(seed for seed, _ in members)
+        text, means = [], []
+        for i in range(len(section.columns)):
+            vals = [row.cells[i] for _, row in members]
+            if any(v is None for v in vals):
+                text.append("")
+                means.append(None)
+                continue
+            mean = sum(vals) / len(vals)
+            std = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
+            text.append(f"{mean:.2f} ±{std:.2f}")
+            means.append(mean)
+        name = f"{members[0][1].encoder} (seeds {','.join(map(str, seeds))})"
+        rest.append(Row(name, "trained", {}, means, _average(means), text, seeds))
+    return rest
+
+
+def measured(section: Section, results: list[Result]) -> list[Row]:
     rows = []
-    for encoder in sorted(by_encoder):
-        cells = [_cell(by_encoder[encoder].get(c.task), c) for c in section.columns]
+    for encoder, by_task in sorted(_by_encoder(results).items()):
+        cells = [_cell(by_task.get(c.task), c) for c in section.columns]
         if all(v is None for v in cells):
             continue
-        row = [encoder, "measured", *(_fmt(v) for v in cells)]
+        group = group_of(next(iter(by_task.values())))
+        rows.append(Row(encoder, group, {c.task: by_task[c.task] for c in section.columns if c.task in by_task},
+                        cells, _average(cells)))
+    return aggregate_seeds(section, rows)
+
+
+def _sort_key(row: Row, section: Section) -> tuple[float, str]:
+    if section.average:
+        value = row.average
+    else:
+        present = [v for v in row.cells if v is not None]
+        value = sum(present) / len(present) if present else None
+    return (-value if value is not None else float("inf"), row.encoder)
+
+
+def marks(section: Section, rows: list[Row], store: ResultStore) -> set[tuple[str, int]]:
+    """(encoder, column index) of the scores not significantly different from their column's best."""
+    out: set[tuple[str, int]] = set()
+    for i, column in enumerate(section.columns):
+        scored = [r for r in rows if r.cells[i] is not None and column.task in r.results]
+        if len(scored) < 2:
+            continue
+        best = max(scored, key=lambda r: r.cells[i])
+        best_result = best.results[column.task]
+        if not store.has_items(best_result):
+            continue
+        from benchharness.confidence import column_test_p  # numpy and scipy: only when items are there
+
+        best_items = store.load_items(best_result)
+        for row in scored:
+            result = row.results[column.task]
+            if row is best or not store.has_items(result):
+                continue
+            metric = column.metric or result.main_metric
+            p = column_test_p(column.task, metric, best_items, store.load_items(result))
+            if p >= ALPHA:
+                out.add((row.encoder, i))
+    return out
+
+
+def _interval(result: Result | None, column: Column) -> tuple[float, float] | None:
+    conf = (result.confidence or {}) if result is not None else {}
+    if column.metric is None:
+        main = conf.get("main")
+        return (main[0], main[1]) if main else None
+    iv = conf.get("intervals", {}).get(column.metric)
+    return (iv["low"], iv["high"]) if iv else None
+
+
+def _ci_text(iv: tuple[float, float] | None) -> str:
+    return "" if iv is None else f"{iv[0]:.1f}–{iv[1]:.1f}"
+
+
+def _average_interval(row: Row, section: Section) -> str:
+    ivs = [_interval(row.results.get(c.task), c) for c in section.columns]
+    if row.average is None or any(iv is None for iv in ivs):
+        return ""
+    half = sum(((hi - lo) / 2) ** 2 for lo, hi in ivs) ** 0.5 / len(ivs)
+    return _ci_text((row.average - half, row.average + half))
+
+
+def measured_rows(section: Section, results: list[Result], store: ResultStore | None = None) -> list[list[str]]:
+    """Table rows for the measured encoders: grouped, sorted by Avg., marked where items allow."""
+    rows = sorted(measured(section, results), key=lambda r: (GROUPS.index(r.group), *_sort_key(r, section)))
+    marked = marks(section, rows, store) if store is not None else set()
+    table = []
+    for row in rows:
+        if row.text is not None:
+            cells = list(row.text)
+        else:
+            cells = [_fmt(v) + (MARK if (row.encoder, i) in marked else "") for i, v in enumerate(row.cells)]
+        line = [row.encoder, row.group, *cells]
         if section.average:
-            row.append(_fmt(sum(cells) / len(cells)) if all(v is not None for v in cells) else "")
-        rows.append(row)
-    return rows
+            line.append(_fmt(row.average))
+        table.append(line)
+    return table
+
+
+def interval_rows(section: Section, results: list[Result]) -> list[list[str]]:
+    """The stored 95% intervals of the measured rows, in the main table's order."""
+    rows = sorted(measured(section, results), key=lambda r: (GROUPS.index(r.group), *_sort_key(r, section)))
+    table = []
+    for row in rows:
+        if row.text is not None:  # a seed aggregate: its spread is the ±std in the main table
+            continue
+        cells = [_ci_text(_interval(row.results.get(c.task), c)) for c in section.columns]
+        if section.average:
+            cells.append(_average_interval(row, section))
+        if any(cells):
+            table.append([row.encoder, *cells])
+    return table
 
 
 def published_rows(section: Section, published_dir: Path, papers: set[str] | None) -> list[list[str]]:
@@ -130,18 +313,30 @@ def render(store: ResultStore, published_dir: Path, papers: set[str] | None = No
     parts = ["# benchharness leaderboard", "",
              "Generated by `benchharness leaderboard` from the result files under `results/`. "
              "Rows marked *published* are copied from the method papers (`results/published/`, "
-             "BERT/RoBERTa backbones) and were not measured here.", ""]
+             "BERT/RoBERTa backbones) and were not measured here.", "",
+             f"Rows are grouped by source (base, post-processed, trained, published) and sorted by Avg. "
+             f"within each group. {MARK}: not significantly different from the best measured score of its "
+             f"column (paired test on the stored per-item outputs, p >= {ALPHA}: Steiger for STS, McNemar or "
+             "a fold permutation test for transfer, a query permutation test for ranking; only where both "
+             "results keep items). `mean ±std`: a recipe trained with several seeds. Below each table: the "
+             "95% bootstrap intervals (`lo–hi`).", ""]
     extra = mteb_section(results)
     for section in (*SECTIONS, *([extra] if extra else [])):
-        measured = measured_rows(section, results)
+        measured_table = measured_rows(section, results, store)
         published = published_rows(section, published_dir, papers)
-        if not measured and not published:
+        if not measured_table and not published:
             continue
         headers = ["Encoder", "Source", *(c.header for c in section.columns)]
         if section.average:
             headers.append("Avg.")
-        parts += [f"## {section.title}", "", tabulate(measured + published, headers=headers,
+        parts += [f"## {section.title}", "", tabulate(measured_table + published, headers=headers,
                                                       tablefmt="github", disable_numparse=True), ""]
+        intervals = interval_rows(section, results)
+        if intervals:
+            parts += ["95% confidence intervals (percentile bootstrap over pairs, test items or outer folds, "
+                      "queries, as each result records):", "",
+                      tabulate(intervals, headers=["Encoder", *headers[2:]], tablefmt="github",
+                               disable_numparse=True), ""]
         variants = sorted({f"{r.task}: {r.protocol.get('variant')}" for r in results
                            if r.task in {c.task for c in section.columns}})
         if variants:

@@ -54,18 +54,33 @@ def precision_at(rel: np.ndarray, k: int) -> float:
     return float(np.asarray(rel, dtype=bool)[:k].sum()) / k
 
 
-def mean_metrics(rankings: Iterable[np.ndarray], ks_mrr: tuple[int, ...] = (10,), ks_p: tuple[int, ...] = (1, 5),
-                 map_k: int | None = None, n_relevant: Iterable[int] | None = None) -> dict[str, float]:
-    """Means over queries, x100: ``map`` (or ``map@k``), ``mrr``, ``mrr@k``, ``p@k``."""
+def per_query_metrics(rankings: Iterable[np.ndarray], ks_mrr: tuple[int, ...] = (10,), ks_p: tuple[int, ...] = (1, 5),
+                      map_k: int | None = None, n_relevant: Iterable[int] | None = None) -> dict[str, np.ndarray]:
+    """Per query, as fractions: ``map`` (or ``map@k``: the query's AP), ``mrr``, ``mrr@k``, ``p@k``.
+
+    These are what ``mean_metrics`` averages; they are kept per query so that intervals and paired
+    tests resample queries.
+    """
     rankings = list(rankings)
     if not rankings:
         raise ValueError("no queries to score")
     totals = list(n_relevant) if n_relevant is not None else [None] * len(rankings)
     map_key = "map" if map_k is None else f"map@{map_k}"
-    out = {map_key: np.mean([average_precision(r, map_k, n) for r, n in zip(rankings, totals)]),
-           "mrr": np.mean([reciprocal_rank(r) for r in rankings])}
+    out = {map_key: np.array([average_precision(r, map_k, n) for r, n in zip(rankings, totals)]),
+           "mrr": np.array([reciprocal_rank(r) for r in rankings])}
     for k in ks_mrr:
-        out[f"mrr@{k}"] = np.mean([reciprocal_rank(r, k) for r in rankings])
+        out[f"mrr@{k}"] = np.array([reciprocal_rank(r, k) for r in rankings])
     for k in ks_p:
-        out[f"p@{k}"] = np.mean([precision_at(r, k) for r in rankings])
-    return {key: float(100.0 * v) for key, v in out.items()}
+        out[f"p@{k}"] = np.array([precision_at(r, k) for r in rankings])
+    return out
+
+
+def mean_metrics(rankings: Iterable[np.ndarray], ks_mrr: tuple[int, ...] = (10,), ks_p: tuple[int, ...] = (1, 5),
+                 map_k: int | None = None, n_relevant: Iterable[int] | None = None) -> dict[str, float]:
+    """Means over queries, x100: ``map`` (or ``map@k``), ``mrr``, ``mrr@k``, ``p@k``."""
+    return means(per_query_metrics(rankings, ks_mrr, ks_p, map_k, n_relevant))
+
+
+def means(per_query: dict[str, np.ndarray]) -> dict[str, float]:
+    """Each per-query metric's mean x100."""
+    return {key: float(100.0 * np.mean(v)) for key, v in per_query.items()}

@@ -12,6 +12,11 @@ or protocol differ from the current ones, ``always`` recomputes everything.
 Schema versions: files written before ``schema_version`` existed have no such key and load as
 version 1; files written now carry ``"schema_version": 2`` as their last key. The two differ only
 in that key (and version 2 files never hold NaN, which is not JSON), so both load into ``Result``.
+Two optional keys came later without a version change, because a file without them is still
+complete: ``items`` links the per-item outputs stored beside the file
+(``<task>.items.npz``, ``benchharness.items``) and ``confidence`` holds the bootstrap intervals
+(``benchharness.confidence``); neither is part of the fingerprint, so adding them never makes a
+result stale. ``benchharness run --add-items`` recomputes stored results that lack them.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from pathlib import Path
 from typing import Any, Iterator, TypedDict
 
 from benchharness.atomic import write_json
-from benchharness.task import Metrics
+from benchharness.task import Evaluation, Metrics
 
 OVERWRITE = ("reuse", "stale", "always")
+#: folders of the results directory that hold other outputs (``benchharness analyze``), not encoders
+RESERVED_FOLDERS = ("analysis",)
 #: written into every new result file; a file without the key is version 1
 SCHEMA_VERSION = 2
 
@@ -98,6 +105,8 @@ class Result:
     #: counts about the vectors the task scored (``zero_vectors``: sentences encoded as all zeros,
     #: e.g. every word out of vocabulary); descriptive, outside the fingerprint; None in older files
     embedding_stats: dict[str, int] | None = None
+    items: dict[str, Any] | None = None  # ItemsRecord of the per-item outputs file, if kept
+    confidence: dict[str, Any] | None = None  # bootstrap intervals (benchharness.confidence)
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,7 +126,11 @@ class ResultStore:
         self.root = Path(root)
 
     def path(self, encoder: str, task: str) -> Path:
-        return self.root / slug(encoder) / f"{task}.json"
+        folder = slug(encoder)
+        if folder in RESERVED_FOLDERS:
+            raise ValueError(f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "
+                             "register the encoder under another name")
+        return self.root / folder / f"{task}.json"
 
     def load(self, encoder: str, task: str) -> Result | None:
         """The stored result of ``encoder`` on ``task``, or None. A file there that holds another
@@ -132,15 +145,32 @@ class ResultStore:
                                       "treated as not stored")
         return result
 
-    def save(self, result: Result) -> Path:
-        """Write atomically (``benchharness.atomic``): a reader never sees half a file."""
+    def save(self, result: Result, evaluation: Evaluation | None = None) -> Path:
+        """Write atomically (``benchharness.atomic``): a reader never sees half a file. With an
+        ``evaluation`` that kept items, they are written first and linked from the JSON."""
         p = self.path(result.encoder, result.task)
+        if evaluation is not None and evaluation.items:
+            from benchharness.items import save_items  # numpy: not needed to read results
+
+            result.items = dict(save_items(p, evaluation))
         write_json(p, result.to_dict())
         return p
 
+    def has_items(self, result: Result) -> bool:
+        """Whether the result links a per-item outputs file that is there."""
+        return bool(result.items) and (self.path(result.encoder, result.task).with_name(result.items["file"])).exists()
+
+    def load_items(self, result: Result) -> Evaluation:
+        """The per-item outputs of a stored result; the error names the command that produces them."""
+        from benchharness.items import load_items
+
+        hint = f"benchharness run --encoders '{result.encoder}' --tasks {result.task} --add-items"
+        return load_items(self.path(result.encoder, result.task), result.items, hint)
+
     def __iter__(self) -> Iterator[Result]:
         for p in sorted(self.root.glob("*/*.json")):
-            yield read_result(p)
+            if p.parent.name not in RESERVED_FOLDERS:
+                yield read_result(p)
 
 
 class ResultMismatchError(ValueError):
@@ -153,7 +183,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "encoder": (str,), "task": (str,), "main_score": _NUMBER, "main_metric": (str,), "metrics": (dict,),
     "protocol": (dict,), "encoder_identity": (dict,), "encoder_metadata": (dict,), "data": (dict,),
     "seed": (int,), "timings": (dict,), "versions": (dict,), "date": (str,), "embedding_stats": (dict, type(None)),
-    "schema_version": (int,),
+    "items": (dict, type(None)), "confidence": (dict, type(None)), "schema_version": (int,),
 }
 
 

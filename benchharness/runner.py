@@ -5,6 +5,12 @@ Encoders and tasks are handed in by name resolvers (``get_encoder``, ``get_task`
 ``Registry.get`` and ``tasks.get``), so the runner depends on the two contracts
 (``benchharness.encoder``, ``benchharness.task``) and on no family of either.
 
+Each result keeps its task's per-item outputs beside it and bootstrap intervals computed from
+them (``benchharness.confidence``; seeded by the run seed and the task name). Results stored before
+items were kept are reused as they are; ``add_items=True`` (``run --add-items``) recomputes those
+that lack them, whatever the overwrite strategy, and notes any score that comes out different
+(it should not: the same code computes it).
+
 Failures are contained: an encoder that cannot be built, a task whose data is missing, a task
 whose evaluation raises, or a result that cannot be stored (a NaN metric is not JSON) is reported
 in the summary while everything else finishes and is saved. An encoder that returns a NaN or
@@ -21,13 +27,14 @@ from typing import Callable
 
 import numpy as np
 
+from benchharness.confidence import confidence_record
 from benchharness.data import DataRoot
 from benchharness.encoder import Encoder
 from benchharness.provenance import now, versions
 from benchharness.resources import peak_rss_mib
 from benchharness.results import OVERWRITE, ProtocolRecord, Result, ResultStore, Timings, fingerprint
 from benchharness.seeding import seed_everything
-from benchharness.task import EncoderDrivenTask, Task
+from benchharness.task import EncoderDrivenTask, Evaluation, Task
 
 DEFAULT_SEED = 1111  # SentEval's seed, used by every task that draws random numbers
 
@@ -99,6 +106,7 @@ def run(
     seed: int = DEFAULT_SEED,
     show_progress: bool = True,
     log: Callable[[str], None] = print,
+    add_items: bool = False,
 ) -> Summary:
     if overwrite not in OVERWRITE:
         raise ValueError(f"overwrite must be one of {', '.join(OVERWRITE)}")
@@ -128,9 +136,12 @@ def run(
             log(f"[{enc_name}] cannot build encoder: {exc}")
             continue
         todo: list[Task] = []
+        previous: dict[str, float] = {}  # main scores of results recomputed only to add items
         for name, task in tasks.items():
             stored = _stored(store, enc_name, name, log)
-            if stored is not None and overwrite != "always":
+            if stored is not None and add_items and not store.has_items(stored):
+                previous[name] = stored.main_score
+            elif stored is not None and overwrite != "always":
                 current = fingerprint(identity, digests[name], _protocol(task))
                 fresh = stored.fingerprint() == current
                 if overwrite == "reuse" or fresh:
@@ -173,12 +184,13 @@ def run(
             seed_everything(seed)
             t1 = time.perf_counter()
             try:
-                metrics = task.evaluate(embeddings.embed, seed)
+                evaluation = task.evaluate_items(embeddings.embed, seed)
             except Exception as exc:
                 summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"evaluation: {exc}"))
                 log(f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
                 continue
             zeros = zero_vectors(embeddings, task)
+            metrics = evaluation.metrics
             result = Result(
                 encoder=enc_name,
                 task=task.name,
@@ -200,17 +212,22 @@ def run(
                 versions=run_versions,
                 date=now(),
                 embedding_stats={"zero_vectors": zeros},
+                confidence=_confidence(evaluation, task, seed, log),
             )
             try:
-                store.save(result)
+                store.save(result, evaluation)
             except ValueError as exc:  # e.g. a NaN metric, which JSON cannot hold
                 summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"storing: {exc}"))
                 log(f"[{enc_name}/{task.name}] cannot store the result: {exc}")
                 continue
-            note = f"{zeros:,} zero vectors" if zeros else ""
+            notes = [f"{zeros:,} zero vectors"] if zeros else []
+            if task.name in previous and previous[task.name] != result.main_score:
+                notes.append(f"items added; the score moved from the stored {previous[task.name]!r}")
+                log(f"[{enc_name}/{task.name}] warning: {notes[-1]}")
+            note = "; ".join(notes)
             summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score, note))
             log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}"
-                + (f" ({note}: sentences the encoder could not represent)" if note else ""))
+                + (f" ({notes[0]}: sentences the encoder could not represent)" if zeros else ""))
     return summary
 
 
@@ -245,6 +262,18 @@ def _run_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, seed: 
         return
     summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score))
     log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}")
+
+
+def _confidence(evaluation: Evaluation, task: Task, seed: int, log: Callable[[str], None]) -> dict | None:
+    """The result's intervals, or a record of why there are none (too few items to resample, say):
+    an interval that cannot be formed does not cost the score."""
+    if not evaluation.items:
+        return None
+    try:
+        return confidence_record(evaluation, task.metadata.main_score, task.name, seed)
+    except ValueError as exc:
+        log(f"[{task.name}] no confidence interval: {exc}")
+        return {"error": str(exc)}
 
 
 def _protocol(task: Task) -> ProtocolRecord:

@@ -4,7 +4,12 @@ evaluation from embeddings (the counterpart of ``benchharness.encoder`` for task
 It lives in the core so that the runner can drive tasks it is handed without importing the task
 package; task families (the ``tasks`` package) implement it. A task never loads a model. The runner calls ``load`` once (reading files through the data root,
 which checks them), collects ``sentences()`` from every selected task, encodes the unique ones
-once, and calls ``evaluate(embed)`` where ``embed(list_of_sentences)`` is served from that store.
+once, and calls ``evaluate_items(embed)`` where ``embed(list_of_sentences)`` is served from that store.
+
+Per-item outputs (issue #15): ``evaluate_items`` returns the metrics together with the outputs they
+were computed from (a cosine per pair, a prediction per test item, AP/RR per query), so that
+confidence intervals and paired comparisons never need the encoder again. A task family that keeps
+none implements ``evaluate`` only; the default ``evaluate_items`` then returns no items.
 """
 
 from __future__ import annotations
@@ -26,6 +31,25 @@ Embed = Callable[[list[str]], "np.ndarray"]
 #: what ``evaluate`` returns: scores (x100) and counts by metric name, plus descriptive strings
 #: (a transfer task's classifier ``config``); the keys differ from task family to task family
 Metrics = dict[str, float | int | str]
+#: per-item outputs by array name; which names a family uses is told by ``Evaluation.kind``
+Items = dict[str, "np.ndarray"]
+#: the kinds of per-item outputs, each read by ``benchharness.confidence``
+ITEM_KINDS = ("sts", "classification", "ranking")
+
+
+@dataclass
+class Evaluation:
+    """Metrics and the per-item outputs they were computed from.
+
+    ``kind`` says how to read ``items``: ``sts`` (``cosine``, ``gold``, ``subset`` index into
+    ``subset_names``), ``classification`` (``pred``, ``gold``, and ``fold`` for outer k-fold tasks,
+    whose score is the mean of the per-fold accuracies), ``ranking`` (one array per metric key, the
+    per-query value whose mean x100 is that metric). An empty ``items`` means none were kept.
+    """
+
+    metrics: Metrics
+    items: Items = field(default_factory=dict)
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,6 +102,10 @@ class Task(ABC):
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         """Metrics (scores x100), including ``metadata.main_score``."""
 
+    def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
+        """Metrics with per-item outputs; families that keep items override this and define
+        ``evaluate`` as its metrics, so that both come from one computation."""
+        return Evaluation(self.evaluate(embed, seed))
 
 class EncoderDrivenTask(Task):
     """A task that drives encoding itself: mteb's evaluators decide what to encode and when (a

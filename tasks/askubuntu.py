@@ -31,8 +31,8 @@ import numpy as np
 
 from benchharness.data import DataError, DataRoot
 from benchharness.metrics import paired_cosine
-from benchharness.ranking import mean_metrics, ranked_relevance
-from benchharness.task import Embed, Metrics, Task, TaskMetadata
+from benchharness.ranking import means, per_query_metrics, ranked_relevance
+from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
 
 REFERENCE = "Lei et al. 2016 (taolei87/askubuntu); useb/TSDAE (Wang et al. 2021); mteb AskUbuntuDupQuestions"
 TEXTS = ("askubuntu/text_tokenized.txt.gz", "askubuntu/text_tokenized.txt")
@@ -130,15 +130,20 @@ class AskUbuntu(Task):
         return [self.titles[i] for q in self.queries for i in (q.qid, *q.candidates)]
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
+        return self.evaluate_items(embed, seed).metrics
+
+    def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
+        """Metrics and, per query, the AP, RR, RR@10, P@1 and P@5 they average."""
         rankings = []
         for q in self.queries:
             cand = embed([self.titles[c] for c in q.candidates])
             query = embed([self.titles[q.qid]])
             scores = paired_cosine(np.repeat(query, len(cand), 0), cand)
             rankings.append(ranked_relevance(scores, np.array([c in q.similar for c in q.candidates])))
-        metrics: Metrics = mean_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
+        per_query = per_query_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
+        metrics: Metrics = means(per_query)
         metrics["n_queries"] = len(rankings)
-        return metrics
+        return Evaluation(metrics, per_query, "ranking")
 
 
 def _register() -> None:

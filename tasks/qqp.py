@@ -34,7 +34,7 @@ import numpy as np
 
 from benchharness.data import DataError, DataRoot
 from benchharness.ranking import average_precision, reciprocal_rank
-from benchharness.task import Embed, Metrics, Task, TaskMetadata
+from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
 
 REL = "qqp/quora_duplicate_questions.tsv"
 HEADER = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
@@ -130,15 +130,22 @@ class QQP(Task):
         return self.corpus + self.queries
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
+        return self.evaluate_items(embed, seed).metrics
+
+    def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
+        """Metrics and, per query, the AP@100 (under both names it is reported as) and RR@10."""
         _, ids = search(normalise(embed(self.corpus)), normalise(embed(self.queries)), MAP_K, exclude=self.own)
         ap, rr = [], []
         for top, rel in zip(ids, self.relevant):
             hits = np.isin(top, rel)
             ap.append(average_precision(hits, MAP_K, len(rel)))
             rr.append(reciprocal_rank(hits, MRR_K))
-        return {f"map@{MAP_K}": 100 * float(np.mean(ap)), "map": 100 * float(np.mean(ap)),
-                f"mrr@{MRR_K}": 100 * float(np.mean(rr)), "n_queries": len(self.queries),
-                "n_corpus": len(self.corpus)}
+        metrics: Metrics = {f"map@{MAP_K}": 100 * float(np.mean(ap)), "map": 100 * float(np.mean(ap)),
+                            f"mrr@{MRR_K}": 100 * float(np.mean(rr)), "n_queries": len(self.queries),
+                            "n_corpus": len(self.corpus)}
+        ap_arr = np.asarray(ap, dtype=np.float64)
+        items = {f"map@{MAP_K}": ap_arr, "map": ap_arr, f"mrr@{MRR_K}": np.asarray(rr, dtype=np.float64)}
+        return Evaluation(metrics, items, "ranking")
 
 
 def _register() -> None:

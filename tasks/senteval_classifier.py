@@ -277,9 +277,17 @@ def inner_kfold(features: np.ndarray, labels: np.ndarray, nclasses: int, config:
         chosen.append(L2_GRID[_pick(scores)])
         dev_results.append(max(scores))
     refits = clf.fit([Fit.with_split(train, seed) for train, _ in outer], [[c] for c in chosen])
-    test_results = [round(100 * clf.accuracy(refits, o, 0, test), 2) for o, (_, test) in enumerate(outer)]
+    # each item is tested in exactly one outer fold: its prediction there, and that fold's index
+    yhat = np.empty(len(labels), dtype=np.int64)
+    fold = np.empty(len(labels), dtype=np.int16)
+    test_results = []
+    for o, (_, test) in enumerate(outer):
+        yhat[test] = clf.predict(refits, o, 0, test)
+        fold[test] = o
+        test_results.append(round(100 * float((yhat[test] == np.asarray(labels)[test]).mean()), 2))
     return {"devacc": round(float(np.mean(dev_results)), 2), "acc": round(float(np.mean(test_results)), 2),
-            "fold_acc": test_results, "chosen_l2": chosen, "fits": len(fits) * len(L2_GRID) + len(outer)}
+            "fold_acc": test_results, "chosen_l2": chosen, "fits": len(fits) * len(L2_GRID) + len(outer),
+            "yhat": yhat, "fold": fold}
 
 
 def kfold_then_test(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
@@ -317,5 +325,6 @@ def split_select(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray, de
     scores = [round(100 * float(grid.dev_accuracy[0, r]), 2) for r in range(len(L2_GRID))]
     k = _pick(scores)
     test_rows = np.arange(n_tr + n_dev, n_tr + n_dev + len(test_x))
-    return {"devacc": max(scores), "acc": round(100 * clf.accuracy(grid, 0, k, test_rows), 2),
-            "chosen_l2": L2_GRID[k], "fits": len(L2_GRID)}
+    yhat = clf.predict(grid, 0, k, test_rows)
+    return {"devacc": max(scores), "acc": round(100 * float((yhat == np.asarray(test_y)).mean()), 2),
+            "chosen_l2": L2_GRID[k], "fits": len(L2_GRID), "yhat": yhat}

@@ -28,13 +28,15 @@ Against mteb's STS evaluation (``tests/test_mteb_crosscheck.py`` pins each point
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import numpy as np
 
 from benchharness.data import DataError, DataRoot
 from benchharness.metrics import correlations, paired_cosine
 from benchharness.readers import (SICK_COLUMNS, STS_YEARS, STSB_COLUMNS, raw_text, read_scored_tsv, read_sts_pairs,
                                   senteval_text, sick_file, stsb_file, sts_year_file)
-from benchharness.task import Embed, Metrics, Task, TaskMetadata
+from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
 
 PROTOCOL = "senteval-unsup-cosine"
 #: scored pairs per year, from the task papers (and PROTOCOLS.md)
@@ -50,6 +52,10 @@ class PairTask(Task):
     def sentences(self) -> list[str]:
         return [s for a, b, _ in self.subsets.values() for s in (*a, *b)]
 
+    @abstractmethod
+    def _metrics(self, scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> Metrics:
+        """The task's metrics from each subset's (cosine, gold)."""
+
     def _check_count(self) -> None:
         n = sum(len(g) for _, _, g in self.subsets.values())
         if self.metadata.n_samples is not None and n != self.metadata.n_samples:
@@ -63,6 +69,21 @@ class PairTask(Task):
             name: (paired_cosine(embed(a), embed(b)), gold)
             for name, (a, b, gold) in self.subsets.items()
         }
+
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
+        return self.evaluate_items(embed, seed).metrics
+
+    def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
+        """The metrics and, per pair in the task's order (subsets concatenated), the cosine (float64,
+        as scored: float32 could tie pairs that are not tied and move Spearman), gold and subset."""
+        scores = self._scores(embed)
+        items = {
+            "cosine": np.concatenate([p for p, _ in scores.values()]),
+            "gold": np.concatenate([np.asarray(g, dtype=np.float64) for _, g in scores.values()]),
+            "subset": np.concatenate([np.full(len(g), i, dtype=np.int16) for i, (_, g) in enumerate(scores.values())]),
+            "subset_names": np.array(list(scores)),
+        }
+        return Evaluation(self._metrics(scores), items, "sts")
 
 
 class STSYear(PairTask):
@@ -99,9 +120,8 @@ class STSYear(PairTask):
             self.subsets[subset] = (a, b, np.asarray(g))
         self._check_count()
 
-    def evaluate(self, embed: Embed, seed: int) -> Metrics:
+    def _metrics(self, scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> Metrics:
         metrics: Metrics = {}
-        scores = self._scores(embed)
         sizes = {}
         for name, (pred, gold) in scores.items():
             for key, value in correlations(pred, gold).items():
@@ -143,8 +163,8 @@ class CsvPairTask(PairTask):
         self.subsets = {"test": (a, b, np.asarray(g))}
         self._check_count()
 
-    def evaluate(self, embed: Embed, seed: int) -> Metrics:
-        pred, gold = self._scores(embed)["test"]
+    def _metrics(self, scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> Metrics:
+        pred, gold = scores["test"]
         return {**correlations(pred, gold), "n": len(gold)}
 
 

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import io
 import time
+from abc import abstractmethod
 from typing import Any, Callable
 
 import numpy as np
 
 from benchharness.data import DataError, DataRoot
-from benchharness.task import Embed, Metrics, Task, TaskMetadata
+from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
 from tasks.senteval_config import CONFIGS, ClassifierConfig
 
 REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"
@@ -115,10 +116,22 @@ class TransferTask(Task):
                             f"expected {self.metadata.n_samples}; the files are not SentEval's")
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
+        return self.evaluate_items(embed, seed).metrics
+
+    def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
+        """Metrics, and per test item the prediction and gold label (in the task's sample order);
+        outer k-fold tasks (every item tested once) add each item's outer fold."""
         t0 = time.perf_counter()
         out = self._classify(embed, seed)
-        out.pop("yhat", None)
-        return {**out, "config": self.config.name, "classifier_seconds": round(time.perf_counter() - t0, 3)}
+        items = {"pred": np.asarray(out.pop("yhat")).astype(np.int8), "gold": self._test_labels().astype(np.int8)}
+        if "fold" in out:
+            items["fold"] = out.pop("fold")
+        metrics = {**out, "config": self.config.name, "classifier_seconds": round(time.perf_counter() - t0, 3)}
+        return Evaluation(metrics, items, "classification")
+
+    @abstractmethod
+    def _test_labels(self) -> np.ndarray:
+        """Gold labels of the test items, in the order the classifier predicts them."""
 
 
 class BinaryTask(TransferTask):
@@ -137,6 +150,9 @@ class BinaryTask(TransferTask):
 
     def sentences(self) -> list[str]:
         return self.texts
+
+    def _test_labels(self) -> np.ndarray:
+        return np.asarray(self.labels)
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
         from tasks.senteval_classifier import inner_kfold  # torch and scikit-learn: only to classify
@@ -159,6 +175,9 @@ class SST2(TransferTask):
 
     def sentences(self) -> list[str]:
         return [s for texts, _ in self.splits.values() for s in texts]
+
+    def _test_labels(self) -> np.ndarray:
+        return np.asarray(self.splits["test"][1])
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
         from tasks.senteval_classifier import split_select
@@ -183,6 +202,9 @@ class TREC(TransferTask):
 
     def sentences(self) -> list[str]:
         return self.train[0] + self.test[0]
+
+    def _test_labels(self) -> np.ndarray:
+        return np.asarray(self.test[1])
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
         from tasks.senteval_classifier import kfold_then_test
@@ -211,6 +233,9 @@ class MRPC(TransferTask):
 
     def sentences(self) -> list[str]:
         return [s for a, b, _ in self.pairs.values() for s in (*a, *b)]
+
+    def _test_labels(self) -> np.ndarray:
+        return np.asarray(self.pairs["test"][2])
 
     def _features(self, embed: Embed, split: str) -> np.ndarray:
         a, b, _ = self.pairs[split]

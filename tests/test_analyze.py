@@ -1,0 +1,37 @@
+"""``benchharness analyze`` on glove-50d writes its numbers as JSON and its plots as PNG."""
+
+import json
+
+import numpy as np
+import pytest
+
+from benchharness import config as config_mod
+from benchharness.cli import main
+from benchharness.data import DataRoot
+from benchharness.readers import STSB_COLUMNS, read_scored_tsv, senteval_text, stsb_file
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, data_dir):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
+    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
+    config_mod.load_config.cache_clear()
+    yield tmp_path
+    config_mod.load_config.cache_clear()
+
+
+def test_analyze_glove_writes_json_and_png(project, data_dir, capsys):
+    assert main(["analyze", "glove-50d", "--out", "out"]) == 0
+    report = json.loads((project / "out" / "analysis" / "glove-50d.json").read_text())
+    _, _, gold = read_scored_tsv(DataRoot(data_dir).path(stsb_file("test", False), "senteval"), STSB_COLUMNS,
+                                 False, text=senteval_text)
+    gold = np.asarray(gold)
+    # PaSeR's levels [0,1) [1,2) [2,3) [3,4) [4,5], counted here with numpy's histogram (last bin closed)
+    assert [lv["n"] for lv in report["cosine_by_gold_level"]] == np.histogram(gold, bins=[0, 1, 2, 3, 4, 5])[0].tolist()
+    assert report["data"]["positive_pairs"] == int((gold >= 4).sum()) and report["data"]["pairs"] == 1379
+    assert 0 <= report["alignment"] <= 4 and report["uniformity"] < 0  # bounds for unit vectors
+    assert 0 < report["isotropy"]["top1_pc_variance_share"] < report["isotropy"]["top10_pc_variance_share"] <= 1
+    for fig in report["figures"]:
+        assert (project / "out" / fig).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "alignment" in capsys.readouterr().out

@@ -1,0 +1,44 @@
+"""``train <method> --seeds``: one run per seed, each in its own (resumable) folder."""
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+import encoders.methods
+from benchharness import training_cli
+
+
+class RecordingMethod:
+    def __init__(self, status=0):
+        self.calls, self.status = [], status
+
+    def main(self, args, dev):
+        self.calls.append((args.seed, args.out, args.name))
+        return self.status
+
+
+def _args(**kw):
+    base = {"method": "fake", "seeds": "3,1", "seed": None, "out": Path("runs/simcse-l3"), "name": None}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_each_seed_trains_in_its_own_folder_under_its_own_name(monkeypatch):
+    fake = RecordingMethod()
+    monkeypatch.setitem(encoders.methods.METHODS, "fake", fake)
+    assert training_cli.main(_args()) == 0
+    assert fake.calls == [(3, Path("runs/simcse-l3-s3"), "simcse-l3-s3"), (1, Path("runs/simcse-l3-s1"), "simcse-l3-s1")]
+    fake.calls.clear()
+    training_cli.main(_args(seeds="7", name="mine"))
+    assert fake.calls == [(7, Path("runs/simcse-l3-s7"), "mine-s7")]
+
+
+def test_a_failing_seed_makes_the_command_fail_and_bad_seed_lists_are_refused(monkeypatch):
+    monkeypatch.setitem(encoders.methods.METHODS, "fake", RecordingMethod(status=1))
+    assert training_cli.main(_args()) == 1
+    with pytest.raises(ValueError, match="comma list of integers"):
+        training_cli.main(_args(seeds="1,two"))
+    with pytest.raises(ValueError, match="distinct"):
+        training_cli.main(_args(seeds="1,1"))
+    with pytest.raises(ValueError, match="either --seed or --seeds"):
+        training_cli.main(_args(seed=5))
