@@ -17,8 +17,10 @@ Text is SentEval's: the line split on whitespace and re-joined with single space
 
 from __future__ import annotations
 
+import re
+import zlib
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from benchharness.data import DataError
 
@@ -51,10 +53,40 @@ def raw_text(s: str) -> str:
     return s.strip()
 
 
+#: what ``errors="surrogateescape"`` turns an undecodable byte into
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def undecodable_message(path: Path | str, lines: Iterable[str], exc: UnicodeDecodeError) -> str:
+    """``<path>:<line>: ...`` for a file whose strict decoding raised ``exc``, shared by every
+    reader whose errors must name the file and line.
+
+    The decoder reports a byte offset within the block it was decoding, not a line (and a
+    streaming reader may fail on a block ahead of its line), so the reader reads the file again
+    with ``errors="surrogateescape"``, split into ``lines`` exactly as it splits it: every
+    undecodable byte becomes a lone surrogate, which valid text never holds, and the first line
+    holding one is the line to name.
+    """
+    lineno = 0
+    try:
+        for lineno, line in enumerate(lines, 1):
+            if _ESCAPED.search(line):
+                break
+    except (EOFError, OSError, zlib.error):  # a compressed stream that also breaks off in that line
+        lineno += 1
+    byte = exc.object[exc.start : exc.start + 1]
+    return (f"{path}:{max(lineno, 1)}: byte {byte!r} is not valid {exc.encoding} ({exc.reason}); "
+            "the file is damaged or in another encoding")
+
+
 def read_lines(path: Path) -> list[str]:
     """Every line of a utf-8 file, blank ones included (``read().splitlines()``, as SentEval)."""
-    with open(path, encoding="utf8") as fh:
-        return fh.read().splitlines()
+    try:
+        with open(path, encoding="utf8") as fh:
+            return fh.read().splitlines()
+    except UnicodeDecodeError as exc:
+        with open(path, encoding="utf8", errors="surrogateescape") as fh:
+            raise DataError(undecodable_message(path, fh.read().splitlines(), exc)) from None
 
 
 def sts_year_file(year: str, subset: str, kind: str) -> str:
@@ -78,8 +110,10 @@ def read_sts_pairs(input_path: Path, gold_path: Path | None = None) -> Pairs:
         gold: list[str | None] = [None] * len(inputs)
     else:
         gold = list(read_lines(gold_path))
-        if len(inputs) != len(gold):
-            raise DataError(f"{input_path}: {len(inputs)} lines but {gold_path} has {len(gold)}")
+        if len(inputs) != len(gold):  # named at the first line the shorter file lacks
+            longer = input_path if len(inputs) > len(gold) else gold_path
+            raise DataError(f"{longer}:{min(len(inputs), len(gold)) + 1}: {input_path} has {len(inputs)} "
+                            f"lines but {gold_path} has {len(gold)}")
     a, b, g = [], [], []
     for lineno, (pair, score) in enumerate(zip(inputs, gold), 1):
         if score is not None and score.strip() == "":  # SentEval drops pairs without a gold score
@@ -90,7 +124,10 @@ def read_sts_pairs(input_path: Path, gold_path: Path | None = None) -> Pairs:
         a.append(senteval_text(fields[0]))
         b.append(senteval_text(fields[1]))
         if score is not None:
-            g.append(float(score))
+            try:
+                g.append(float(score))
+            except ValueError:
+                raise DataError(f"{gold_path}:{lineno}: gold score {score!r} is not a number") from None
     return a, b, g
 
 

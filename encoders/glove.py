@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from benchharness.data import DataRoot
+from benchharness.readers import undecodable_message
 from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
 
@@ -18,29 +20,36 @@ from benchharness.registry import Defaults, EncoderSpec, register_family
 def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
     """Read ``word v1 ... vd`` lines (plain or .gz) into a vocabulary and a float32 matrix.
 
-    A malformed line raises with the file and line number, since a truncated download is the
-    usual cause.
+    A malformed line, undecodable text or a damaged compressed stream raises ValueError with the
+    file and line number, since a truncated download is the usual cause.
     """
     opener = gzip.open if str(path).endswith(".gz") else open
     vocab: dict[str, int] = {}
     rows: list[np.ndarray] = []
     dim = None
+    lineno = 0
     with opener(path, "rt", encoding="utf8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            word, _, rest = line.rstrip("\n").partition(" ")
-            try:
-                vec = np.array(rest.split(" "), dtype=np.float32)
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: not a 'word v1 ... vd' line") from None
-            if dim is None:
-                dim = vec.shape[0]
-            elif vec.shape[0] != dim:
-                raise ValueError(f"{path}:{lineno}: {vec.shape[0]} values, expected {dim}")
-            if word not in vocab:  # first occurrence wins, as in SentEval's loader
-                vocab[word] = len(rows)
-                rows.append(vec)
+        try:
+            for lineno, line in enumerate(fh, 1):
+                word, _, rest = line.rstrip("\n").partition(" ")
+                try:
+                    vec = np.array(rest.split(" "), dtype=np.float32)
+                except ValueError:
+                    raise ValueError(f"{path}:{lineno}: not a 'word v1 ... vd' line") from None
+                if dim is None:
+                    dim = vec.shape[0]
+                elif vec.shape[0] != dim:
+                    raise ValueError(f"{path}:{lineno}: {vec.shape[0]} values, expected {dim}")
+                if word not in vocab:  # first occurrence wins, as in SentEval's loader
+                    vocab[word] = len(rows)
+                    rows.append(vec)
+        except UnicodeDecodeError as exc:
+            with opener(path, "rt", encoding="utf8", errors="surrogateescape") as again:
+                raise ValueError(undecodable_message(path, again, exc)) from None
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise ValueError(f"{path}:{lineno + 1}: damaged or truncated compressed file ({exc})") from None
     if not rows:
-        raise ValueError(f"{path}: no word vectors")
+        raise ValueError(f"{path}:1: no word vectors")
     return vocab, np.stack(rows)
 
 

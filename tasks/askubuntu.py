@@ -22,14 +22,18 @@ Two protocols, each under its own name:
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Callable, Iterator
 
 import numpy as np
 
 from benchharness.data import DataError, DataRoot
+from benchharness.readers import undecodable_message
 from benchharness.metrics import paired_cosine
 from benchharness.ranking import means, per_query_metrics, ranked_relevance
 from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
@@ -49,7 +53,7 @@ class Query:
 def read_annotations(path: Path) -> list[Query]:
     """``dev.txt`` / ``test.txt``; checks the 20 candidates, their scores, similar within candidates."""
     queries = []
-    with io.open(path, encoding="utf-8") as fh:
+    with io.open(path, encoding="utf-8") as fh, _decoded(path, io.open):
         for lineno, line in enumerate(fh, 1):
             fields = line.rstrip("\n").split("\t")
             if len(fields) != 4:
@@ -73,18 +77,32 @@ def read_texts(path: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
     """qid -> (title, body) for the ``wanted`` ids (the corpus has ~167k questions)."""
     opener = gzip.open if path.suffix == ".gz" else open
     texts: dict[str, tuple[str, str]] = {}
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) < 2 or not fields[0].strip():
-                raise DataError(f"{path}:{lineno}: expected 'qid<TAB>title<TAB>body'")
-            qid = fields[0].strip()
-            if qid in wanted:
-                texts[qid] = (fields[1].strip(), fields[2].strip() if len(fields) > 2 else "")
+    lineno = 0
+    with opener(path, "rt", encoding="utf-8") as fh, _decoded(path, opener):
+        try:
+            for lineno, line in enumerate(fh, 1):
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) < 2 or not fields[0].strip():
+                    raise DataError(f"{path}:{lineno}: expected 'qid<TAB>title<TAB>body'")
+                qid = fields[0].strip()
+                if qid in wanted:
+                    texts[qid] = (fields[1].strip(), fields[2].strip() if len(fields) > 2 else "")
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a truncated or damaged download
+            raise DataError(f"{path}:{lineno + 1}: damaged or truncated compressed file ({exc})") from None
     missing = wanted - texts.keys()
     if missing:
         raise DataError(f"{path}: {len(missing)} annotated question ids have no text, e.g. {sorted(missing)[:5]}")
     return texts
+
+
+@contextlib.contextmanager
+def _decoded(path: Path, opener: Callable[..., IO[str]]) -> Iterator[None]:
+    """Turn a ``UnicodeDecodeError`` raised while reading ``path`` into a DataError naming the line."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as fh:
+            raise DataError(undecodable_message(path, fh, exc)) from None
 
 
 class AskUbuntu(Task):

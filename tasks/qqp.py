@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from benchharness.data import DataError, DataRoot
+from benchharness.readers import undecodable_message
 from benchharness.ranking import average_precision, reciprocal_rank
 from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
 
@@ -46,13 +47,19 @@ def read_pairs(path: Path) -> list[tuple[str, str, int]]:
     rows = []
     with io.open(path, encoding="utf-8", newline="") as fh:
         reader = csv.reader(fh, delimiter="\t")
-        header = next(reader, None)
-        if header is None or [h.strip().lstrip("\ufeff") for h in header] != HEADER:
-            raise DataError(f"{path}:1: expected the header {' '.join(HEADER)}, got {header}")
-        for fields in reader:
-            if len(fields) != 6 or fields[5] not in ("0", "1"):
-                raise DataError(f"{path}:{reader.line_num}: expected 6 tab-separated fields ending in 0/1")
-            rows.append((fields[3].strip(), fields[4].strip(), int(fields[5])))
+        try:
+            header = next(reader, None)
+            if header is None or [h.strip().lstrip("\ufeff") for h in header] != HEADER:
+                raise DataError(f"{path}:1: expected the header {' '.join(HEADER)}, got {header}")
+            for fields in reader:
+                if len(fields) != 6 or fields[5] not in ("0", "1"):
+                    raise DataError(f"{path}:{reader.line_num}: expected 6 tab-separated fields ending in 0/1")
+                rows.append((fields[3].strip(), fields[4].strip(), int(fields[5])))
+        except csv.Error as exc:  # e.g. a quoted field longer than csv's field size limit
+            raise DataError(f"{path}:{reader.line_num}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            with io.open(path, encoding="utf-8", newline="", errors="surrogateescape") as again:
+                raise DataError(undecodable_message(path, again, exc)) from None
     return rows
 
 

@@ -31,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from benchharness.data import DataError, DataRoot
+from benchharness.readers import undecodable_message
 from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
 from tasks.senteval_config import CONFIGS, ClassifierConfig
 
@@ -42,8 +43,12 @@ Tokens = list[str]
 
 def read_lines(path, encoding: str) -> list[str]:
     """``f.read().splitlines()``: every line including blank ones (SentEval's binary loader)."""
-    with io.open(path, "r", encoding=encoding) as fh:
-        return fh.read().splitlines()
+    try:
+        with io.open(path, "r", encoding=encoding) as fh:
+            return fh.read().splitlines()
+    except UnicodeDecodeError as exc:
+        with io.open(path, "r", encoding=encoding, errors="surrogateescape") as fh:
+            raise DataError(undecodable_message(path, fh.read().splitlines(), exc)) from None
 
 
 def read_binary_file(path) -> list[Tokens]:

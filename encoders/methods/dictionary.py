@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from benchharness.readers import undecodable_message
+
 
 def normalize_entry(entry: str) -> str:
     """The key under which entries of different sources are combined: lowercased, ``_`` read as a
@@ -116,15 +118,19 @@ def _read_tsv(path: Path, n_fields: int, pick: Callable[[list[str]], tuple[str, 
               layout: str) -> list[tuple[str, str]]:
     pairs = []
     with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != n_fields:
-                raise ValueError(f"{path}:{lineno}: expected {n_fields} tab-separated fields ({layout}), "
-                                 f"found {len(fields)}: {line[:80]!r}")
-            pairs.append(pick(fields))
+        try:
+            for lineno, line in enumerate(fh, 1):
+                line = line.rstrip("\n").rstrip("\r")
+                if not line.strip():
+                    continue
+                fields = line.split("\t")
+                if len(fields) != n_fields:
+                    raise ValueError(f"{path}:{lineno}: expected {n_fields} tab-separated fields ({layout}), "
+                                     f"found {len(fields)}: {line[:80]!r}")
+                pairs.append(pick(fields))
+        except UnicodeDecodeError as exc:
+            with open(path, encoding="utf-8", errors="surrogateescape") as again:
+                raise ValueError(undecodable_message(path, again, exc)) from None
     return pairs
 
 
