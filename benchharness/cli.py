@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--no-train", action="store_true",
+                   help="fail on a training recipe that has no run yet (printing the command that trains it) "
+                        "instead of training it first")
     _common(p)
 
     p = sub.add_parser("leaderboard", help="Markdown table of stored results beside published numbers")
@@ -119,7 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     data = DataRoot(args.data_dir, verify=not args.no_verify)
     cache = None if args.no_cache else EmbeddingCache(Path(args.cache_dir) if args.cache_dir else cfg.cache_dir)
     registry = Registry({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
-                        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
+                        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)),
+                        train_missing=not args.no_train, progress=not args.quiet)
     encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
     for name in encoder_names:  # fail fast on typos, before any model is loaded
         for part in split_composition(name)[:1]:

@@ -76,6 +76,21 @@ def _cell(result: Result | None, column: Column) -> float | None:
     return float(value) if value is not None else None
 
 
+def source(results: list[Result]) -> str:
+    """``measured``, naming the training recipe of a trained encoder (from its results' manifest):
+    a trained row must say how to rebuild it, or that it cannot."""
+    training = next((r.encoder_metadata["training"] for r in results if "training" in r.encoder_metadata), None)
+    if training is None:
+        # older results of a trained run kept only its folder, an absolute path of the machine
+        local = any(str(r.encoder_identity.get("model", "")).startswith("/") for r in results)
+        return "measured; trained, no recipe" if local else "measured"
+    recipe = training.get("recipe")
+    if recipe is None:
+        return "measured; trained, no recipe"
+    name = recipe.get("name") or f"recipe:{recipe['key']}"
+    return f"measured; recipe {name} ({recipe['key']})"
+
+
 def measured_rows(section: Section, results: list[Result]) -> list[list[str]]:
     by_encoder: dict[str, dict[str, Result]] = {}
     for r in results:
@@ -85,7 +100,7 @@ def measured_rows(section: Section, results: list[Result]) -> list[list[str]]:
         cells = [_cell(by_encoder[encoder].get(c.task), c) for c in section.columns]
         if all(v is None for v in cells):
             continue
-        row = [encoder, "measured", *(_fmt(v) for v in cells)]
+        row = [encoder, source(list(by_encoder[encoder].values())), *(_fmt(v) for v in cells)]
         if section.average:
             row.append(_fmt(sum(cells) / len(cells)) if all(v is not None for v in cells) else "")
         rows.append(row)

@@ -196,8 +196,12 @@ class Registry:
     """Resolves names to encoders; ``defaults`` (device, batch_size, data_dir) apply to all."""
 
     def __init__(self, defaults: dict[str, Any] | None = None,
-                 wrap: Callable[[Encoder], Encoder] | None = None) -> None:
+                 wrap: Callable[[Encoder], Encoder] | None = None, train_missing: bool = True,
+                 progress: bool = True) -> None:
         self.config = load_config()
+        #: a training recipe's name without its run: train it (else fail with the command)
+        self.train_missing = train_missing
+        self.progress = progress
         apply_environment(self.config)  # HF cache/offline settings, for library use outside the CLI
         self.defaults = defaults or {}
         #: applied to the base encoder and to every post-processor stage (the runner's cache)
@@ -216,7 +220,9 @@ class Registry:
                     raise
 
     def known_names(self) -> list[str]:
-        return [*BUILTINS, *self.config.encoders, *registered_runs(self.config.runs_dir)]
+        from benchharness.recipes import load_book
+
+        return [*BUILTINS, *self.config.encoders, *load_book().names(), *registered_runs(self.config.runs_dir)]
 
     def spec_for(self, name: str) -> dict[str, Any]:
         """The spec dict behind a single (uncomposed) name."""
@@ -234,6 +240,11 @@ class Registry:
                 return self._resolve(entry["spec"])
             entry.pop("description", None)
             return entry, None
+        from benchharness.on_demand import trained_encoder
+
+        trained = trained_encoder(name, train=self.train_missing, progress=self.progress)
+        if trained is not None:
+            return trained
         folder = Path(name).expanduser()
         if not (folder / MANIFEST).is_file():
             folder = registered_runs(self.config.runs_dir).get(name)

@@ -1,15 +1,47 @@
-"""``benchharness train <method>``: the core side of training, which hands the method's command
-the STS-B dev evaluator. Encoders know no evaluation task, so the evaluator is built here, in the
-core, and passed down as a factory (``benchharness.dev_eval.for_training``).
+"""``benchharness train <method>``: the core side of training, which turns the command line into a
+recipe (``benchharness.recipes``) and hands the method's command the STS-B dev evaluator.
+Encoders know no evaluation task, so the evaluator is built here, in the core, and passed down as a
+factory (``benchharness.dev_eval.for_training``).
+
+Without ``--out`` the recipe trains into its run-store folder (``benchharness.runstore``), where
+``benchharness run --encoders <name>`` finds it; with ``--out`` it trains into that folder, which
+registers under its folder name as before.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+
+#: flags passed to the method's command as they are: how and where it runs, not what it trains
+RUNTIME = ("device", "threads", "stop_after", "overwrite", "quiet", "keep_checkpoint", "stats_only", "name")
 
 
 def main(args: argparse.Namespace) -> int:
+    from benchharness import on_demand, recipes
     from benchharness.dev_eval import for_training
-    from encoders.methods import METHODS
+    from benchharness.runstore import RunStore
 
-    return METHODS[args.method].main(args, dev=for_training)
+    recipe = recipes.derive(args.method, args)
+    if getattr(args, "show", False):
+        print(json.dumps({"name": recipe.display_name, **recipe.record()}, indent=2))
+        return 0
+    runtime = {k: getattr(args, k) for k in RUNTIME if getattr(args, k, None) not in (None, False)}
+    if args.out is not None:
+        return on_demand.train_into(recipe, args.out, dev=for_training, runtime=runtime)
+    if args.name is not None:
+        raise ValueError("--name names a run in an --out folder; a run-store run is named by its recipe "
+                         f"({recipe.display_name})")
+    store = RunStore()
+    if store.finished(recipe) and not args.overwrite:
+        print(f"{recipe.display_name} (recipe {recipe.key}) is already trained: {store.encoder_folder(recipe)}; "
+              "--overwrite retrains it")
+        return 0
+    on_demand.train_in_store(recipe, dev=for_training, runtime=runtime, store=store)
+    if store.finished(recipe):
+        print(f"recipe {recipe.key} trained in {store.folder(recipe)}; evaluate it with: "
+              f"benchharness run --encoders {recipe.display_name} --tasks sts")
+    else:
+        print(f"stopped before the end; rerun `{recipes.command(recipe)}` (or ask for {recipe.display_name} in "
+              "`benchharness run`) to resume")
+    return 0

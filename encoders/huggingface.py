@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Sequence
 
 import numpy as np
@@ -33,11 +35,16 @@ class HFEncoder(Encoder):
         precision: str = "fp32",
         normalize: bool = False,
         prompt: str = PROMPT_TEMPLATE,
+        model_name: str | None = None,
     ) -> None:
         super().__init__(name)
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
         self.source = hub.resolve(model)
+        if model_name is not None:
+            # ``model`` is a path of this machine (a trained run): identity and results name the
+            # model by ``model_name`` (its recipe key), the weights hash pins it
+            self.source = dataclasses.replace(self.source, name=model_name)
         self.pooling = pooling
         self.first_layer = int(first_layer)
         self.max_length = int(max_length)
