@@ -317,6 +317,9 @@ def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, 
     identified by its weights, not its path, so its key is the same on every machine.
     """
     flags = {k.replace("-", "_"): v for k, v in flags.items()}
+    runtime = sorted(set(flags) & RUNTIME_FLAGS)
+    if runtime:
+        raise RecipeError(f"{', '.join(runtime)} say where or how a run goes, not what it trains: not recipe options")
     base_recipe = None
     fingerprint = None
     if base.startswith(RECIPE_PREFIX):

@@ -310,6 +310,14 @@ class Registry:
         for n, entry in self.config.encoders.items():
             rows.append({"name": n, "source": str(self.config.file), "settings": entry.get("spec", json.dumps(entry)),
                          "description": entry.get("description", "")})
+        from benchharness.recipes import load_book
+
+        book = load_book()
+        for n in book.names():
+            entry = book.source(n)
+            rows.append({"name": n, "source": book.path.name, "settings": f"benchharness train {entry['method']}"
+                         + ("" if n == entry["method"] else f" --recipe {n}"),
+                         "description": f"recipe, trained on demand: {entry.get('description', '')}"})
         for n, folder in registered_runs(self.config.runs_dir).items():
             m = read_manifest(folder)
             rows.append({"name": n, "source": str(folder), "settings": json.dumps(m["encoder"]),
