@@ -77,6 +77,9 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
     p.add_argument("--add-items", action="store_true",
                    help="also recompute stored results that lack per-item outputs (kept since issue #15; "
                         "needed by `compare` and the leaderboard's marks); their scores do not change")
+    p.add_argument("--no-train", action="store_true",
+                   help="fail on a training recipe that has no run yet (printing the command that trains it) "
+                        "instead of training it first")
     _common(p)
 
     p = sub.add_parser("leaderboard", help="Markdown table of stored results beside published numbers")
@@ -121,7 +124,7 @@ def build_parser(plugins: Collection[str] = tuple(PLUGIN_COMMANDS)) -> argparse.
                 sp = psub.add_parser(name, help=plugin.HELP)
                 plugin.add_arguments(sp)
                 if command == "train":  # the core's loop over seeds (benchharness.training_cli)
-                    sp.add_argument("--seeds", help="comma list: train once per seed, each in <out>-s<seed>")
+                    sp.add_argument("--seeds", help="comma list: train the recipe once per seed (each its own recipe key; with --out, in <out>-s<seed>)")
     return parser
 
 
@@ -169,7 +172,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     data = DataRoot(args.data_dir, verify=not args.no_verify)
     cache = None if args.no_cache else EmbeddingCache(Path(args.cache_dir) if args.cache_dir else cfg.cache_dir)
     registry = Registry({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
-                        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
+                        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)),
+                        train_missing=not args.no_train, progress=not args.quiet)
     encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
     if not encoder_names:
         raise ValueError(f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "

@@ -12,8 +12,12 @@ cache and whether to stay offline) and user-registered encoders::
     spec = "hf:bert-base-uncased?pooling=avg"
     description = "BERT-base, mean of the last layer"
 
-Environment variables win over the file (``BENCHHARNESS_DATA``, ``HF_HUB_CACHE``...), so CI and
-users can point elsewhere without editing it.
+Environment variables win over the file (``BENCHHARNESS_DATA``, ``HF_HUB_CACHE``,
+``BENCHHARNESS_RUNS``...), so CI and users can point elsewhere without editing it.
+
+Trained runs go outside the checkout by default (``$XDG_DATA_HOME/benchharness/runs``, else
+``~/.local/share/benchharness/runs``), so every checkout of the machine shares them and a recipe
+is trained once (``benchharness.runstore``); ``[paths] runs_dir`` or ``BENCHHARNESS_RUNS`` move them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,13 @@ from pathlib import Path
 from typing import Any
 
 CONFIG_NAME = "benchharness.toml"
+RUNS_ENV = "BENCHHARNESS_RUNS"
+
+
+def default_runs_dir() -> Path:
+    """Where trained runs live when neither the environment nor the config file says."""
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "benchharness" / "runs"
 
 
 @dataclass(frozen=True)
@@ -34,7 +45,7 @@ class Config:
     data_dir: Path | None = None
     results_dir: Path = Path("results")
     cache_dir: Path = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "benchharness"
-    runs_dir: Path = Path("runs")
+    runs_dir: Path = field(default_factory=default_runs_dir)
     hf_hub_cache: Path | None = None
     hf_offline: bool = False
     encoders: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -54,7 +65,7 @@ def load_config(path: Path | None = None) -> Config:
     """Parse the config file (or return defaults when there is none)."""
     path = path or find_config()
     if path is None:
-        return Config()
+        return Config(runs_dir=Path(os.environ[RUNS_ENV]).expanduser()) if os.environ.get(RUNS_ENV) else Config()
     try:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
@@ -72,7 +83,8 @@ def load_config(path: Path | None = None) -> Config:
         data_dir=rel("data_dir", None),
         results_dir=rel("results_dir", base / "results"),
         cache_dir=rel("cache_dir", defaults.cache_dir),
-        runs_dir=rel("runs_dir", base / "runs"),
+        runs_dir=Path(os.environ[RUNS_ENV]).expanduser() if os.environ.get(RUNS_ENV)
+        else rel("runs_dir", default_runs_dir()),
         hf_hub_cache=rel("hf_hub_cache", None),
         hf_offline=bool(paths.get("hf_offline", False)),
         encoders=raw.get("encoders", {}),

@@ -149,6 +149,21 @@ def _average(cells: list[float | None]) -> float | None:
     return sum(cells) / len(cells) if cells and all(v is not None for v in cells) else None
 
 
+def recipe_note(results: list[Result]) -> str:
+    """The training recipe of a trained row (from its results' manifest): a trained row must say
+    how to rebuild it, or that it cannot."""
+    training = next((r.encoder_metadata["training"] for r in results if "training" in r.encoder_metadata), None)
+    if training is None:
+        # older results of a trained run kept only its folder, an absolute path of the machine
+        local = any(str(r.encoder_identity.get("model", "")).startswith("/") for r in results)
+        return "no recipe" if local else ""
+    recipe = training.get("recipe")
+    if recipe is None:
+        return "no recipe"
+    name = recipe.get("name") or f"recipe:{recipe['key']}"
+    return f"recipe {name} ({recipe['key']})"
+
+
 def _by_encoder(results: list[Result]) -> dict[str, dict[str, Result]]:
     by_encoder: dict[str, dict[str, Result]] = {}
     for r in results:
@@ -268,7 +283,8 @@ def measured_rows(section: Section, results: list[Result], store: ResultStore | 
             cells = list(row.text)
         else:
             cells = [_fmt(v) + (MARK if (row.encoder, i) in marked else "") for i, v in enumerate(row.cells)]
-        line = [row.encoder, row.group, *cells]
+        note = recipe_note(list(row.results.values())) if row.group == "trained" else ""
+        line = [row.encoder, f"{row.group}; {note}" if note else row.group, *cells]
         if section.average:
             line.append(_fmt(row.average))
         table.append(line)

@@ -324,8 +324,12 @@ class Registry:
     """Resolves names to encoders; ``defaults`` (device, batch_size, data_dir) apply to all."""
 
     def __init__(self, defaults: Defaults | None = None,
-                 wrap: Callable[[Encoder], Encoder] | None = None) -> None:
+                 wrap: Callable[[Encoder], Encoder] | None = None, train_missing: bool = True,
+                 progress: bool = True) -> None:
         self.config = load_config()
+        #: a training recipe's name without its run: train it (else fail with the command)
+        self.train_missing = train_missing
+        self.progress = progress
         apply_environment(self.config)  # HF cache/offline settings, for library use outside the CLI
         self.defaults = defaults or {}
         #: applied to the base encoder and to every post-processor stage (the runner's cache)
@@ -333,8 +337,11 @@ class Registry:
         discover()
 
     def known_names(self) -> list[str]:
+        from benchharness.recipes import load_book
+
         published = [row["name"] for c in CATALOGUES.values() for row in c.rows()]
-        return [*BUILTINS, *self.config.encoders, *registered_runs(self.config.runs_dir), *published]
+        return [*BUILTINS, *self.config.encoders, *load_book().names(), *registered_runs(self.config.runs_dir),
+                *published]
 
     def spec_for(self, name: str) -> EncoderSpec:
         """The spec dict behind a single (uncomposed) name."""
@@ -356,6 +363,11 @@ class Registry:
                 return self._resolve(entry["spec"], (*chain, name))
             entry.pop("description", None)
             return entry, None, (*chain, name)  # type: ignore[return-value]
+        from benchharness.on_demand import trained_encoder
+
+        trained = trained_encoder(name, train=self.train_missing, progress=self.progress)
+        if trained is not None:
+            return (*trained, chain)  # type: ignore[return-value]
         folder = Path(name).expanduser()
         if not (folder / MANIFEST).is_file():
             folder = registered_runs(self.config.runs_dir).get(name)
@@ -385,11 +397,16 @@ class Registry:
         """Everything ``get`` would refuse, found without loading a model: unknown names, spec keys
         and post-processors or their parameters, missing local folders, config cycles."""
         parts = [name] if self._registered_whole(name) else split_composition(name)
-        spec, _, chain = self._resolve(parts[0], _chain)
-        if spec["type"] == COMPOSE:
-            self.check(spec["spec"], chain)
-        else:
-            check_spec(parts[0], spec)
+        from benchharness.on_demand import recipe_for
+
+        if parts[0] in self.config.encoders or not self.train_missing or recipe_for(parts[0]) is None:
+            spec, _, chain = self._resolve(parts[0], _chain)
+            if spec["type"] == COMPOSE:
+                self.check(spec["spec"], chain)
+            else:
+                check_spec(parts[0], spec)
+        # else: a recipe to train on demand, checked when the recipe file loads (resolving it now
+        # would train it); with --no-train it resolves above, and fails there if it has no run yet
         for part in parts[1:]:
             self._stage(name, part)
 
@@ -445,6 +462,14 @@ class Registry:
         for n, entry in self.config.encoders.items():
             rows.append({"name": n, "source": str(self.config.file), "settings": entry.get("spec", json.dumps(entry)),
                          "description": entry.get("description", "")})
+        from benchharness.recipes import load_book
+
+        book = load_book()
+        for n in book.names():
+            entry = book.source(n)
+            rows.append({"name": n, "source": book.path.name, "settings": f"benchharness train {entry['method']}"
+                         + ("" if n == entry["method"] else f" --recipe {n}"),
+                         "description": f"recipe, trained on demand: {entry.get('description', '')}"})
         for n, folder in registered_runs(self.config.runs_dir).items():
             m = read_manifest(folder)
             rows.append({"name": n, "source": str(folder), "settings": json.dumps(m["encoder"]),

@@ -1,18 +1,58 @@
-"""``benchharness train <method>``: the core side of training, which hands the method's command
-the STS-B dev evaluator. Encoders know no evaluation task, so the evaluator is built here, in the
-core, and passed down as a factory (``benchharness.dev_eval.for_training``).
+"""``benchharness train <method>``: the core side of training, which turns the command line into a
+recipe (``benchharness.recipes``) and hands the method's command the STS-B dev evaluator.
+Encoders know no evaluation task, so the evaluator is built here, in the core, and passed down as a
+factory (``benchharness.dev_eval.for_training``).
 
-``--seeds 1,2,3`` trains the same recipe once per seed, each in its own run folder
-(``<out>-s<seed>``, registered as ``<name>-s<seed>``), so that every seed resumes on its own
-(rerun the same command) and the leaderboard can merge the seeds' results into ``mean ±std``
-(their manifests differ only in the seed).
+Without ``--out`` the recipe trains into its run-store folder (``benchharness.runstore``), where
+``benchharness run --encoders <name>`` finds it; with ``--out`` it trains into that folder, which
+registers under its folder name as before.
+
+``--seeds 1,2,3`` trains the recipe once per seed: each seed is a recipe of its own (the seed is
+one of its settings, so it gets its own key and run folder and resumes on its own; with ``--out``
+the folders are ``<out>-s<seed>``), and the leaderboard merges the seeds' results into
+``mean ±std`` (their recipes differ only in the seed).
 """
+
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 from pathlib import Path
+
+#: flags passed to the method's command as they are: how and where it runs, not what it trains
+RUNTIME = ("device", "threads", "stop_after", "overwrite", "quiet", "keep_checkpoint", "stats_only", "name")
+
+
+def _train_one(args: argparse.Namespace) -> int:
+    from benchharness import on_demand, recipes
+    from benchharness.dev_eval import for_training
+    from benchharness.runstore import RunStore
+
+    recipe = recipes.derive(args.method, args)
+    if getattr(args, "show", False):
+        print(json.dumps({"name": recipe.display_name, **recipe.record()}, indent=2))
+        return 0
+    runtime = {k: getattr(args, k) for k in RUNTIME if getattr(args, k, None) not in (None, False)}
+    if args.out is not None:
+        return on_demand.train_into(recipe, args.out, dev=for_training, runtime=runtime)
+    if args.name is not None:
+        raise ValueError("--name names a run in an --out folder; a run-store run is named by its recipe "
+                         f"({recipe.display_name})")
+    store = RunStore()
+    if store.finished(recipe) and not args.overwrite:
+        print(f"{recipe.display_name} (recipe {recipe.key}) is already trained: {store.encoder_folder(recipe)}; "
+              "--overwrite retrains it")
+        return 0
+    on_demand.train_in_store(recipe, dev=for_training, runtime=runtime, store=store)
+    if store.finished(recipe):
+        print(f"recipe {recipe.key} trained in {store.folder(recipe)}; evaluate it with: "
+              f"benchharness run --encoders {recipe.display_name} --tasks sts")
+    else:
+        print(f"stopped before the end; rerun `{recipes.command(recipe)}` (or ask for {recipe.display_name} in "
+              "`benchharness run`) to resume")
+    return 0
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -21,33 +61,30 @@ def parse_seeds(text: str) -> list[int]:
         seeds = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise ValueError(f"--seeds takes a comma list of integers such as 1,2,3, got {text!r}") from None
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds needs distinct integers, got {text!r}")
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(f"--seeds needs distinct non-negative integers, got {text!r}")
     return seeds
 
 
 def per_seed(args: argparse.Namespace, seed: int) -> argparse.Namespace:
-    """The arguments of one seed's run: its own folder and registry name."""
+    """The arguments of one seed's run (with ``--out``: its own folder and registry name)."""
     one = copy.copy(args)
     one.seed = seed
-    out = Path(args.out)
-    one.out = out.with_name(f"{out.name}-s{seed}")
-    one.name = f"{args.name or out.name}-s{seed}"
+    if args.out is not None:
+        out = Path(args.out)
+        one.out = out.with_name(f"{out.name}-s{seed}")
+        one.name = f"{args.name or out.name}-s{seed}"
     return one
 
 
 def main(args: argparse.Namespace) -> int:
-    from benchharness.dev_eval import for_training
-    from encoders.methods import METHODS
-
-    method = METHODS[args.method]
     seeds = getattr(args, "seeds", None)
     if not seeds:
-        return method.main(args, dev=for_training)
+        return _train_one(args)
     if getattr(args, "seed", None) is not None:
         raise ValueError("give either --seed or --seeds, not both")
     status = 0
     for seed in parse_seeds(seeds):
         print(f"== seed {seed}")
-        status = max(status, method.main(per_seed(args, seed), dev=for_training))
+        status = max(status, _train_one(per_seed(args, seed)))
     return status

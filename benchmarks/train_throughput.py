@@ -1,61 +1,71 @@
-"""Training throughput of the contrastive methods: sentences per second and peak memory.
+"""Training throughput of a recipe: seconds per optimizer step and sentences per second.
 
-Runs the shared loop for a few steps on the STS unlabeled corpus, without dev evaluation, with the
-methods' CPU presets (or the flags given), and prints one JSON line per method. Peak RSS is the
-process maximum, so each method runs in its own process::
+Runs a recipe (``encoders/methods/recipes.toml``) through its method's own command for a few steps
+in a temporary folder and prints one JSON line, ready for the recipe file's ``[[throughput]]``
+table, from which ``benchharness run`` estimates how long training on demand takes. Only the
+optimizer steps are timed (the loop's own clock): the dev evaluation is skipped and loading the
+data and model is not counted. Each recipe should run in its own process (peak RSS is the
+process maximum)::
 
-    python benchmarks/train_throughput.py --method consert --base sentence-transformers/paraphrase-MiniLM-L3-v2
+    python benchmarks/train_throughput.py --recipe paser --steps 20
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
 import tempfile
+from datetime import date
 from pathlib import Path
 
+import torch
+from torch import nn
+
 from benchharness.config import apply_environment, load_config
-from benchharness.registry import MINILMS
+
+
+class SkippedDev:
+    """A dev evaluation that scores nothing: the benchmark times optimizer steps only."""
+
+    task_name = "none (throughput benchmark)"
+
+    def __call__(self, encoder: nn.Module) -> float:
+        return float("nan")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--method", choices=["consert", "simcse"], required=True)
-    parser.add_argument("--base", default=MINILMS["minilm-l3"])
+    parser.add_argument("--recipe", required=True, help="a recipe name of encoders/methods/recipes.toml")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--max-length", type=int, default=32)
     parser.add_argument("--threads", type=int)
     parser.add_argument("--device")
-    parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--machine", default=f"{platform.machine()} {torch.get_num_threads()} threads",
+                        help="how the throughput table names this machine")
     args = parser.parse_args()
     apply_environment(load_config())
 
-    from encoders.methods import consert, simcse
-    from encoders.methods.data import load_sentences
-    from benchharness.seeding import seed_everything
-    from encoders.methods.training import TrainConfig, load_base, train
+    from benchharness.on_demand import device_kind, train_into
+    from benchharness.recipes import load_book
 
-    sentences = load_sentences("sts-unlabeled")
+    recipe = load_book().get(args.recipe)
+    if recipe.base_recipe is not None:
+        parser.error(f"{args.recipe} continues {recipe.base_recipe.display_name}: time that recipe instead")
+    runtime = {"stop_after": args.steps, "quiet": True, "device": args.device, "threads": args.threads}
     with tempfile.TemporaryDirectory() as tmp:
-        config = TrainConfig(base=args.base, out=Path(tmp) / "run", batch_size=args.batch_size,
-                             max_length=args.max_length, max_steps=args.steps, eval_every=None, eval_at_start=False,
-                             threads=args.threads, device=args.device, precision=args.precision, progress=False)
-        seed_everything(config.seed)
-        encoder, tokenizer, source = load_base(args.base)
-        if args.method == "consert":
-            preset = consert.PRESETS["unsup-cpu"]
-            method = consert.ConSERT(encoder, tokenizer, view1=preset["view1"], rate1=preset["rate1"],
-                                     view2=preset["view2"], no_dropout=True, max_length=args.max_length)
-        else:
-            method = simcse.SimCSE(encoder, tokenizer, max_length=args.max_length)
-        result = train(method, sentences, config, data={"name": "sts-unlabeled"}, base_source=source)
-    t = result.manifest["training"]
-    print(json.dumps({"method": args.method, "base": args.base, "steps": t["steps"], "batch_size": args.batch_size,
-                      "max_length": args.max_length, "train_seconds": t["train_seconds"],
-                      "sentences_per_second": t["sentences_per_second"], "peak_rss_mib": t["peak_rss_mib"],
-                      **({"peak_cuda_mib": t["peak_cuda_mib"]} if "peak_cuda_mib" in t else {}),
-                      "device": t["device"], "threads": t["torch_threads"]}))
+        out = Path(tmp) / "run"
+        train_into(recipe, out, dev=lambda method, config: SkippedDev(),
+                   runtime={k: v for k, v in runtime.items() if v is not None})
+        state_file = (out if recipe.rounds is None else out.with_name("run-r1")) / "checkpoint" / "state.pt"
+        state = torch.load(state_file, map_location="cpu", weights_only=False)["state"]
+    seconds = state["train_seconds"]
+    print(json.dumps({"recipe": args.recipe, "method": recipe.method, "base": recipe.base,
+                      "device": device_kind(args.device), "batch_size": recipe.options["batch_size"],
+                      "max_length": recipe.options["max_length"], "steps": state["step"],
+                      "seconds_per_step": round(seconds / state["step"], 2),
+                      "sentences_per_second": round(state["sentences"] / seconds, 2),
+                      "machine": args.machine, "date": date.today().isoformat(),
+                      "command": f"python benchmarks/train_throughput.py --recipe {args.recipe} --steps {args.steps}"}))
 
 
 if __name__ == "__main__":

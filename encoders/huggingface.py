@@ -6,6 +6,7 @@ are imported where a model is loaded or run, so that registering the family cost
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -43,6 +44,7 @@ class HFEncoder(Encoder):
         normalize: bool = False,
         prompt: str = PROMPT_TEMPLATE,
         tokenizer: str | None = None,
+        model_name: str | None = None,
     ) -> None:
         super().__init__(name)
         if pooling not in POOLINGS:
@@ -52,6 +54,10 @@ class HFEncoder(Encoder):
         self.tokenizer_source = hub.resolve(tokenizer) if tokenizer is not None else None
         vocabulary = self.tokenizer_source or self.source
         refuse_missing_tokenizer(vocabulary.path, vocabulary.name)
+        if model_name is not None:
+            # ``model`` is a path of this machine (a trained run): identity and results name the
+            # model by ``model_name`` (its recipe key), the weights hash pins it
+            self.source = dataclasses.replace(self.source, name=model_name)
         self.pooling = pooling
         self.first_layer = int(first_layer)
         self.max_length = int(max_length)

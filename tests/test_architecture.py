@@ -90,7 +90,9 @@ def test_core_reaches_tasks_and_encoders_only_from_its_composition_roots():
     imports_encoders = sorted(m for m, imps in core.items() if _names(imps, ("encoders",)))
     # the composition roots: the CLI, tuning a post-processor and evaluating a training run on dev
     assert names_tasks == ["benchharness.cli", "benchharness.dev_eval", "benchharness.tuning.grid"]
-    roots = ("benchharness.tuning", "benchharness.dev_eval", "benchharness.training_cli")
+    # training orchestration: recipes resolve a method's options, on_demand trains a missing recipe
+    roots = ("benchharness.tuning", "benchharness.dev_eval", "benchharness.training_cli", "benchharness.recipes",
+             "benchharness.on_demand")
     assert all(m.startswith(roots) for m in imports_encoders), imports_encoders
     assert not _names(core["benchharness.runner"], ("tasks", "encoders"))
 

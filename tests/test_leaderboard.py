@@ -44,9 +44,11 @@ def test_groups_sorting_and_seed_aggregation(tmp_path):
     _store_all(store, "run-other-lr", [64.5] * 7, metadata=_training(3, lr=1e-5))
     board = render(store, tmp_path / "none")
     rows = _table(board, STS.title)
-    assert [(r[0], r[1]) for r in rows] == [
+    assert [(r[0], r[1].split(";")[0]) for r in rows] == [
         ("base-high", "base"), ("base-low", "base"), ("base-high+whitening", "post-processed"),
         ("run-s1 (seeds 1,2)", "trained"), ("run-other-lr", "trained"), ("local", "trained")]
+    # a trained row says how to rebuild it, or that it cannot (these synthetic runs record no recipe)
+    assert rows[4][1] == rows[5][1] == "trained; no recipe"
     # mean and sample standard deviation of 64 and 66: 65 and sqrt(2)
     assert rows[3][2:9] == ["65.00 ±1.41"] * 7 and rows[3][9] == "65.00"
     assert rows[0][9] == "60.00"

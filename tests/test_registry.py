@@ -11,8 +11,9 @@ from benchharness.registry import (Registry, UnknownEncoderError, parse_adhoc, r
 
 @pytest.fixture
 def isolated(tmp_path, monkeypatch):
-    """Run from an empty folder with its own benchharness.toml."""
+    """Run from an empty folder with its own benchharness.toml, and its own runs folder."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))
     config_mod.load_config.cache_clear()
     yield tmp_path
     config_mod.load_config.cache_clear()

@@ -5,15 +5,16 @@ from pathlib import Path
 
 import pytest
 
-import encoders.methods
 from benchharness import training_cli
 
 
 class RecordingMethod:
+    """Stands for one seed's training (``training_cli._train_one``: recipe, run folder, method)."""
+
     def __init__(self, status=0):
         self.calls, self.status = [], status
 
-    def main(self, args, dev):
+    def __call__(self, args):
         self.calls.append((args.seed, args.out, args.name))
         return self.status
 
@@ -25,7 +26,7 @@ def _args(**kw):
 
 def test_each_seed_trains_in_its_own_folder_under_its_own_name(monkeypatch):
     fake = RecordingMethod()
-    monkeypatch.setitem(encoders.methods.METHODS, "fake", fake)
+    monkeypatch.setattr(training_cli, "_train_one", fake)
     assert training_cli.main(_args()) == 0
     assert fake.calls == [(3, Path("runs/simcse-l3-s3"), "simcse-l3-s3"), (1, Path("runs/simcse-l3-s1"), "simcse-l3-s1")]
     fake.calls.clear()
@@ -34,7 +35,7 @@ def test_each_seed_trains_in_its_own_folder_under_its_own_name(monkeypatch):
 
 
 def test_a_failing_seed_makes_the_command_fail_and_bad_seed_lists_are_refused(monkeypatch):
-    monkeypatch.setitem(encoders.methods.METHODS, "fake", RecordingMethod(status=1))
+    monkeypatch.setattr(training_cli, "_train_one", RecordingMethod(status=1))
     assert training_cli.main(_args()) == 1
     with pytest.raises(ValueError, match="comma list of integers"):
         training_cli.main(_args(seeds="1,two"))

@@ -97,13 +97,18 @@ class TrainConfig:
 def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, dict[str, Any]] | None = None,
                            default_preset: str | None = None) -> None:
     """The flags every method shares. Unset flags (None) take the preset's value, then
-    ``TrainConfig``'s default; see :func:`resolve_options`."""
+    ``TrainConfig``'s default; see :func:`resolve_options`. Every flag that changes what is
+    trained defaults to None, so that a recipe (``benchharness.recipes``) can tell the flags a
+    user gave from those left to the recipe."""
     g = parser.add_argument_group("training (shared by all methods)")
-    g.add_argument("--base", required=True, help="Hugging Face model id or folder of the encoder to fine-tune")
-    g.add_argument("--out", required=True, type=Path, help="output folder (runs/<name>); rerun to resume")
+    g.add_argument("--recipe", help="start from this named recipe (default: the one named after the method; "
+                                    "see encoders/methods/recipes.toml); the flags below change it")
+    g.add_argument("--base", help="Hugging Face model id or folder of the encoder to fine-tune (default: the recipe's)")
+    g.add_argument("--out", type=Path, help="output folder (default: the recipe's run in the runs folder, "
+                                            "keyed by the recipe); rerun to resume")
     g.add_argument("--name", help="name the run registers under (default: the --out folder name)")
     if presets:
-        g.add_argument("--preset", choices=sorted(presets), default=default_preset,
+        g.add_argument("--preset", choices=sorted(presets),
                        help=f"hyper-parameter preset (default {default_preset}); explicit flags override it")
     g.add_argument("--data", help="training data (default: the method's; see `benchharness train <method> -h`)")
     g.add_argument("--max-length", type=positive_int, help="max tokens per training sentence")
@@ -127,16 +132,21 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
     g.add_argument("--keep-checkpoint", action="store_true", default=None, help="keep the resumable checkpoint")
     g.add_argument("--overwrite", action="store_true", default=None, help="discard what --out holds and retrain")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--show", action="store_true", help="print the recipe these flags give, with its key, and exit")
 
 
 def resolve_options(args: argparse.Namespace, presets: dict[str, dict[str, Any]] | None = None,
-                    defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Merge ``defaults`` < the chosen preset < explicitly given flags into one dict."""
+                    defaults: dict[str, Any] | None = None, default_preset: str | None = None) -> dict[str, Any]:
+    """Merge ``defaults`` < the chosen preset (``default_preset`` when none is given) < explicitly
+    given flags into one dict; ``preset`` in the result names the preset used."""
     opts: dict[str, Any] = dict(defaults or {})
-    preset = getattr(args, "preset", None)
+    preset = getattr(args, "preset", None) or default_preset
     if presets and preset:
+        if preset not in presets:
+            raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(sorted(presets))}")
         opts.update(presets[preset])
     opts.update({k: v for k, v in vars(args).items() if v is not None})
+    opts["preset"] = preset if presets else None
     if opts.get("eval_every") == 0:
         opts["eval_every"] = None
     return opts

@@ -15,12 +15,13 @@ from encoders.methods.data import load_nli, load_sentences
 
 HELP = "ConSERT: NT-Xent between views made by token shuffle, token/feature cutoff or dropout"
 
+DEFAULT_PRESET = "unsup-cpu"
 #: settings no preset gives (the paper's)
 DEFAULTS = {"temperature": 0.1, "cl_rate": 0.15, "view1": "feature_cutoff", "view2": "shuffle", "objective": "unsup"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_training_arguments(parser, PRESETS, "unsup-cpu")
+    add_training_arguments(parser, PRESETS, DEFAULT_PRESET)
     g = parser.add_argument_group("ConSERT")
     g.add_argument("--objective", choices=OBJECTIVES, help="unsup (sentences), sup or joint (NLI pairs; --data a "
                    "SNLI/MNLI .jsonl, SimCSE .csv or senteval-snli:<split>)")
@@ -38,14 +39,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="pooling during training (ConSERT: avg)")
 
 
-def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
-    opts = resolve_options(args, PRESETS, DEFAULTS)
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """Every setting of the run the flags describe (defaults < preset < flags)."""
+    opts = resolve_options(args, PRESETS, DEFAULTS, DEFAULT_PRESET)
     for i in ("1", "2"):  # a view chosen on the command line takes its own paper rate, not the preset's
         if getattr(args, f"view{i}") is not None and getattr(args, f"rate{i}") is None:
             opts[f"rate{i}"] = None
     if opts["objective"] != "unsup" and opts.get("data") in (None, "sts-unlabeled"):
         raise ValueError(f"ConSERT {opts['objective']} trains on NLI pairs: pass --data (SNLI/MNLI .jsonl, "
                          "SimCSE nli .csv, or senteval-snli:<split>)")
+    return opts
+
+
+def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
+    opts = options(args)
     config = config_from_options(opts)
     if opts["objective"] == "unsup":
         examples: list[Any] = load_sentences(config.data)

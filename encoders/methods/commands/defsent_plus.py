@@ -39,31 +39,42 @@ def _learning_rates(text: str) -> str:
     return text
 
 
+#: the command's own settings when a flag is not given (the flags default to None so that a recipe
+#: can tell the flags a user gave from those it leaves to the recipe)
+COMMAND_DEFAULTS: dict[str, Any] = {
+    "dictionary": "wordnet,oxford-valid,oxford-test", "min_definitions": 1, "single_word": False, "subset_seed": 42,
+    "rounds": 3, "training_pooling": "cls", "entry_type": "amp", "ica_max_iter": 1000, "entry_batch_size": 128,
+    "no_final_space": False, "dev": False, "stats_only": False,
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_training_arguments(parser)
+    d = COMMAND_DEFAULTS
     g = parser.add_argument_group("DefSent+")
-    g.add_argument("--dictionary", default="wordnet,oxford-valid,oxford-test",
+    g.add_argument("--dictionary",
                    help="comma list of sources merged into one dictionary: wordnet, oxford-train, oxford-valid, "
                         "oxford-test (the data root's oxford/<split>.txt; train is not shipped here), or a path "
-                        "to an 'entry<TAB>definition' file (default: %(default)s)")
+                        f"to an 'entry<TAB>definition' file (default: {d['dictionary']})")
     g.add_argument("--max-entries", type=positive_int, help="train on a seeded sample of this many entries")
-    g.add_argument("--min-definitions", type=positive_int, default=1, help="keep entries with at least N definitions")
-    g.add_argument("--single-word", action="store_true", help="keep single-word entries only")
-    g.add_argument("--subset-seed", type=non_negative_int, default=42, help="seed of the --max-entries sample")
-    g.add_argument("--rounds", type=positive_int, default=3, help="PST rounds (default 3, the paper's for raw BERT)")
+    g.add_argument("--min-definitions", type=positive_int, help="keep entries with at least N definitions (default 1)")
+    g.add_argument("--single-word", action="store_true", default=None, help="keep single-word entries only")
+    g.add_argument("--subset-seed", type=non_negative_int, help="seed of the --max-entries sample (default 42)")
+    g.add_argument("--rounds", type=positive_int, help="PST rounds (default 3, the paper's for raw BERT)")
     g.add_argument("--round-lrs", type=_learning_rates, help="comma list of per-round learning rates (default: --lr for every "
                                        "round, else the paper's BERT-base 5e-5,4e-5,3e-5)")
-    g.add_argument("--training-pooling", choices=TRAINING_POOLINGS, default="cls",
+    g.add_argument("--training-pooling", choices=TRAINING_POOLINGS,
                    help="pooler over [CLS] or over the mean during training (default cls)")
-    g.add_argument("--entry-type", choices=ENTRY_TYPES, default="amp",
+    g.add_argument("--entry-type", choices=ENTRY_TYPES,
                    help="entry embeddings: ac (average CLS) or amp (average mean pooling; default)")
     g.add_argument("--ica-rounds", help="comma list of rounds that train against the ICA-transformed space")
-    g.add_argument("--ica-max-iter", type=positive_int, default=1000)
-    g.add_argument("--entry-batch-size", type=positive_int, default=128, help="batch size of the entry-embedding passes")
-    g.add_argument("--no-final-space", action="store_true",
+    g.add_argument("--ica-max-iter", type=positive_int, help="(default 1000)")
+    g.add_argument("--entry-batch-size", type=positive_int, help="batch size of the entry-embedding passes (default 128)")
+    g.add_argument("--no-final-space", action="store_true", default=None,
                    help="skip building and plotting the last round's own entry space")
-    g.add_argument("--dev", action="store_true", help="record STS-B dev Spearman before and after each round")
-    g.add_argument("--stats-only", action="store_true", help="print the dictionary statistics and exit")
+    g.add_argument("--dev", action="store_true", default=None,
+                   help="record STS-B dev Spearman before and after each round")
+    g.add_argument("--stats-only", action="store_true", default=None, help="print the dictionary statistics and exit")
 
 
 def parse_rounds(spec: str | None, rounds: int) -> set[int]:
@@ -105,41 +116,54 @@ def _dictionary(args: argparse.Namespace, parts: list[Dictionary], tokenizer: An
     return chosen, info
 
 
-def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """Every setting of the run the flags describe: the protocol's defaults < the flags, with each
+    round's learning rate resolved (``round_lrs``; ``lr`` is round 1's)."""
     given = [k for k in FIXED_BY_PROTOCOL if getattr(args, k, None) is not None]
     if given:
         raise ValueError(f"DefSent+ trains exactly one epoch, no warmup, and keeps the final weights; "
                          f"--{', --'.join(k.replace('_', '-') for k in given)} cannot be used with it")
     if getattr(args, "data", None) is not None:
         raise ValueError("DefSent+ trains on a dictionary: use --dictionary, not --data")
-    if args.rounds < 1:
+    opts = resolve_options(args, None, {**DEFAULTS, **COMMAND_DEFAULTS})
+    if opts["rounds"] < 1:
         raise ValueError("--rounds must be >= 1")
-    opts = resolve_options(args, None, DEFAULTS)
-    opts["eval_at_start"] = bool(args.dev)
-    if args.dev and (opts.get("eval_pooling") or "avg") == "prompt":
+    opts["data"] = "dictionary"  # not a corpus: the dictionary settings below say which
+    opts["eval_at_start"] = bool(opts["dev"])
+    if opts["dev"] and (opts.get("eval_pooling") or "avg") == "prompt":
         raise ValueError("--dev cannot evaluate pooling 'prompt'; drop --dev or choose another --eval-pooling")
-    lrs = round_lrs(args.round_lrs, args.lr, args.rounds)
-    ica_rounds = parse_rounds(args.ica_rounds, args.rounds)
+    lrs = round_lrs(opts.get("round_lrs"), opts.get("lr"), opts["rounds"])
+    opts["round_lrs"] = ",".join(str(lr) for lr in lrs)
+    opts["lr"] = lrs[0]
+    parse_rounds(opts.get("ica_rounds"), opts["rounds"])
+    return opts
+
+
+def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
+    opts = options(args)
+    run = argparse.Namespace(**{**vars(args), **opts})  # flags left unset stay None
+    lrs = round_lrs(run.round_lrs, None, run.rounds)
+    ica_rounds = parse_rounds(run.ica_rounds, run.rounds)
     base_config = config_from_options(opts)
     if base_config.threads:
         torch.set_num_threads(base_config.threads)
     device = pick_device(base_config.device)
     precision = check_precision(base_config.precision, device)
     data_root = DataRoot(getattr(args, "data_dir", None)).root
-    sources = _read_sources(args, data_root)
+    sources = _read_sources(run, data_root)
     preflight(base_config)
 
     seed_everything(base_config.seed)
     encoder, tokenizer, source = load_base(base_config.base)
-    dictionary, data = _dictionary(args, sources, tokenizer, data_root)
-    if args.stats_only:
+    dictionary, data = _dictionary(run, sources, tokenizer, data_root)
+    if run.stats_only:
         return 0
     texts, labels = dictionary.pairs()
     examples = list(zip(texts, labels))
     name = base_config.name or base_config.out.resolve().name
     previous: Path | None = None
     started = time.perf_counter()
-    for r in range(1, args.rounds + 1):
+    for r in range(1, run.rounds + 1):
         out = base_config.out.with_name(f"{base_config.out.name}-r{r}")
         if (out / "manifest.json").exists() and not base_config.overwrite:
             print(f"round {r}: {out} is finished; reusing it (pass --overwrite to retrain every round)")
@@ -151,21 +175,21 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
             encoder, tokenizer, source = load_base(base_config.base)
         builder = encoder if previous is None else load_base(str(previous))[0]
         builder.to(device)
-        print(f"round {r}: entry embeddings ({args.entry_type.upper()}) with {previous or base_config.base}")
-        matrix = entry_embeddings(builder, tokenizer, dictionary, args.entry_type, base_config.max_length,
-                                  args.entry_batch_size, device, precision, base_config.progress)
+        print(f"round {r}: entry embeddings ({run.entry_type.upper()}) with {previous or base_config.base}")
+        matrix = entry_embeddings(builder, tokenizer, dictionary, run.entry_type, base_config.max_length,
+                                  run.entry_batch_size, device, precision, base_config.progress)
         entry_seconds = time.perf_counter() - t_round
-        space = args.entry_type.upper()
+        space = run.entry_type.upper()
         if r in ica_rounds:
-            matrix = torch.from_numpy(ica_transform(matrix, args.ica_max_iter, 42))
+            matrix = torch.from_numpy(ica_transform(matrix, run.ica_max_iter, 42))
             space = f"ICA({space}) x100"
         del builder
         extra_pooler, pooler_note = prepare_pooler(encoder, source.path)
-        method = DefSentPlus(encoder, tokenizer, matrix, args.training_pooling, base_config.max_length,
+        method = DefSentPlus(encoder, tokenizer, matrix, run.training_pooling, base_config.max_length,
                              opts.get("eval_pooling") or "avg", extra_pooler,
-                             {"round": r, "rounds": args.rounds, "entry_type": args.entry_type, "entry_space": space,
+                             {"round": r, "rounds": run.rounds, "entry_type": run.entry_type, "entry_space": space,
                               "entry_space_built_by": str(previous) if previous else f"base {base_config.base}",
-                              "ica": {"max_iter": args.ica_max_iter, "whiten": "unit-variance", "fun": "logcosh",
+                              "ica": {"max_iter": run.ica_max_iter, "whiten": "unit-variance", "fun": "logcosh",
                                       "random_state": 42, "scale": 100} if r in ica_rounds else None,
                               "pooler": pooler_note,
                               "restart": "original checkpoint (progressive separate training)"})
@@ -181,14 +205,14 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
         print(f"round {r}: registered {name}-r{r} ({out}); {time.perf_counter() - t_round:.0f} s")
         previous = out / "model"
         encoder = None
-    if previous is not None and not args.no_final_space:
+    if previous is not None and not run.no_final_space:
         final = load_base(str(previous))[0].to(device)
-        matrix = entry_embeddings(final, tokenizer, dictionary, args.entry_type, base_config.max_length,
-                                  args.entry_batch_size, device, precision, base_config.progress)
+        matrix = entry_embeddings(final, tokenizer, dictionary, run.entry_type, base_config.max_length,
+                                  run.entry_batch_size, device, precision, base_config.progress)
         plot_entry_space(matrix, previous.parent / "entry_space_after.png",
-                         f"{name} after round {args.rounds}: {args.entry_type.upper()} entry space")
+                         f"{name} after round {run.rounds}: {run.entry_type.upper()} entry space")
         update_manifest(previous.parent, entry_space_after_plot="entry_space_after.png")
     print(f"DefSent+ done in {time.perf_counter() - started:.0f} s: "
-          + ", ".join(f"{name}-r{r}" for r in range(1, args.rounds + 1))
-          + f" (benchharness run --encoders {','.join(f'{name}-r{r}' for r in range(1, args.rounds + 1))} --tasks sts)")
+          + ", ".join(f"{name}-r{r}" for r in range(1, run.rounds + 1))
+          + f" (benchharness run --encoders {','.join(f'{name}-r{r}' for r in range(1, run.rounds + 1))} --tasks sts)")
     return 0

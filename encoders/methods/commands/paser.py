@@ -16,10 +16,11 @@ from encoders.methods.eda import AUGMENTATIONS
 from encoders.methods.paser import PRESETS, SIGNALS, TRAIN_POOLINGS, PaSeR, nli_triples
 
 HELP = "PaSeR: reconstruct a sentence's top RAKE phrases from its embedding and its phrase-masked copy's, + MLM"
+DEFAULT_PRESET = "cpu"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_training_arguments(parser, PRESETS, "cpu")
+    add_training_arguments(parser, PRESETS, DEFAULT_PRESET)
     g = parser.add_argument_group("PaSeR")
     g.add_argument("--pooling", choices=TRAIN_POOLINGS, help="training pooling (paper: cls_before_pooler); "
                    "evaluation uses it too unless --eval-pooling is given")
@@ -54,8 +55,13 @@ def load_examples(spec: str, supervised: bool) -> tuple[list[Any], dict[str, Any
                      "n_examples": len(triples)}
 
 
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """Every setting of the run the flags describe (defaults < preset < flags)."""
+    return resolve_options(args, PRESETS, default_preset=DEFAULT_PRESET)
+
+
 def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
-    opts = resolve_options(args, PRESETS)
+    opts = options(args)
     config = config_from_options(opts)
     supervised = bool(opts.get("supervised"))
     examples, data = load_examples(opts["data"], supervised)

@@ -14,16 +14,22 @@ from encoders.methods.data import load_sentences
 from encoders.methods.simcse import PRESETS, SimCSE
 
 HELP = "unsupervised SimCSE: dropout views of the same sentence, InfoNCE at temperature 0.05"
+DEFAULT_PRESET = "cpu"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_training_arguments(parser, PRESETS, "cpu")
+    add_training_arguments(parser, PRESETS, DEFAULT_PRESET)
     g = parser.add_argument_group("SimCSE")
     g.add_argument("--temperature", type=positive_float, help="InfoNCE temperature (paper: 0.05)")
 
 
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """Every setting of the run the flags describe (defaults < preset < flags)."""
+    return resolve_options(args, PRESETS, default_preset=DEFAULT_PRESET)
+
+
 def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
-    opts = resolve_options(args, PRESETS)
+    opts = options(args)
     config = config_from_options(opts)
     sentences = load_sentences(config.data)
     data: dict[str, Any] = {"name": config.data, "kind": "unlabeled sentences", "n_examples": len(sentences)}

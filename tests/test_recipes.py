@@ -1,0 +1,247 @@
+"""Training recipes (issue #12): names resolve to recipes, keys, the run store, training on demand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchharness import on_demand, recipes
+from benchharness.config import load_config
+from benchharness.runstore import RunStore
+from tests.conftest import MINILM_L3, ROOT
+
+L3_REVISION = "4d59d8028bd304f4cf32dd5ae1c35482ebe16c83"  # refs/main of the shared cache
+
+
+class ConstantDev:
+    """A dev evaluation that is not under test here: the loop only needs a score to record."""
+
+    task_name = "constant"
+
+    def __call__(self, encoder) -> float:
+        return 0.0
+
+
+def constant_dev(method, config) -> ConstantDev:
+    return ConstantDev()
+
+
+@pytest.fixture
+def book(tmp_path, tiny_bert) -> recipes.RecipeBook:
+    """A recipe file with one tiny SimCSE recipe on a random BERT and a text corpus."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"sentence number {i} about {w} .\n" for i, w in
+                              enumerate(["cats", "dogs", "rain", "music", "trains", "bread", "chess", "rivers"] * 2)))
+    path = tmp_path / "recipes.toml"
+    path.write_text(f'''
+[recipes.tiny]
+method = "simcse"
+base = "{tiny_bert}"
+preset = "cpu"
+options = {{ data = "text:{corpus}", max_steps = 3, batch_size = 4, max_length = 16, eval_every = 0 }}
+
+[recipes.tiny-lr]
+extends = "tiny"
+options = {{ lr = 1e-4 }}
+''')
+    return recipes.read_book(path)
+
+
+@pytest.fixture
+def store(tmp_path) -> RunStore:
+    return RunStore(tmp_path / "runs")
+
+
+def test_method_names_resolve_to_their_recipes():
+    from encoders.methods.paser import PRESETS
+
+    book = recipes.load_book()
+    paser = book.get("paser")
+    assert (paser.method, paser.base, paser.base_revision, paser.preset) == ("paser", MINILM_L3, L3_REVISION, "cpu")
+    cpu = PRESETS["cpu"]
+    for key in ("batch_size", "lr", "max_steps", "max_length", "top_k", "decoder_layers", "data"):
+        assert paser.options[key] == cpu[key], key
+    assert paser.options["seed"] == 42 and paser.options["weight_decay"] == 0.0  # TrainConfig's defaults, filled in
+    assert {"device", "out", "threads", "name"}.isdisjoint(paser.options)
+    for method in ("consert", "simcse", "defsent-plus"):
+        assert book.get(method).method == method
+    top1 = book.get("paser-top1")
+    assert {k for k in paser.options if paser.options[k] != top1.options[k]} == {"top_k"}
+    assert top1.options["top_k"] == 1 and top1.base_revision == L3_REVISION
+
+
+def test_defsent_rounds_are_one_training_and_two_stage_bases_are_recipes():
+    book = recipes.load_book()
+    final, r2 = book.get("defsent-plus"), book.get("defsent-plus-r2")
+    assert final.key == r2.key and (final.encoder_round, r2.encoder_round) == (3, 2)
+    assert recipes.command(r2) == "benchharness train defsent-plus"
+    assert r2.options["round_lrs"] == "5e-05,4e-05,3e-05"  # the paper's BERT-base schedule
+    with pytest.raises(recipes.RecipeError, match="round 4 outside 1..3"):
+        book.get("defsent-plus-r4")
+    assert book.lookup("paser-r2") is None  # rounds belong to DefSent+ only
+    sup_unsup = book.get("consert-sup-unsup")
+    assert sup_unsup.base_recipe is not None and sup_unsup.base_recipe.key == book.get("consert-sup").key
+    assert sup_unsup.canonical()["base"] == {"recipe": book.get("consert-sup").key}
+
+
+def test_two_recipes_never_share_a_key():
+    book = recipes.load_book()
+    keys = {name: book.get(name).key for name in book.names()}
+    assert len(set(keys.values())) == len(keys)
+    paser = book.get("paser")
+    changed = [recipes.build("paser", MINILM_L3, "cpu", {k: v}, revision=L3_REVISION).key
+               for k, v in {"seed": 43, "lr": 1e-5, "top_k": 2, "data": "stsb-train", "max_steps": 99}.items()]
+    other_revision = recipes.build("paser", MINILM_L3, "cpu", {}, revision="0" * 40).key
+    assert len({paser.key, *changed, other_revision}) == 7
+
+
+def test_same_recipe_same_key_in_another_process():
+    code = ("from benchharness.config import apply_environment, load_config; apply_environment(load_config()); "
+            "from benchharness.recipes import load_book; print(load_book().get('consert-joint-unsup').key)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+    assert out.stdout.strip() == recipes.load_book().get("consert-joint-unsup").key
+
+
+def _train_args(method: str, argv: list[str]) -> argparse.Namespace:
+    return recipes.method_parser(method).parse_args(argv)
+
+
+def test_flags_derive_a_new_recipe_with_its_own_key():
+    book = recipes.load_book()
+    derived = recipes.derive("paser", _train_args("paser", ["--top-k", "1"]), book)
+    assert derived.name is None and derived.display_name == f"recipe:{derived.key}"
+    assert derived.key == book.get("paser-top1").key  # the same run as the named variant
+    assert recipes.command(derived) == f"benchharness train paser --base {MINILM_L3} --preset cpu --top-k 1"
+    same = recipes.derive("paser", _train_args("paser", ["--top-k", "3", "--device", "cpu", "--threads", "1"]), book)
+    assert same.name == "paser" and same.key == book.get("paser").key  # repeats the recipe; run-time flags don't count
+    paper = recipes.derive("paser", _train_args("paser", ["--preset", "paper"]), book)
+    assert paper.options["epochs"] == 5 and paper.options["max_steps"] is None and paper.key != same.key
+    with pytest.raises(recipes.RecipeError, match="trains consert, not paser"):
+        recipes.derive("paser", _train_args("paser", ["--recipe", "consert"]), book)
+
+
+def test_recipe_file_errors_name_the_file_recipe_and_option(tmp_path):
+    path = tmp_path / "recipes.toml"
+    path.write_text('[recipes.bad]\nmethod = "paser"\nbase = "x"\noptions = { topk = 1 }\n')
+    with pytest.raises(recipes.RecipeError, match=r"recipes.toml: recipe 'bad': paser has no option 'topk'"):
+        recipes.read_book(path).get("bad")
+    path.write_text('[recipes.bad]\nmethod = "paser"\nbase = "x"\noptions = { threads = 2 }\n')
+    with pytest.raises(recipes.RecipeError, match="threads say where or how"):
+        recipes.read_book(path).get("bad")
+    path.write_text('[recipes.bad]\nmethod = "paser"\nbase = "x"\npreset = "gpu"\n')
+    with pytest.raises(recipes.RecipeError, match="'preset': 'gpu' is not one of cpu, paper, paper-sup"):
+        recipes.read_book(path).get("bad")
+
+
+def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, capsys):
+    recipe = book.get("tiny")
+    folder = on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
+    assert folder == store.root / "simcse" / recipe.key / "run"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["training"]["steps"] == 3 and manifest["recipe"]["key"] == recipe.key
+    assert manifest["recipe"]["options"] == recipe.options and manifest["name"] == "tiny"
+    assert json.loads((folder.parent / "recipe.json").read_text())["key"] == recipe.key
+    assert f"training tiny (simcse on {recipe.base}" in capsys.readouterr().err
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained a recipe that has a finished run")
+
+    monkeypatch.setattr("encoders.methods.commands.simcse.main", no_training)
+    assert on_demand.ensure_trained(recipe, dev=constant_dev, store=store, book=book) == folder
+    other = book.get("tiny-lr")
+    assert store.folder(other) != store.folder(recipe) and not store.finished(other)
+    assert store.stored_recipe(recipe.key, book).key == recipe.key
+
+
+def test_an_interrupted_run_resumes_at_the_next_request(book, store, capsys):
+    recipe = book.get("tiny")
+    on_demand.train_in_store(recipe, dev=constant_dev, runtime={"quiet": True, "stop_after": 1}, store=store, book=book)
+    assert not store.finished(recipe) and (store.out(recipe) / "checkpoint" / "state.pt").is_file()
+    capsys.readouterr()
+    folder = on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
+    err = capsys.readouterr().err
+    assert "resuming tiny" in err and "at step 1/3" in err
+    steps = [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert steps[-1] == 3
+    assert json.loads((folder / "manifest.json").read_text())["training"]["steps"] == 3
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_again(book, store):
+    recipe = book.get("tiny")
+    store.out(recipe).mkdir(parents=True)
+    (store.out(recipe) / "metrics.jsonl").write_text('{"step": 0}\n')  # what a kill leaves behind
+    on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
+    assert store.finished(recipe)
+
+
+def test_no_train_prints_the_command(tmp_path, monkeypatch, capsys):
+    from benchharness.cli import main
+
+    monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))
+    load_config.cache_clear()
+    try:
+        assert main(["run", "--encoders", "paser-top1", "--tasks", "STSBenchmark-dev", "--no-train",
+                     "--results-dir", str(tmp_path / "results"), "--no-cache"]) == 2
+    finally:
+        load_config.cache_clear()
+    err = capsys.readouterr().err
+    assert "benchharness train paser --recipe paser-top1\n" in err and "--no-train" in err
+    assert "100 steps" in err  # the cpu preset's max_steps, with the time estimate
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_runs_root_honours_environment_and_config(tmp_path, monkeypatch):
+    load_config.cache_clear()
+    try:
+        monkeypatch.delenv("BENCHHARNESS_RUNS", raising=False)
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+        (tmp_path / "a").mkdir()
+        (tmp_path / "a" / "benchharness.toml").write_text("[paths]\n")
+        assert load_config(tmp_path / "a" / "benchharness.toml").runs_dir == tmp_path / "xdg/benchharness/runs"
+        (tmp_path / "b").mkdir()
+        (tmp_path / "b" / "benchharness.toml").write_text('[paths]\nruns_dir = "trained"\n')
+        assert load_config(tmp_path / "b" / "benchharness.toml").runs_dir == tmp_path / "b" / "trained"
+        load_config.cache_clear()
+        monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "env"))
+        assert load_config(tmp_path / "b" / "benchharness.toml").runs_dir == tmp_path / "env"
+        load_config.cache_clear()
+        assert RunStore().root == tmp_path / "env"
+    finally:
+        load_config.cache_clear()
+
+
+def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatch):
+    from benchharness.registry import Registry
+
+    recipe = book.get("tiny")
+    on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
+    monkeypatch.setattr(recipes, "RECIPES_FILE", book.path)
+    monkeypatch.setenv("BENCHHARNESS_RUNS", str(store.root))
+    load_config.cache_clear()
+    try:
+        encoder = Registry(train_missing=False).get("tiny")
+    finally:
+        load_config.cache_clear()
+    assert encoder.identity_info()["model"] == f"recipe:{recipe.key}"
+    text = json.dumps(encoder.metadata)
+    assert str(store.root) not in text and encoder.metadata["training"]["recipe"]["key"] == recipe.key
+
+
+def test_estimate_is_steps_times_the_measured_seconds_per_step():
+    book = recipes.load_book()
+    paser = book.get("paser")
+    found = on_demand.measured(paser, book, "cpu")
+    assert found is not None
+    per_step, row, scaled = found
+    assert not scaled and row.batch_size == 32
+    est = on_demand.estimate(paser, book, "cpu")
+    assert est.steps == 100 and est.seconds == pytest.approx(100 * row.seconds_per_step)
+    bigger = recipes.derive("paser", _train_args("paser", ["--batch-size", "64"]), book)
+    per_step64, _, scaled64 = on_demand.measured(bigger, book, "cpu")
+    assert scaled64 and per_step64 == pytest.approx(2 * row.seconds_per_step)
