@@ -129,7 +129,7 @@ class OnnxBackend(Backend):
         batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
         torch.onnx.export(wrapper, example, str(path), input_names=list(self._input_names),
                           output_names=["last_hidden_state"],
-                          dynamic_shapes=tuple({0: batch, 1: length} for _ in example), dynamo=True,
+                          dynamic_shapes=(tuple({0: batch, 1: length} for _ in example),), dynamo=True,
                           optimize=True, verbose=False)
         options = ort.SessionOptions()
         options.intra_op_num_threads = torch.get_num_threads()

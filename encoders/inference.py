@@ -49,6 +49,8 @@ def token_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET) -> I
     if token_budget < 1:
         raise ValueError(f"token_budget must be a positive number of tokens, got {token_budget}")
     lengths = np.asarray(lengths, dtype=np.int64)
+    if not len(lengths):
+        return
     order = np.argsort(-lengths, kind="stable")
     starts = np.flatnonzero(np.diff(lengths[order], prepend=-1))
     for group in np.split(order, starts[1:]):
