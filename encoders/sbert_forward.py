@@ -13,11 +13,12 @@ embeddings, routers, multimodal inputs, prompts) stays with ``SentenceTransforme
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from encoders.inference import Features
+    from encoders.inference import Features
 
 #: the first module's configuration for plain text through the transformer's forward.
 TEXT_FORWARD = {"text": {"method": "forward", "method_output_name": "last_hidden_state"}}
