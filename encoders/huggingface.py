@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from benchharness.devices import autocast, check_precision, pick_device
-from benchharness.encoder import Encoder, length_sorted_batches
+from benchharness.devices import pick_device
+from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
+from encoders.backends import BACKENDS
 from encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
+from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
 
 if TYPE_CHECKING:
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
 class HFEncoder(Encoder):
     """A transformers ``AutoModel`` plus a pooling rule.
 
-    Batches are formed over character-length-sorted sentences (a cheap, good proxy for token
-    length) so padding stays small; outputs are returned in input order. ``tokenizer`` names
+    Encoding runs through ``encoders.inference`` (batches of equal token length, ``batch_size`` x
+    64 tokens each, so no padding); outputs are returned in input order. ``tokenizer`` names
     another model (hub id or folder) whose tokenizer to use, for checkpoints that ship weights
     without one (DefSent+ uses its base model's).
     """
@@ -45,6 +47,7 @@ class HFEncoder(Encoder):
         prompt: str = PROMPT_TEMPLATE,
         tokenizer: str | None = None,
         model_name: str | None = None,
+        backend: str = "eager",
     ) -> None:
         super().__init__(name)
         if pooling not in POOLINGS:
@@ -63,11 +66,18 @@ class HFEncoder(Encoder):
         self.max_length = int(max_length)
         self.batch_size = int(batch_size)
         self.device = pick_device(device)
-        self.precision = check_precision(precision, self.device)
+        self.precision = resolve_precision(precision, self.device)
         self.normalize = bool(normalize)
         self.prompt = prompt
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        if not BACKENDS[backend].gives_hidden_states and (needs_hidden_states(pooling) or pooling == "cls"):
+            raise ValueError(f"backend={backend} returns only the last hidden state, and pooling {pooling!r} "
+                             "needs more (the pooler or every layer's states): use backend=eager")
+        self.backend = backend
         self._model = None
         self._tokenizer = None
+        self._engine: TransformerEngine | None = None
 
     # Loading is lazy: listing or fingerprinting an encoder must not cost a model load.
     @property
@@ -99,44 +109,31 @@ class HFEncoder(Encoder):
         return [self.prompt.format(sentence=s, mask=self.mask_token) for s in sentences]
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        from tqdm.auto import tqdm
-
-        texts = self._texts(sentences)
-        out: np.ndarray | None = None
-        batches = list(length_sorted_batches([len(t) for t in texts], self.batch_size))
-        for idx in tqdm(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
-            vecs = self.encode_batch([texts[i] for i in idx])
-            if out is None:
-                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
-            out[idx] = vecs
-        if out is None:
+        if not sentences:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return out
+        if self._engine is None:
+            self._engine = TransformerEngine(self.model, self.tokenizer, self.max_length, self.device,
+                                             self.precision, self.backend, self.batch_size * TOKENS_PER_SENTENCE)
+        return self._engine.encode(self._texts(sentences), self._pool, needs_hidden_states(self.pooling),
+                                   show_progress, desc=f"encode {self.name}")
 
-    def encode_batch(self, texts: list[str]) -> np.ndarray:
-        """Encode one batch of already-templated texts."""
+    def _pool(self, outputs: Any, enc: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Sentence vectors of one batch of already-templated texts."""
         import torch
 
-        with torch.inference_mode():
-            model = self.model
-            enc = self.tokenizer(
-                texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-            ).to(self.device)
-            mask_positions = None
-            if self.pooling == "prompt":
-                # last mask in the row: the template's; a sentence may itself contain the mask string
-                is_mask = enc["input_ids"] == self.tokenizer.mask_token_id
-                positions = torch.arange(is_mask.shape[1], device=self.device).expand_as(is_mask)
-                mask_positions = torch.where(is_mask, positions, -1).max(dim=1).values
-                if (mask_positions < 0).any():
-                    raise ValueError("a prompt lost its mask token to truncation; raise max_length")
-            with autocast(self.device, self.precision):
-                outputs = model(**enc, output_hidden_states=needs_hidden_states(self.pooling))
-            vecs = pool(self.pooling, outputs, enc["attention_mask"], self.first_layer, mask_positions)
-            vecs = vecs.float()
-            if self.normalize:
-                vecs = torch.nn.functional.normalize(vecs, dim=-1)
-            return vecs.cpu().numpy().astype(np.float32, copy=False)
+        mask_positions = None
+        if self.pooling == "prompt":
+            # last mask in the row: the template's; a sentence may itself contain the mask string
+            is_mask = enc["input_ids"] == self.tokenizer.mask_token_id
+            positions = torch.arange(is_mask.shape[1], device=self.device).expand_as(is_mask)
+            mask_positions = torch.where(is_mask, positions, -1).max(dim=1).values
+            if (mask_positions < 0).any():
+                raise ValueError("a prompt lost its mask token to truncation; raise max_length")
+        vecs = pool(self.pooling, outputs, enc["attention_mask"], self.first_layer, mask_positions)
+        vecs = vecs.float()
+        if self.normalize:
+            vecs = torch.nn.functional.normalize(vecs, dim=-1)
+        return vecs
 
     @property
     def dimension(self) -> int:
@@ -161,6 +158,8 @@ class HFEncoder(Encoder):
             info["prompt"] = self.prompt
         if self.tokenizer_source is not None:
             info["tokenizer"] = {"model": self.tokenizer_source.name, "revision": self.tokenizer_source.revision}
+        if BACKENDS[self.backend].changes_outputs:
+            info["backend"] = self.backend
         return info
 
     @property
@@ -171,6 +170,7 @@ class HFEncoder(Encoder):
             "pooling": self.pooling,
             "batch_size": self.batch_size,
             "device": str(self.device),
+            "backend": self.backend,
         }
 
 

@@ -123,7 +123,9 @@ def _defsent_plus() -> list[Checkpoint]:
     the backbone (``bert-base-uncased``... as named there)."""
     rows = []
     for suffix, base, pooling, note in _DEFSENT_PLUS:
-        name = "defsent-plus-" + suffix.replace("-uncased", "")
+        # "released" keeps the authors' checkpoints apart from this project's recipes of the same
+        # method and backbone (``defsent-plus-bert-base`` is the paper recipe, trained here)
+        name = "defsent-plus-released-" + suffix.replace("-uncased", "")
         rows.append(Checkpoint(name, "DefSent+", "weights_only", f"RyuKT/DefSentPlus-{suffix}", pooling, base,
                                f"{DEFSENT_PLUS_REF}; pooling: {DEFSENT_PLUS_POOLING_REF}", tokenizer=base,
                                note=note))

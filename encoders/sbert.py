@@ -12,21 +12,31 @@ from benchharness.devices import pick_device
 from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
+from encoders.backends import BACKENDS
+from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 
 
 class SentenceTransformerEncoder(Encoder):
-    """Delegates to ``SentenceTransformer.encode`` (which sorts by length itself).
+    """The model's own modules, run by ``encoders.inference`` (batches of equal token length,
+    ``batch_size`` x 64 tokens each) or, for model shapes the engine does not cover, by
+    ``SentenceTransformer.encode`` (see ``encoders.sbert_forward``).
 
     The identity covers the weights and every module's configuration (pooling mode, normalisation,
     max sequence length), since those, not the class, decide the vectors.
     """
 
-    def __init__(self, name: str, model: str, batch_size: int = 64, device: str | None = None) -> None:
+    def __init__(self, name: str, model: str, batch_size: int = 64, device: str | None = None,
+                 precision: str = "fp32", backend: str = "eager") -> None:
         super().__init__(name)
         self.source = hub.resolve(model)
         self.batch_size = int(batch_size)
         self.device = pick_device(device)
+        self.precision = resolve_precision(precision, self.device)
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        self.backend = backend
         self._model = None
+        self._engine: TransformerEngine | None = None
 
     @property
     def model(self):
@@ -41,6 +51,21 @@ class SentenceTransformerEncoder(Encoder):
         return self.model.tokenizer.mask_token
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        from encoders.sbert_forward import ModuleHead, engine_unsupported
+
+        if not sentences:
+            return np.zeros((0, self.model.get_embedding_dimension()), dtype=np.float32)
+        reason = engine_unsupported(self.model)
+        if reason is None:
+            if self._engine is None:
+                first = self.model[0]
+                self._engine = TransformerEngine(first.model, first.tokenizer, first.max_seq_length, self.device,
+                                                 self.precision, self.backend, self.batch_size * TOKENS_PER_SENTENCE)
+            return self._engine.encode(list(sentences), ModuleHead(self.model), show_progress=show_progress,
+                                       desc=f"encode {self.name}")
+        if self.precision != "fp32" or self.backend != "eager":
+            raise ValueError(f"{self.name}: precision={self.precision} and backend={self.backend} need the "
+                             f"inference engine, which does not run this model ({reason})")
         vecs = self.model.encode(
             list(sentences),
             batch_size=self.batch_size,
@@ -68,13 +93,19 @@ class SentenceTransformerEncoder(Encoder):
         return configs
 
     def identity_info(self) -> dict[str, Any]:
-        return {
+        info = {
             "family": "sentence-transformers",
             "model": self.source.name,
             "revision": self.source.revision,
             "weights_sha256": self.source.weights_sha256,
             "modules": self._module_configs(),
         }
+        # only when they move vectors, so that fp32 eager keeps the identity it always had
+        if self.precision != "fp32":
+            info["precision"] = self.precision
+        if BACKENDS[self.backend].changes_outputs:
+            info["backend"] = self.backend
+        return info
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -87,6 +118,7 @@ class SentenceTransformerEncoder(Encoder):
             "modules": cfg.get("modules"),
             "batch_size": self.batch_size,
             "device": str(self.device),
+            "backend": self.backend,
         }
 
 

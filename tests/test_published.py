@@ -130,10 +130,10 @@ def test_catalogue_poolings_are_the_papers():
             assert c.pooling == {"cls": "cls_before_pooler", "mean": "avg", "max": "max"}[suffix]
     assert specs["defsent-roberta-large-max"]["model"] == "cl-nagoya/defsent-roberta-large-max"
     # DefSent+ Table 7: Mean for RoBERTa-large 3rd, Prompt for the others; base model's tokenizer
-    assert specs["defsent-plus-roberta-large"] == {"type": "hf", "model": "RyuKT/DefSentPlus-roberta-large",
+    assert specs["defsent-plus-released-roberta-large"] == {"type": "hf", "model": "RyuKT/DefSentPlus-roberta-large",
                                                    "pooling": "avg", "tokenizer": "roberta-large"}
-    assert specs["defsent-plus-sncse-bert-large"]["tokenizer"] == "bert-large-uncased"
-    assert specs["defsent-plus-bert-base"]["pooling"] == "prompt"
+    assert specs["defsent-plus-released-sncse-bert-large"]["tokenizer"] == "bert-large-uncased"
+    assert specs["defsent-plus-released-bert-base"]["pooling"] == "prompt"
     # ConSERT: every model evaluated with the last two layers, archives on Google Drive
     assert specs["consert-unsup-base"] == {
         "type": "st-archive", "pooling": "avg_top2",
@@ -232,7 +232,7 @@ def test_defsent_plus_weights_with_the_base_tokenizer(hub_cache, tokenizer_dir, 
         return out.last_hidden_state[0, ids.tolist().index(tok.mask_token_id)]
 
     prompts = [f'This sentence : "{s}" means {tok.mask_token} .' for s in SENTENCES]
-    enc = encoder_from("defsent-plus-bert-base")
+    enc = encoder_from("defsent-plus-released-bert-base")
     np.testing.assert_allclose(enc.encode(SENTENCES), by_hand(model, tok, prompts, at_mask), atol=1e-5)
     assert enc.identity_info()["tokenizer"] == {"model": "bert-base-uncased", "revision": COMMIT}
     # alone, the bare weights would get a tokenizer that maps every word to [UNK]
@@ -466,3 +466,13 @@ def test_catalogue_names_resolve_through_the_registry():
     listed = {row["name"] for row in registry.describe()}
     assert {c.name for c in CATALOGUE} <= listed
     assert sum(c.method.startswith("SimCSE") for c in CATALOGUE) == 8  # the SimCSE README lists 8
+
+
+def test_no_name_is_both_a_recipe_and_a_published_checkpoint():
+    """A recipe name trains on demand, a catalogue name downloads: one name must mean one thing."""
+    from benchharness.recipes import load_book
+    from benchharness.registry import BUILTINS
+    from encoders.published import PUBLISHED
+
+    recipes = set(load_book().names())
+    assert not recipes & set(PUBLISHED) and not recipes & set(BUILTINS) and not set(PUBLISHED) & set(BUILTINS)

@@ -1,0 +1,169 @@
+"""The transformer encoding loop shared by the ``hf:`` and ``st:`` encoders (issue #13).
+
+Sentences are tokenized once, with the model's fast tokenizer and its truncation, and grouped by
+their exact token length; each group is cut into batches of at most ``token_budget`` tokens. A
+batch of equal-length sentences needs no padding, so its attention mask is all ones and no FLOP is
+spent on pad tokens, and every batch holds about the same number of tokens, which keeps the
+matrix products large (a fixed sentence count gives tiny products for short sentences and huge
+ones for long sentences). Pooling stays with the caller, so each encoder family keeps its own
+definition of a sentence vector; rows come back in input order.
+
+Vectors differ from padded batching only in the last float bits (the same sums in another order),
+well under the 1e-5 that would require a new encoder identity.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+    from encoders.backends import Backend
+
+#: tokens per batch for each unit of an encoder's ``batch_size``: the default batch_size 64 gives
+#: 4096-token batches, large enough for matrix products near sgemm peak, small enough that
+#: activations (tokens x intermediate size x 4 bytes, 25 MiB for MiniLM) stay near the 32 MiB L3.
+#: batch_size keeps its meaning as the memory knob: halving it halves the largest batch.
+#: ``benchmarks/backends.py --budgets`` (minilm-l6, 1,000 STS sentences, loaded 2-core machine)
+#: found 1024-8192 within noise of each other: speed-up over ``SentenceTransformer.encode`` 1.40x,
+#: 1.37x, 1.32x, 1.15x with one thread, while with two threads 4096 led 2048 by 6%.
+TOKENS_PER_SENTENCE = 64
+TOKEN_BUDGET = 64 * TOKENS_PER_SENTENCE
+
+#: /proc/cpuinfo flags of CPUs that compute in bf16 natively (AVX512-BF16 dot products, AMX tiles).
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+#: batch tensors of one forward pass, by the model's input names (input_ids, token_type_ids...).
+Features = dict[str, "torch.Tensor"]
+
+
+def token_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET) -> Iterator[np.ndarray]:
+    """Index batches in which every sentence has the same token length and the tokens number at
+    most ``token_budget`` (a sentence longer than the budget forms a batch on its own).
+
+    Longest first, so an out-of-memory error surfaces in the first batch rather than the last;
+    within a length, input order.
+    """
+    if token_budget < 1:
+        raise ValueError(f"token_budget must be a positive number of tokens, got {token_budget}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if not len(lengths):
+        return
+    order = np.argsort(-lengths, kind="stable")
+    starts = np.flatnonzero(np.diff(lengths[order], prepend=-1))
+    for group in np.split(order, starts[1:]):
+        per_batch = max(1, token_budget // max(1, int(lengths[group[0]])))
+        for start in range(0, len(group), per_batch):
+            yield group[start : start + per_batch]
+
+
+def tokenize(tokenizer, texts: Sequence[str], max_length: int | None) -> dict[str, list[list[int]]]:
+    """Token ids (and the tokenizer's other per-token inputs) of every text, unpadded.
+
+    Truncation is the tokenizer's own (``longest_first`` to ``max_length``), exactly what a padded
+    batch call would produce row by row; the attention mask is left out because unpadded rows are
+    all ones.
+    """
+    enc = tokenizer(list(texts), truncation=True, max_length=max_length, padding=False,
+                    return_attention_mask=False)
+    return {key: list(values) for key, values in enc.items()}
+
+
+def batch_features(tokens: dict[str, list[list[int]]], idx: np.ndarray, device: torch.device) -> Features:
+    """The model inputs of one equal-length batch, with its (all-ones) attention mask."""
+    import torch
+
+    feats = {key: torch.tensor([values[i] for i in idx], dtype=torch.long) for key, values in tokens.items()}
+    feats["attention_mask"] = torch.ones_like(feats["input_ids"])
+    return {key: value.to(device) for key, value in feats.items()}
+
+
+def encode_tokens(
+    tokens: dict[str, list[list[int]]],
+    run_batch: Callable[[Features], torch.Tensor],
+    device: torch.device,
+    token_budget: int = TOKEN_BUDGET,
+    progress: Callable[[Iterator[np.ndarray], int], Iterator[np.ndarray]] | None = None,
+) -> np.ndarray:
+    """Run ``run_batch`` (model forward plus pooling, returning one vector per row) over token
+    batches and return float32 vectors in input order."""
+    import torch
+
+    n = len(tokens["input_ids"])
+    batches = list(token_batches([len(ids) for ids in tokens["input_ids"]], token_budget))
+    out: np.ndarray | None = None
+    with torch.inference_mode():
+        for idx in progress(iter(batches), len(batches)) if progress else batches:
+            vecs = run_batch(batch_features(tokens, idx, device)).float().cpu().numpy()
+            if out is None:
+                out = np.empty((n, vecs.shape[1]), dtype=np.float32)
+            out[idx] = vecs
+    return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX); without it bf16 is emulated
+    by widening to fp32, which is slower than fp32 and changes scores for nothing."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return any(flag in flags for flag in NATIVE_BF16_FLAGS)
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """``devices.check_precision`` plus opt-in bf16 on CPUs that have native bf16.
+
+    On such CPUs (AVX512-BF16, AMX) bf16 autocast roughly doubles matrix-product throughput for a
+    small score change (issue #13 bounds it at 0.05); elsewhere it is refused with the reason.
+    """
+    from benchharness.devices import check_precision
+
+    if precision == "bf16" and device.type == "cpu":
+        if not has_native_bf16():
+            raise ValueError(
+                "precision=bf16 on CPU needs native bf16 instructions (CPU flag avx512_bf16 or amx_bf16, "
+                "see /proc/cpuinfo); this CPU has neither, so bf16 would be emulated in fp32, slower than "
+                "fp32 and with changed scores. Use precision=fp32 here, or bf16 on a CUDA device."
+            )
+        return precision
+    return check_precision(precision, device)
+
+
+class TransformerEngine:
+    """Tokenize once, batch by exact token length, run a backend, hand each batch to ``pool``.
+
+    ``pool(outputs, features)`` turns the model outputs of one batch into sentence vectors; it is
+    the encoder family's own definition (``encoders.pooling`` for ``hf:``, the sentence-transformers
+    modules for ``st:``).
+    """
+
+    def __init__(self, model: torch.nn.Module, tokenizer, max_length: int | None, device: torch.device,
+                 precision: str = "fp32", backend: str = "eager", token_budget: int = TOKEN_BUDGET) -> None:
+        from encoders.backends import make_backend
+
+        self.tokenizer, self.max_length, self.device = tokenizer, max_length, device
+        self.precision, self.token_budget = precision, int(token_budget)
+        self.backend: Backend = make_backend(backend, model)
+
+    def encode(self, texts: Sequence[str], pool: Callable[[Any, Features], torch.Tensor],
+               output_hidden_states: bool = False, show_progress: bool = False, desc: str = "encode") -> np.ndarray:
+        from tqdm.auto import tqdm
+
+        from benchharness.devices import autocast
+
+        def run_batch(features: Features) -> torch.Tensor:
+            with autocast(self.device, self.precision):
+                outputs = self.backend(features, output_hidden_states=output_hidden_states)
+            return pool(outputs, features)
+
+        def progress(batches: Iterator[np.ndarray], total: int) -> Iterator[np.ndarray]:
+            return tqdm(batches, total=total, desc=desc, disable=not show_progress, unit="batch")
+
+        tokens = tokenize(self.tokenizer, texts, self.max_length)
+        return encode_tokens(tokens, run_batch, self.device, self.token_budget, progress)
