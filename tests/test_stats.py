@@ -376,3 +376,16 @@ def test_holm_by_hand():
     assert stats.holm([]) == []
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         stats.holm([0.2, 1.5])
+
+
+def test_counting_ranks_of_resamples_equal_scipy_rankdata():
+    """The bootstrap ranks resamples by counting tie groups; scipy ranks each row by sorting."""
+    from scipy.stats import rankdata
+
+    from benchharness.stats.vectorised import resampled_ranks, tie_groups
+
+    rng = np.random.default_rng(7)
+    values = np.round(rng.normal(size=500), 1)  # many ties
+    idx = rng.integers(0, 500, size=(40, 500))
+    groups, n_groups = tie_groups(values)
+    assert np.array_equal(resampled_ranks(groups, n_groups, idx), rankdata(values[idx], axis=-1))

@@ -27,7 +27,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 from scipy.stats import spearmanr
 
-from benchharness.stats.vectorised import f1_rows, row_blocks, spearman_rows
+from benchharness.stats.vectorised import f1_rows, pearson_rows, resampled_ranks, row_blocks, tie_groups
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
@@ -134,7 +134,13 @@ def bootstrap_spearman(pred: np.ndarray, gold: np.ndarray, *, n_resamples: int =
     """Spearman x100 between predicted similarities and gold scores, resampling pairs."""
     pred, gold = as_columns(pred, gold, names=("pred", "gold"))
     pred, gold = pred.astype(np.float64), gold.astype(np.float64)
-    values = resample_statistic(spearman_rows, (pred, gold), n_resamples, np.random.default_rng(seed))
+    check_resamples(n_resamples)
+    rng, n = np.random.default_rng(seed), len(pred)
+    (gp, np_), (gg, ng) = tie_groups(pred), tie_groups(gold)
+    values = np.empty(n_resamples, dtype=np.float64)
+    for rows in row_blocks(n_resamples, n * 2):  # the blocks, hence the draws, of resample_statistic
+        idx = rng.integers(0, n, size=(rows.stop - rows.start, n))
+        values[rows] = 100.0 * pearson_rows(resampled_ranks(gp, np_, idx), resampled_ranks(gg, ng, idx))
     return Replicates(estimate=100.0 * float(spearmanr(pred, gold)[0]), values=values, unit="pairs",
                       n=len(pred), seed=seed)
 

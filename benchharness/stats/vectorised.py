@@ -46,6 +46,29 @@ def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return 100.0 * pearson_rows(rankdata(x, axis=-1), rankdata(y, axis=-1))
 
 
+def tie_groups(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each item's tie group (the index of its value among the sorted distinct values) and the
+    number of groups: what a resample's ranks are computed from without sorting it again."""
+    distinct, groups = np.unique(values, return_inverse=True)
+    return groups.ravel(), len(distinct)
+
+
+def resampled_ranks(groups: np.ndarray, n_groups: int, idx: np.ndarray) -> np.ndarray:
+    """Average ranks (``rankdata``'s, ties averaged) of ``values[idx]`` row by row, by counting.
+
+    A resample holds copies of the original items, so its order is the order of their tie groups:
+    count each group's members per row (one ``bincount``), accumulate the counts along the groups,
+    and a group's average rank is ``cumulative - (count - 1) / 2``. That is O(rows x (n + groups))
+    with no sort, several times faster than ranking each resampled row.
+    """
+    rows, n = idx.shape
+    g = groups[idx]
+    counts = np.bincount((g + n_groups * np.arange(rows)[:, None]).ravel(),
+                         minlength=rows * n_groups).reshape(rows, n_groups)
+    average = np.cumsum(counts, axis=1) - (counts - 1) / 2.0
+    return np.take_along_axis(average, g, axis=1)
+
+
 def f1_rows(pred: np.ndarray, labels: np.ndarray, positive: object = 1) -> np.ndarray:
     """Binary F1 x100 per row, 2TP / (2TP + FP + FN); 0 when there is no positive at all
     (``sklearn.metrics.f1_score``'s value for that case)."""
