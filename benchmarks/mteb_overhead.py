@@ -34,6 +34,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 
+from benchharness.config import apply_environment, load_config  # noqa: E402
+
+apply_environment(load_config())  # the HF cache before mteb imports huggingface_hub, which reads it once
+
 import tasks  # noqa: E402
 from benchharness.data import DataRoot  # noqa: E402
 from benchharness.encoder import Encoder  # noqa: E402
