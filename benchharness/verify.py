@@ -6,13 +6,14 @@ on the same data (sha256 of the files read) under the same protocol, and every s
 within ``TOLERANCE`` on the x100 scale.
 
 ``TOLERANCE`` comes from a measurement, not a guess (``benchmarks/regression_noise.py``, minilm-l3
-on the STS suite, 2026-11-22, 2-core AVX512 machine): rerunning under torch thread counts 1 and 2
-moved no metric at a fixed batch size, while other batch compositions (batch size 7, 32 instead of
-the stored 64/128: other padding, other GEMM shapes) moved subset Spearmans by up to 0.0102; with
-AVX2-only MKL/oneDNN kernels (the code path of a CPU without AVX512) the largest move was
-``ISA_DEVIATION`` below. Another machine of this kind was seen to differ by 0.0018. The tolerance is
-twice the largest of these, so float noise never fails a check while any real change (a loader,
-the pooling, the metric code: these move scores by 0.1 and more) still does.
+on the STS suite, 2026-11-22, a 2-core AMD EPYC with AVX2, no AVX-512): rerunning under torch
+thread counts 1 and 2 moved no metric at a fixed batch size, nor did MKL/oneDNN restricted to AVX2
+or to SSE4.2 kernels (``MKL_ENABLE_INSTRUCTIONS``, ``ONEDNN_MAX_CPU_ISA``: the code paths of other
+CPUs); other batch compositions (batch size 7 or 32 instead of the stored 64: other padding, other
+GEMM shapes) moved subset Spearmans by up to 0.0102, and another machine of this kind was seen to
+differ by 0.0018. The tolerance is twice the largest of these, so float noise never fails a check
+while any real change (a loader, the pooling, the metric code: these move scores by 0.1 and more)
+still does.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from benchharness.results import Result
 
 #: largest metric deviation measured with batch compositions other than the stored one (x100 scale)
 BATCH_DEVIATION = 0.0102
-#: largest metric deviation measured with AVX2-only kernels (x100 scale)
+#: largest metric deviation measured with MKL/oneDNN limited to AVX2 or SSE4.2 kernels (x100 scale)
 ISA_DEVIATION = 0.0
 #: on the x100 scale; twice the largest measured float-noise deviation (see the module docstring)
 TOLERANCE = 0.02
