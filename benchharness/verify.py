@@ -27,8 +27,10 @@ from benchharness.results import Result
 BATCH_DEVIATION = 0.0102
 #: largest metric deviation measured with MKL/oneDNN limited to AVX2 or SSE4.2 kernels (x100 scale)
 ISA_DEVIATION = 0.0
-#: on the x100 scale; twice the largest measured float-noise deviation (see the module docstring)
-TOLERANCE = 0.02
+#: the largest deviation seen between two machines of this kind (issue #16's report, x100 scale)
+CROSS_MACHINE_DEVIATION = 0.0018
+#: on the x100 scale: twice the largest measured float-noise deviation (see the module docstring)
+TOLERANCE = round(2 * max(BATCH_DEVIATION, ISA_DEVIATION, CROSS_MACHINE_DEVIATION), 2)
 
 
 @dataclass(frozen=True)
