@@ -86,6 +86,11 @@ def file_sha256(path: Path) -> str:
     return _sha256(str(path), st.st_size, st.st_mtime)
 
 
+#: how results name the data root: a machine's own path never goes into a committed file; the
+#: files (relative to the root) and their sha256 identify the data
+DATA_ROOT_LABEL = "$BENCHHARNESS_DATA"
+
+
 class DataRoot:
     """A folder laid out like ``../shared/data``: ``senteval/``, ``glove/``, ``askubuntu/``, ..."""
 

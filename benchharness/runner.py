@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from benchharness.confidence import confidence_record
-from benchharness.data import DataRoot
+from benchharness.data import DATA_ROOT_LABEL, DataRoot
 from benchharness.encoder import Encoder
 from benchharness.provenance import now, versions
 from benchharness.resources import peak_rss_mib
@@ -200,7 +200,7 @@ def run(
                 protocol=_protocol(task),
                 encoder_identity={"hash": identity, **identity_info},
                 encoder_metadata=encoder.metadata,
-                data={"sha256": digests[task.name], "root": str(data.root),
+                data={"sha256": digests[task.name], "root": DATA_ROOT_LABEL,
                       "files": sorted(str(f.relative_to(data.root)) for f in task.files),
                       "verified": data.verify},
                 seed=seed,
