@@ -452,7 +452,7 @@ class Registry:
             close = difflib.get_close_matches(unknown[0], accepted, n=1, cutoff=0.6)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise UnknownEncoderError(f"post-processor {m.group(1)!r} in {name!r} has no parameter "
-                                      f"{', '.join(unknown)}.{hint} It takes: {', '.join(accepted) or 'none'}")
+                                      f"{', '.join(unknown)}; it takes: {', '.join(accepted) or 'none'}.{hint}")
         return factory, params
 
     def describe(self) -> list[dict[str, str]]:

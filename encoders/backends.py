@@ -164,3 +164,22 @@ def make_backend(name: str, model: torch.nn.Module) -> Backend:
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     return BACKENDS[name](model)
+
+
+#: the encoding path every stored score was computed with (sentence-transformers' own ``encode``;
+#: for ``hf:``, padded batches of character-length-sorted sentences). The engine's exact-length
+#: batches change vectors by ~1e-7 only, yet that is enough to reorder pairs of identical sentences,
+#: whose cosines tie at 1 up to a rounding residue: minilm-l3's STS12 surprise.SMTnews Spearman moved
+#: by 0.057, past the regression tolerance. So the engine is opt-in (``backend=eager|compile|onnx``).
+REFERENCE = "reference"
+
+
+def default_backend(precision: str) -> str:
+    """``reference`` for fp32; reduced precision on CPU needs the engine (``eager``)."""
+    return REFERENCE if precision == "fp32" else "eager"
+
+
+def check_backend(backend: str) -> str:
+    if backend != REFERENCE and backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {REFERENCE}, {', '.join(BACKENDS)}")
+    return backend

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from benchharness.devices import pick_device
-from benchharness.encoder import Encoder
+from benchharness.devices import autocast, pick_device
+from benchharness.encoder import Encoder, length_sorted_batches
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
-from encoders.backends import BACKENDS
+from encoders.backends import BACKENDS, REFERENCE, check_backend, default_backend
 from encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 class HFEncoder(Encoder):
     """A transformers ``AutoModel`` plus a pooling rule.
 
-    Encoding runs through ``encoders.inference`` (batches of equal token length, ``batch_size`` x
-    64 tokens each, so no padding); outputs are returned in input order. ``tokenizer`` names
+    By default (``backend=reference``, the path of every stored score) batches are formed over
+    character-length-sorted sentences and padded; ``backend=eager|compile|onnx`` runs through
+    ``encoders.inference`` (batches of equal token length, ``batch_size`` x 64 tokens each, no
+    padding). Outputs are returned in input order. ``tokenizer`` names
     another model (hub id or folder) whose tokenizer to use, for checkpoints that ship weights
     without one (DefSent+ uses its base model's).
     """
@@ -47,7 +49,7 @@ class HFEncoder(Encoder):
         prompt: str = PROMPT_TEMPLATE,
         tokenizer: str | None = None,
         model_name: str | None = None,
-        backend: str = "eager",
+        backend: str | None = None,
     ) -> None:
         super().__init__(name)
         if pooling not in POOLINGS:
@@ -69,9 +71,12 @@ class HFEncoder(Encoder):
         self.precision = resolve_precision(precision, self.device)
         self.normalize = bool(normalize)
         self.prompt = prompt
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        if not BACKENDS[backend].gives_hidden_states and (needs_hidden_states(pooling) or pooling == "cls"):
+        backend = check_backend(backend or default_backend(self.precision))
+        if backend == REFERENCE and self.precision != "fp32" and self.device.type != "cuda":
+            raise ValueError(f"precision={self.precision} on {self.device} runs through the inference engine: "
+                             "add backend=eager")
+        if backend != REFERENCE and not BACKENDS[backend].gives_hidden_states \
+                and (needs_hidden_states(pooling) or pooling == "cls"):
             raise ValueError(f"backend={backend} returns only the last hidden state, and pooling {pooling!r} "
                              "needs more (the pooler or every layer's states): use backend=eager")
         self.backend = backend
@@ -111,11 +116,33 @@ class HFEncoder(Encoder):
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
         if not sentences:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.backend == REFERENCE:
+            return self._encode_padded(self._texts(sentences), show_progress)
         if self._engine is None:
             self._engine = TransformerEngine(self.model, self.tokenizer, self.max_length, self.device,
                                              self.precision, self.backend, self.batch_size * TOKENS_PER_SENTENCE)
         return self._engine.encode(self._texts(sentences), self._pool, needs_hidden_states(self.pooling),
                                    show_progress, desc=f"encode {self.name}")
+
+    def _encode_padded(self, texts: list[str], show_progress: bool) -> np.ndarray:
+        """The reference path: padded batches of ``batch_size`` character-length-sorted texts."""
+        import torch
+        from tqdm.auto import tqdm
+
+        out: np.ndarray | None = None
+        batches = list(length_sorted_batches([len(t) for t in texts], self.batch_size))
+        with torch.inference_mode():
+            for idx in tqdm(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
+                enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
+                                     max_length=self.max_length, return_tensors="pt").to(self.device)
+                with autocast(self.device, self.precision):
+                    outputs = self.model(**enc, output_hidden_states=needs_hidden_states(self.pooling))
+                vecs = self._pool(outputs, enc).cpu().numpy().astype(np.float32, copy=False)
+                if out is None:
+                    out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+                out[idx] = vecs
+        assert out is not None
+        return out
 
     def _pool(self, outputs: Any, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Sentence vectors of one batch of already-templated texts."""
@@ -158,7 +185,7 @@ class HFEncoder(Encoder):
             info["prompt"] = self.prompt
         if self.tokenizer_source is not None:
             info["tokenizer"] = {"model": self.tokenizer_source.name, "revision": self.tokenizer_source.revision}
-        if BACKENDS[self.backend].changes_outputs:
+        if self.backend != REFERENCE and BACKENDS[self.backend].changes_outputs:
             info["backend"] = self.backend
         return info
 

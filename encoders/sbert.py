@@ -12,29 +12,30 @@ from benchharness.devices import pick_device
 from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
-from encoders.backends import BACKENDS
+from encoders.backends import BACKENDS, REFERENCE, check_backend, default_backend
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 
 
 class SentenceTransformerEncoder(Encoder):
-    """The model's own modules, run by ``encoders.inference`` (batches of equal token length,
-    ``batch_size`` x 64 tokens each) or, for model shapes the engine does not cover, by
-    ``SentenceTransformer.encode`` (see ``encoders.sbert_forward``).
+    """The model's own modules, run by ``SentenceTransformer.encode`` (``backend=reference``, the
+    default: the path of every stored score) or, with ``backend=eager|compile|onnx``, by
+    ``encoders.inference`` (batches of equal token length, ``batch_size`` x 64 tokens each) where the
+    model's shape allows (see ``encoders.sbert_forward``).
 
     The identity covers the weights and every module's configuration (pooling mode, normalisation,
     max sequence length), since those, not the class, decide the vectors.
     """
 
     def __init__(self, name: str, model: str, batch_size: int = 64, device: str | None = None,
-                 precision: str = "fp32", backend: str = "eager") -> None:
+                 precision: str = "fp32", backend: str | None = None) -> None:
         super().__init__(name)
         self.source = hub.resolve(model)
         self.batch_size = int(batch_size)
         self.device = pick_device(device)
         self.precision = resolve_precision(precision, self.device)
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        self.backend = backend
+        self.backend = check_backend(backend or default_backend(self.precision))
+        if self.backend == REFERENCE and self.precision != "fp32":
+            raise ValueError(f"precision={self.precision} runs through the inference engine: add backend=eager")
         self._model = None
         self._engine: TransformerEngine | None = None
 
@@ -55,7 +56,7 @@ class SentenceTransformerEncoder(Encoder):
 
         if not sentences:
             return np.zeros((0, self.model.get_embedding_dimension()), dtype=np.float32)
-        reason = engine_unsupported(self.model)
+        reason = "the reference path was asked for" if self.backend == REFERENCE else engine_unsupported(self.model)
         if reason is None:
             if self._engine is None:
                 first = self.model[0]
@@ -63,7 +64,7 @@ class SentenceTransformerEncoder(Encoder):
                                                  self.precision, self.backend, self.batch_size * TOKENS_PER_SENTENCE)
             return self._engine.encode(list(sentences), ModuleHead(self.model), show_progress=show_progress,
                                        desc=f"encode {self.name}")
-        if self.precision != "fp32" or self.backend != "eager":
+        if self.precision != "fp32" or self.backend not in (REFERENCE, "eager"):
             raise ValueError(f"{self.name}: precision={self.precision} and backend={self.backend} need the "
                              f"inference engine, which does not run this model ({reason})")
         vecs = self.model.encode(
@@ -103,7 +104,7 @@ class SentenceTransformerEncoder(Encoder):
         # only when they move vectors, so that fp32 eager keeps the identity it always had
         if self.precision != "fp32":
             info["precision"] = self.precision
-        if BACKENDS[self.backend].changes_outputs:
+        if self.backend != REFERENCE and BACKENDS[self.backend].changes_outputs:
             info["backend"] = self.backend
         return info
 

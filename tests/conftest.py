@@ -57,3 +57,17 @@ def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 3
 def tiny_bert(tmp_path_factory) -> Path:
     """Folder of a tiny random BERT (2 layers, hidden 32), usable as ``hf:<folder>``."""
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, data_dir):
+    """A fresh project folder as the working directory: its own benchharness.toml (cache inside
+    it, results in ./results), the shared data root, and the config cache cleared around it."""
+    from benchharness import config as config_mod
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
+    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
+    config_mod.load_config.cache_clear()
+    yield tmp_path
+    config_mod.load_config.cache_clear()

@@ -3,22 +3,12 @@
 import json
 
 import numpy as np
-import pytest
 
-from benchharness import config as config_mod
 from benchharness.cli import main
 from benchharness.data import DataRoot
 from benchharness.readers import STSB_COLUMNS, read_scored_tsv, senteval_text, stsb_file
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch, data_dir):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
-    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
-    config_mod.load_config.cache_clear()
-    yield tmp_path
-    config_mod.load_config.cache_clear()
 
 
 def test_analyze_glove_writes_json_and_png(project, data_dir, capsys):

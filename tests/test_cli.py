@@ -2,20 +2,10 @@
 
 import json
 
-import pytest
 
-from benchharness import config as config_mod
 from benchharness.cli import main
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch, data_dir):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
-    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
-    config_mod.load_config.cache_clear()
-    yield tmp_path
-    config_mod.load_config.cache_clear()
 
 
 def test_run_then_leaderboard(project, capsys):

@@ -25,14 +25,6 @@ from fakes import HashEncoder
 TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch, data_dir):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
-    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
-    config_mod.load_config.cache_clear()
-    yield tmp_path
-    config_mod.load_config.cache_clear()
 
 
 class MaskedEncoder(HashEncoder):

@@ -150,16 +150,6 @@ def test_allow_list_is_the_protocol_equal_tasks():
 
 # --- mteb tasks in `benchharness run`, the leaderboard and `benchharness export` ------------------------
 
-@pytest.fixture
-def project(tmp_path, monkeypatch, data_dir):
-    from benchharness import config as config_mod
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
-    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
-    config_mod.load_config.cache_clear()
-    yield tmp_path
-    config_mod.load_config.cache_clear()
 
 
 @pytest.fixture

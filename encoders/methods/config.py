@@ -21,7 +21,7 @@ from encoders.pooling import POOLINGS
 #: would silently mean "no limit"); ``eval_every=0`` is turned into None ("no dev") by the flags
 POSITIVE_INTS = ("batch_size", "max_length", "epochs", "max_steps", "limit", "eval_every", "patience",
                  "eval_max_length", "eval_batch_size", "checkpoint_every", "log_every", "threads", "stop_after")
-POSITIVE_FLOATS = ("lr", "adam_eps", "grad_clip")
+POSITIVE_FLOATS = ("adam_eps", "grad_clip")
 
 
 @dataclass
@@ -74,6 +74,10 @@ class TrainConfig:
             value = getattr(self, key)
             if value is not None and not (isinstance(value, (int, float)) and 0 < value < float("inf")):
                 raise ValueError(f"{key} must be a positive number, got {value!r}")
+        # lr 0 trains nothing, yet is a valid setting for a library caller (DefSent+'s per-round rates
+        # use it to show that each round restarts from the original checkpoint); --lr asks for > 0
+        if not (isinstance(self.lr, (int, float)) and 0.0 <= self.lr < float("inf")):
+            raise ValueError(f"lr must be a number >= 0, got {self.lr!r}")
         if not 0.0 <= self.weight_decay < float("inf"):
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if not 0.0 <= self.warmup_ratio < 1.0:

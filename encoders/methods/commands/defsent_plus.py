@@ -14,7 +14,7 @@ import torch
 
 from benchharness.data import DataRoot
 from benchharness.devices import check_precision, pick_device
-from benchharness.flag_types import non_negative_int, positive_float, positive_int
+from benchharness.flag_types import non_negative_float, non_negative_int, positive_int
 from benchharness.seeding import seed_everything
 from encoders.methods.base_model import load_base
 from encoders.methods.commands.launch import DevFactory, preflight, train_with_dev
@@ -31,11 +31,13 @@ FIXED_BY_PROTOCOL = ("epochs", "max_steps", "warmup_ratio", "eval_every", "patie
 
 
 def _learning_rates(text: str) -> str:
-    """``--round-lrs``: a comma list of positive numbers (kept as text; ``round_lrs`` expands it)."""
+    """``--round-lrs``: a comma list of non-negative numbers (kept as text; ``round_lrs`` expands it).
+    A round at 0 trains nothing: its encoder is the original checkpoint, which is how a test shows
+    that progressive separate training restarts every round from it."""
     for value in (v.strip() for v in text.split(",")):
         if not value:
             raise argparse.ArgumentTypeError(f"empty value in {text!r}; expected e.g. 5e-5,4e-5,3e-5")
-        positive_float(value)
+        non_negative_float(value)
     return text
 
 
