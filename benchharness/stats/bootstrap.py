@@ -25,9 +25,8 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import spearmanr
 
-from benchharness.stats.vectorised import f1_rows, pearson_rows, resampled_ranks, row_blocks, tie_groups
+from benchharness.stats.vectorised import f1_rows, pearson_rows, resampled_ranks, row_blocks, spearman, tie_groups
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
@@ -141,7 +140,7 @@ def bootstrap_spearman(pred: np.ndarray, gold: np.ndarray, *, n_resamples: int =
     for rows in row_blocks(n_resamples, n * 2):  # the blocks, hence the draws, of resample_statistic
         idx = rng.integers(0, n, size=(rows.stop - rows.start, n))
         values[rows] = 100.0 * pearson_rows(resampled_ranks(gp, np_, idx), resampled_ranks(gg, ng, idx))
-    return Replicates(estimate=100.0 * float(spearmanr(pred, gold)[0]), values=values, unit="pairs",
+    return Replicates(estimate=100.0 * spearman(pred, gold), values=values, unit="pairs",
                       n=len(pred), seed=seed)
 
 

@@ -23,12 +23,11 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import rankdata, spearmanr
 
 from benchharness.stats.bootstrap import (DEFAULT_LEVEL, DEFAULT_RESAMPLES, STS_AGGREGATIONS, as_columns,
                                           check_resamples, derive_seed, percentile_interval,
                                           resample_statistic)
-from benchharness.stats.vectorised import row_blocks, spearman_rows
+from benchharness.stats.vectorised import row_blocks, spearman, spearman_rows
 
 # Differences are x100 scores: a permuted difference within this of the observed one counts as
 # "as extreme" (floating-point sums over reordered items differ in the last bits).
@@ -93,12 +92,14 @@ def paired_spearman(pred_a: np.ndarray, pred_b: np.ndarray, gold: np.ndarray, *,
     """Spearman(A, gold) - Spearman(B, gold), x100, over the same pairs."""
     pred_a, pred_b, gold = (x.astype(np.float64) for x in
                             as_columns(pred_a, pred_b, gold, names=("pred_a", "pred_b", "gold")))
+    from scipy.stats import rankdata
+
     rng = np.random.default_rng(seed)
     boot = resample_statistic(lambda a, b, g: spearman_rows(a, g) - spearman_rows(b, g),
                               (pred_a, pred_b, gold), n_resamples, rng)
     null = _swap_null(lambda a, b: spearman_rows(a, gold) - spearman_rows(b, gold),
                       rankdata(pred_a), rankdata(pred_b), n_resamples, rng)
-    observed = 100.0 * (float(spearmanr(pred_a, gold)[0]) - float(spearmanr(pred_b, gold)[0]))
+    observed = 100.0 * (spearman(pred_a, gold) - spearman(pred_b, gold))
     return PairedReplicates(difference=observed, bootstrap=boot, null=null, unit="pairs", n=len(gold), seed=seed)
 
 

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import binomtest, chi2, norm, spearmanr
 
 from benchharness.stats.bootstrap import as_columns
+from benchharness.stats.vectorised import spearman
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def steiger_z(r_gold_a: float, r_gold_b: float, r_a_b: float, n: int) -> Steiger
     psi = r_a_b * (1.0 - 2.0 * r2) - 0.5 * r2 * (1.0 - 2.0 * r2 - r_a_b * r_a_b)
     c = psi / (1.0 - r2) ** 2
     z = (math.atanh(r_gold_a) - math.atanh(r_gold_b)) * math.sqrt(n - 3) / math.sqrt(2.0 - 2.0 * c)
-    return SteigerResult(z=z, p_value=float(2.0 * norm.sf(abs(z))), r_gold_a=r_gold_a, r_gold_b=r_gold_b,
+    return SteigerResult(z=z, p_value=math.erfc(abs(z) / math.sqrt(2.0)), r_gold_a=r_gold_a, r_gold_b=r_gold_b,
                          r_a_b=r_a_b, n=n)
 
 
@@ -67,10 +67,7 @@ def steiger_spearman(pred_a: np.ndarray, pred_b: np.ndarray, gold: np.ndarray) -
     as a cross-check beside the permutation test rather than as the test itself.
     """
     pred_a, pred_b, gold = as_columns(pred_a, pred_b, gold, names=("pred_a", "pred_b", "gold"))
-    def rho(x: np.ndarray, y: np.ndarray) -> float:
-        return float(spearmanr(x, y)[0])
-
-    return steiger_z(rho(gold, pred_a), rho(gold, pred_b), rho(pred_a, pred_b), len(gold))
+    return steiger_z(spearman(gold, pred_a), spearman(gold, pred_b), spearman(pred_a, pred_b), len(gold))
 
 
 @dataclass(frozen=True)
@@ -97,6 +94,8 @@ def mcnemar(pred_a: np.ndarray, pred_b: np.ndarray, labels: np.ndarray, *, exact
     when ``correction`` is False. With no discordant item the two systems cannot be told apart:
     p = 1.
     """
+    from scipy.stats import binomtest, chi2  # exact and asymptotic tails
+
     pred_a, pred_b, labels = as_columns(pred_a, pred_b, labels, names=("pred_a", "pred_b", "labels"))
     right_a, right_b = pred_a == labels, pred_b == labels
     b, c = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
