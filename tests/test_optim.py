@@ -1,0 +1,125 @@
+"""The legacy ``transformers.AdamW`` (``encoders/methods/optim.py``) against the update computed by
+hand in numpy, and its state round trip."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from encoders.methods.optim import LegacyAdamW
+
+B1, B2 = 0.9, 0.999
+# three steps' gradients of a 2x3 weight and a 3-vector bias, and the scheduled lr of each step
+GRADS_W = [np.array([[0.5, -1.0, 2e-3], [0.0, 3.0, -0.25]]), np.array([[-0.1, 0.4, 1e-3], [1e-4, -2.0, 0.5]]),
+           np.array([[0.3, 0.3, -5e-3], [0.2, 1.0, 0.0]])]
+GRADS_B = [np.array([1.0, -0.5, 1e-5]), np.array([0.2, 0.2, -1e-5]), np.array([-0.7, 0.1, 0.0])]
+LRS = [1e-2, 5e-3, 2.5e-3]
+W0 = np.array([[0.1, -0.2, 0.3], [1.5, 0.0, -0.7]])
+B0 = np.array([0.05, -0.05, 0.5])
+
+
+def numpy_legacy(p0: np.ndarray, grads: list[np.ndarray], lrs: list[float], eps: float, weight_decay: float,
+                 correct_bias: bool) -> np.ndarray:
+    """transformers.AdamW by hand: eps added to sqrt(v), the bias correction folded into the step
+    size (or left out), then decoupled weight decay of the updated parameter."""
+    p, m, v = p0.copy(), np.zeros_like(p0), np.zeros_like(p0)
+    for t, (g, lr) in enumerate(zip(grads, lrs), start=1):
+        m = B1 * m + (1 - B1) * g
+        v = B2 * v + (1 - B2) * g**2
+        size = lr * math.sqrt(1 - B2**t) / (1 - B1**t) if correct_bias else lr
+        p = p - size * m / (np.sqrt(v) + eps)
+        p = p - lr * weight_decay * p
+    return p
+
+
+def numpy_torch_adamw(p0, grads, lrs, eps, weight_decay):
+    """torch.optim.AdamW by hand (decay first, eps added after the bias correction)."""
+    p, m, v = p0.copy(), np.zeros_like(p0), np.zeros_like(p0)
+    for t, (g, lr) in enumerate(zip(grads, lrs), start=1):
+        p = p * (1 - lr * weight_decay)
+        m = B1 * m + (1 - B1) * g
+        v = B2 * v + (1 - B2) * g**2
+        p = p - lr / (1 - B1**t) * m / (np.sqrt(v / (1 - B2**t)) + eps)
+    return p
+
+
+def run(optimizer_cls, steps: int = 3, **kwargs):
+    w = torch.nn.Parameter(torch.tensor(W0))
+    b = torch.nn.Parameter(torch.tensor(B0))
+    opt = optimizer_cls([{"params": [w], "weight_decay": 0.01}, {"params": [b], "weight_decay": 0.0}], **kwargs)
+    for t in range(steps):
+        for group in opt.param_groups:
+            group["lr"] = LRS[t]
+        w.grad, b.grad = torch.tensor(GRADS_W[t]), torch.tensor(GRADS_B[t])
+        opt.step()
+    return w, b, opt
+
+
+@pytest.mark.parametrize("correct_bias", [True, False])
+@pytest.mark.parametrize("eps", [1e-6, 1e-8])
+def test_legacy_adamw_three_steps_by_hand(correct_bias, eps):
+    w, b, _ = run(LegacyAdamW, eps=eps, correct_bias=correct_bias)
+    want_w = numpy_legacy(W0, GRADS_W, LRS, eps, 0.01, correct_bias)
+    want_b = numpy_legacy(B0, GRADS_B, LRS, eps, 0.0, correct_bias)
+    np.testing.assert_allclose(w.detach().numpy(), want_w, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(b.detach().numpy(), want_b, rtol=0, atol=1e-12)
+    # the hand computation is not torch's update: on these numbers (the bias's 1e-5 gradients, where
+    # eps matters) the two differ well above 1e-5
+    other_w, other_b = numpy_torch_adamw(W0, GRADS_W, LRS, eps, 0.01), numpy_torch_adamw(B0, GRADS_B, LRS, eps, 0.0)
+    assert max(np.abs(other_w - want_w).max(), np.abs(other_b - want_b).max()) > 1e-4
+
+
+def test_legacy_adamw_first_step_in_closed_form():
+    """Step 1 with bias correction moves p by lr * g / (|g| + eps / sqrt(1 - b2)), about lr;
+    without it, by (1 - b1) / sqrt(1 - b2) ~ 3.16 times that."""
+    g, lr, eps = 0.5, 0.1, 1e-6
+    for correct, factor in ((True, 1.0), (False, (1 - B1) / math.sqrt(1 - B2))):
+        p = torch.nn.Parameter(torch.tensor([1.0], dtype=torch.float64))
+        opt = LegacyAdamW([p], lr=lr, eps=eps, correct_bias=correct)
+        p.grad = torch.tensor([g], dtype=torch.float64)
+        opt.step()
+        m, v = (1 - B1) * g, (1 - B2) * g * g
+        size = lr * math.sqrt(1 - B2) / (1 - B1) if correct else lr
+        assert float(p.detach()) == pytest.approx(1.0 - size * m / (math.sqrt(v) + eps), abs=1e-15)
+        assert 1.0 - float(p.detach()) == pytest.approx(lr * factor, rel=1e-4)
+
+
+def test_legacy_adamw_state_round_trip():
+    """Two steps, state_dict through torch.save/torch.load (as a checkpoint) into a fresh optimizer
+    on copies of the parameters, a third step on both: identical; the copy has the state it was
+    given (step counts, moments, the groups' settings)."""
+    w, b, opt = run(LegacyAdamW, steps=2, eps=1e-6, correct_bias=False)
+    w2, b2 = (torch.nn.Parameter(x.detach().clone()) for x in (w, b))
+    fresh = LegacyAdamW([{"params": [w2], "weight_decay": 0.01}, {"params": [b2], "weight_decay": 0.0}],
+                        lr=1.0, eps=1.0, correct_bias=True)  # groups' settings come back from the state dict
+    buffer = io.BytesIO()
+    torch.save(opt.state_dict(), buffer)
+    buffer.seek(0)
+    fresh.load_state_dict(torch.load(buffer, weights_only=False))
+    assert fresh.param_groups[0]["eps"] == 1e-6 and fresh.param_groups[0]["correct_bias"] is False
+    assert fresh.state[w2]["step"] == 2
+    torch.testing.assert_close(fresh.state[w2]["exp_avg_sq"], opt.state[w]["exp_avg_sq"], rtol=0, atol=0)
+    for o, (pw, pb) in ((opt, (w, b)), (fresh, (w2, b2))):
+        for group in o.param_groups:
+            group["lr"] = LRS[2]
+        pw.grad, pb.grad = torch.tensor(GRADS_W[2]), torch.tensor(GRADS_B[2])
+        o.step()
+    assert torch.equal(w, w2) and torch.equal(b, b2)
+    np.testing.assert_allclose(w2.detach().numpy(), numpy_legacy(W0, GRADS_W, LRS, 1e-6, 0.01, False), atol=1e-12)
+
+
+def test_legacy_adamw_skips_parameters_without_gradient_and_refuses_bad_settings():
+    p, q = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(2))
+    opt = LegacyAdamW([p, q], lr=0.1, weight_decay=0.5)
+    p.grad = torch.ones(2)
+    opt.step()
+    assert torch.equal(q, torch.ones(2)) and q not in opt.state  # no update, no weight decay, no state
+    assert not torch.equal(p, torch.ones(2))
+    for kwargs, words in (({"lr": -1.0}, "learning rate"), ({"betas": (0.9, 1.0)}, "betas"), ({"eps": -1e-8}, "eps"),
+                          ({"weight_decay": -0.1}, "weight_decay")):
+        with pytest.raises(ValueError, match=words):
+            LegacyAdamW([p], **kwargs)
