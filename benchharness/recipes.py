@@ -297,6 +297,10 @@ def resolve_options(method: str, flags: dict[str, Any], preset: str | None) -> d
         raise RecipeError(str(exc)) from None
     defaults = {f: v for f, v in TrainConfig(base="-", out=Path("-")).to_dict().items()}
     merged = {**defaults, **opts}
+    try:  # settings TrainConfig refuses (torch-adamw without bias correction...) are refused here, before a key
+        TrainConfig(**{**{k: merged[k] for k in defaults if k in merged}, "base": "-", "out": Path("-")})
+    except ValueError as exc:
+        raise RecipeError(str(exc)) from None
     return {k: merged[k] for k in sorted(merged) if k not in RUNTIME_FLAGS}
 
 

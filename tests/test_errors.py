@@ -103,6 +103,8 @@ def test_zero_vectors_are_counted_per_task_in_the_result(data_dir, tmp_path):
     ("--batch-size", "x", "positive integer, got 'x'"),
     ("--preset", "nope", "invalid choice: 'nope'"),
     ("--temperature", "0", "positive number"),
+    ("--optimizer", "sgd", "invalid choice: 'sgd'"),
+    ("--adam-eps", "0", "positive number"),
 ])
 def test_training_flags_are_refused_by_the_parser(tmp_path, capsys, flag, value, words):
     with pytest.raises(SystemExit) as exc:
@@ -119,6 +121,14 @@ def test_training_method_flags_are_validated(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["train", "defsent-plus", "--base", "unused", "--out", str(tmp_path / "r"), "--round-lrs", "5e-5,-1"])
     assert "argument --round-lrs" in capsys.readouterr().err
+
+
+def test_torch_adamw_without_bias_correction_is_refused_before_the_model(tmp_path, capsys):
+    # only the legacy transformers.AdamW can leave the bias correction out
+    assert main(["train", "simcse", "--base", "nobody/nothing", "--out", str(tmp_path / "run"),
+                 "--optimizer", "torch-adamw", "--no-correct-bias", "--quiet"]) == 2
+    assert "correct_bias=False needs optimizer adamw-legacy" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
 
 
 def test_missing_training_data_fails_before_the_model(tmp_path, capsys):
@@ -156,7 +166,8 @@ def test_too_few_examples_fail_before_the_model(tmp_path, sentences_file, capsys
 def test_train_config_refuses_zero_steps_and_limits(tmp_path):
     from encoders.methods.config import TrainConfig
 
-    for key, value in (("max_steps", 0), ("limit", 0), ("eval_every", -5), ("lr", -1.0), ("seed", -1)):
+    for key, value in (("max_steps", 0), ("limit", 0), ("eval_every", -5), ("lr", -1.0), ("seed", -1),
+                       ("optimizer", "adam")):
         with pytest.raises(ValueError, match=key):
             TrainConfig(base="x", out=tmp_path, **{key: value})
 

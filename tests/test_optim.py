@@ -1,5 +1,5 @@
 """The legacy ``transformers.AdamW`` (``encoders/methods/optim.py``) against the update computed by
-hand in numpy, and its state round trip."""
+hand in numpy, its state round trip, and how a ``TrainConfig`` chooses it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from encoders.methods.config import TrainConfig
 from encoders.methods.optim import LegacyAdamW
+from encoders.methods.training import make_optimizer
 
 B1, B2 = 0.9, 0.999
 # three steps' gradients of a 2x3 weight and a 3-vector bias, and the scheduled lr of each step
@@ -123,3 +125,26 @@ def test_legacy_adamw_skips_parameters_without_gradient_and_refuses_bad_settings
                           ({"weight_decay": -0.1}, "weight_decay")):
         with pytest.raises(ValueError, match=words):
             LegacyAdamW([p], **kwargs)
+
+
+def test_config_chooses_the_optimizer(tmp_path):
+    module = torch.nn.Sequential(torch.nn.Linear(3, 2))
+    legacy = make_optimizer(module, TrainConfig(base="x", out=tmp_path, optimizer="adamw-legacy", correct_bias=False,
+                                                adam_eps=1e-6, lr=2e-5, weight_decay=0.01))
+    assert isinstance(legacy, LegacyAdamW)
+    decayed, plain = legacy.param_groups
+    assert (decayed["weight_decay"], plain["weight_decay"]) == (0.01, 0.0)
+    assert all(g["correct_bias"] is False and g["eps"] == 1e-6 and g["lr"] == 2e-5 for g in legacy.param_groups)
+    default = make_optimizer(module, TrainConfig(base="x", out=tmp_path))
+    assert type(default) is torch.optim.AdamW
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"optimizer": "sgd"}, "unknown optimizer 'sgd'"),
+    ({"optimizer": "torch-adamw", "correct_bias": False}, "correct_bias=False needs optimizer adamw-legacy"),
+    ({"correct_bias": "no"}, "correct_bias must be true or false"),
+    ({"adam_eps": 0.0}, "adam_eps must be a positive number"),
+])
+def test_config_refuses_optimizer_settings(tmp_path, kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        TrainConfig(base="x", out=tmp_path, **kwargs)

@@ -59,25 +59,31 @@ def test_weight_decay_spares_biases_and_layernorm(tiny_bert, tmp_path):
     assert not any("LayerNorm" in names[id(p)] or names[id(p)].endswith("bias") for p in decayed["params"])
 
 
-def test_resume_continues_exactly(tiny_bert, tmp_path):
+@pytest.mark.parametrize("step", [{}, {"optimizer": "adamw-legacy", "correct_bias": False, "grad_clip": 1.0}],
+                         ids=["torch-adamw", "adamw-legacy"])
+def test_resume_continues_exactly(tiny_bert, tmp_path, step):
     # 40 sentences in batches of 8: 5 steps an epoch, so 8 steps cross an epoch boundary; dropout
-    # makes every step depend on the RNG state, which the checkpoint must carry
+    # makes every step depend on the RNG state, which the checkpoint must carry; the optimizer's
+    # state (moments, step counts) must come back too, for either optimizer
     dev = lambda encoder: float(encoder.embeddings.word_embeddings.weight[:50].detach().sum())  # noqa: E731
     method, source = _simcse(tiny_bert)
-    straight = train(method, TEXTS, _config(tmp_path, "straight", max_steps=8, eval_every=3), data={},
+    straight = train(method, TEXTS, _config(tmp_path, "straight", max_steps=8, eval_every=3, **step), data={},
                      base_source=source, dev=dev)
     assert straight.completed and straight.steps == 8
     training = straight.manifest["training"]
     assert (training["epochs_completed"], training["batches_into_next_epoch"]) == (1, 3)  # 8 steps of 5 per epoch
     method2, _ = _simcse(tiny_bert)
-    paused = train(method2, TEXTS, _config(tmp_path, "resumed", max_steps=8, eval_every=3, stop_after=4), data={},
-                   base_source=source, dev=dev)
+    paused = train(method2, TEXTS, _config(tmp_path, "resumed", max_steps=8, eval_every=3, stop_after=4, **step),
+                   data={}, base_source=source, dev=dev)
     assert not paused.completed and paused.steps == 4
-    assert (tmp_path / "resumed" / "checkpoint" / "state.pt").exists()
+    saved = torch.load(tmp_path / "resumed" / "checkpoint" / "state.pt", weights_only=False)
+    assert all(s["step"] == 4 for s in saved["optimizer"]["state"].values())
     method3, _ = _simcse(tiny_bert)  # a fresh process would start from the base weights again
-    resumed = train(method3, TEXTS, _config(tmp_path, "resumed", max_steps=8, eval_every=3), data={},
+    resumed = train(method3, TEXTS, _config(tmp_path, "resumed", max_steps=8, eval_every=3, **step), data={},
                     base_source=source, dev=dev)
     assert resumed.completed and resumed.steps == 8
+    recorded = {k: resumed.manifest["hyperparameters"][k] for k in ("optimizer", "correct_bias", "grad_clip")}
+    assert recorded == {"optimizer": "torch-adamw", "correct_bias": True, "grad_clip": None, **step}
     assert _losses(tmp_path / "resumed") == pytest.approx(_losses(tmp_path / "straight"), rel=1e-6)
     for (n, a), (_, b) in zip(method.state_dict().items(), method3.state_dict().items()):
         torch.testing.assert_close(a, b, msg=n)
@@ -94,6 +100,24 @@ def test_resume_refuses_other_settings(tiny_bert, tmp_path):
     method, _ = _simcse(tiny_bert)
     with pytest.raises(ValueError, match="lr"):
         train(method, TEXTS, _config(tmp_path, max_steps=4, lr=5e-4), data={}, base_source=source)
+    with pytest.raises(ValueError, match="optimizer: 'torch-adamw' -> 'adamw-legacy'"):
+        train(method, TEXTS, _config(tmp_path, max_steps=4, optimizer="adamw-legacy"), data={}, base_source=source)
+
+
+def test_a_checkpoint_older_than_a_setting_resumes_with_its_default(tiny_bert, tmp_path):
+    """A checkpoint written before ``optimizer`` and ``correct_bias`` existed was made with
+    torch.optim.AdamW, today's default: it resumes under the default, and only under it."""
+    method, source = _simcse(tiny_bert)
+    train(method, TEXTS, _config(tmp_path, max_steps=4, stop_after=2), data={}, base_source=source)
+    path = tmp_path / "run" / "checkpoint" / "state.pt"
+    saved = torch.load(path, weights_only=False)
+    del saved["config"]["optimizer"], saved["config"]["correct_bias"]
+    torch.save(saved, path)
+    method, _ = _simcse(tiny_bert)
+    with pytest.raises(ValueError, match="optimizer: 'torch-adamw' -> 'adamw-legacy'"):
+        train(method, TEXTS, _config(tmp_path, max_steps=4, optimizer="adamw-legacy"), data={}, base_source=source)
+    result = train(method, TEXTS, _config(tmp_path, max_steps=4), data={}, base_source=source)
+    assert result.completed and result.steps == 4
 
 
 def test_selection_and_early_stopping(tiny_bert, tmp_path):

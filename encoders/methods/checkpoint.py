@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ MANIFEST_FILE = "manifest.json"
 
 #: settings that may change between a run and its resumption without changing its result
 RESUMABLE_CHANGES = ("device", "stop_after", "threads", "progress", "overwrite", "out")
+#: ``TrainConfig``'s defaults, for checkpoints written before a setting existed
+FIELD_DEFAULTS = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
 
 
 def prepare_out(config: TrainConfig) -> Path | None:
@@ -76,8 +79,11 @@ def load_checkpoint(path: Path, config: TrainConfig, method: TrainingMethod, opt
     """Restore a checkpoint made with the same settings into the given objects and the RNGs;
     returns the loop state. Other settings are refused: the resumed run would be neither."""
     saved = torch.load(path, map_location="cpu", weights_only=False)
-    diffs = [f"{k}: {saved['config'].get(k)!r} -> {v!r}" for k, v in config.to_dict().items()
-             if k not in RESUMABLE_CHANGES and saved["config"].get(k) != v]
+    # a setting the checkpoint does not record is younger than it: the checkpoint was made with
+    # the behaviour that is now that setting's default (``optimizer``: torch-adamw)
+    made_with = {**FIELD_DEFAULTS, **saved["config"]}
+    diffs = [f"{k}: {made_with.get(k)!r} -> {v!r}" for k, v in config.to_dict().items()
+             if k not in RESUMABLE_CHANGES and made_with.get(k) != v]
     if diffs:
         raise ValueError(f"{path}: the checkpoint was made with other settings ({'; '.join(diffs)}); "
                          "pass the same settings to resume, or --overwrite to start again")

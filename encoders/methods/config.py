@@ -22,6 +22,9 @@ from encoders.pooling import POOLINGS
 POSITIVE_INTS = ("batch_size", "max_length", "epochs", "max_steps", "limit", "eval_every", "patience",
                  "eval_max_length", "eval_batch_size", "checkpoint_every", "log_every", "threads", "stop_after")
 POSITIVE_FLOATS = ("adam_eps", "grad_clip")
+#: the optimizers ``loop.make_optimizer`` builds: ``torch.optim.AdamW``, or the legacy
+#: ``transformers.AdamW`` that the official code of every method here steps with (``optim.py``)
+OPTIMIZERS = ("torch-adamw", "adamw-legacy")
 
 
 @dataclass
@@ -37,6 +40,8 @@ class TrainConfig:
     lr: float = 3e-5
     weight_decay: float = 0.0
     adam_eps: float = 1e-8
+    optimizer: str = "torch-adamw"  # one of OPTIMIZERS; the methods' presets choose adamw-legacy
+    correct_bias: bool = True  # Adam's bias correction; only adamw-legacy can leave it out (ConSERT)
     epochs: int = 1
     max_steps: int | None = None  # overrides epochs when set (epochs continue until it is reached)
     warmup_ratio: float = 0.1  # linear warmup over this fraction of the steps, then linear decay
@@ -66,6 +71,13 @@ class TrainConfig:
             raise ValueError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
         if self.eval_pooling is not None and self.eval_pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {self.eval_pooling!r}; choose one of {', '.join(POOLINGS)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
+        if not isinstance(self.correct_bias, bool):
+            raise ValueError(f"correct_bias must be true or false, got {self.correct_bias!r}")
+        if not self.correct_bias and self.optimizer != "adamw-legacy":
+            raise ValueError(f"correct_bias=False needs optimizer adamw-legacy: {self.optimizer} always corrects "
+                             "the bias")
         for key in POSITIVE_INTS:  # None = unset where the field allows it
             value = getattr(self, key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -123,6 +135,14 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
     g.add_argument("--max-steps", type=positive_int, help="total optimizer steps (overrides --epochs)")
     g.add_argument("--warmup-ratio", type=fraction, help="fraction of steps of linear warmup")
     g.add_argument("--grad-clip", type=positive_float, help="max gradient norm (default: none)")
+    g.add_argument("--optimizer", choices=OPTIMIZERS,
+                   help="torch-adamw (torch.optim.AdamW) or adamw-legacy (the legacy transformers.AdamW, "
+                        "which the official code of every method uses; the presets' choice)")
+    g.add_argument("--adam-eps", type=positive_float, help="AdamW epsilon")
+    g.add_argument("--correct-bias", action="store_true", default=None,
+                   help="Adam's bias correction of the step size (torch-adamw always applies it)")
+    g.add_argument("--no-correct-bias", dest="correct_bias", action="store_false", default=None,
+                   help="adamw-legacy without bias correction (ConSERT's official setting)")
     g.add_argument("--limit", type=positive_int, help="train on the first N examples only")
     g.add_argument("--eval-every", type=non_negative_int, help="steps between STS-B dev evaluations (0 = none: keep final)")
     g.add_argument("--patience", type=positive_int, help="early stop after N evaluations without dev improvement")

@@ -1,11 +1,13 @@
 """The training loop every method shares (ConSERT, SimCSE, PaSeR, DefSent+).
 
 What it does: deterministic seeding and data order (a seeded permutation per epoch, recomputed on
-resumption); AdamW (weight decay off for biases and LayerNorm) with linear warmup and linear decay;
-device and precision from ``benchharness.devices`` (CUDA and fp16 autocast + GradScaler, or bf16);
-optional gradient clipping; periodic dev evaluation through a callback, best-checkpoint selection
-and early stopping (``patience`` evaluations without improvement); tqdm progress;
-``metrics.jsonl``; a resumable checkpoint (``checkpoint.py``); and the output folder::
+resumption); AdamW (weight decay off for biases and LayerNorm; ``config.optimizer`` picks
+``torch.optim.AdamW`` or the legacy ``transformers.AdamW`` of the methods' official code,
+``optim.py``) with linear warmup and linear decay; device and precision from
+``benchharness.devices`` (CUDA and fp16 autocast + GradScaler, or bf16); optional gradient
+clipping (global norm, before the optimizer step); periodic dev evaluation through a callback,
+best-checkpoint selection and early stopping (``patience`` evaluations without improvement); tqdm
+progress; ``metrics.jsonl``; a resumable checkpoint (``checkpoint.py``); and the output folder::
 
     <out>/model/          encoder weights + tokenizer (save_pretrained), training heads excluded
     <out>/manifest.json   the run's typed record (``manifest.py``), which makes the folder an encoder
@@ -40,6 +42,7 @@ from encoders.methods.checkpoint import (MODEL_DIR, load_checkpoint, prepare_out
 from encoders.methods.config import TrainConfig
 from encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
 from encoders.methods.method import TrainingMethod
+from encoders.methods.optim import LegacyAdamW
 
 #: a dev evaluation: the encoder being trained -> its score, higher is better
 DevScore = Callable[[nn.Module], float]
@@ -74,11 +77,18 @@ def no_decay(name: str) -> bool:
 
 
 def make_optimizer(module: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW over the trainable parameters in two groups (with and without weight decay), as
+    ``config.optimizer`` says: ``torch-adamw`` or ``adamw-legacy`` (:class:`LegacyAdamW`, with
+    ``config.correct_bias``)."""
     params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
     groups = [
         {"params": [p for n, p in params if not no_decay(n)], "weight_decay": config.weight_decay},
         {"params": [p for n, p in params if no_decay(n)], "weight_decay": 0.0},
     ]
+    if config.optimizer == "adamw-legacy":
+        return LegacyAdamW(groups, lr=config.lr, eps=config.adam_eps, correct_bias=config.correct_bias)
+    if config.optimizer != "torch-adamw":  # TrainConfig refuses others; a guard for a config built otherwise
+        raise ValueError(f"unknown optimizer {config.optimizer!r}")
     return torch.optim.AdamW(groups, lr=config.lr, eps=config.adam_eps)
 
 

@@ -13,13 +13,18 @@ A method (see ``consert.py`` and ``simcse.py`` for complete examples):
    listed in ``encoders.methods.METHODS``.
 
 The jobs live in their own modules: ``config.py`` (settings and flags), ``base_model.py`` (what a
-``--base`` names), ``loop.py`` (the loop), ``checkpoint.py`` (resumption, saving the encoder),
-``manifest.py`` (the run's record). Seeding is ``benchharness.seeding.seed_everything``.
+``--base`` names), ``loop.py`` (the loop), ``optim.py`` (the legacy AdamW), ``checkpoint.py``
+(resumption, saving the encoder), ``manifest.py`` (the run's record). Seeding is
+``benchharness.seeding.seed_everything``.
 
-DefSent+-style runs (one epoch, no warmup, clip 1.0, no dev selection, several rounds restarting
-from the original checkpoint): ``TrainConfig(epochs=1, warmup_ratio=0, grad_clip=1.0,
-eval_every=None, eval_at_start=False)``, and one :func:`train` call per round with a fresh
-:func:`load_base` model and its own ``out`` folder.
+The optimizer: ``TrainConfig.optimizer`` is ``torch-adamw`` (``torch.optim.AdamW``) unless set;
+the four methods' presets set ``adamw-legacy`` (:class:`LegacyAdamW`), the legacy
+``transformers.AdamW`` their official code steps with, and clip the gradient norm at 1.0 as it does.
+
+DefSent+-style runs (one epoch, no warmup, clip 1.0, legacy AdamW, no dev selection, several
+rounds restarting from the original checkpoint): ``TrainConfig(epochs=1, warmup_ratio=0,
+grad_clip=1.0, optimizer="adamw-legacy", adam_eps=1e-6, eval_every=None, eval_at_start=False)``,
+and one :func:`train` call per round with a fresh :func:`load_base` model and its own ``out`` folder.
 """
 
 from benchharness.seeding import seed_everything
@@ -27,7 +32,8 @@ from encoders.methods.base_model import base_folder, load_base
 from encoders.methods.config import TrainConfig, add_training_arguments, config_from_options, resolve_options
 from encoders.methods.loop import DevScore, TrainResult, linear_schedule, make_optimizer, train
 from encoders.methods.method import LossOutput, TrainingMethod
+from encoders.methods.optim import LegacyAdamW
 
-__all__ = ["DevScore", "LossOutput", "TrainConfig", "TrainResult", "TrainingMethod", "add_training_arguments",
-           "base_folder", "config_from_options", "linear_schedule", "load_base", "make_optimizer",
-           "resolve_options", "seed_everything", "train"]
+__all__ = ["DevScore", "LegacyAdamW", "LossOutput", "TrainConfig", "TrainResult", "TrainingMethod",
+           "add_training_arguments", "base_folder", "config_from_options", "linear_schedule", "load_base",
+           "make_optimizer", "resolve_options", "seed_everything", "train"]
