@@ -11,8 +11,13 @@ legacy ``transformers.AdamW`` (transformers 4.2-era), whose update is
 ``correct_bias=False`` drops the factor) followed by decoupled weight decay
 ``p -= lr * wd * p``; ``torch.optim.AdamW`` puts eps inside (``sqrt(v / (1 - b2^t)) + eps``) and
 decays before the update. Both are written out below so that a test can say which one the project
-matches. Everything here is independent of the project's code except :func:`run_project_steps`,
-which drives the project's training loop (the thing under test) and records what it fed the model.
+matches: the methods' presets configure the official step (``adamw-legacy``), and the loop's
+other optimizer (``torch-adamw``) is checked against torch's update. Each step test also runs the
+update it does *not* expect and requires it to land far from the project's parameters, so that the
+comparison could tell the two apart. Everything here is independent of the project's code except
+:func:`run_project_steps`, which drives the project's training loop (the thing under test) and
+records what it fed the model, and :func:`configured_step`, which reads the step settings a
+method's presets give (the configuration under test).
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ import torch
 
 TOL = 1e-5
 BETAS = (0.9, 0.999)
+#: a step comparison must be able to fail: the update it does not expect lands further than this
+APART = 10 * TOL
+#: the ``TrainConfig`` settings that make up an optimizer step
+STEP_SETTINGS = ("optimizer", "correct_bias", "adam_eps", "weight_decay", "grad_clip")
 
 
 def load_tiny(folder: Path, dtype: torch.dtype = torch.float64, dropout: float | None = None):
@@ -131,6 +140,21 @@ class AdamW:
                 else:
                     p.mul_(1 - lr * wd)
                     p.sub_(lr / bc1 * m / ((v / bc2).sqrt() + self.eps))
+
+
+def configured_step(presets: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The optimizer-step settings (``STEP_SETTINGS``) of a method's presets, which must all set
+    every one of them, to the same values."""
+    steps = {name: {k: preset[k] for k in STEP_SETTINGS if k in preset} for name, preset in presets.items()}
+    for name, step in steps.items():
+        assert step.keys() == set(STEP_SETTINGS), f"preset {name} leaves {set(STEP_SETTINGS) - step.keys()} unset"
+    first = next(iter(steps.values()))
+    assert all(step == first for step in steps.values()), f"the presets step differently: {steps}"
+    return dict(first)
+
+
+def detached(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {n: p.detach() for n, p in params.items()}
 
 
 def linear_lr(lr: float, step: int, warmup: int, total: int) -> float:

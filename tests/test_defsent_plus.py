@@ -119,7 +119,7 @@ def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_fil
     texts, labels = toy.pairs()
     config = TrainConfig(base=str(tiny_bert), out=tmp_path / "by-hand", batch_size=3, lr=5e-4, epochs=1,
                          warmup_ratio=0.0, grad_clip=1.0, drop_last=False, eval_every=None, eval_at_start=False,
-                         progress=False, adam_eps=1e-6, max_length=32)
+                         progress=False, adam_eps=1e-6, optimizer="adamw-legacy", max_length=32)
     train(method, list(zip(texts, labels)), config, data={}, base_source=source)
     trained_r2 = load_base(str(r2 / "model"))[0].state_dict()
     for name, value in encoder.state_dict().items():

@@ -16,7 +16,9 @@ checks that they have the official form before applying them the official way.
 
 The official optimizer step (sentence_transformers ``fit`` as called by main.py): legacy
 ``transformers.AdamW(lr, eps=1e-6, correct_bias=False)``, weight decay 0.01 except biases and
-LayerNorm, gradient norm clipped at 1.0, linear schedule with ``ceil(10%)`` warmup steps.
+LayerNorm, gradient norm clipped at 1.0, linear schedule with ``ceil(10%)`` warmup steps. Every
+ConSERT preset configures that step; the loop's other optimizer (``torch-adamw``) is checked
+against ``torch.optim.AdamW`` by hand too.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from encoders.methods.consert import AUGMENTATIONS, PAPER_RATES, ConSERT, nt_xent
-from fidelity import (TOL, AdamW, clip_, cross_entropy, grads, linear_lr, load_tiny, masked_mean, max_abs_diff,
-                      reached, reference_params, run_project_steps, trainable)
+from encoders.methods.consert import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
+from fidelity import (APART, TOL, AdamW, clip_, configured_step, cross_entropy, detached, grads, linear_lr, load_tiny,
+                      masked_mean, max_abs_diff, reached, reference_params, run_project_steps, trainable)
 
 SENTENCES = ["a man is playing a guitar on stage .", "the cat sat on the mat", "stocks fell sharply on monday",
              "two kids ride their bikes down a steep hill", "rain is expected"]
@@ -181,28 +183,15 @@ def no_decay(name: str) -> bool:
     return any(nd in name for nd in ("bias", "LayerNorm.bias", "LayerNorm.weight"))
 
 
-@pytest.mark.parametrize("reference_step", [
-    pytest.param("official", marks=pytest.mark.xfail(strict=True, reason=(
-        "official: transformers.AdamW(correct_bias=False) and gradient norm clipped at 1.0 (sentence_transformers "
-        "fit, max_grad_norm=1); the project's ConSERT presets set no grad_clip and the loop's torch.optim.AdamW "
-        "always corrects the bias (official early steps are up to ~3x larger)"))),
-    "torch-adamw-no-clip",
-])
-def test_consert_optimizer_steps(tiny_bert, tmp_path, reference_step):
-    """Two steps of the unsup-base recipe (feature cutoff 0.2 vs shuffle, 10% warmup = 1 step of
-    lr 0, weight decay 0.01, eps 1e-6) in the project's loop and by hand (lr 1e-3, not 5e-7, so
-    that a different optimizer shows above 1e-5)."""
-    method, reference, _ = setup(tiny_bert, "feature_cutoff", "shuffle", rate1=0.2)
-    draws = record_draws(method)
-    params = reference_params(method, reference)
-    reference.train()
-    lr = 1e-3
-    observed = run_project_steps(method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.1,
-                                 weight_decay=0.01, adam_eps=1e-6, max_length=64)
-    if reference_step == "official":
-        adam, clip = AdamW("legacy", eps=1e-6, correct_bias=False, weight_decay=0.01, no_decay=no_decay), 1.0
-    else:
-        adam, clip = AdamW("torch", eps=1e-6, weight_decay=0.01, no_decay=no_decay), None
+#: the official step (sentence_transformers 0.3.9 ``fit`` with main.py's optimizer_params) as the
+#: project's settings
+OFFICIAL_SETTINGS = {"optimizer": "adamw-legacy", "correct_bias": False, "adam_eps": 1e-6, "weight_decay": 0.01,
+                     "grad_clip": 1.0}
+
+
+def hand_steps(reference, params, observed, draws, lr: float, adam: AdamW, clip: float | None) -> None:
+    """The optimizer steps by hand on the batches and augmentation draws the project's loop used
+    (10% warmup of 2 steps = 1 step at lr 0)."""
     for step, seen in enumerate(observed):
         for p in params.values():
             p.grad = None
@@ -212,7 +201,43 @@ def test_consert_optimizer_steps(tiny_bert, tmp_path, reference_step):
         if clip is not None:
             clip_(gradients, clip)
         adam.step(params, gradients, linear_lr(lr, step, 1, 2))
-    diff, where = max_abs_diff({n: p.detach() for n, p in trainable(method).items()},
-                               {n: p.detach() for n, p in params.items()})
-    print(f"consert {reference_step}: max |param - hand| after 2 steps = {diff:.1e} ({where})")
+
+
+@pytest.mark.parametrize("configured", ["presets", "torch-adamw-no-clip"])
+def test_consert_optimizer_steps(tiny_bert, tmp_path, configured):
+    """Two steps of the unsup-base recipe (feature cutoff 0.2 vs shuffle, 10% warmup = 1 step of
+    lr 0, weight decay 0.01, eps 1e-6) in the project's loop and by hand (lr 1e-3, not 5e-7, so
+    that a different optimizer shows above 1e-5).
+
+    ``presets``: the step every ConSERT preset configures, against the official one
+    (``transformers.AdamW(correct_bias=False)``, clip 1.0); ``torch-adamw-no-clip``: the loop's
+    torch optimizer without clipping, against torch's update. Each also runs the other update by
+    hand, which must land apart."""
+    method, reference, _ = setup(tiny_bert, "feature_cutoff", "shuffle", rate1=0.2)
+    other, _ = load_tiny(tiny_bert, dropout=0.0)
+    draws = record_draws(method)
+    params, other_params = reference_params(method, reference), reference_params(method, other)
+    reference.train(), other.train()
+    lr = 1e-3
+    official = (AdamW("legacy", eps=1e-6, correct_bias=False, weight_decay=0.01, no_decay=no_decay), 1.0)
+    torch_step = (AdamW("torch", eps=1e-6, weight_decay=0.01, no_decay=no_decay), None)
+    if configured == "presets":
+        settings = configured_step(PRESETS)
+        assert settings == OFFICIAL_SETTINGS
+        expected, alternative = official, torch_step
+    else:
+        settings = {"optimizer": "torch-adamw", "correct_bias": True, "adam_eps": 1e-6, "weight_decay": 0.01,
+                    "grad_clip": None}
+        expected, alternative = torch_step, official
+    observed = run_project_steps(method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.1,
+                                 max_length=64, **settings)
+    hand_steps(reference, params, observed, draws, lr, *expected)
+    hand_steps(other, other_params, observed, draws, lr, *alternative)
+    project = detached(trainable(method))
+    diff, where = max_abs_diff(project, detached(params))
+    apart, _ = max_abs_diff(project, detached(other_params))
+    print(f"consert {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
+          f"the other update ({alternative[0].form}, correct_bias {alternative[0].correct_bias}, clip "
+          f"{alternative[1]}) is {apart:.1e} away")
     assert diff < TOL, f"{where} differs by {diff:.2e} after two steps"
+    assert apart > APART, "the comparison cannot tell the two updates apart"

@@ -7,7 +7,9 @@ means); ``TrainEncoder.py`` (the frozen entry matrix as the weight of a bias-fre
 model in train mode, so dropout on; legacy ``transformers.AdamW(lr, eps=1e-6)`` without weight
 decay, gradient norm clipped at 1.0, linear decay without warmup, one epoch); and progressive
 separate training (README, paper section 3.3): round k builds the entry matrix with round k-1's
-encoder and trains the *original* checkpoint against it.
+encoder and trains the *original* checkpoint against it. The protocol's defaults
+(``defsent_plus.DEFAULTS``) configure the official step; the loop's other optimizer
+(``torch-adamw``) is checked against ``torch.optim.AdamW`` by hand too.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from encoders.methods import defsent_plus
 from encoders.methods.commands import defsent_plus as defsent_plus_command
 from encoders.methods.dictionary import Dictionary
 from encoders.methods.entry_space import entry_embeddings
-from fidelity import (TOL, AdamW, clip_, cross_entropy, grads, linear_lr, load_tiny, masked_mean, max_abs_diff,
-                      reached, reference_params, run_project_steps, trainable)
+from fidelity import (APART, TOL, AdamW, clip_, configured_step, cross_entropy, detached, grads, linear_lr, load_tiny,
+                      masked_mean, max_abs_diff, reached, reference_params, run_project_steps, trainable)
 
 TOY = [("revitalize", "give new life or vigor to"), ("revitalize", "imbue something with new life and vitality"),
        ("giraffe", "a long-necked african animal"), ("vulture", "a large bird of prey that feeds on dead animals"),
@@ -100,24 +102,15 @@ def test_frozen_bias_free_head_loss_and_gradients(tiny_bert, toy, pooling):
     assert torch.equal(method.entry_matrix, matrix)
 
 
-@pytest.mark.parametrize("reference_step", [
-    pytest.param("official", marks=pytest.mark.xfail(strict=True, reason=(
-        "the official step is the legacy transformers.AdamW (eps 1e-6 added to sqrt(v) before the bias "
-        "correction: 1e-6 / sqrt(1 - 0.999^t), ~3e-5 at step 1); the project's loop uses torch.optim.AdamW "
-        "(eps added after it), which moves parameters with gradients below ~1e-4 further"))),
-    "torch-adamw",
-])
-def test_defsent_plus_optimizer_steps(tiny_bert, toy, tmp_path, reference_step):
-    """Two steps (clip 1.0, eps 1e-6, no warmup, no weight decay) of the project's loop and by hand;
-    lr 1e-3 (not 5e-5) so that a different optimizer shows above 1e-5."""
-    method, reference, matrix = setup(tiny_bert, toy, "cls")
-    params = reference_params(method, reference)
-    reference.train()
-    texts, labels = toy.pairs()
-    lr = 1e-3
-    observed = run_project_steps(method, list(zip(texts, labels)), tiny_bert, tmp_path / "run", 2, lr=lr,
-                                 warmup_ratio=0.0, weight_decay=0.0, adam_eps=1e-6, grad_clip=1.0, max_length=150)
-    adam = AdamW("legacy" if reference_step == "official" else "torch", eps=1e-6)
+#: the official step (TrainEncoder.py: ``transformers.AdamW(lr, eps=1e-6)``, clip 1.0) as the project's settings
+OFFICIAL_SETTINGS = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-6, "weight_decay": 0.0,
+                     "grad_clip": 1.0}
+
+
+def hand_steps(reference, params, observed, matrix, lr: float, form: str) -> None:
+    """The official steps by hand (clip 1.0, eps 1e-6, no weight decay, no warmup) on the batches
+    and RNG states (dropout) the project's loop used, with the update ``form``."""
+    adam = AdamW(form, eps=1e-6)
     for step, seen in enumerate(observed):
         for p in params.values():
             p.grad = None
@@ -126,10 +119,40 @@ def test_defsent_plus_optimizer_steps(tiny_bert, toy, tmp_path, reference_step):
         gradients = reached(params)
         clip_(gradients, 1.0)
         adam.step(params, gradients, linear_lr(lr, step, 0, len(observed)))
-    diff, where = max_abs_diff({n: p.detach() for n, p in trainable(method).items()},
-                               {n: p.detach() for n, p in params.items()})
-    print(f"defsent+ {reference_step}: max |param - hand| after 2 steps = {diff:.1e} ({where})")
+
+
+@pytest.mark.parametrize("configured", ["defaults", "torch-adamw"])
+def test_defsent_plus_optimizer_steps(tiny_bert, toy, tmp_path, configured):
+    """Two steps (clip 1.0, eps 1e-6, no warmup, no weight decay) of the project's loop and by hand;
+    lr 1e-3 (not 5e-5) so that a different optimizer shows above 1e-5.
+
+    ``defaults``: the step the protocol's defaults configure, against the official legacy
+    ``transformers.AdamW``; ``torch-adamw``: the loop's torch optimizer, against torch's update.
+    Each also runs the other update by hand, which must land apart."""
+    method, reference, matrix = setup(tiny_bert, toy, "cls")
+    other, _ = load_tiny(tiny_bert)
+    params, other_params = reference_params(method, reference), reference_params(method, other)
+    reference.train(), other.train()
+    texts, labels = toy.pairs()
+    lr = 1e-3
+    if configured == "defaults":
+        settings = configured_step({"DEFAULTS": defsent_plus.DEFAULTS})
+        assert settings == OFFICIAL_SETTINGS
+        expected, alternative = "legacy", "torch"
+    else:
+        settings = {**OFFICIAL_SETTINGS, "optimizer": "torch-adamw"}
+        expected, alternative = "torch", "legacy"
+    observed = run_project_steps(method, list(zip(texts, labels)), tiny_bert, tmp_path / "run", 2, lr=lr,
+                                 warmup_ratio=0.0, max_length=150, **settings)
+    hand_steps(reference, params, observed, matrix, lr, expected)
+    hand_steps(other, other_params, observed, matrix, lr, alternative)
+    project = detached(trainable(method))
+    diff, where = max_abs_diff(project, detached(params))
+    apart, _ = max_abs_diff(project, detached(other_params))
+    print(f"defsent+ {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
+          f"the other update ({alternative}) is {apart:.1e} away")
     assert diff < TOL, f"{where} differs by {diff:.2e} after two steps"
+    assert apart > APART, "the comparison cannot tell the two updates apart"
 
 
 def test_pst_round_two_trains_the_original_weights_against_round_one_entries(tiny_bert, toy, tmp_path):

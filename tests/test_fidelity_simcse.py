@@ -10,7 +10,8 @@ project's layout, and the dropout-free comparison uses the official one.
 
 The official optimizer step is the HF Trainer's (transformers 4.2.1): legacy ``transformers.AdamW``
 (eps 1e-8, no weight decay), gradient norm clipped at ``max_grad_norm`` = 1.0, linear decay without
-warmup.
+warmup. Every SimCSE preset configures that step; the loop's other optimizer (``torch-adamw``) is
+checked against ``torch.optim.AdamW`` by hand too.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from encoders.methods.simcse import SimCSE
-from fidelity import (TOL, AdamW, clip_, cross_entropy, grads, linear_lr, load_tiny, max_abs_diff, reached,
-                      reference_params, run_project_steps, trainable)
+from encoders.methods.simcse import PRESETS, SimCSE
+from fidelity import (APART, TOL, AdamW, clip_, configured_step, cross_entropy, detached, grads, linear_lr, load_tiny,
+                      max_abs_diff, reached, reference_params, run_project_steps, trainable)
 
 SENTENCES = ["a man is playing a guitar .", "the cat sat on the warm mat", "stocks fell sharply on monday",
              "two kids ride bikes down a hill", "rain is expected tomorrow"]
@@ -89,27 +90,39 @@ def hand_steps(reference, params, observed, lr, form: str, clip: float | None) -
         adam.step(params, gradients, linear_lr(lr, step, 0, len(observed)))
 
 
-@pytest.mark.parametrize("reference_step", [
-    pytest.param("official", marks=pytest.mark.xfail(strict=True, reason=(
-        "the official HF Trainer clips the gradient norm at 1.0 (max_grad_norm default) and steps with the "
-        "legacy transformers.AdamW (eps outside the bias correction); the project's SimCSE presets set no "
-        "grad_clip and the loop uses torch.optim.AdamW"))),
-    "torch-adamw-no-clip",
-])
-def test_simcse_optimizer_steps(tiny_bert, tmp_path, reference_step):
+#: the official step (HF Trainer defaults of transformers 4.2.1) written as the project's settings
+OFFICIAL_SETTINGS = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8, "weight_decay": 0.0,
+                     "grad_clip": 1.0}
+
+
+@pytest.mark.parametrize("configured", ["presets", "torch-adamw-no-clip"])
+def test_simcse_optimizer_steps(tiny_bert, tmp_path, configured):
     """Two steps of the project's loop against two steps by hand (lr 1e-3 so that a different
-    optimizer shows above 1e-5; the paper's 3e-5 would hide it in a tiny model)."""
+    optimizer shows above 1e-5; the paper's 3e-5 would hide it in a tiny model).
+
+    ``presets``: the step every SimCSE preset configures, against the official step (legacy AdamW,
+    eps 1e-8, clip 1.0); ``torch-adamw-no-clip``: the loop's torch optimizer without clipping,
+    against torch's update. Each also runs the other update by hand, which must land apart."""
     method, reference, _ = setup(tiny_bert, None)
-    params = reference_params(method, reference)
-    reference.train()
+    other, _ = load_tiny(tiny_bert)
+    params, other_params = reference_params(method, reference), reference_params(method, other)
+    reference.train(), other.train()
     lr = 1e-3
-    observed = run_project_steps(method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.0,
-                                 max_length=32)
-    if reference_step == "official":
-        hand_steps(reference, params, observed, lr, "legacy", clip=1.0)
+    if configured == "presets":
+        settings = configured_step(PRESETS)
+        assert settings == OFFICIAL_SETTINGS
+        expected, alternative = ("legacy", 1.0), ("torch", None)
     else:
-        hand_steps(reference, params, observed, lr, "torch", clip=None)
-    diff, where = max_abs_diff({n: p.detach() for n, p in trainable(method).items()},
-                               {n: p.detach() for n, p in params.items()})
-    print(f"simcse {reference_step}: max |param - hand| after 2 steps = {diff:.1e} ({where})")
+        settings = {"optimizer": "torch-adamw", "grad_clip": None}
+        expected, alternative = ("torch", None), ("legacy", 1.0)
+    observed = run_project_steps(method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.0,
+                                 max_length=32, **settings)
+    hand_steps(reference, params, observed, lr, *expected)
+    hand_steps(other, other_params, observed, lr, *alternative)
+    project = detached(trainable(method))
+    diff, where = max_abs_diff(project, detached(params))
+    apart, _ = max_abs_diff(project, detached(other_params))
+    print(f"simcse {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
+          f"the other update ({alternative[0]}, clip {alternative[1]}) is {apart:.1e} away")
     assert diff < TOL, f"{where} differs by {diff:.2e} after two steps"
+    assert apart > APART, "the comparison cannot tell the two updates apart"

@@ -126,6 +126,31 @@ def test_flags_derive_a_new_recipe_with_its_own_key():
         recipes.derive("paser", _train_args("paser", ["--recipe", "consert"]), book)
 
 
+#: each method's official optimizer step: (optimizer, correct_bias, adam_eps, weight_decay, grad_clip)
+OFFICIAL_STEPS = {"simcse": ("adamw-legacy", True, 1e-8, 0.0, 1.0), "paser": ("adamw-legacy", True, 1e-8, 0.0, 1.0),
+                  "consert": ("adamw-legacy", False, 1e-6, 0.01, 1.0),
+                  "defsent-plus": ("adamw-legacy", True, 1e-6, 0.0, 1.0)}
+
+
+def test_recipes_step_as_the_official_code_and_flags_change_the_step():
+    book = recipes.load_book()
+    for name in book.names():
+        recipe = book.get(name)
+        step = tuple(recipe.options[k] for k in ("optimizer", "correct_bias", "adam_eps", "weight_decay", "grad_clip"))
+        assert step == OFFICIAL_STEPS[recipe.method], name
+    consert = book.get("consert")
+    derived = recipes.derive("consert", _train_args("consert", ["--correct-bias", "--adam-eps", "1e-8"]), book)
+    assert (derived.options["correct_bias"], derived.options["adam_eps"]) == (True, 1e-8) and derived.key != consert.key
+    assert recipes.command(derived).endswith("--preset unsup-cpu --adam-eps 1e-08 --correct-bias")
+    back = recipes.derive("consert", _train_args("consert", ["--no-correct-bias"]), book)
+    assert back.name == "consert" and back.key == consert.key  # repeats the preset's setting
+    torch_step = recipes.derive("simcse", _train_args("simcse", ["--optimizer", "torch-adamw"]), book)
+    assert torch_step.options["optimizer"] == "torch-adamw" and torch_step.key != book.get("simcse").key
+    assert recipes.command(torch_step).endswith("--preset cpu --optimizer torch-adamw")
+    with pytest.raises(recipes.RecipeError, match="correct_bias=False needs optimizer adamw-legacy"):
+        recipes.derive("consert", _train_args("consert", ["--optimizer", "torch-adamw"]), book)
+
+
 def test_recipe_file_errors_name_the_file_recipe_and_option(tmp_path):
     path = tmp_path / "recipes.toml"
     path.write_text('[recipes.bad]\nmethod = "paser"\nbase = "x"\noptions = { topk = 1 }\n')

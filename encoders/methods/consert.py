@@ -22,8 +22,15 @@ As the reference code does, the objective sums the two directions' mean losses a
 that constant barely matters, but it is kept. Training pools with ``avg``; evaluation uses
 ``avg_top2`` (the paper's reported setting, PROTOCOLS.md). The unsupervised base recipe
 (scripts/unsup-consert-base.sh): views feature_cutoff 0.2 and shuffle, every dropout of the model
-off, batch 96, max_len 64, lr 5e-7, AdamW (eps 1e-6, weight decay 0.01), 10% warmup, up to 10
-epochs with STS-B dev every 200 steps and patience 10.
+off, batch 96, max_len 64, lr 5e-7, 10% warmup, up to 10 epochs with STS-B dev every 200 steps
+and patience 10.
+
+The optimizer step follows the official code (sentence-transformers 0.3.9's ``fit`` as main.py
+calls it): the legacy ``transformers.AdamW`` without bias correction (``adamw-legacy``,
+``correct_bias=False``), eps 1e-6, weight decay 0.01 except biases and LayerNorm, the gradient
+norm clipped at 1.0 (``max_grad_norm``), linear warmup and decay. Every preset sets these
+(``OFFICIAL_STEP``); ``tests/test_fidelity_consert.py`` checks the project's step against the
+official one by hand.
 
 Supervised variants (NLI pairs): ``sup`` is SBERT's softmax classifier on [u, v, |u-v|] (the
 reference scripts add max(u, v)^2: ``--max-square``); ``joint`` adds ``cl_rate`` times the
@@ -50,9 +57,12 @@ AUGMENTATIONS = ("none", "shuffle", "token_cutoff", "feature_cutoff", "dropout")
 PAPER_RATES = {"token_cutoff": 0.15, "feature_cutoff": 0.2, "dropout": 0.2}
 OBJECTIVES = ("unsup", "sup", "joint")
 
+#: the official optimizer step: sentence-transformers 0.3.9 ``fit`` with main.py's optimizer_params
+OFFICIAL_STEP: dict[str, Any] = {"optimizer": "adamw-legacy", "correct_bias": False, "adam_eps": 1e-6,
+                                 "weight_decay": 0.01, "grad_clip": 1.0}
 _UNSUP_BASE = {"objective": "unsup", "data": "sts-unlabeled", "batch_size": 96, "max_length": 64, "lr": 5e-7,
-               "weight_decay": 0.01, "adam_eps": 1e-6, "warmup_ratio": 0.1, "epochs": 10, "eval_every": 200,
-               "patience": 10, "temperature": 0.1, "cl_rate": 0.15, "eval_max_length": 64}
+               "warmup_ratio": 0.1, "epochs": 10, "eval_every": 200, "patience": 10, "temperature": 0.1,
+               "cl_rate": 0.15, "eval_max_length": 64, **OFFICIAL_STEP}
 PRESETS: dict[str, dict[str, Any]] = {
     # scripts/unsup-consert-base.sh
     "unsup-base": {**_UNSUP_BASE, "view1": "feature_cutoff", "rate1": 0.2, "view2": "shuffle", "no_dropout": True},
@@ -63,14 +73,12 @@ PRESETS: dict[str, dict[str, Any]] = {
                   "batch_size": 32, "max_length": 32, "max_steps": 150, "eval_every": 30, "patience": 3,
                   "lr": 5e-6},
     # scripts/sup-sbert-base.sh (stage 1 of sup-unsup): NLI softmax classifier, dropout on
-    "sup-base": {"objective": "sup", "batch_size": 96, "max_length": 64, "lr": 2e-5, "weight_decay": 0.01,
-                 "adam_eps": 1e-6, "warmup_ratio": 0.1, "epochs": 1, "eval_every": 200, "max_square": True,
-                 "eval_max_length": 64},
+    "sup-base": {"objective": "sup", "batch_size": 96, "max_length": 64, "lr": 2e-5, "warmup_ratio": 0.1,
+                 "epochs": 1, "eval_every": 200, "max_square": True, "eval_max_length": 64, **OFFICIAL_STEP},
     # scripts/sup-consert-joint-base.sh: classifier + 0.15 x contrastive (plain vs token cutoff 0.1)
-    "joint-base": {"objective": "joint", "batch_size": 96, "max_length": 64, "lr": 2e-5, "weight_decay": 0.01,
-                   "adam_eps": 1e-6, "warmup_ratio": 0.1, "epochs": 1, "eval_every": 200, "max_square": True,
-                   "temperature": 0.1, "cl_rate": 0.15, "view1": "none", "view2": "token_cutoff", "rate2": 0.1,
-                   "eval_max_length": 64},
+    "joint-base": {"objective": "joint", "batch_size": 96, "max_length": 64, "lr": 2e-5, "warmup_ratio": 0.1,
+                   "epochs": 1, "eval_every": 200, "max_square": True, "temperature": 0.1, "cl_rate": 0.15,
+                   "view1": "none", "view2": "token_cutoff", "rate2": 0.1, "eval_max_length": 64, **OFFICIAL_STEP},
     # scripts/sup-consert-sup-unsup-base.sh: continue a sup run, plain vs feature cutoff 0.1, dropout on
     "sup-unsup-base": {**_UNSUP_BASE, "epochs": 25, "view1": "none", "view2": "feature_cutoff", "rate2": 0.1},
     # scripts/sup-consert-joint-unsup-base.sh: continue a joint run, plain vs shuffle, dropout on

@@ -14,9 +14,11 @@ One round (paper eqs. 3-5, 6-8, 9-12; official ``TrainEncoder.py``):
   mean through the same pooler); logits = ``E @ h`` (a bias-free linear head whose weight is the
   frozen ``E``); cross-entropy against the entry's index;
 * exactly one epoch over all (definition, entry) pairs in random order, the last partial batch
-  kept (the official ``RandomSampler`` loader); AdamW (lr per round, eps 1e-6, no weight decay:
-  the ``transformers.AdamW`` defaults the official script uses), linear decay with no warmup,
-  gradient norm clipped at 1.0; the final weights are the encoder (no dev selection).
+  kept (the official ``RandomSampler`` loader); the optimizer step of the official script, which
+  the project follows: the legacy ``transformers.AdamW`` (``adamw-legacy``: lr per round, eps 1e-6,
+  bias correction on, no weight decay), gradient norm clipped at 1.0, linear decay with no
+  warmup (``DEFAULTS``; ``tests/test_fidelity_defsent_plus.py`` checks the step by hand); the final
+  weights are the encoder (no dev selection).
 
 The pooler: BERT keeps its pretrained pooler (dense + tanh). RoBERTa's pooler is initialised from
 the MLM head's dense layer with GELU, as the paper does (the pooler never saw a pre-training
@@ -55,11 +57,14 @@ PAPER_LRS = (5e-5, 4e-5, 3e-5)
 DEFAULTS: dict[str, Any] = {
     "batch_size": 32,  # the paper's batch for its WordNet+Oxford dictionary (16 for smaller ones)
     "max_length": 150,  # the official max_seq_length (no definition is longer: Table 1 max 138)
+    # the official step: TrainEncoder.py's transformers.AdamW(lr, eps=1e-6), clip_grad_norm_(1.0)
+    "optimizer": "adamw-legacy",
+    "correct_bias": True,
     "weight_decay": 0.0,
     "adam_eps": 1e-6,
+    "grad_clip": 1.0,
     "epochs": 1,
     "warmup_ratio": 0.0,
-    "grad_clip": 1.0,
     "drop_last": False,
     "eval_every": None,
     "eval_at_start": False,

@@ -24,7 +24,10 @@ Choices taken from the official code, reproduced with their quirks:
 - a pair whose tokenized sentence reaches ``max_length`` tokens (possibly truncated) gets no
   decoder loss (the collator's ``len < 32`` test), only MLM;
 - MLM: 15% of the non-special tokens of ``s``; 80% mask, 10% random token, 10% kept; a separate
-  encoder pass; the decoder and MLM share one LM head (the official code's ``lm_head``).
+  encoder pass; the decoder and MLM share one LM head (the official code's ``lm_head``);
+- the optimizer step of the official ``Trainer`` (transformers 4.2.1 defaults), which the presets
+  follow (``OFFICIAL_STEP``): the legacy ``transformers.AdamW`` (``adamw-legacy``, bias correction
+  on, eps 1e-8, no weight decay) after clipping the gradient norm at 1.0.
 
 Where the official code is silent or its data are missing (``data/raw.csv``/``augmented.csv`` are
 not in its repository): the decoder target is the chosen phrases' surface text in sentence order
@@ -60,10 +63,13 @@ from encoders.pooling import POOLINGS, needs_hidden_states, pool
 SIGNALS = ("paper", "official")
 TRAIN_POOLINGS = tuple(p for p in POOLINGS if p != "prompt")  # prompt pooling needs a template per view
 
-_PAPER = {"batch_size": 64, "lr": 3e-5, "max_length": 32, "warmup_ratio": 0.0, "weight_decay": 0.0,
-          "eval_every": 125, "pooling": "cls_before_pooler", "decoder_layers": 6, "decoder_heads": 16,
-          "top_k": 3, "augment": "sr", "augment_ratio": 0.5, "signal": "paper", "m": 10.0, "n": 10.0,
-          "t": 1.0, "k": 1.0, "mlm_weight": 1.0, "mlm_probability": 0.15}
+#: the official optimizer step: HF Trainer (transformers 4.2.1, as SimCSE) defaults, legacy transformers.AdamW
+OFFICIAL_STEP: dict[str, Any] = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8,
+                                 "weight_decay": 0.0, "grad_clip": 1.0}
+_PAPER = {**OFFICIAL_STEP, "batch_size": 64, "lr": 3e-5, "max_length": 32, "warmup_ratio": 0.0, "eval_every": 125,
+          "pooling": "cls_before_pooler", "decoder_layers": 6, "decoder_heads": 16, "top_k": 3, "augment": "sr",
+          "augment_ratio": 0.5, "signal": "paper", "m": 10.0, "n": 10.0, "t": 1.0, "k": 1.0, "mlm_weight": 1.0,
+          "mlm_probability": 0.15}
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's unsupervised recipe (Sec. 4.2 and the official example script): 5 epochs of the
     # STS unlabeled corpus, batch 64, lr 3e-5, max_len 32, STS-B dev every 125 steps, no warmup

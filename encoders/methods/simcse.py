@@ -11,6 +11,12 @@ At evaluation the MLP is discarded: ``cls_before_pooler`` (the paper's unsupervi
 Reference recipe (BERT-base, wiki1m): batch 64, lr 3e-5, max_len 32, 1 epoch, no warmup, STS-B dev
 every 125 steps. The ``cpu`` preset keeps those settings but trains on the STS unlabeled corpus
 for a few hundred steps.
+
+The optimizer step follows the official code, which trains with the Hugging Face ``Trainer`` of
+transformers 4.2.1 and its defaults: the legacy ``transformers.AdamW`` (``adamw-legacy``, bias
+correction on, eps 1e-8, no weight decay) after clipping the gradient norm at 1.0
+(``max_grad_norm``), linear decay. Every preset sets these (``OFFICIAL_STEP``);
+``tests/test_fidelity_simcse.py`` checks the project's step against the official one by hand.
 """
 
 from __future__ import annotations
@@ -23,14 +29,18 @@ from torch import nn
 
 from encoders.methods.method import LossOutput, TrainingMethod
 
+#: the official optimizer step: HF Trainer (transformers 4.2.1) defaults, legacy transformers.AdamW
+OFFICIAL_STEP: dict[str, Any] = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8,
+                                 "weight_decay": 0.0, "grad_clip": 1.0}
+
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's unsupervised BERT-base recipe (1M Wikipedia sentences)
     "paper": {"batch_size": 64, "lr": 3e-5, "max_length": 32, "epochs": 1, "warmup_ratio": 0.0,
-              "eval_every": 125, "temperature": 0.05, "data": "sts-unlabeled"},
+              "eval_every": 125, "temperature": 0.05, "data": "sts-unlabeled", **OFFICIAL_STEP},
     # sized for a 2-core CPU shared by several trainings: the same recipe with batch 32, 150 steps
     # on the STS unlabeled corpus (the paper's wiki1m is not on these machines), dev every 30 steps
     "cpu": {"batch_size": 32, "lr": 3e-5, "max_length": 32, "max_steps": 150, "warmup_ratio": 0.0,
-            "eval_every": 30, "temperature": 0.05, "data": "sts-unlabeled"},
+            "eval_every": 30, "temperature": 0.05, "data": "sts-unlabeled", **OFFICIAL_STEP},
 }
 
 
