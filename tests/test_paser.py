@@ -132,14 +132,24 @@ def test_decoder_teacher_forcing_is_causal_and_loss_is_token_ce(tiny_bert):
         assert float(other) != pytest.approx(float(manual), rel=1e-6)
 
 
-def test_lm_head_is_shared_and_tied(tiny_bert):
+def test_lm_head_is_shared_and_untied(tiny_bert):
+    """One LM head for the decoder and MLM, whose output matrix is its own parameter (the official
+    code's untied BertLMPredictionHead), starting as a copy of the word embeddings."""
     method = make(tiny_bert)
     words = method.encoder.get_input_embeddings().weight
-    assert method.lm_head._embeddings.weight is words
+    output = method.lm_head.decoder.weight
+    assert output is not words and output.data_ptr() != words.data_ptr() and torch.equal(output, words)
     names = [n for n, _ in method.named_parameters()]
-    assert sum(1 for n in names if "word_embeddings" in n) == 1  # one matrix, not a copy
+    assert sum(1 for n in names if "word_embeddings" in n) == 1
+    assert "lm_head.decoder.weight" in names
     assert not any(n.startswith("decoder.embed_tokens") for n in names)
     assert method.hyperparameters()["mlm_head"] == "initialised randomly: checkpoint has none"
+    assert "a copy of the word embeddings" in method.hyperparameters()["lm_head"]
+    # separate storage: changing the output matrix leaves the word embeddings as they are
+    before = words.detach().clone()
+    with torch.no_grad():
+        output.add_(1.0)
+    assert torch.equal(words, before) and not torch.equal(output, words)
 
 
 def test_lm_head_loads_a_checkpoints_mlm_head(tmp_path, tiny_bert):
@@ -148,19 +158,25 @@ def test_lm_head_loads_a_checkpoints_mlm_head(tmp_path, tiny_bert):
     from encoders.methods.paser import PaSeR
     from encoders.methods.training import load_base
 
+    # an untied checkpoint, so that its cls.predictions output matrix differs from its word embeddings
     config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64)
+                        intermediate_size=64, max_position_embeddings=64, tie_word_embeddings=False)
     torch.manual_seed(3)
     mlm = BertForMaskedLM(config)
+    head = mlm.cls.predictions
+    with torch.no_grad():
+        head.decoder.weight.normal_()
     mlm.save_pretrained(tmp_path)
     AutoTokenizer.from_pretrained(str(tiny_bert)).save_pretrained(tmp_path)
     encoder, tokenizer, source = load_base(str(tmp_path))
     method = PaSeR(encoder, tokenizer, augment="none", decoder_layers=1, checkpoint=source.path)
-    head = mlm.cls.predictions
     assert torch.equal(method.lm_head.transform.dense.weight, head.transform.dense.weight)
     assert torch.equal(method.lm_head.transform.LayerNorm.bias, head.transform.LayerNorm.bias)
     assert torch.equal(method.lm_head.bias, head.bias)
+    assert torch.equal(method.lm_head.decoder.weight, head.decoder.weight)
+    assert not torch.equal(method.lm_head.decoder.weight, encoder.get_input_embeddings().weight)
     assert method.hyperparameters()["mlm_head"].startswith("initialised from the checkpoint")
+    assert "cls.predictions.decoder.weight" in method.hyperparameters()["lm_head"]
 
 
 def test_supervised_contrastive_matches_hand_computation():

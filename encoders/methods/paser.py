@@ -25,15 +25,21 @@ Choices taken from the official code, reproduced with their quirks:
   decoder loss (the collator's ``len < 32`` test), only MLM;
 - MLM: 15% of the non-special tokens of ``s``; 80% mask, 10% random token, 10% kept; a separate
   encoder pass; the decoder and MLM share one LM head (the official code's ``lm_head``);
+- the LM head is an *untied* ``BertLMPredictionHead``: the official code loads it from the
+  checkpoint's ``cls.predictions`` (``--do_mlm``), so its output matrix starts as a copy of the
+  word embeddings and is then trained as a parameter of its own (``BertForCL`` ties nothing). Here
+  the output matrix is the checkpoint's ``cls.predictions.decoder.weight`` when the checkpoint
+  stores one, else a copy of the encoder's word embeddings (the same values for a tied
+  checkpoint); the word embeddings get only the encoder side's gradient;
 - the optimizer step of the official ``Trainer`` (transformers 4.2.1 defaults), which the presets
   follow (``OFFICIAL_STEP``): the legacy ``transformers.AdamW`` (``adamw-legacy``, bias correction
   on, eps 1e-8, no weight decay) after clipping the gradient norm at 1.0.
+  ``tests/test_fidelity_paser.py`` checks the loss, gradients and two optimizer steps by hand.
 
 Where the official code is silent or its data are missing (``data/raw.csv``/``augmented.csv`` are
 not in its repository): the decoder target is the chosen phrases' surface text in sentence order
-joined by spaces; the LM head's output matrix is tied to the encoder's word embeddings (BERT
-convention); the LM head's transform is loaded from the checkpoint's ``cls.predictions`` when the
-checkpoint has an MLM head, else initialised randomly (the MiniLM checkpoints have none; the
+joined by spaces; the LM head's transform is loaded from the checkpoint's ``cls.predictions`` when
+the checkpoint has an MLM head, else initialised randomly (the MiniLM checkpoints have none; the
 manifest says which).
 
 The supervised variant adds SimCSE's supervised loss (anchor, entailment, contradiction
@@ -122,30 +128,38 @@ class DecodingSignal(nn.Module):
 
 
 class LMHead(nn.Module):
-    """BERT's MLM head: dense + activation + LayerNorm, then logits against the (tied) word
-    embeddings plus a bias. Parameter names follow ``cls.predictions`` so a checkpoint's head loads."""
+    """BERT's MLM head (``BertLMPredictionHead``): dense + activation + LayerNorm, then logits
+    against its own output matrix plus a bias. The output matrix is untied, as in the official
+    code: a parameter of the head (``decoder.weight``), initialised as a copy of the word
+    embeddings and trained separately from them. Parameter names follow ``cls.predictions`` so a
+    checkpoint's head loads (:meth:`load_from_checkpoint`)."""
 
     def __init__(self, config, word_embeddings: nn.Embedding) -> None:
         super().__init__()
         from transformers.activations import ACT2FN
 
         hidden = config.hidden_size
+        vocab = word_embeddings.weight.shape[0]
         self.transform = nn.Module()
         self.transform.dense = nn.Linear(hidden, hidden)
         self.transform.LayerNorm = nn.LayerNorm(hidden, eps=getattr(config, "layer_norm_eps", 1e-12))
         self.act = ACT2FN[getattr(config, "hidden_act", "gelu")]
-        self.bias = nn.Parameter(torch.zeros(word_embeddings.weight.shape[0]))
+        self.decoder = nn.Linear(hidden, vocab, bias=False)
+        self.bias = nn.Parameter(torch.zeros(vocab))
         nn.init.normal_(self.transform.dense.weight, std=getattr(config, "initializer_range", 0.02))
         nn.init.zeros_(self.transform.dense.bias)
-        # the embedding is the encoder's: keep a plain reference, not a second registered submodule
-        object.__setattr__(self, "_embeddings", word_embeddings)
+        with torch.no_grad():  # a copy, not the same tensor: the official head is not tied
+            self.decoder.weight.copy_(word_embeddings.weight)
+        self.output_note = "a copy of the word embeddings"
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         x = self.transform.LayerNorm(self.act(self.transform.dense(hidden)))
-        return x @ self._embeddings.weight.T + self.bias
+        return self.decoder(x) + self.bias
 
     def load_from_checkpoint(self, folder: Path) -> bool:
-        """Copy ``cls.predictions.*`` from the checkpoint's weights; False if it has no MLM head."""
+        """Copy ``cls.predictions.*`` from the checkpoint's weights; False if it has no MLM head.
+        The output matrix is the checkpoint's ``decoder.weight`` when it stores one (a tied
+        checkpoint may leave it out: the copy of the word embeddings stays, the same values)."""
         weights = _read_weights(folder)
         prefix = "cls.predictions."
         found = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
@@ -157,6 +171,10 @@ class LMHead(nn.Module):
         state = {k: found[k] for k in wanted}
         if bias is not None:
             state["bias"] = bias
+        output = found.get("decoder.weight")
+        if output is not None and output.shape == self.decoder.weight.shape:
+            state["decoder.weight"] = output
+            self.output_note = "the checkpoint's cls.predictions.decoder.weight"
         self.load_state_dict(state, strict=False)
         return True
 
@@ -397,7 +415,8 @@ class PaSeR(TrainingMethod):
               "decoder": {"type": "BartDecoder", "layers": self.decoder_layers, "heads": self.decoder_heads,
                           "ffn_dim": self.encoder.config.hidden_size,
                           "token_embeddings": "the encoder's embedding module (shared)"},
-              "lm_head": "shared by decoder and MLM; output matrix tied to the word embeddings",
+              "lm_head": "shared by decoder and MLM; untied output matrix (a parameter of its own, trained "
+                         f"separately, as the official code), initialised as {self.lm_head.output_note}",
               "mlm_head": self.mlm_head_note, "mlm_weight": self.mlm_weight,
               "mlm_probability": self.mlm_probability,
               "decoder_target": "chosen phrases in sentence order, space-joined, + [SEP]; pairs reaching "
