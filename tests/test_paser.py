@@ -253,3 +253,27 @@ def test_cli_run_saves_an_encoder_without_decoder_weights(tmp_path, tiny_bert, m
     encoder = Registry().get(str(out))
     vectors = encoder.encode(["a man is playing a guitar ."])
     assert vectors.shape == (1, 32)
+
+
+def test_cli_runs_with_one_seed_train_the_same_weights(tmp_path, tiny_bert):
+    """The heads PaSeR draws at construction (decoder, signal, MLM head) come from the seed: two runs
+    of one command end with equal encoder weights (they differed when the heads were unseeded)."""
+    from safetensors.torch import load_file
+
+    from benchharness.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a man is playing a guitar .\nthe red car and the red bus hit a car\n"
+                      "do i need a transit visa for a stop in london ?\ntwo dogs run across the grassy field\n")
+    weights = []
+    for run in ("a", "b"):
+        torch.manual_seed(len(run) * 1000 + ord(run))  # a different global state before each run
+        out = tmp_path / run
+        code = main(["train", "paser", "--base", str(tiny_bert), "--out", str(out), "--data", str(corpus),
+                     "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--decoder-layers", "1",
+                     "--decoder-heads", "2", "--augment", "none", "--threads", "1", "--quiet", "--seed", "7"])
+        assert code == 0
+        weights.append(load_file(str(out / "model" / "model.safetensors")))
+    assert weights[0].keys() == weights[1].keys()
+    for name in weights[0]:
+        assert torch.equal(weights[0][name], weights[1][name]), name

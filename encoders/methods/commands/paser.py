@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.data import DataRoot
+from benchharness.seeding import seed_everything
 from benchharness.flag_types import fraction, non_negative_float, positive_float, positive_int, probability
 from encoders.methods.base_model import load_base
 from encoders.methods.commands.launch import DevFactory, preflight, report, train_with_dev
@@ -69,6 +70,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
         examples = examples[: config.limit]
         data["n_examples"] = len(examples)
     preflight(config, len(examples))
+    seed_everything(config.seed)  # the decoder, signal and LM heads are drawn at construction
     encoder, tokenizer, source = load_base(config.base)
     method = PaSeR(encoder, tokenizer, pooling=opts["pooling"], max_length=config.max_length, top_k=opts["top_k"],
                    augment=opts["augment"], augment_ratio=opts["augment_ratio"], signal=opts["signal"],
