@@ -1,7 +1,9 @@
 """Device and precision choice, in one place so that every encoder and trainer agrees.
 
 torch is imported when a device is picked, not when this module is: encoder families and tasks
-import it at the top and must stay cheap to import.
+import it at the top and must stay cheap to import. Encoders hold a ``DeviceChoice``, which picks
+the default device only when a model first runs, so that a run served from the embedding cache
+never imports torch.
 """
 
 from __future__ import annotations
@@ -41,11 +43,38 @@ def pick_device(requested: str | None = None) -> torch.device:
     return device
 
 
+class DeviceChoice:
+    """The device of an encoder, chosen when first needed.
+
+    A ``requested`` device is checked at once (a typo or a missing GPU fails before anything
+    loads); the default (CUDA when present, else CPU) is picked at the first ``get()``, which
+    imports torch: an encoder whose vectors all come from the cache never gets there.
+    """
+
+    def __init__(self, requested: str | None = None) -> None:
+        self.requested = requested or None
+        self._device: torch.device | None = pick_device(requested) if requested else None
+
+    def get(self) -> torch.device:
+        if self._device is None:
+            self._device = pick_device(self.requested)
+        return self._device
+
+    @property
+    def chosen(self) -> str | None:
+        """The device as results record it, or None while none was needed (nothing ran a model)."""
+        return None if self._device is None else str(self._device)
+
+
 def check_precision(precision: str, device: torch.device) -> str:
-    """Reduced precision only on CUDA: on CPU fp16 is slow and bf16 changes scores for no gain."""
+    """Reduced precision only on CUDA: on CPU fp16 is slow and bf16 changes scores for no gain.
+
+    fp32 needs no device (and no torch): ``device`` is not looked at."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    if precision != "fp32" and device.type != "cuda":
+    if precision == "fp32":
+        return precision
+    if device.type != "cuda":
         raise ValueError(f"precision={precision} needs a CUDA device; this run is on {device}")
     import torch
 

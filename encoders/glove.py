@@ -4,7 +4,6 @@ family, ``glove:<path>``; the file name ``glove-50d`` stands for GloVe 6B 50d un
 from __future__ import annotations
 
 import gzip
-import hashlib
 import zlib
 from pathlib import Path
 from typing import Any, Sequence
@@ -12,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchharness.data import DataRoot
+from benchharness.digests import remembered, sha256_file
 from benchharness.readers import undecodable_message
 from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
@@ -88,7 +88,8 @@ class WordVectorAverage(Encoder):
         return out
 
     def identity_info(self) -> dict[str, Any]:
-        digest = hashlib.sha256(self.path.read_bytes()).hexdigest() if self.path.exists() else None
+        # the file's sha256, remembered across runs while the file is unchanged (benchharness.digests)
+        digest = remembered("sha256", [self.path], lambda: sha256_file(self.path)) if self.path.exists() else None
         return {"family": "word-vector-average", "file": self.path.name, "sha256": digest,
                 "lowercase": self.lowercase}
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from benchharness.devices import autocast, pick_device
+from benchharness.devices import DeviceChoice, autocast
 from benchharness.encoder import Encoder, length_sorted_batches
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
@@ -67,8 +67,9 @@ class HFEncoder(Encoder):
         self.first_layer = int(first_layer)
         self.max_length = int(max_length)
         self.batch_size = int(batch_size)
-        self.device = pick_device(device)
-        self.precision = resolve_precision(precision, self.device)
+        self._device = DeviceChoice(device)
+        # fp32 needs no device; reduced precision is checked against it now (that imports torch)
+        self.precision = "fp32" if precision == "fp32" else resolve_precision(precision, self.device)
         self.normalize = bool(normalize)
         self.prompt = prompt
         backend = check_backend(backend or default_backend(self.precision))
@@ -85,6 +86,11 @@ class HFEncoder(Encoder):
         self._engine: TransformerEngine | None = None
 
     # Loading is lazy: listing or fingerprinting an encoder must not cost a model load.
+    @property
+    def device(self) -> torch.device:
+        """The device the model runs on, picked when first asked (a cached run never asks)."""
+        return self._device.get()
+
     @property
     def tokenizer(self):
         if self._tokenizer is None:
@@ -196,7 +202,7 @@ class HFEncoder(Encoder):
             "base_model": self.source.name,
             "pooling": self.pooling,
             "batch_size": self.batch_size,
-            "device": str(self.device),
+            "device": self._device.chosen,  # None: no model ran (every vector came from the cache)
             "backend": self.backend,
         }
 

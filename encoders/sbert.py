@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from benchharness.devices import pick_device
+from benchharness.devices import DeviceChoice
 from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
 from encoders.backends import BACKENDS, REFERENCE, check_backend, default_backend
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
+
+if TYPE_CHECKING:
+    import torch
 
 
 class SentenceTransformerEncoder(Encoder):
@@ -31,13 +34,19 @@ class SentenceTransformerEncoder(Encoder):
         super().__init__(name)
         self.source = hub.resolve(model)
         self.batch_size = int(batch_size)
-        self.device = pick_device(device)
-        self.precision = resolve_precision(precision, self.device)
+        self._device = DeviceChoice(device)
+        # fp32 needs no device; reduced precision is checked against it now (that imports torch)
+        self.precision = "fp32" if precision == "fp32" else resolve_precision(precision, self.device)
         self.backend = check_backend(backend or default_backend(self.precision))
         if self.backend == REFERENCE and self.precision != "fp32":
             raise ValueError(f"precision={self.precision} runs through the inference engine: add backend=eager")
         self._model = None
         self._engine: TransformerEngine | None = None
+
+    @property
+    def device(self) -> torch.device:
+        """The device the model runs on, picked when first asked (a cached run never asks)."""
+        return self._device.get()
 
     @property
     def model(self):
@@ -118,7 +127,7 @@ class SentenceTransformerEncoder(Encoder):
             "pooling": pooling,
             "modules": cfg.get("modules"),
             "batch_size": self.batch_size,
-            "device": str(self.device),
+            "device": self._device.chosen,  # None: no model ran (every vector came from the cache)
             "backend": self.backend,
         }
 

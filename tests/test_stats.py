@@ -389,3 +389,27 @@ def test_counting_ranks_of_resamples_equal_scipy_rankdata():
     idx = rng.integers(0, 500, size=(40, 500))
     groups, n_groups = tie_groups(values)
     assert np.array_equal(resampled_ranks(groups, n_groups, idx), rankdata(values[idx], axis=-1))
+
+
+@pytest.mark.parametrize("n", [2, 3, 50, 1379])
+def test_bootstrap_spearman_from_integer_sums_equals_float_ranks_bit_for_bit(n, monkeypatch):
+    """``spearman_resamples`` sums twice-centred ranks in int64; those sums are exact in float64 as
+    well, so the values are those of ``pearson_rows`` on the float ranks (scipy's rankdata), bit for
+    bit, with or without ties, in any grouping of rows (and through the float fallback)."""
+    from scipy.stats import rankdata
+
+    from benchharness.stats import vectorised
+    from benchharness.stats.vectorised import pearson_rows, spearman_resamples, tie_groups
+
+    rng = np.random.default_rng(n)
+    idx = rng.integers(0, n, size=(70, n))
+    for x in (rng.normal(size=n), np.round(rng.normal(size=n), 1), np.ones(n)):
+        gold = np.round(rng.uniform(0, 5, n), 1)
+        expected = 100.0 * pearson_rows(rankdata(x[idx], axis=-1), rankdata(gold[idx], axis=-1))
+        got = spearman_resamples(tie_groups(x), tie_groups(gold), idx)
+        assert got.tobytes() == expected.tobytes()
+        monkeypatch.setattr(vectorised, "RANK_ROWS", 7)
+        assert spearman_resamples(tie_groups(x), tie_groups(gold), idx).tobytes() == expected.tobytes()
+        monkeypatch.setattr(vectorised, "EXACT_ITEMS", 1)  # the float path
+        assert spearman_resamples(tie_groups(x), tie_groups(gold), idx).tobytes() == expected.tobytes()
+        monkeypatch.undo()

@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from benchharness.stats.vectorised import f1_rows, pearson_rows, resampled_ranks, row_blocks, spearman, tie_groups
+from benchharness.stats.vectorised import f1_rows, row_blocks, spearman, spearman_resamples, tie_groups
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
@@ -135,11 +135,11 @@ def bootstrap_spearman(pred: np.ndarray, gold: np.ndarray, *, n_resamples: int =
     pred, gold = pred.astype(np.float64), gold.astype(np.float64)
     check_resamples(n_resamples)
     rng, n = np.random.default_rng(seed), len(pred)
-    (gp, np_), (gg, ng) = tie_groups(pred), tie_groups(gold)
+    pred_groups, gold_groups = tie_groups(pred), tie_groups(gold)
     values = np.empty(n_resamples, dtype=np.float64)
     for rows in row_blocks(n_resamples, n * 2):  # the blocks, hence the draws, of resample_statistic
         idx = rng.integers(0, n, size=(rows.stop - rows.start, n))
-        values[rows] = 100.0 * pearson_rows(resampled_ranks(gp, np_, idx), resampled_ranks(gg, ng, idx))
+        values[rows] = spearman_resamples(pred_groups, gold_groups, idx)
     return Replicates(estimate=100.0 * spearman(pred, gold), values=values, unit="pairs",
                       n=len(pred), seed=seed)
 
