@@ -70,6 +70,7 @@ def per_seed(args: argparse.Namespace, seed: int) -> argparse.Namespace:
     """The arguments of one seed's run (with ``--out``: its own folder and registry name)."""
     one = copy.copy(args)
     one.seed = seed
+    one.seeds = None  # each seed's run is a single-seed run: its recipe holds the seed, not the list
     if args.out is not None:
         out = Path(args.out)
         one.out = out.with_name(f"{out.name}-s{seed}")

@@ -1,6 +1,7 @@
 """``train <method> --seeds``: one run per seed, each in its own (resumable) folder."""
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,15 @@ def test_a_failing_seed_makes_the_command_fail_and_bad_seed_lists_are_refused(mo
         training_cli.main(_args(seeds="1,1"))
     with pytest.raises(ValueError, match="either --seed or --seeds"):
         training_cli.main(_args(seed=5))
+
+
+def test_seeds_through_the_real_command_give_one_recipe_per_seed(capsys):
+    """`train simcse --seeds 1,2 --show` derives the default recipe once per seed (the list itself
+    is no recipe setting: it once reached the method's options and was refused)."""
+    from benchharness.cli import main
+
+    assert main(["train", "simcse", "--seeds", "1,2", "--show"]) == 0
+    out = capsys.readouterr().out
+    shown = [json.loads(block) for block in out.split("== seed ")[1:] for block in [block[block.index("{"):]]]
+    assert [r["flags"]["seed"] for r in shown] == [1, 2] and [r["options"]["seed"] for r in shown] == [1, 2]
+    assert len({r["key"] for r in shown}) == 2

@@ -111,3 +111,8 @@ def test_cli_trains_consert_joint_and_the_run_evaluates(tiny_bert, tmp_path, cap
                      str(tmp_path / "results"), "--no-cache", "--quiet"]) == 0
     stored = json.loads(next((tmp_path / "results").rglob("STSBenchmark-dev.json")).read_text())
     assert stored["main_score"] == pytest.approx(manifest["dev_curve"][-1][1], abs=1e-3)
+
+
+def test_missing_senteval_snli_split_says_where_to_get_it(tmp_path):
+    with pytest.raises(DataError, match=r"(?s)labels\.train.*benchharness data download senteval"):
+        read_senteval_snli(tmp_path, "train")

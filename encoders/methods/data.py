@@ -95,7 +95,9 @@ def read_senteval_snli(folder: Path, split: str) -> list[NLIPair]:
     files = [folder / f"{name}.{split}" for name in ("s1", "s2", "labels")]
     missing = [str(f) for f in files if not f.exists()]
     if missing:
-        raise DataError(f"SentEval SNLI split {split!r} missing: {', '.join(missing)}")
+        raise DataError(f"SentEval SNLI split {split!r} missing: {', '.join(missing)}\n  SentEval's "
+                        "get_transfer_data.bash writes them to data/downstream/SNLI; online, `benchharness data "
+                        "download senteval` fetches SentEval's data tree into the data root")
     s1, s2, labels = (f.read_text(encoding="utf8").splitlines() for f in files)
     if not len(s1) == len(s2) == len(labels):
         raise DataError(f"{folder}: s1/s2/labels.{split} have {len(s1)}/{len(s2)}/{len(labels)} lines; they must align")
