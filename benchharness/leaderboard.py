@@ -143,6 +143,7 @@ class Row:
     average: float | None
     text: list[str] | None = None  # preformatted cells (seed aggregates, published rows)
     seeds: tuple[int, ...] = ()
+    note: str | None = None  # the source note of a seed aggregate (its members' results are not kept)
 
 
 def _average(cells: list[float | None]) -> float | None:
@@ -201,8 +202,13 @@ def aggregate_seeds(section: Section, rows: list[Row]) -> list[Row]:
             std = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
             text.append(f"{mean:.2f} ±{std:.2f}")
             means.append(mean)
-        name = f"{members[0][1].encoder} (seeds {','.join(map(str, seeds))})"
-        rest.append(Row(name, "trained", {}, means, _average(means), text, seeds))
+        # named after a member that a recipe name stands for (`simcse`), not a derived `recipe:<key>`
+        named = next((row for _, row in members if not row.encoder.startswith("recipe:")), members[0][1])
+        others = ", ".join(row.encoder for _, row in members if row is not named)
+        note = recipe_note(list(named.results.values()))
+        note = f"{note}; other seeds: {others}" if note else f"other seeds: {others}"
+        name = f"{named.encoder} (seeds {','.join(map(str, seeds))})"
+        rest.append(Row(name, "trained", {}, means, _average(means), text, seeds, note))
     return rest
 
 
@@ -283,7 +289,8 @@ def measured_rows(section: Section, results: list[Result], store: ResultStore | 
             cells = list(row.text)
         else:
             cells = [_fmt(v) + (MARK if (row.encoder, i) in marked else "") for i, v in enumerate(row.cells)]
-        note = recipe_note(list(row.results.values())) if row.group == "trained" else ""
+        note = row.note if row.note is not None else (
+            recipe_note(list(row.results.values())) if row.group == "trained" else "")
         line = [row.encoder, f"{row.group}; {note}" if note else row.group, *cells]
         if section.average:
             line.append(_fmt(row.average))

@@ -49,6 +49,7 @@ def test_groups_sorting_and_seed_aggregation(tmp_path):
         ("run-s1 (seeds 1,2)", "trained"), ("run-other-lr", "trained"), ("local", "trained")]
     # a trained row says how to rebuild it, or that it cannot (these synthetic runs record no recipe)
     assert rows[4][1] == rows[5][1] == "trained; no recipe"
+    assert rows[3][1] == "trained; no recipe; other seeds: run-s2"
     # mean and sample standard deviation of 64 and 66: 65 and sqrt(2)
     assert rows[3][2:9] == ["65.00 ±1.41"] * 7 and rows[3][9] == "65.00"
     assert rows[0][9] == "60.00"
@@ -81,3 +82,11 @@ def test_marks_follow_a_paired_test_on_items_and_intervals_are_listed(tmp_path):
     # Avg.: seven intervals of half-width 1.75 around the mean: 1.75 * sqrt(7) / 7
     avg, half = (6 * 50.0 + best) / 7, 1.75 / 7 ** 0.5
     assert ci_rows["best"][8] == f"{avg - half:.1f}–{avg + half:.1f}"
+
+
+def test_a_seed_aggregate_is_named_after_its_recipe_name_not_a_derived_key(tmp_path):
+    store = ResultStore(tmp_path)
+    _store_all(store, "recipe:0123456789ab", [64.0] * 7, metadata=_training(1))
+    _store_all(store, "simcse", [66.0] * 7, metadata=_training(42))
+    rows = _table(render(store, tmp_path / "none"), STS.title)
+    assert rows[0][0] == "simcse (seeds 1,42)" and rows[0][1].endswith("other seeds: recipe:0123456789ab")
