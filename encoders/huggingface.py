@@ -19,6 +19,7 @@ from encoders.backends import BACKENDS, REFERENCE, check_backend, default_backen
 from encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
+from encoders.tokenizer_files import declared_token
 
 if TYPE_CHECKING:
     import torch
@@ -110,6 +111,11 @@ class HFEncoder(Encoder):
 
     @property
     def mask_token(self) -> str | None:
+        # from the tokenizer files when they declare it: a warm rerun of a RepAL chain loads nothing
+        if self._tokenizer is None:
+            declared = declared_token((self.tokenizer_source or self.source).path)
+            if declared is not None:
+                return declared
         return self.tokenizer.mask_token
 
     def _texts(self, sentences: Sequence[str]) -> list[str]:

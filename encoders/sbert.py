@@ -14,6 +14,7 @@ from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
 from encoders.backends import BACKENDS, REFERENCE, check_backend, default_backend
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
+from encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 
 if TYPE_CHECKING:
     import torch
@@ -58,6 +59,12 @@ class SentenceTransformerEncoder(Encoder):
 
     @property
     def mask_token(self) -> str | None:
+        # from the tokenizer files when they declare it: a warm rerun of a RepAL chain loads no model
+        if self._model is None:
+            folder = sentence_transformer_tokenizer_folder(self.source.path)
+            declared = declared_token(folder) if folder is not None else None
+            if declared is not None:
+                return declared
         return self.model.tokenizer.mask_token
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:

@@ -56,7 +56,13 @@ class KeywordMasker:
     def __init__(self, corpus: FitCorpus, keywords: int, stop_words: str) -> None:
         self.corpus = corpus
         self.keywords = keywords
-        self.stop = _stop_words(stop_words)
+        self.stop_words = stop_words
+
+    @cached_property
+    def stop(self) -> frozenset[str]:
+        """Loaded at the first mask, not at construction: scikit-learn's list costs a 2-3 s import,
+        which a warm rerun (every masked sentence cached) never needs."""
+        return _stop_words(self.stop_words)
 
     @cached_property
     def _df(self) -> tuple[int, Counter]:
