@@ -25,7 +25,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 STORE_NAME = "digests.json"
 FORMAT = 1
@@ -94,10 +94,15 @@ def remembered(kind: str, files: Sequence[str | Path], compute: Callable[[], str
     return digest
 
 
-def sha256_file(path: str | Path) -> str:
-    """sha256 of one file's bytes, streamed in 8 MiB chunks."""
-    digest = hashlib.sha256()
+def update_with_file(digest: Any, path: str | Path) -> None:
+    """Feed one file's bytes to ``digest`` (a hashlib object), streamed in 8 MiB chunks."""
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(8 << 20), b""):
             digest.update(chunk)
+
+
+def sha256_file(path: str | Path) -> str:
+    """sha256 of one file's bytes."""
+    digest = hashlib.sha256()
+    update_with_file(digest, path)
     return digest.hexdigest()

@@ -179,6 +179,12 @@ def default_backend(precision: str) -> str:
     return REFERENCE if precision == "fp32" else "eager"
 
 
+def changes_outputs(backend: str) -> bool:
+    """Whether ``backend`` moves vectors past 1e-5 from the reference path, so that the encoder's
+    identity must name it (the reference path itself never does)."""
+    return backend != REFERENCE and BACKENDS[backend].changes_outputs
+
+
 def check_backend(backend: str) -> str:
     if backend != REFERENCE and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {REFERENCE}, {', '.join(BACKENDS)}")

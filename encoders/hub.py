@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from benchharness.digests import remembered
+from benchharness.digests import remembered, update_with_file
 from benchharness.local_paths import check_local_path
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -105,9 +105,7 @@ def weights_fingerprint(folder: str) -> str:
         digest = hashlib.sha256()
         for f in files:
             digest.update(f.name.encode())
-            with open(f, "rb") as fh:
-                for chunk in iter(lambda: fh.read(8 << 20), b""):
-                    digest.update(chunk)
+            update_with_file(digest, f)
         return digest.hexdigest()
 
     return remembered("weights-sha256", files, compute)

@@ -15,7 +15,7 @@ from benchharness.devices import DeviceChoice, autocast
 from benchharness.encoder import Encoder, length_sorted_batches
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
-from encoders.backends import BACKENDS, REFERENCE, check_backend, default_backend
+from encoders.backends import BACKENDS, REFERENCE, changes_outputs, check_backend, default_backend
 from encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
@@ -197,7 +197,7 @@ class HFEncoder(Encoder):
             info["prompt"] = self.prompt
         if self.tokenizer_source is not None:
             info["tokenizer"] = {"model": self.tokenizer_source.name, "revision": self.tokenizer_source.revision}
-        if self.backend != REFERENCE and BACKENDS[self.backend].changes_outputs:
+        if changes_outputs(self.backend):
             info["backend"] = self.backend
         return info
 

@@ -12,7 +12,7 @@ from benchharness.devices import DeviceChoice
 from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
-from encoders.backends import BACKENDS, REFERENCE, check_backend, default_backend
+from encoders.backends import REFERENCE, changes_outputs, check_backend, default_backend
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 from encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 
@@ -120,7 +120,7 @@ class SentenceTransformerEncoder(Encoder):
         # only when they move vectors, so that fp32 eager keeps the identity it always had
         if self.precision != "fp32":
             info["precision"] = self.precision
-        if self.backend != REFERENCE and BACKENDS[self.backend].changes_outputs:
+        if changes_outputs(self.backend):
             info["backend"] = self.backend
         return info
 

@@ -26,7 +26,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from benchharness.stats.vectorised import f1_rows, row_blocks, spearman, spearman_resamples, tie_groups
+from benchharness.metrics import spearman
+from benchharness.stats.vectorised import f1_rows, row_blocks, spearman_resamples, tie_groups
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95

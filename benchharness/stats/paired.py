@@ -27,7 +27,8 @@ import numpy as np
 from benchharness.stats.bootstrap import (DEFAULT_LEVEL, DEFAULT_RESAMPLES, STS_AGGREGATIONS, as_columns,
                                           check_resamples, derive_seed, percentile_interval,
                                           resample_statistic)
-from benchharness.stats.vectorised import row_blocks, spearman, spearman_rows
+from benchharness.metrics import spearman
+from benchharness.stats.vectorised import row_blocks, spearman_rows
 
 # Differences are x100 scores: a permuted difference within this of the observed one counts as
 # "as extreme" (floating-point sums over reordered items differ in the last bits).

@@ -15,8 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
+from benchharness.metrics import spearman
 from benchharness.stats.bootstrap import as_columns
-from benchharness.stats.vectorised import spearman
 
 
 @dataclass(frozen=True)

@@ -90,13 +90,6 @@ def spearman_resamples(x_groups: tuple[np.ndarray, int], y_groups: tuple[np.ndar
     return out
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rho of two 1-D arrays (Pearson's r of average ranks, as ``scipy.stats.spearmanr``),
-    in NumPy alone, so that the leaderboard's significance marks need no scipy import."""
-    ranks = [resampled_ranks(*tie_groups(v), np.arange(len(v))[None, :])[0] for v in (x, y)]
-    return float(pearson_rows(ranks[0], ranks[1]))
-
-
 def tie_groups(values: np.ndarray) -> tuple[np.ndarray, int]:
     """Each item's tie group (the index of its value among the sorted distinct values) and the
     number of groups: what a resample's ranks are computed from without sorting it again."""

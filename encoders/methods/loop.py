@@ -87,8 +87,6 @@ def make_optimizer(module: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     ]
     if config.optimizer == "adamw-legacy":
         return LegacyAdamW(groups, lr=config.lr, eps=config.adam_eps, correct_bias=config.correct_bias)
-    if config.optimizer != "torch-adamw":  # TrainConfig refuses others; a guard for a config built otherwise
-        raise ValueError(f"unknown optimizer {config.optimizer!r}")
     return torch.optim.AdamW(groups, lr=config.lr, eps=config.adam_eps)
 
 

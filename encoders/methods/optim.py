@@ -29,6 +29,12 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+#: the optimizer step of the Hugging Face ``Trainer`` (transformers 4.2.1) with its defaults, through
+#: which SimCSE and PaSeR train: legacy AdamW with bias correction, eps 1e-8, no weight decay, the
+#: gradient norm clipped at 1.0 (``max_grad_norm``); ``TrainConfig`` settings, for their presets
+HF_TRAINER_STEP: dict[str, Any] = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8,
+                                   "weight_decay": 0.0, "grad_clip": 1.0}
+
 
 class LegacyAdamW(torch.optim.Optimizer):
     """``transformers.AdamW`` as it was until its removal (defaults included: eps 1e-6, no

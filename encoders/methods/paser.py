@@ -63,15 +63,13 @@ from torch import nn
 
 from encoders.methods.eda import Augmenter
 from encoders.methods.method import LossOutput, TrainingMethod
+from encoders.methods.optim import HF_TRAINER_STEP as OFFICIAL_STEP  # the official code trains through the Trainer
 from encoders.methods.rake import english_stopwords, rake
 from encoders.pooling import POOLINGS, needs_hidden_states, pool
 
 SIGNALS = ("paper", "official")
 TRAIN_POOLINGS = tuple(p for p in POOLINGS if p != "prompt")  # prompt pooling needs a template per view
 
-#: the official optimizer step: HF Trainer (transformers 4.2.1, as SimCSE) defaults, legacy transformers.AdamW
-OFFICIAL_STEP: dict[str, Any] = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8,
-                                 "weight_decay": 0.0, "grad_clip": 1.0}
 _PAPER = {**OFFICIAL_STEP, "batch_size": 64, "lr": 3e-5, "max_length": 32, "warmup_ratio": 0.0, "eval_every": 125,
           "pooling": "cls_before_pooler", "decoder_layers": 6, "decoder_heads": 16, "top_k": 3, "augment": "sr",
           "augment_ratio": 0.5, "signal": "paper", "m": 10.0, "n": 10.0, "t": 1.0, "k": 1.0, "mlm_weight": 1.0,

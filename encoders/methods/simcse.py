@@ -28,10 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from encoders.methods.method import LossOutput, TrainingMethod
-
-#: the official optimizer step: HF Trainer (transformers 4.2.1) defaults, legacy transformers.AdamW
-OFFICIAL_STEP: dict[str, Any] = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8,
-                                 "weight_decay": 0.0, "grad_clip": 1.0}
+from encoders.methods.optim import HF_TRAINER_STEP as OFFICIAL_STEP  # the official code trains through the Trainer
 
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's unsupervised BERT-base recipe (1M Wikipedia sentences)
