@@ -11,13 +11,13 @@ thread counts 1 and 2 moved no metric at a fixed batch size, nor did MKL/oneDNN 
 or to SSE4.2 kernels (``MKL_ENABLE_INSTRUCTIONS``, ``ONEDNN_MAX_CPU_ISA``: the code paths of other
 CPUs); other batch compositions (batch size 7 or 32 instead of the stored 64: other padding, other
 GEMM shapes) moved subset Spearmans by up to 0.0102, and another machine of this kind was seen to
-differ by 0.0018. Post-processor chains add their own: ``minilm-l3+repal-tuned`` stored (its RepAL
-mean vector from fit-corpus embeddings out of the cache, encoded in other batches) against a fresh
-``--no-cache`` run moved STS12's surprise.SMTnews Spearman by 0.0259 (``minilm-l6+repal-tuned``:
-0.0252) while ``all.spearman`` moved 0.0002: ~1e-7 changes of the vectors reorder the tied cosines
-of that subset's many identical-sentence pairs. The tolerance is twice the largest of these, so
-float noise never fails a check while any real change (a loader, the pooling, the metric code:
-these move scores by 0.1 and more) still does.
+differ by 0.0018. Post-processor chains add their own: stored (fit vectors out of the cache,
+encoded in other batches) against a fresh ``run --verify``, STS12's surprise.SMTnews Spearman moved
+by 0.0614 for ``minilm-l3+whitening+repal-tuned`` (0.0462 for ``minilm-l3+whitening``, 0.0259 for
+``minilm-l3+repal-tuned``) while ``all.spearman`` moved 0.0002-0.01: ~1e-7 changes of the vectors
+reorder the tied cosines of that subset's many identical-sentence pairs. The tolerance is twice the
+largest of these, so float noise never fails a check, while a real change (a loader, the pooling,
+the metric code) moves main scores by tenths of a point and fails it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ ISA_DEVIATION = 0.0
 #: the largest deviation seen between two machines of this kind (issue #16's report, x100 scale)
 CROSS_MACHINE_DEVIATION = 0.0018
 #: largest deviation of a post-processor chain, stored (fit vectors from the cache) vs fresh (x100)
-CHAIN_DEVIATION = 0.0259
+CHAIN_DEVIATION = 0.0614
 #: on the x100 scale: twice the largest measured float-noise deviation (see the module docstring)
 TOLERANCE = round(2 * max(BATCH_DEVIATION, ISA_DEVIATION, CROSS_MACHINE_DEVIATION, CHAIN_DEVIATION), 2)
 
