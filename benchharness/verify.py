@@ -15,8 +15,13 @@ differ by 0.0018. Post-processor chains add their own: stored (fit vectors out o
 encoded in other batches) against a fresh ``run --verify``, STS12's surprise.SMTnews Spearman moved
 by 0.0614 for ``minilm-l3+whitening+repal-tuned`` (0.0462 for ``minilm-l3+whitening``, 0.0259 for
 ``minilm-l3+repal-tuned``) while ``all.spearman`` moved 0.0002-0.01: ~1e-7 changes of the vectors
-reorder the tied cosines of that subset's many identical-sentence pairs. The tolerance is twice the
-largest of these, so float noise never fails a check, while a real change (a loader, the pooling,
+reorder the tied cosines of that subset's many identical-sentence pairs. The inference engine (the
+default backend since 2026-11-22) does the same: its exact-length batches change vectors by ~1e-7
+from the reference path the stored results were computed with, and ``run --verify`` of all 168
+stored STS results of transformer encoders (2026-11-22) moved STS12's surprise.SMTnews Spearman by
+up to 0.0869 (``minilm-l3+whitening(fit=sts-unlabeled)``; minilm-l6 0.0766, minilm-l3 0.0569),
+every other task's metrics by at most 0.0008, main scores by at most 0.01. The tolerance is twice
+the largest of these, so float noise never fails a check, while a real change (a loader, the pooling,
 the metric code) moves main scores by tenths of a point and fails it.
 """
 
@@ -35,8 +40,11 @@ ISA_DEVIATION = 0.0
 CROSS_MACHINE_DEVIATION = 0.0018
 #: largest deviation of a post-processor chain, stored (fit vectors from the cache) vs fresh (x100)
 CHAIN_DEVIATION = 0.0614
+#: largest deviation of the inference engine (default backend) from the stored reference-path results (x100)
+ENGINE_DEVIATION = 0.0869
 #: on the x100 scale: twice the largest measured float-noise deviation (see the module docstring)
-TOLERANCE = round(2 * max(BATCH_DEVIATION, ISA_DEVIATION, CROSS_MACHINE_DEVIATION, CHAIN_DEVIATION), 2)
+TOLERANCE = round(2 * max(BATCH_DEVIATION, ISA_DEVIATION, CROSS_MACHINE_DEVIATION, CHAIN_DEVIATION,
+                          ENGINE_DEVIATION), 2)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,11 @@ test) fed the very same sentence pairs. Each tool runs in its own fresh subproce
 embedding cache, model loaded inside the timing) so that wall time and peak memory are its own.
 The script checks that both give the same seven Spearman scores and prints the speed ratio.
 
-    python benchmarks/sts_vs_sentence_transformers.py [--model minilm-l6] [--repeats 1]
+benchharness runs its default, the inference engine (tokenized once, batches of equal token
+length); ``--backend reference`` (or compile, onnx) times ``st:<hub id>?backend=...`` instead, e.g.
+``SentenceTransformer.encode`` over the de-duplicated sentences.
+
+    python benchmarks/sts_vs_sentence_transformers.py [--model minilm-l6] [--backend reference] [--repeats 1]
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from benchharness.resources import peak_rss_mib
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
 
 
-def worker_benchharness(model: str) -> dict[str, float]:
+def worker_benchharness(model: str, backend: str | None) -> dict[str, float]:
     import tasks
     from benchharness.data import DataRoot
     from benchharness.registry import Registry
@@ -33,7 +37,8 @@ def worker_benchharness(model: str) -> dict[str, float]:
     from benchharness.runner import run
 
     with tempfile.TemporaryDirectory() as tmp:
-        summary = run([model], STS, Registry().get, tasks.get, DataRoot(), ResultStore(tmp), overwrite="always",
+        spec = f"st:{HUB_IDS[model]}?backend={backend}" if backend else model
+        summary = run([spec], STS, Registry().get, tasks.get, DataRoot(), ResultStore(tmp), overwrite="always",
                       show_progress=False, log=lambda _: None)
     return {o.task: o.main_score for o in summary.outcomes}
 
@@ -66,20 +71,20 @@ def worker_sentence_transformers(model: str) -> dict[str, float]:
     return scores
 
 
-def _worker(tool: str, model: str) -> None:
+def _worker(tool: str, model: str, backend: str | None) -> None:
     from benchharness.config import apply_environment, load_config
 
     apply_environment(load_config())
     t0 = time.perf_counter()
-    fn = worker_benchharness if tool == "benchharness" else worker_sentence_transformers
-    scores = fn(model)
+    scores = worker_benchharness(model, backend) if tool == "benchharness" else worker_sentence_transformers(model)
     seconds = time.perf_counter() - t0
     print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak_rss_mib(), "scores": scores}))
 
 
-def _spawn(tool: str, model: str) -> dict:
+def _spawn(tool: str, model: str, backend: str | None) -> dict:
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    out = subprocess.run([sys.executable, __file__, "--worker", tool, "--model", model],
+    extra = ["--backend", backend] if backend else []
+    out = subprocess.run([sys.executable, __file__, "--worker", tool, "--model", model, *extra],
                          capture_output=True, text=True, env=env, check=False)
     line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
@@ -91,18 +96,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm-l6", choices=sorted(HUB_IDS))
     parser.add_argument("--repeats", type=int, default=1, help="alternating runs per tool; the best is kept")
+    parser.add_argument("--backend", choices=["reference", "eager", "compile", "onnx"],
+                        help="encoding backend of benchharness (default: its default, the engine with eager PyTorch)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        _worker(args.worker, args.model)
+        _worker(args.worker, args.model, args.backend)
         return 0
     runs: dict[str, list[dict]] = {"sentence-transformers": [], "benchharness": []}
     for _ in range(args.repeats):
-        runs["sentence-transformers"].append(_spawn("st", args.model))
-        runs["benchharness"].append(_spawn("benchharness", args.model))
+        runs["sentence-transformers"].append(_spawn("st", args.model, None))
+        runs["benchharness"].append(_spawn("benchharness", args.model, args.backend))
     best = {tool: min(r, key=lambda x: x["seconds"]) for tool, r in runs.items()}
     bh, st = best["benchharness"], best["sentence-transformers"]
-    print(f"model: {args.model} ({HUB_IDS[args.model]}), cpu threads: {os.cpu_count()}")
+    path = f"backend={args.backend or 'default (eager)'}"
+    print(f"model: {args.model} ({HUB_IDS[args.model]}), benchharness {path}, cpu threads: {os.cpu_count()}")
     print(f"{'task':18s} {'benchharness':>13s} {'sent-transf.':>13s} {'abs diff':>9s}")
     worst = 0.0
     for name in STS:

@@ -15,7 +15,7 @@ from benchharness.devices import DeviceChoice, autocast
 from benchharness.encoder import Encoder, length_sorted_batches
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
-from encoders.backends import BACKENDS, REFERENCE, changes_outputs, check_backend, default_backend
+from encoders.backends import BACKENDS, DEFAULT_BACKEND, REFERENCE, changes_outputs, check_backend
 from encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 class HFEncoder(Encoder):
     """A transformers ``AutoModel`` plus a pooling rule.
 
-    By default (``backend=reference``, the path of every stored score) batches are formed over
-    character-length-sorted sentences and padded; ``backend=eager|compile|onnx`` runs through
+    By default (``backend=eager``; also ``compile``, ``onnx``) sentences run through
     ``encoders.inference`` (batches of equal token length, ``batch_size`` x 64 tokens each, no
-    padding). Outputs are returned in input order. ``tokenizer`` names
+    padding); ``backend=reference`` forms padded batches of character-length-sorted sentences, the
+    path the stored scores were first computed with (vectors within ~1e-7 of the engine's). Outputs are returned in input order. ``tokenizer`` names
     another model (hub id or folder) whose tokenizer to use, for checkpoints that ship weights
     without one (DefSent+ uses its base model's).
     """
@@ -73,7 +73,7 @@ class HFEncoder(Encoder):
         self.precision = "fp32" if precision == "fp32" else resolve_precision(precision, self.device)
         self.normalize = bool(normalize)
         self.prompt = prompt
-        backend = check_backend(backend or default_backend(self.precision))
+        backend = check_backend(backend or DEFAULT_BACKEND)
         if backend == REFERENCE and self.precision != "fp32" and self.device.type != "cuda":
             raise ValueError(f"precision={self.precision} on {self.device} runs through the inference engine: "
                              "add backend=eager")

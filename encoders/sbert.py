@@ -12,7 +12,7 @@ from benchharness.devices import DeviceChoice
 from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
-from encoders.backends import REFERENCE, changes_outputs, check_backend, default_backend
+from encoders.backends import DEFAULT_BACKEND, REFERENCE, changes_outputs, check_backend
 from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 from encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 
@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 
 
 class SentenceTransformerEncoder(Encoder):
-    """The model's own modules, run by ``SentenceTransformer.encode`` (``backend=reference``, the
-    default: the path of every stored score) or, with ``backend=eager|compile|onnx``, by
-    ``encoders.inference`` (batches of equal token length, ``batch_size`` x 64 tokens each) where the
-    model's shape allows (see ``encoders.sbert_forward``).
+    """The model's own modules, run by ``encoders.inference`` (``backend=eager``, the default, or
+    ``compile``/``onnx``: batches of equal token length, ``batch_size`` x 64 tokens each) where the
+    model's shape allows (see ``encoders.sbert_forward``), else by ``SentenceTransformer.encode``,
+    which ``backend=reference`` asks for (the path the stored scores were first computed with).
 
     The identity covers the weights and every module's configuration (pooling mode, normalisation,
     max sequence length), since those, not the class, decide the vectors.
@@ -38,7 +38,7 @@ class SentenceTransformerEncoder(Encoder):
         self._device = DeviceChoice(device)
         # fp32 needs no device; reduced precision is checked against it now (that imports torch)
         self.precision = "fp32" if precision == "fp32" else resolve_precision(precision, self.device)
-        self.backend = check_backend(backend or default_backend(self.precision))
+        self.backend = check_backend(backend or DEFAULT_BACKEND)
         if self.backend == REFERENCE and self.precision != "fp32":
             raise ValueError(f"precision={self.precision} runs through the inference engine: add backend=eager")
         self._model = None

@@ -100,6 +100,18 @@ def test_st_encoder_matches_sentence_transformers_encode_on_tiny_bert(tiny_st):
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)  # Normalize kept
 
 
+def test_engine_is_the_default_and_reference_is_sentence_transformers_encode(tiny_st):
+    from sentence_transformers import SentenceTransformer
+
+    default = SentenceTransformerEncoder("tiny", str(tiny_st), batch_size=4)
+    default.encode(SENTENCES)
+    assert default._engine is not None  # the default path is the inference engine
+    expected = SentenceTransformer(str(tiny_st), device="cpu").encode(SENTENCES, batch_size=4)
+    reference = SentenceTransformerEncoder("tiny", str(tiny_st), batch_size=4, backend="reference")
+    np.testing.assert_array_equal(reference.encode(SENTENCES), expected)  # the very same call, bit for bit
+    assert reference._engine is None and reference.identity == default.identity
+
+
 def test_hf_encoder_matches_per_sentence_forward(tiny_bert):
     from transformers import AutoModel, AutoTokenizer
 
