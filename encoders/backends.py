@@ -7,13 +7,13 @@
   by ONNX Runtime; needs ``pip install onnxruntime onnx onnxscript``. Export happens once per
   encoder object, into a temporary folder.
 
-``benchmarks/backends.py`` (minilm-l6, 1,000 STS sentences, 14,314 tokens, 4096-token batches, one
-thread, interleaved batch by batch on a shared 2-core AMD EPYC without AVX-512): CPU time relative
-to eager, compile 5.8x (plus 165 s of compilation), onnx 0.87x (plus 70 s of export and session
-setup); vectors within 2.5e-7 of eager and of ``SentenceTransformer.encode`` for both. Retaken idle
-(2026-11-22, load 0.43, 2,000 sentences, 28,437 tokens, 2 threads): onnx 0.88x eager's wall time
-plus 12.5 s of export and setup, vectors within 2.8e-7. On the STS suite (~75 s of eager forward
+``benchmarks/backends.py`` on an idle 2-core AMD EPYC without AVX-512 (2026-11-22, minilm-l6,
+2,000 STS sentences, 28,437 tokens, 4096-token batches, 2 threads, variants interleaved batch by
+batch): onnx takes 0.88x eager's wall time plus 12.5 s of export and session setup, vectors within
+2.8e-7 of eager and of ``SentenceTransformer.encode``. On the STS suite (~75 s of eager forward
 passes for minilm-l6) that saves about 9 s and pays 12.5 s, so ONNX Runtime stays opt-in.
+``compile`` was slower than eager even before its compilation (measured on a loaded machine; not
+retaken idle).
 
 Each backend takes a batch of equal-length rows (the inference engine never pads, so there is no
 attention mask to pass) and returns an object with ``last_hidden_state`` (and ``hidden_states``

@@ -31,9 +31,9 @@ class HFEncoder(Encoder):
     By default (``backend=eager``; also ``compile``, ``onnx``) sentences run through
     ``encoders.inference`` (batches of equal token length, ``batch_size`` x 64 tokens each, no
     padding); ``backend=reference`` forms padded batches of character-length-sorted sentences, the
-    path the stored scores were first computed with (vectors within ~1e-7 of the engine's). Outputs are returned in input order. ``tokenizer`` names
-    another model (hub id or folder) whose tokenizer to use, for checkpoints that ship weights
-    without one (DefSent+ uses its base model's).
+    path the stored scores were first computed with (vectors within ~1e-7 of the engine's).
+    Outputs are returned in input order. ``tokenizer`` names another model (hub id or folder) whose
+    tokenizer to use, for checkpoints that ship weights without one (DefSent+ uses its base model's).
     """
 
     def __init__(
