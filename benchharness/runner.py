@@ -6,7 +6,8 @@ Encoders and tasks are handed in by name resolvers (``get_encoder``, ``get_task`
 (``benchharness.encoder``, ``benchharness.task``) and on no family of either.
 
 Each result keeps its task's per-item outputs beside it and bootstrap intervals computed from
-them (``benchharness.confidence``; seeded by the run seed and the task name). Results stored before
+them (``benchharness.confidence``; seeded by the run seed and the task name); a result recomputed
+from identical items by the same clean commit keeps the intervals it had. Results stored before
 items were kept are reused as they are; ``add_items=True`` (``run --add-items``) recomputes those
 that lack them, whatever the overwrite strategy, and notes any score that comes out different
 (it should not: the same code computes it).
@@ -137,6 +138,7 @@ def run(
             continue
         todo: list[Task] = []
         previous: dict[str, float] = {}  # main scores of results recomputed only to add items
+        replaced: dict[str, Result] = {}  # stored results about to be recomputed
         for name, task in tasks.items():
             stored = _stored(store, enc_name, name, log)
             if stored is not None and add_items and not store.has_items(stored):
@@ -148,6 +150,8 @@ def run(
                     note = "" if fresh else " (stored with a different identity/data/protocol; --overwrite stale recomputes)"
                     summary.outcomes.append(Outcome(enc_name, name, "reused", stored.main_score, note.strip()))
                     continue
+            if stored is not None:
+                replaced[name] = stored
             todo.append(task)
         driven = [t for t in todo if isinstance(t, EncoderDrivenTask)]
         for task in driven:
@@ -212,7 +216,8 @@ def run(
                 versions=run_versions,
                 date=now(),
                 embedding_stats={"zero_vectors": zeros},
-                confidence=_confidence(evaluation, task, seed, log),
+                confidence=_confidence(evaluation, task, seed, log,
+                                       _previous_confidence(store, replaced.get(task.name), run_versions)),
             )
             try:
                 store.save(result, evaluation)
@@ -264,16 +269,32 @@ def _run_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, seed: 
     log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}")
 
 
-def _confidence(evaluation: Evaluation, task: Task, seed: int, log: Callable[[str], None]) -> dict | None:
+def _confidence(evaluation: Evaluation, task: Task, seed: int, log: Callable[[str], None],
+                previous: tuple[dict, Evaluation] | None) -> dict | None:
     """The result's intervals, or a record of why there are none (too few items to resample, say):
     an interval that cannot be formed does not cost the score."""
     if not evaluation.items:
         return None
     try:
-        return confidence_record(evaluation, task.metadata.main_score, task.name, seed)
+        return confidence_record(evaluation, task.metadata.main_score, task.name, seed, previous=previous)
     except ValueError as exc:
         log(f"[{task.name}] no confidence interval: {exc}")
         return {"error": str(exc)}
+
+
+def _previous_confidence(store: ResultStore, stored: Result | None,
+                         run_versions: dict[str, str | None]) -> tuple[dict, Evaluation] | None:
+    """The intervals and items of a result being recomputed, when the same clean commit and the same
+    libraries computed them (``confidence_record`` reuses them if the new items are identical);
+    None otherwise, and then the intervals are bootstrapped afresh."""
+    commit = run_versions.get("git_commit")
+    if (stored is None or not stored.confidence or "error" in stored.confidence or commit is None
+            or commit.endswith("-dirty") or stored.versions != run_versions):
+        return None
+    try:
+        return stored.confidence, store.load_items(stored)
+    except (OSError, ValueError):  # items missing, damaged or another run's: bootstrap afresh
+        return None
 
 
 def _protocol(task: Task) -> ProtocolRecord:

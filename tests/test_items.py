@@ -98,3 +98,38 @@ def test_items_that_do_not_match_their_digest_are_refused(data_dir, tmp_path):
     npz.write_bytes(npz.read_bytes() + b"x")
     with pytest.raises(MissingItemsError, match="belongs to another run"):
         store.load_items(result)
+
+
+def _mark(store, encoder, task):
+    """Overwrite a stored interval with an impossible one, to see whether a rerun reused it."""
+    path = store.path(encoder, task)
+    raw = json.loads(path.read_text())
+    raw["confidence"]["main"] = [-1.0, -1.0]
+    path.write_text(json.dumps(raw))
+    return raw["confidence"]
+
+
+@pytest.mark.parametrize("commit", ["abc123", "abc123-dirty"])
+def test_a_rerun_reuses_stored_intervals_only_for_identical_items_from_the_same_clean_code(
+        data_dir, tmp_path, monkeypatch, commit):
+    import benchharness.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "versions", lambda: {"numpy": np.__version__, "git_commit": commit})
+    store = ResultStore(tmp_path)
+    _run(data_dir, store, HashEncoder(), ["STSBenchmark"])
+    fresh = store.load("hash", "STSBenchmark").confidence
+    marked = _mark(store, "hash", "STSBenchmark")
+
+    _run(data_dir, store, HashEncoder(), ["STSBenchmark"], overwrite="always")
+    again = store.load("hash", "STSBenchmark").confidence
+    assert again == (marked if commit == "abc123" else fresh)  # a dirty checkout bootstraps afresh
+
+    _mark(store, "hash", "STSBenchmark")  # other vectors, other items: bootstrapped afresh
+    _run(data_dir, store, HashEncoder(salt="other"), ["STSBenchmark"], overwrite="always")
+    other = store.load("hash", "STSBenchmark").confidence
+    assert other["main"] != [-1.0, -1.0] and other["main"] != fresh["main"]
+
+    _mark(store, "hash", "STSBenchmark")  # the same code, but another numpy: bootstrapped afresh
+    monkeypatch.setattr(runner_module, "versions", lambda: {"numpy": "0.0", "git_commit": commit})
+    _run(data_dir, store, HashEncoder(salt="other"), ["STSBenchmark"], overwrite="always")
+    assert store.load("hash", "STSBenchmark").confidence == other
