@@ -3,6 +3,8 @@ vectors equal to the padded reference paths, bf16 only where the CPU has it, ide
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -110,6 +112,16 @@ def test_engine_is_the_default_and_reference_is_sentence_transformers_encode(tin
     reference = SentenceTransformerEncoder("tiny", str(tiny_st), batch_size=4, backend="reference")
     np.testing.assert_array_equal(reference.encode(SENTENCES), expected)  # the very same call, bit for bit
     assert reference._engine is None and reference.identity == default.identity
+
+
+def test_engine_bounds_the_onednn_kernel_cache_unless_the_user_set_it(monkeypatch, tiny_bert):
+    # oneDNN reads the capacity at its first kernel; the engine sets it before its first forward
+    monkeypatch.delenv(inference.ONEDNN_CACHE_ENV, raising=False)
+    HFEncoder("tiny", str(tiny_bert), max_length=32).encode(SENTENCES)
+    assert os.environ[inference.ONEDNN_CACHE_ENV] == "1"
+    monkeypatch.setenv(inference.ONEDNN_CACHE_ENV, "64")
+    HFEncoder("tiny", str(tiny_bert), max_length=32).encode(SENTENCES)
+    assert os.environ[inference.ONEDNN_CACHE_ENV] == "64"
 
 
 def test_hf_encoder_matches_per_sentence_forward(tiny_bert):
