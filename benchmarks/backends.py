@@ -83,7 +83,7 @@ def compare_backends(args, st, sentences: list[str]) -> None:
 
     device = torch.device("cpu")
     tokens = tokenize(st.tokenizer, sentences, st[0].max_seq_length)
-    batches = list(token_batches([len(t) for t in tokens["input_ids"]], args.budget))
+    batches = list(token_batches(tokens.lengths, args.budget))
     head = ModuleHead(st)
     precisions = ["fp32", "bf16"] if has_native_bf16() else ["fp32"]
     variants = [Variant(b, p, st, head) for p in precisions for b in args.backends.split(",")]
@@ -102,7 +102,7 @@ def compare_backends(args, st, sentences: list[str]) -> None:
             v.cpu += time.process_time() - c0
     reference = st.encode(sentences, batch_size=64, convert_to_numpy=True)
     eager = variants[0]
-    n_tok = sum(len(t) for t in tokens["input_ids"])
+    n_tok = int(tokens.lengths.sum())
     print(f"{len(sentences)} sentences, {n_tok} tokens, {len(batches)} batches (budget {args.budget} tokens), "
           f"threads {torch.get_num_threads()}, native bf16: {has_native_bf16()}")
     print(f"{'variant':14s} {'wall s':>8s} {'cpu s':>8s} {'wall/eager':>10s} {'cpu/eager':>9s} {'setup s':>8s} "

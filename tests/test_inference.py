@@ -14,7 +14,7 @@ from hypothesis import strategies as st_
 import encoders.inference as inference
 from conftest import MINILM_L3
 from encoders.huggingface import HFEncoder
-from encoders.inference import encode_tokens, has_native_bf16, token_batches, tokenize
+from encoders.inference import Tokens, encode_tokens, has_native_bf16, token_batches, tokenize
 from encoders.sbert import SentenceTransformerEncoder
 
 SENTENCES = ["a man is playing a guitar .", "hello", "the cat sat on the mat and looked very happy .",
@@ -48,7 +48,7 @@ def test_token_budget_must_be_positive():
 def test_rows_come_back_in_input_order():
     # each "vector" is (length, first id, last id) of its own row: computable without the engine
     ids = [[7, 1, 2], [5], [9, 9], [4, 3, 8], [6], [2, 2]]
-    tokens = {"input_ids": ids}
+    tokens = Tokens.from_rows({"input_ids": ids})
 
     def run(features):
         x = features["input_ids"].float()
@@ -63,10 +63,11 @@ def test_tokenize_once_gives_the_padded_batch_ids_row_by_row(minilm_l3_st):
     st = minilm_l3_st
     got = tokenize(st.tokenizer, SENTENCES, st[0].max_seq_length)
     padded = st.preprocess(SENTENCES)
-    for i, row in enumerate(got["input_ids"]):
+    for i in range(len(SENTENCES)):
         n = int(padded["attention_mask"][i].sum())
-        assert row == padded["input_ids"][i, :n].tolist()
-    assert max(len(r) for r in got["input_ids"]) == st[0].max_seq_length == 128  # "x " * 150 truncated
+        for key in got.flat:  # input_ids, token_type_ids
+            assert got.row(key, i) == padded[key][i, :n].tolist()
+    assert max(got.lengths) == st[0].max_seq_length == 128  # "x " * 150 truncated
 
 
 @pytest.fixture(scope="module")
