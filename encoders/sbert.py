@@ -43,6 +43,7 @@ class SentenceTransformerEncoder(Encoder):
             raise ValueError(f"precision={self.precision} runs through the inference engine: add backend=eager")
         self._model = None
         self._engine: TransformerEngine | None = None
+        self._engine_refusal: str | None = None  # why SentenceTransformer.encode ran instead of the engine
 
     @property
     def device(self) -> torch.device:
@@ -83,6 +84,8 @@ class SentenceTransformerEncoder(Encoder):
         if self.precision != "fp32" or self.backend not in (REFERENCE, "eager"):
             raise ValueError(f"{self.name}: precision={self.precision} and backend={self.backend} need the "
                              f"inference engine, which does not run this model ({reason})")
+        if self.backend != REFERENCE:
+            self._engine_refusal = reason
         vecs = self.model.encode(
             list(sentences),
             batch_size=self.batch_size,
@@ -135,7 +138,9 @@ class SentenceTransformerEncoder(Encoder):
             "modules": cfg.get("modules"),
             "batch_size": self.batch_size,
             "device": self._device.chosen,  # None: no model ran (every vector came from the cache)
-            "backend": self.backend,
+            # what ran: the reference path when the engine could not run this model
+            "backend": REFERENCE if self._engine_refusal else self.backend,
+            **({"engine_unsupported": self._engine_refusal} if self._engine_refusal else {}),
         }
 
 

@@ -125,6 +125,21 @@ def test_engine_bounds_the_onednn_kernel_cache_unless_the_user_set_it(monkeypatc
     assert os.environ[inference.ONEDNN_CACHE_ENV] == "64"
 
 
+def test_a_model_the_engine_cannot_run_goes_through_encode_and_says_so(tiny_st, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_st), device="cpu", prompts={"query": "query: "}, default_prompt_name="query")
+    model.save(str(tmp_path))  # a default prompt: the engine would encode the bare sentences
+    expected = SentenceTransformer(str(tmp_path), device="cpu").encode(SENTENCES, batch_size=4)
+    enc = SentenceTransformerEncoder("prompted", str(tmp_path), batch_size=4)
+    np.testing.assert_array_equal(enc.encode(SENTENCES), expected)
+    assert enc._engine is None
+    assert enc.metadata["backend"] == "reference" and "default prompt" in enc.metadata["engine_unsupported"]
+    plain = SentenceTransformerEncoder("tiny", str(tiny_st), batch_size=4)
+    plain.encode(SENTENCES)
+    assert plain.metadata["backend"] == "eager" and "engine_unsupported" not in plain.metadata
+
+
 def test_hf_encoder_matches_per_sentence_forward(tiny_bert):
     from transformers import AutoModel, AutoTokenizer
 
