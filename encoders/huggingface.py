@@ -11,21 +11,21 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from benchharness.devices import DeviceChoice, autocast
-from benchharness.encoder import Encoder, length_sorted_batches
+from benchharness.devices import autocast
+from benchharness.encoder import length_sorted_batches
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
-from encoders.backends import BACKENDS, DEFAULT_BACKEND, REFERENCE, changes_outputs, check_backend
+from encoders.backends import BACKENDS, REFERENCE, changes_outputs
 from encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
-from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
 from encoders.tokenizer_files import declared_token
+from encoders.transformer import TransformerEncoder
 
 if TYPE_CHECKING:
     import torch
 
 
-class HFEncoder(Encoder):
+class HFEncoder(TransformerEncoder):
     """A transformers ``AutoModel`` plus a pooling rule.
 
     By default (``backend=eager``; also ``compile``, ``onnx``) sentences run through
@@ -35,6 +35,8 @@ class HFEncoder(Encoder):
     Outputs are returned in input order. ``tokenizer`` names another model (hub id or folder) whose
     tokenizer to use, for checkpoints that ship weights without one (DefSent+ uses its base model's).
     """
+
+    reference_autocast = ("cuda",)  # the padded path runs fp16/bf16 autocast on CUDA itself
 
     def __init__(
         self,
@@ -52,7 +54,7 @@ class HFEncoder(Encoder):
         model_name: str | None = None,
         backend: str | None = None,
     ) -> None:
-        super().__init__(name)
+        super().__init__(name, batch_size, device, precision, backend)
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
         self.source = hub.resolve(model)
@@ -67,31 +69,16 @@ class HFEncoder(Encoder):
         self.pooling = pooling
         self.first_layer = int(first_layer)
         self.max_length = int(max_length)
-        self.batch_size = int(batch_size)
-        self._device = DeviceChoice(device)
-        # fp32 needs no device; reduced precision is checked against it now (that imports torch)
-        self.precision = "fp32" if precision == "fp32" else resolve_precision(precision, self.device)
         self.normalize = bool(normalize)
         self.prompt = prompt
-        backend = check_backend(backend or DEFAULT_BACKEND)
-        if backend == REFERENCE and self.precision != "fp32" and self.device.type != "cuda":
-            raise ValueError(f"precision={self.precision} on {self.device} runs through the inference engine: "
-                             "add backend=eager")
-        if backend != REFERENCE and not BACKENDS[backend].gives_hidden_states \
+        if self.backend != REFERENCE and not BACKENDS[self.backend].gives_hidden_states \
                 and (needs_hidden_states(pooling) or pooling == "cls"):
-            raise ValueError(f"backend={backend} returns only the last hidden state, and pooling {pooling!r} "
+            raise ValueError(f"backend={self.backend} returns only the last hidden state, and pooling {pooling!r} "
                              "needs more (the pooler or every layer's states): use backend=eager")
-        self.backend = backend
         self._model = None
         self._tokenizer = None
-        self._engine: TransformerEngine | None = None
 
     # Loading is lazy: listing or fingerprinting an encoder must not cost a model load.
-    @property
-    def device(self) -> torch.device:
-        """The device the model runs on, picked when first asked (a cached run never asks)."""
-        return self._device.get()
-
     @property
     def tokenizer(self):
         if self._tokenizer is None:
@@ -109,14 +96,14 @@ class HFEncoder(Encoder):
             self._model.to(self.device).eval()
         return self._model
 
-    @property
-    def mask_token(self) -> str | None:
-        # from the tokenizer files when they declare it: a warm rerun of a RepAL chain loads nothing
-        if self._tokenizer is None:
-            declared = declared_token((self.tokenizer_source or self.source).path)
-            if declared is not None:
-                return declared
-        return self.tokenizer.mask_token
+    def _declared_mask_token(self) -> str | None:
+        return declared_token((self.tokenizer_source or self.source).path)
+
+    def _tokenizer_if_loaded(self) -> Any | None:
+        return self._tokenizer
+
+    def _load_tokenizer(self) -> Any:
+        return self.tokenizer
 
     def _texts(self, sentences: Sequence[str]) -> list[str]:
         if self.pooling != "prompt":
@@ -130,11 +117,9 @@ class HFEncoder(Encoder):
             return np.zeros((0, self.dimension), dtype=np.float32)
         if self.backend == REFERENCE:
             return self._encode_padded(self._texts(sentences), show_progress)
-        if self._engine is None:
-            self._engine = TransformerEngine(self.model, self.tokenizer, self.max_length, self.device,
-                                             self.precision, self.backend, self.batch_size * TOKENS_PER_SENTENCE)
-        return self._engine.encode(self._texts(sentences), self._pool, needs_hidden_states(self.pooling),
-                                   show_progress, desc=f"encode {self.name}")
+        return self.engine(self.model, self.tokenizer, self.max_length).encode(
+            self._texts(sentences), self._pool, needs_hidden_states(self.pooling), show_progress,
+            desc=f"encode {self.name}")
 
     def _encode_padded(self, texts: list[str], show_progress: bool) -> np.ndarray:
         """The reference path: padded batches of ``batch_size`` character-length-sorted texts."""
@@ -207,9 +192,7 @@ class HFEncoder(Encoder):
             **super().metadata,
             "base_model": self.source.name,
             "pooling": self.pooling,
-            "batch_size": self.batch_size,
-            "device": self._device.chosen,  # None: no model ran (every vector came from the cache)
-            "backend": self.backend,
+            **self._run_metadata(),
         }
 
 

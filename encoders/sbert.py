@@ -4,23 +4,18 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from benchharness.devices import DeviceChoice
-from benchharness.encoder import Encoder
 from benchharness.registry import Defaults, EncoderSpec, register_family
 from encoders import hub
-from encoders.backends import DEFAULT_BACKEND, REFERENCE, changes_outputs, check_backend
-from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
+from encoders.backends import REFERENCE, changes_outputs
 from encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
-
-if TYPE_CHECKING:
-    import torch
+from encoders.transformer import TransformerEncoder
 
 
-class SentenceTransformerEncoder(Encoder):
+class SentenceTransformerEncoder(TransformerEncoder):
     """The model's own modules, run by ``encoders.inference`` (``backend=eager``, the default, or
     ``compile``/``onnx``: batches of equal token length, ``batch_size`` x 64 tokens each) where the
     model's shape allows (see ``encoders.sbert_forward``), else by ``SentenceTransformer.encode``,
@@ -32,23 +27,10 @@ class SentenceTransformerEncoder(Encoder):
 
     def __init__(self, name: str, model: str, batch_size: int = 64, device: str | None = None,
                  precision: str = "fp32", backend: str | None = None) -> None:
-        super().__init__(name)
+        super().__init__(name, batch_size, device, precision, backend)
         self.source = hub.resolve(model)
-        self.batch_size = int(batch_size)
-        self._device = DeviceChoice(device)
-        # fp32 needs no device; reduced precision is checked against it now (that imports torch)
-        self.precision = "fp32" if precision == "fp32" else resolve_precision(precision, self.device)
-        self.backend = check_backend(backend or DEFAULT_BACKEND)
-        if self.backend == REFERENCE and self.precision != "fp32":
-            raise ValueError(f"precision={self.precision} runs through the inference engine: add backend=eager")
         self._model = None
-        self._engine: TransformerEngine | None = None
         self._engine_refusal: str | None = None  # why SentenceTransformer.encode ran instead of the engine
-
-    @property
-    def device(self) -> torch.device:
-        """The device the model runs on, picked when first asked (a cached run never asks)."""
-        return self._device.get()
 
     @property
     def model(self):
@@ -58,15 +40,15 @@ class SentenceTransformerEncoder(Encoder):
             self._model = SentenceTransformer(str(self.source.path), device=str(self.device))
         return self._model
 
-    @property
-    def mask_token(self) -> str | None:
-        # from the tokenizer files when they declare it: a warm rerun of a RepAL chain loads no model
-        if self._model is None:
-            folder = sentence_transformer_tokenizer_folder(self.source.path)
-            declared = declared_token(folder) if folder is not None else None
-            if declared is not None:
-                return declared
-        return self.model.tokenizer.mask_token
+    def _declared_mask_token(self) -> str | None:
+        folder = sentence_transformer_tokenizer_folder(self.source.path)
+        return declared_token(folder) if folder is not None else None
+
+    def _tokenizer_if_loaded(self) -> Any | None:
+        return self._model.tokenizer if self._model is not None else None
+
+    def _load_tokenizer(self) -> Any:
+        return self.model.tokenizer
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
         from encoders.sbert_forward import ModuleHead, engine_unsupported
@@ -75,12 +57,9 @@ class SentenceTransformerEncoder(Encoder):
             return np.zeros((0, self.model.get_embedding_dimension()), dtype=np.float32)
         reason = "the reference path was asked for" if self.backend == REFERENCE else engine_unsupported(self.model)
         if reason is None:
-            if self._engine is None:
-                first = self.model[0]
-                self._engine = TransformerEngine(first.model, first.tokenizer, first.max_seq_length, self.device,
-                                                 self.precision, self.backend, self.batch_size * TOKENS_PER_SENTENCE)
-            return self._engine.encode(list(sentences), ModuleHead(self.model), show_progress=show_progress,
-                                       desc=f"encode {self.name}")
+            first = self.model[0]
+            return self.engine(first.model, first.tokenizer, first.max_seq_length).encode(
+                list(sentences), ModuleHead(self.model), show_progress=show_progress, desc=f"encode {self.name}")
         if self.precision != "fp32" or self.backend not in (REFERENCE, "eager"):
             raise ValueError(f"{self.name}: precision={self.precision} and backend={self.backend} need the "
                              f"inference engine, which does not run this model ({reason})")
@@ -136,8 +115,7 @@ class SentenceTransformerEncoder(Encoder):
             "base_model": self.source.name,
             "pooling": pooling,
             "modules": cfg.get("modules"),
-            "batch_size": self.batch_size,
-            "device": self._device.chosen,  # None: no model ran (every vector came from the cache)
+            **self._run_metadata(),
             # what ran: the reference path when the engine could not run this model
             "backend": REFERENCE if self._engine_refusal else self.backend,
             **({"engine_unsupported": self._engine_refusal} if self._engine_refusal else {}),

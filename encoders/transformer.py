@@ -1,0 +1,83 @@
+"""What the ``hf:`` and ``st:`` encoders share: how they pick a device, precision and backend, and
+the inference engine they run through.
+
+Both families load lazily (listing, fingerprinting or a warm rerun loads no model), so the device
+is picked when first asked, and the mask token a RepAL chain needs is read from the tokenizer
+files while the tokenizer is not loaded. What differs between them (which object holds the model
+and tokenizer, where the tokenizer files are, how vectors are pooled) stays in the families.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from benchharness.devices import DeviceChoice
+from benchharness.encoder import Encoder
+from encoders.backends import DEFAULT_BACKEND, REFERENCE, check_backend
+from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
+
+if TYPE_CHECKING:
+    import torch
+
+
+class TransformerEncoder(Encoder):
+    """A transformer encoder run by ``encoders.inference`` unless ``backend=reference``.
+
+    Subclasses say where the tokenizer files are and whether the tokenizer is loaded yet
+    (``_declared_mask_token``, ``_tokenizer_if_loaded``), and build their engine with ``engine``.
+    """
+
+    #: device types on which the reference path applies reduced precision itself (autocast)
+    reference_autocast: tuple[str, ...] = ()
+
+    def __init__(self, name: str, batch_size: int, device: str | None, precision: str,
+                 backend: str | None) -> None:
+        super().__init__(name)
+        self.batch_size = int(batch_size)
+        self._device = DeviceChoice(device)
+        # fp32 needs no device; reduced precision is checked against it now (that imports torch)
+        self.precision = "fp32" if precision == "fp32" else resolve_precision(precision, self.device)
+        self.backend = check_backend(backend or DEFAULT_BACKEND)
+        if (self.backend == REFERENCE and self.precision != "fp32"
+                and self.device.type not in self.reference_autocast):
+            raise ValueError(f"precision={self.precision} on {self.device} runs through the inference engine: "
+                             "add backend=eager")
+        self._engine: TransformerEngine | None = None
+
+    @property
+    def device(self) -> torch.device:
+        """The device the model runs on, picked when first asked (a cached run never asks)."""
+        return self._device.get()
+
+    def engine(self, model: torch.nn.Module, tokenizer: Any, max_length: int | None) -> TransformerEngine:
+        """The inference engine for this model, built at first use (``batch_size`` x 64-token batches)."""
+        if self._engine is None:
+            self._engine = TransformerEngine(model, tokenizer, max_length, self.device, self.precision,
+                                             self.backend, self.batch_size * TOKENS_PER_SENTENCE)
+        return self._engine
+
+    def _declared_mask_token(self) -> str | None:
+        """The mask token the tokenizer files declare, read without loading the tokenizer."""
+        return None
+
+    def _tokenizer_if_loaded(self) -> Any | None:
+        """The tokenizer if it is loaded already, else None."""
+        return None
+
+    def _load_tokenizer(self) -> Any:
+        """The tokenizer, loading it (and whatever holds it) if needed."""
+        raise NotImplementedError
+
+    @property
+    def mask_token(self) -> str | None:
+        # from the tokenizer files when they declare it: a warm rerun of a RepAL chain loads nothing
+        if self._tokenizer_if_loaded() is None:
+            declared = self._declared_mask_token()
+            if declared is not None:
+                return declared
+        return self._load_tokenizer().mask_token
+
+    def _run_metadata(self) -> dict[str, Any]:
+        """How the vectors were computed: batch size, the device that ran (None when every vector
+        came from the cache) and the backend."""
+        return {"batch_size": self.batch_size, "device": self._device.chosen, "backend": self.backend}
