@@ -98,8 +98,8 @@ def main() -> int:
                     raise SystemExit(f"{encoder}: a warm run encoded sentences: the cache is not full")
                 times.append(seconds)
                 heavy.update(loaded)
-            commit = {json.loads(p.read_text())["versions"].get("git_commit") for p in Path(scratch).rglob("*.json")}
-        intervals = ("bootstrapped afresh (checkout has uncommitted code)" if any(str(c).endswith("-dirty") for c in commit)
+            commits = {json.loads(p.read_text())["versions"].get("git_commit") for p in Path(scratch).rglob("*.json")}
+        intervals = ("bootstrapped afresh (checkout has uncommitted code)" if any(str(c).endswith("-dirty") for c in commits)
                      else "reused from the replaced results")
         print(f"{encoder:>12}: warm best {min(times):.2f} s, median {statistics.median(times):.2f} s "
               f"(fill run {cold:.2f} s, {filled:,} sentences encoded); heavy imports: {', '.join(sorted(heavy)) or 'none'}; "

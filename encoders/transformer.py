@@ -9,6 +9,7 @@ and tokenizer, where the tokenizer files are, how vectors are pooled) stays in t
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from benchharness.devices import DeviceChoice
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
 class TransformerEncoder(Encoder):
     """A transformer encoder run by ``encoders.inference`` unless ``backend=reference``.
 
-    Subclasses say where the tokenizer files are and whether the tokenizer is loaded yet
-    (``_declared_mask_token``, ``_tokenizer_if_loaded``), and build their engine with ``engine``.
+    Subclasses say where the tokenizer files are and which object holds the tokenizer
+    (``_declared_mask_token``, ``_tokenizer_if_loaded``, ``_load_tokenizer``), and build their
+    engine with ``engine``.
     """
 
     #: device types on which the reference path applies reduced precision itself (autocast)
@@ -56,17 +58,17 @@ class TransformerEncoder(Encoder):
                                              self.backend, self.batch_size * TOKENS_PER_SENTENCE)
         return self._engine
 
+    @abstractmethod
     def _declared_mask_token(self) -> str | None:
         """The mask token the tokenizer files declare, read without loading the tokenizer."""
-        return None
 
+    @abstractmethod
     def _tokenizer_if_loaded(self) -> Any | None:
         """The tokenizer if it is loaded already, else None."""
-        return None
 
+    @abstractmethod
     def _load_tokenizer(self) -> Any:
         """The tokenizer, loading it (and whatever holds it) if needed."""
-        raise NotImplementedError
 
     @property
     def mask_token(self) -> str | None:
