@@ -15,7 +15,8 @@ results written to a scratch folder (never the checkout's ``results/``):
 A warm run recomputes every score, but its bootstrap intervals come from the results it replaces
 when those were computed by the same clean commit from identical per-item outputs
 (``confidence_record``); from a checkout with uncommitted code changes they are bootstrapped
-afresh (~0.7 s more for the STS suite). The report says which.
+afresh (~0.7 s more for the STS suite), as they are with ``--empty-results`` (nothing stored to
+replace). The report says which.
 
 The embedding cache is the project's (``benchharness.toml``), or ``--cache-dir``; a minilm-l6
 fill of the STS suite takes a few minutes of CPU. Bytecode is compiled first (``compileall``), so
@@ -33,6 +34,7 @@ import argparse
 import compileall
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -77,6 +79,9 @@ def main() -> int:
     parser.add_argument("--tasks", default="sts")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cache-dir", help="embedding cache (default: the project's)")
+    parser.add_argument("--empty-results", action="store_true",
+                        help="empty the results folder before each warm run: nothing to replace, so every "
+                             "interval is bootstrapped (the embedding cache stays full)")
     args = parser.parse_args()
 
     compileall.compile_dir(str(ROOT / "benchharness"), quiet=1)
@@ -93,13 +98,17 @@ def main() -> int:
             filled = encoded(Path(scratch))
             times, heavy = [], set()
             for _ in range(args.repeats):
+                if args.empty_results:
+                    for entry in Path(scratch).iterdir():
+                        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
                 seconds, loaded = run_once(cli, env)
                 if encoded(Path(scratch)):
                     raise SystemExit(f"{encoder}: a warm run encoded sentences: the cache is not full")
                 times.append(seconds)
                 heavy.update(loaded)
             commits = {json.loads(p.read_text())["versions"].get("git_commit") for p in Path(scratch).rglob("*.json")}
-        intervals = ("bootstrapped afresh (checkout has uncommitted code)" if any(str(c).endswith("-dirty") for c in commits)
+        intervals = ("bootstrapped (no stored results to replace)" if args.empty_results
+                     else "bootstrapped afresh (checkout has uncommitted code)" if any(str(c).endswith("-dirty") for c in commits)
                      else "reused from the replaced results")
         print(f"{encoder:>12}: warm best {min(times):.2f} s, median {statistics.median(times):.2f} s "
               f"(fill run {cold:.2f} s, {filled:,} sentences encoded); heavy imports: {', '.join(sorted(heavy)) or 'none'}; "
