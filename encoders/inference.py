@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
@@ -80,7 +81,7 @@ TOKENIZE_CHUNK = 2048
 @dataclass(frozen=True)
 class Tokens:
     """Every text's token ids (and the tokenizer's other per-token inputs), unpadded: one flat int32
-    array per input name, with each text's start and length.
+    array per input name, with each text's length (its start follows from the lengths).
 
     Compact on purpose: nested lists of Python ints cost ~40 bytes a token, ~100 MB for the STS
     suite's 376,361 tokens, against 1.5 MB here; and an equal-length batch is one vectorised
@@ -88,25 +89,27 @@ class Tokens:
     """
 
     flat: dict[str, np.ndarray]
-    starts: np.ndarray
     lengths: np.ndarray
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """Where each text's ids begin in ``flat``."""
+        return np.cumsum(self.lengths) - self.lengths
 
     @classmethod
     def from_rows(cls, rows: dict[str, list[list[int]]]) -> Tokens:
         """From per-text id lists, as a tokenizer returns them (every input name has the same lengths)."""
         lengths = np.array([len(r) for r in rows["input_ids"]], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         flat = {key: np.fromiter(chain.from_iterable(values), dtype=np.int32, count=int(lengths.sum()))
                 for key, values in rows.items()}
-        return cls(flat, starts, lengths)
+        return cls(flat, lengths)
 
     @classmethod
     def concatenate(cls, parts: Sequence[Tokens]) -> Tokens:
         if not parts:
-            return cls({"input_ids": np.zeros(0, np.int32)}, np.zeros(0, np.int64), np.zeros(0, np.int64))
-        lengths = np.concatenate([p.lengths for p in parts])
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        return cls({key: np.concatenate([p.flat[key] for p in parts]) for key in parts[0].flat}, starts, lengths)
+            return cls({"input_ids": np.zeros(0, np.int32)}, np.zeros(0, np.int64))
+        return cls({key: np.concatenate([p.flat[key] for p in parts]) for key in parts[0].flat},
+                   np.concatenate([p.lengths for p in parts]))
 
     def __len__(self) -> int:
         return len(self.lengths)

@@ -30,7 +30,6 @@ class SentenceTransformerEncoder(TransformerEncoder):
         super().__init__(name, batch_size, device, precision, backend)
         self.source = hub.resolve(model)
         self._model = None
-        self._engine_refusal: str | None = None  # why SentenceTransformer.encode ran instead of the engine
 
     @property
     def model(self):
@@ -116,9 +115,6 @@ class SentenceTransformerEncoder(TransformerEncoder):
             "pooling": pooling,
             "modules": cfg.get("modules"),
             **self._run_metadata(),
-            # what ran: the reference path when the engine could not run this model
-            "backend": REFERENCE if self._engine_refusal else self.backend,
-            **({"engine_unsupported": self._engine_refusal} if self._engine_refusal else {}),
         }
 
 

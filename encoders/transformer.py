@@ -45,6 +45,8 @@ class TransformerEncoder(Encoder):
             raise ValueError(f"precision={self.precision} on {self.device} runs through the inference engine: "
                              "add backend=eager")
         self._engine: TransformerEngine | None = None
+        #: why the reference path ran although the engine was asked for (a model the engine cannot run)
+        self._engine_refusal: str | None = None
 
     @property
     def device(self) -> torch.device:
@@ -81,5 +83,9 @@ class TransformerEncoder(Encoder):
 
     def _run_metadata(self) -> dict[str, Any]:
         """How the vectors were computed: batch size, the device that ran (None when every vector
-        came from the cache) and the backend."""
-        return {"batch_size": self.batch_size, "device": self._device.chosen, "backend": self.backend}
+        came from the cache) and the backend that ran (the reference path, with the engine's reason,
+        when the engine could not run the model)."""
+        if self._engine_refusal is None:
+            return {"batch_size": self.batch_size, "device": self._device.chosen, "backend": self.backend}
+        return {"batch_size": self.batch_size, "device": self._device.chosen, "backend": REFERENCE,
+                "engine_unsupported": self._engine_refusal}
