@@ -1,13 +1,19 @@
 """benchharness: evaluate and train sentence encoders on the classic suite of the field.
 
-The package is the core: CLI, registry, runner, data root and file readers, results store,
-leaderboard, the shared metric code, the two contracts (``encoder``, ``task``), the orchestration
-of tuning (``tuning``), and one module each for seeding, provenance, atomic file writes and
-resource measurement. Encoder families, post-processors and training methods live in the
-top-level ``encoders`` package and tasks in ``tasks``; the core knows neither models nor datasets
-in detail. The arrows point inwards: ``encoders`` and ``tasks`` import the core (never each other,
-nor the runner); the core reaches them only through plugin discovery (the registry) and in its
-composition roots (the CLI and the tuners), which name the task registry.
+The package is layered; each layer imports only from the layers below it
+(``docs/ARCHITECTURE.md``, checked by ``tests/unit/test_architecture.py``):
+
+1. ``core``: the contracts (encoder, task, result, plugins) and plumbing (settings, manifests,
+   atomic writes, seeding, provenance, devices, digests);
+2. ``data`` (data root, checksums, readers, corpora) and ``scoring`` (metrics, ranking,
+   confidence intervals, paired statistics);
+3. ``encoders`` (families, post-processors, training methods) and ``tasks``: the plugins;
+4. ``evaluation``: name resolution, the runner, the embedding cache, verification;
+5. ``training`` (recipes, run store, on-demand training, dev evaluation), ``tuning``,
+   ``reporting`` (leaderboard, compare, analysis) and ``mteb_bridge``;
+6. ``cli``: one module per command.
 """
 
-__version__ = "0.1.0"
+from benchharness.core.version import __version__
+
+__all__ = ["__version__"]

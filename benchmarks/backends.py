@@ -36,8 +36,8 @@ def sts_sentences(limit: int, seed: int = 0) -> list[str]:
     """The unique sentences of the STS suite (what a cold run encodes), or a seeded sample."""
     import numpy as np
 
-    import tasks
-    from benchharness.data import DataRoot
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
 
     unique: dict[str, None] = {}
     for name in STS:
@@ -55,7 +55,7 @@ class Variant:
     """One backend at one precision, with its accumulated times and output rows."""
 
     def __init__(self, backend: str, precision: str, st, head) -> None:
-        from encoders.backends import make_backend
+        from benchharness.encoders.backends import make_backend
 
         self.name = backend if precision == "fp32" else f"{backend}+{precision}"
         self.precision, self.head = precision, head
@@ -66,7 +66,7 @@ class Variant:
     def run(self, features, device):
         import torch
 
-        from benchharness.devices import autocast
+        from benchharness.core.devices import autocast
 
         with torch.inference_mode():
             with autocast(device, self.precision):
@@ -78,8 +78,8 @@ def compare_backends(args, st, sentences: list[str]) -> None:
     import numpy as np
     import torch
 
-    from encoders.inference import batch_features, has_native_bf16, token_batches, tokenize
-    from encoders.sbert_forward import ModuleHead
+    from benchharness.encoders.inference import batch_features, has_native_bf16, token_batches, tokenize
+    from benchharness.encoders.sbert_forward import ModuleHead
 
     device = torch.device("cpu")
     tokens = tokenize(st.tokenizer, sentences, st[0].max_seq_length)
@@ -122,8 +122,8 @@ def compare_budgets(args, st, sentences: list[str]) -> None:
     import numpy as np
     import torch
 
-    from encoders.inference import encode_tokens, tokenize
-    from encoders.sbert_forward import ModuleHead
+    from benchharness.encoders.inference import encode_tokens, tokenize
+    from benchharness.encoders.sbert_forward import ModuleHead
 
     device = torch.device("cpu")
     tokens = tokenize(st.tokenizer, sentences, st[0].max_seq_length)
@@ -167,7 +167,7 @@ def main() -> int:
                         "1 on a loaded machine, where OpenMP barriers wait on descheduled threads")
     args = parser.parse_args()
 
-    from benchharness.config import apply_environment, load_config
+    from benchharness.core.settings import apply_environment, load_config
 
     apply_environment(load_config())
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -146,7 +146,7 @@ def lmdb_read(folder: Path, dim: int) -> tuple[dict[bytes, int], np.ndarray]:
 
 # --- the real cache --------------------------------------------------------------------------
 def harness_write(folder: Path, keys: list[bytes], vecs: np.ndarray, size: int) -> None:
-    from benchharness.cache import EmbeddingCache
+    from benchharness.evaluation.cache import EmbeddingCache
 
     cache = EmbeddingCache(folder)
     with cache.writer("bench") as writer:
@@ -155,7 +155,7 @@ def harness_write(folder: Path, keys: list[bytes], vecs: np.ndarray, size: int) 
 
 
 def harness_read(folder: Path, dim: int) -> tuple[dict[bytes, int], np.ndarray]:
-    from benchharness.cache import EmbeddingCache
+    from benchharness.evaluation.cache import EmbeddingCache
 
     rows = EmbeddingCache(folder).lookup("bench")
     return rows.index, rows.vectors
@@ -167,8 +167,8 @@ def warm_encode(n: int, dim: int, size: int, repeats: int) -> dict[str, float]:
     Includes hashing the sentences, reading the database and gathering the rows, in a fresh
     wrapper each time (as in a new process); the inner encoder must never be called.
     """
-    from benchharness.cache import CachingEncoder, EmbeddingCache
-    from benchharness.encoder import Encoder
+    from benchharness.core.encoder import Encoder
+    from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 
     class Refuses(Encoder):
         def encode(self, sentences, show_progress=False):

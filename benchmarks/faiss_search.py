@@ -3,7 +3,7 @@
 A synthetic corpus of 400k unit vectors of dimension 384 (the MiniLMs' size; QQP has ~300k unique
 question2 texts) and a few thousand queries. The NumPy baseline is what one writes by hand: the
 full query x corpus score matrix, then argpartition + argsort for the top k. The faiss path is
-``tasks.qqp.search``: an ``IndexFlatIP`` searched in query blocks, so memory holds the corpus and
+``benchharness.tasks.qqp.search``: an ``IndexFlatIP`` searched in query blocks, so memory holds the corpus and
 one block of scores. Each runs in its own subprocess so that its peak memory is its own; the
 script checks that both return the same top-k ids.
 
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from benchharness.resources import peak_rss_mib
+from benchharness.core.resources import peak_rss_mib
 
 
 def data(n: int, q: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -41,14 +41,14 @@ def numpy_topk(corpus: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
 
 
 def faiss_topk(corpus: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
-    from tasks.qqp import search
+    from benchharness.tasks.qqp import search
 
     return search(corpus, queries, k)[1]
 
 
 def worker(tool: str, n: int, q: int, dim: int, k: int) -> None:
     if tool == "faiss":
-        import tasks.qqp  # noqa: F401  (imports are not part of the search cost)
+        import benchharness.tasks.qqp  # noqa: F401  (imports are not part of the search cost)
     corpus, queries = data(n, q, dim)
     base = peak_rss_mib()
     t0 = time.perf_counter()

@@ -8,7 +8,7 @@ mteb's STS12-16 are (``mteb_bridge.memory.sts_task``, as the cross-check tests d
 
 Both sides start from the same built encoder, without an embedding cache, so both encode:
 
-* ``direct``: ``benchharness.runner.run`` on the 7 tasks: one pass over the unique sentences of
+* ``direct``: ``benchharness.evaluation.runner.run`` on the 7 tasks: one pass over the unique sentences of
   all tasks, then each task's evaluation from that store;
 * ``mteb``: ``run_task`` per task: mteb encodes each task's two sides (the wrapper joins mteb's
   batches into one ``encode`` call per side) and computes cosine, Manhattan and Euclidean scores.
@@ -34,18 +34,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 
-from benchharness.config import apply_environment, load_config  # noqa: E402
+from benchharness.core.settings import apply_environment, load_config  # noqa: E402
 
 apply_environment(load_config())  # the HF cache before mteb imports huggingface_hub, which reads it once
 
-import tasks  # noqa: E402
-from benchharness.data import DataRoot  # noqa: E402
-from benchharness.encoder import Encoder  # noqa: E402
+from benchharness import tasks
+from benchharness.core.data_root import DataRoot  # noqa: E402
+from benchharness.core.encoder import Encoder  # noqa: E402
+from benchharness.core.results import ResultStore  # noqa: E402
+from benchharness.evaluation.resolver import Resolver  # noqa: E402
+from benchharness.evaluation.runner import run, unique_sentences  # noqa: E402
 from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
 from benchharness.mteb_bridge.run import run_task  # noqa: E402
-from benchharness.registry import Registry  # noqa: E402
-from benchharness.results import ResultStore  # noqa: E402
-from benchharness.runner import run, unique_sentences  # noqa: E402
 
 STS = tasks.GROUPS["sts"]
 
@@ -99,7 +99,7 @@ def main() -> None:
     for task in loaded:
         task.load(data)
     n_unique = len(unique_sentences(loaded))
-    registry = Registry({"data_dir": data.root})
+    registry = Resolver({"data_dir": data.root})
     print(f"STS suite: {', '.join(STS)}; {n_unique} unique sentences; median of {args.repeats} runs")
     print(f"{'encoder':12s} {'direct s':>9s} {'mteb s':>9s} {'ratio':>6s} {'encoded direct':>15s} {'encoded mteb':>13s}")
     for name in (n.strip() for n in args.encoders.split(",") if n.strip()):

@@ -29,11 +29,11 @@ def main() -> None:
 
     import torch
 
-    import tasks
-    from benchharness.data import DataRoot
-    from benchharness.registry import Registry
-    from benchharness.results import ResultStore
-    from benchharness.runner import run
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.results import ResultStore
+    from benchharness.evaluation.resolver import Resolver
+    from benchharness.evaluation.runner import run
 
     names = tasks.resolve("sts")
     stored = {n: json.loads((ROOT / "results" / args.encoder / f"{n}.json").read_text())["metrics"] for n in names}
@@ -44,7 +44,7 @@ def main() -> None:
             torch.set_num_threads(threads)
             with tempfile.TemporaryDirectory() as tmp:
                 store = ResultStore(tmp)
-                run([args.encoder], names, Registry({"data_dir": data.root, "batch_size": batch}).get, tasks.get, data, store,
+                run([args.encoder], names, Resolver({"data_dir": data.root, "batch_size": batch}).get, tasks.get, data, store,
                     show_progress=False, log=lambda _: None)
                 deviation = 0.0
                 for n in names:

@@ -33,13 +33,13 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from benchharness.config import apply_environment, load_config
+    from benchharness.core.settings import apply_environment, load_config
 
     apply_environment(load_config())
-    import tasks
-    from benchharness.corpora import load_corpus
-    from benchharness.data import DataRoot
-    from benchharness.registry import Registry
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+    from benchharness.data.corpora import load_corpus
+    from benchharness.evaluation.resolver import Resolver
 
     data = DataRoot()
     task = tasks.get("STSBenchmark")
@@ -48,7 +48,7 @@ def main() -> None:
     fit_file = Path(tempfile.mkdtemp()) / "fit.txt"
     fit_file.write_text("\n".join(load_corpus("stsb-train", data, unique=True)[: args.fit_sentences]) + "\n")
 
-    registry = Registry({"data_dir": data.root})  # no embedding cache: every encode is real work
+    registry = Resolver({"data_dir": data.root})  # no embedding cache: every encode is real work
     base = registry.get(args.encoder)
     repal = registry.get(f"{args.encoder}+repal(fit=text:{fit_file})")
     base.encode(sentences[:8])  # load weights outside the timings

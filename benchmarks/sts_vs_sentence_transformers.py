@@ -23,20 +23,20 @@ import sys
 import tempfile
 import time
 
-from benchharness.registry import MINILMS as HUB_IDS
-from benchharness.resources import peak_rss_mib
+from benchharness.core.resources import peak_rss_mib
+from benchharness.evaluation.resolver import MINILMS as HUB_IDS
 
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
 
 
 def worker_benchharness(model: str, backend: str | None) -> dict[str, float]:
-    import tasks
-    from benchharness.data import DataRoot
-    from benchharness.registry import BUILTINS, Registry, build
-    from benchharness.results import ResultStore
-    from benchharness.runner import run
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.results import ResultStore
+    from benchharness.evaluation.resolver import BUILTINS, Resolver, build
+    from benchharness.evaluation.runner import run
 
-    registry = Registry()  # no cache wrapper: every sentence is encoded
+    registry = Resolver()  # no cache wrapper: every sentence is encoded
     if backend:  # the built-in definition with another backend, built as the registry builds it
         encoder = build(model, {**BUILTINS[model].spec, "backend": backend}, registry.defaults)
         get_encoder = lambda _: encoder  # noqa: E731
@@ -57,8 +57,8 @@ def worker_sentence_transformers(model: str) -> dict[str, float]:
     except ImportError:
         from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
 
-    import tasks
-    from benchharness.data import DataRoot
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
 
     st = SentenceTransformer(HUB_IDS[model], device="cpu")
     scores = {}
@@ -77,7 +77,7 @@ def worker_sentence_transformers(model: str) -> dict[str, float]:
 
 
 def _worker(tool: str, model: str, backend: str | None) -> None:
-    from benchharness.config import apply_environment, load_config
+    from benchharness.core.settings import apply_environment, load_config
 
     apply_environment(load_config())
     t0 = time.perf_counter()

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from benchharness.config import apply_environment, load_config
+from benchharness.core.settings import apply_environment, load_config
 
 
 class SkippedDev:
@@ -45,8 +45,8 @@ def main() -> None:
     args = parser.parse_args()
     apply_environment(load_config())
 
-    from benchharness.on_demand import device_kind, train_into
-    from benchharness.recipes import load_book
+    from benchharness.training.on_demand import device_kind, train_into
+    from benchharness.training.recipes import load_book
 
     recipe = load_book().get(args.recipe)
     if recipe.base_recipe is not None:

@@ -28,18 +28,18 @@ def main() -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from benchharness.config import apply_environment, load_config
-    from benchharness.data import DataRoot
-    from benchharness.registry import Registry
-    import tasks
-    from tasks.senteval_classifier import inner_kfold
-    from tasks.senteval_config import CONFIGS
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import apply_environment, load_config
+    from benchharness.evaluation.resolver import Resolver
+    from benchharness.tasks.senteval_classifier import inner_kfold
+    from benchharness.tasks.senteval_config import CONFIGS
 
     apply_environment(load_config())
     task = tasks.get("MR")
     task.load(DataRoot())
     t0 = time.perf_counter()
-    features = Registry().get(args.encoder).encode(task.sentences())
+    features = Resolver().get(args.encoder).encode(task.sentences())
     encode = time.perf_counter() - t0
     cfg = CONFIGS[args.config]
     t1 = time.perf_counter()

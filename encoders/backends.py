@@ -29,11 +29,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from benchharness.core.errors import InvalidInputError
+
 if TYPE_CHECKING:
     import torch
 
-    from encoders.inference import Features
-
+#: batch tensors of one forward pass, by the model's input names (input_ids, token_type_ids...).
+Features = dict[str, "torch.Tensor"]
 #: largest output change (max abs, on unit-scale vectors) that keeps an encoder's identity.
 EXACT_TOLERANCE = 1e-5
 
@@ -146,12 +148,12 @@ class OnnxBackend(Backend):
         import torch
 
         if output_hidden_states:
-            raise ValueError("backend=onnx exports only the last hidden state; use backend=eager for this pooling")
+            raise InvalidInputError("backend=onnx exports only the last hidden state; use backend=eager for this pooling")
         inputs = _model_inputs(features)
         if self._session is None:
             self._export(inputs)
         if tuple(inputs) != self._input_names:
-            raise ValueError(f"backend=onnx was exported for inputs {self._input_names}, got {tuple(inputs)}")
+            raise InvalidInputError(f"backend=onnx was exported for inputs {self._input_names}, got {tuple(inputs)}")
         feed = {k: v.cpu().numpy() for k, v in inputs.items()}
         (last,) = self._session.run(["last_hidden_state"], feed)
         return SimpleNamespace(last_hidden_state=torch.from_numpy(last).to(inputs["input_ids"].device),
@@ -163,7 +165,7 @@ BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (EagerBackend, Compiled
 
 def make_backend(name: str, model: torch.nn.Module) -> Backend:
     if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+        raise InvalidInputError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     return BACKENDS[name](model)
 
 
@@ -176,8 +178,8 @@ REFERENCE = "reference"
 #: (minilm-l6, STS suite, cold, end to end: see benchmarks/sts_vs_sentence_transformers.py) and
 #: keeps every identity, since its vectors are within ~1e-7 of the reference. Those ~1e-7 reorder
 #: the tied cosines of identical-sentence pairs, which moves a few subset Spearmans (STS12
-#: surprise.SMTnews) by up to 0.087 (``benchharness.verify.ENGINE_DEVIATION``): float noise within
-#: ``benchharness.verify.TOLERANCE``; main scores move by at most 0.01.
+#: surprise.SMTnews) by up to 0.087 (``benchharness.evaluation.verify.ENGINE_DEVIATION``): float noise within
+#: ``benchharness.evaluation.verify.TOLERANCE``; main scores move by at most 0.01.
 DEFAULT_BACKEND = "eager"
 
 
@@ -189,5 +191,5 @@ def changes_outputs(backend: str) -> bool:
 
 def check_backend(backend: str) -> str:
     if backend != REFERENCE and backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {REFERENCE}, {', '.join(BACKENDS)}")
+        raise InvalidInputError(f"unknown backend {backend!r}; choose one of {REFERENCE}, {', '.join(BACKENDS)}")
     return backend

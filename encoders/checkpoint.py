@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchharness.core.errors import InvalidInputError, MissingFileError
+
 if TYPE_CHECKING:
     from torch import nn
 
@@ -39,7 +41,7 @@ def weights_file(folder: Path) -> Path:
     for name in WEIGHT_FILES:
         if (Path(folder) / name).is_file():
             return Path(folder) / name
-    raise FileNotFoundError(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
+    raise MissingFileError(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
 
 
 def checkpoint_keys(folder: Path) -> set[str]:
@@ -53,7 +55,7 @@ def checkpoint_keys(folder: Path) -> set[str]:
         try:
             return set(json.loads(path.read_text())["weight_map"])
         except (json.JSONDecodeError, KeyError) as exc:
-            raise ValueError(f"{path}: not a weight index (no valid 'weight_map': {exc})") from None
+            raise InvalidInputError(f"{path}: not a weight index (no valid 'weight_map': {exc})") from None
     if path.suffix == ".safetensors":
         from safetensors import safe_open
 
@@ -76,7 +78,7 @@ def refuse_random_pooler(folder: Path, pooling: str, model: str) -> None:
     """Raise when ``pooling='cls'`` would read a pooler the checkpoint does not have."""
     if pooling != "cls" or has_pooler(folder):
         return
-    raise ValueError(
+    raise InvalidInputError(
         f"pooling 'cls' on {model}: 'cls' is the output of BERT's pooler (a trained dense+tanh layer "
         f"over [CLS]), but {weights_file(folder)} holds no pooler weights ({POOLER_WEIGHT}), so "
         "transformers would initialise that layer at random and every vector would depend on the "
@@ -88,7 +90,7 @@ def refuse_missing_tokenizer(folder: Path, model: str) -> None:
     """Raise when ``folder`` has no vocabulary (transformers would silently map every word to [UNK])."""
     if any((Path(folder) / name).is_file() for name in VOCABULARY_FILES):
         return
-    raise ValueError(
+    raise InvalidInputError(
         f"{model} ships no tokenizer ({Path(folder)} has none of {', '.join(VOCABULARY_FILES)}); "
         "transformers would build one that maps every word to [UNK]. Name the model whose tokenizer "
         "it was trained with: tokenizer=<hub id or folder> (for DefSent+, its base model)."
@@ -114,7 +116,7 @@ def load_complete(folder: Path, model: str) -> nn.Module:
     missing = sorted(k for k in info["missing_keys"] if not k.startswith(POOLER_PREFIX))
     if missing or info.get("mismatched_keys"):
         shown = missing or [str(k) for k in info["mismatched_keys"]]
-        raise ValueError(
+        raise InvalidInputError(
             f"{model}: {len(shown)} encoder weights of {type(loaded).__name__} are missing from or "
             f"mismatched in {weights_file(folder)} ({', '.join(shown[:5])}{', ...' if len(shown) > 5 else ''}); "
             "transformers would initialise them at random. The checkpoint is not the architecture its "

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlencode, urljoin
 
-from benchharness.atomic import atomic_file
+from benchharness.core.atomic import atomic_file
+from benchharness.core.errors import UserError
 
 DRIVE_ID = re.compile(r"drive\.google\.com/(?:file/d/|open\?id=|uc\?(?:[^#]*&)?id=)([\w-]+)")
 DRIVE_DOWNLOAD = "https://drive.usercontent.google.com/download"
@@ -30,7 +31,7 @@ class Opener(Protocol):
     def open(self, url: str, timeout: float = ...) -> Any: ...
 
 
-class DownloadError(RuntimeError):
+class DownloadError(UserError, RuntimeError):
     pass
 
 

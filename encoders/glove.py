@@ -10,11 +10,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchharness.data import DataRoot
-from benchharness.digests import remembered, sha256_file
-from benchharness.readers import undecodable_message
-from benchharness.encoder import Encoder
-from benchharness.registry import Defaults, EncoderSpec, register_family
+from benchharness.core.data_root import DataRoot
+from benchharness.core.digests import remembered, sha256_file
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError, MissingFileError
+from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.data.readers import undecodable_message
 
 
 def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
@@ -35,21 +36,21 @@ def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
                 try:
                     vec = np.array(rest.split(" "), dtype=np.float32)
                 except ValueError:
-                    raise ValueError(f"{path}:{lineno}: not a 'word v1 ... vd' line") from None
+                    raise InvalidInputError(f"{path}:{lineno}: not a 'word v1 ... vd' line") from None
                 if dim is None:
                     dim = vec.shape[0]
                 elif vec.shape[0] != dim:
-                    raise ValueError(f"{path}:{lineno}: {vec.shape[0]} values, expected {dim}")
+                    raise InvalidInputError(f"{path}:{lineno}: {vec.shape[0]} values, expected {dim}")
                 if word not in vocab:  # first occurrence wins, as in SentEval's loader
                     vocab[word] = len(rows)
                     rows.append(vec)
         except UnicodeDecodeError as exc:
             with opener(path, "rt", encoding="utf8", errors="surrogateescape") as again:
-                raise ValueError(undecodable_message(path, again, exc)) from None
+                raise InvalidInputError(undecodable_message(path, again, exc)) from None
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            raise ValueError(f"{path}:{lineno + 1}: damaged or truncated compressed file ({exc})") from None
+            raise InvalidInputError(f"{path}:{lineno + 1}: damaged or truncated compressed file ({exc})") from None
     if not rows:
-        raise ValueError(f"{path}:1: no word vectors")
+        raise InvalidInputError(f"{path}:1: no word vectors")
     return vocab, np.stack(rows)
 
 
@@ -71,7 +72,7 @@ class WordVectorAverage(Encoder):
     def _load(self) -> None:
         if self._vectors is None:
             if not self.path.exists():
-                raise FileNotFoundError(
+                raise MissingFileError(
                     f"word vectors not found: {self.path}. GloVe files: https://nlp.stanford.edu/projects/glove/"
                 )
             self._vocab, self._vectors = read_word_vectors(self.path)
@@ -88,7 +89,7 @@ class WordVectorAverage(Encoder):
         return out
 
     def identity_info(self) -> dict[str, Any]:
-        # the file's sha256, remembered across runs while the file is unchanged (benchharness.digests)
+        # the file's sha256, remembered across runs while the file is unchanged (benchharness.core.digests)
         digest = remembered("sha256", [self.path], lambda: sha256_file(self.path)) if self.path.exists() else None
         return {"family": "word-vector-average", "file": self.path.name, "sha256": digest,
                 "lowercase": self.lowercase}
@@ -106,10 +107,12 @@ def glove_file(data_dir: Path) -> Path:
     return data_dir / "glove/glove.6B.50d.subset.txt.gz"
 
 
-@register_family("glove", target="file", accepts=("lowercase",))
 def build(name: str, spec: EncoderSpec, defaults: Defaults) -> WordVectorAverage:
     params = dict(spec)
     path = params.pop("file")
     if path == "glove-50d":
         path = glove_file(DataRoot(defaults.get("data_dir")).root)
     return WordVectorAverage(name, path, **params)
+
+
+FAMILY = Family.of("glove", build, target="file", accepts=("lowercase",))

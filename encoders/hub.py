@@ -4,7 +4,7 @@ A model is named either by a Hugging Face hub id (resolved through the standard 
 ``HF_HUB_CACHE``/``HF_HUB_OFFLINE`` apply) or by a local folder. Its fingerprint is the hub
 revision when there is one and, always, a sha256 over the weight files: a fine-tuned folder has
 no revision, and a revision alone would not catch an edited cache. That sha256 is remembered
-across runs while the files are provably unchanged (``benchharness.digests``), so a rerun does
+across runs while the files are provably unchanged (``benchharness.core.digests``), so a rerun does
 not read 87 MiB of weights to find the cache of vectors it already holds.
 """
 
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from benchharness.digests import remembered, update_with_file
-from benchharness.local_paths import check_local_path
+from benchharness.core.digests import remembered, update_with_file
+from benchharness.core.errors import MissingFileError
+from benchharness.core.local_paths import check_local_path
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -76,7 +77,7 @@ def resolve(name_or_path: str) -> ModelSource:
         folder = snapshot_download(name_or_path, local_files_only=True)
     except LocalEntryNotFoundError:
         if offline():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"model {name_or_path!r} is neither a local folder nor in the Hugging Face cache "
                 f"({os.environ.get('HF_HUB_CACHE', 'default cache')}); HF_HUB_OFFLINE is set, so it "
                 "cannot be downloaded. Point HF_HUB_CACHE at a cache that holds it, or pass a folder."
@@ -84,7 +85,7 @@ def resolve(name_or_path: str) -> ModelSource:
         try:
             folder = snapshot_download(name_or_path)
         except Exception as exc:  # no network, unknown id, gated model: say which and what to do
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"model {name_or_path!r} is not in the Hugging Face cache "
                 f"({os.environ.get('HF_HUB_CACHE', 'default cache')}) and could not be downloaded "
                 f"({type(exc).__name__}). Set HF_HUB_CACHE to a cache that holds it, or pass a folder."
@@ -99,7 +100,7 @@ def weights_fingerprint(folder: str) -> str:
     then its bytes, streamed in 8 MiB chunks; remembered while the files stay the same."""
     files = [Path(folder) / f for f in WEIGHT_FILES if (Path(folder) / f).exists()]
     if not files:
-        raise FileNotFoundError(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
+        raise MissingFileError(f"no weight file ({', '.join(WEIGHT_FILES)}) in {folder}")
 
     def compute() -> str:
         digest = hashlib.sha256()

@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from benchharness.devices import autocast
-from benchharness.encoder import length_sorted_batches
-from benchharness.registry import Defaults, EncoderSpec, register_family
-from encoders import hub
-from encoders.backends import BACKENDS, REFERENCE, changes_outputs
-from encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
-from encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
-from encoders.tokenizer_files import declared_token
-from encoders.transformer import TransformerEncoder
+from benchharness.core.devices import autocast
+from benchharness.core.encoder import length_sorted_batches
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.encoders import hub
+from benchharness.encoders.backends import BACKENDS, REFERENCE, changes_outputs
+from benchharness.encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
+from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
+from benchharness.encoders.tokenizer_files import declared_token
+from benchharness.encoders.transformer import TransformerEncoder
 
 if TYPE_CHECKING:
     import torch
@@ -29,7 +30,7 @@ class HFEncoder(TransformerEncoder):
     """A transformers ``AutoModel`` plus a pooling rule.
 
     By default (``backend=eager``; also ``compile``, ``onnx``) sentences run through
-    ``encoders.inference`` (batches of equal token length, ``batch_size`` x 64 tokens each, no
+    ``benchharness.encoders.inference`` (batches of equal token length, ``batch_size`` x 64 tokens each, no
     padding); ``backend=reference`` forms padded batches of character-length-sorted sentences, the
     path the stored scores were first computed with (vectors within ~1e-7 of the engine's).
     Outputs are returned in input order. ``tokenizer`` names another model (hub id or folder) whose
@@ -56,7 +57,7 @@ class HFEncoder(TransformerEncoder):
     ) -> None:
         super().__init__(name, batch_size, device, precision, backend)
         if pooling not in POOLINGS:
-            raise ValueError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+            raise InvalidInputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
         self.source = hub.resolve(model)
         refuse_random_pooler(self.source.path, pooling, self.source.name)
         self.tokenizer_source = hub.resolve(tokenizer) if tokenizer is not None else None
@@ -73,7 +74,7 @@ class HFEncoder(TransformerEncoder):
         self.prompt = prompt
         if self.backend != REFERENCE and not BACKENDS[self.backend].gives_hidden_states \
                 and (needs_hidden_states(pooling) or pooling == "cls"):
-            raise ValueError(f"backend={self.backend} returns only the last hidden state, and pooling {pooling!r} "
+            raise InvalidInputError(f"backend={self.backend} returns only the last hidden state, and pooling {pooling!r} "
                              "needs more (the pooler or every layer's states): use backend=eager")
         self._model = None
         self._tokenizer = None
@@ -109,7 +110,7 @@ class HFEncoder(TransformerEncoder):
         if self.pooling != "prompt":
             return list(sentences)
         if self.mask_token is None:
-            raise ValueError(f"pooling 'prompt' needs a tokenizer with a mask token ({self.source.name})")
+            raise InvalidInputError(f"pooling 'prompt' needs a tokenizer with a mask token ({self.source.name})")
         return [self.prompt.format(sentence=s, mask=self.mask_token) for s in sentences]
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
@@ -152,7 +153,7 @@ class HFEncoder(TransformerEncoder):
             positions = torch.arange(is_mask.shape[1], device=self.device).expand_as(is_mask)
             mask_positions = torch.where(is_mask, positions, -1).max(dim=1).values
             if (mask_positions < 0).any():
-                raise ValueError("a prompt lost its mask token to truncation; raise max_length")
+                raise InvalidInputError("a prompt lost its mask token to truncation; raise max_length")
         vecs = pool(self.pooling, outputs, enc["attention_mask"], self.first_layer, mask_positions)
         vecs = vecs.float()
         if self.normalize:
@@ -196,8 +197,10 @@ class HFEncoder(TransformerEncoder):
         }
 
 
-@register_family("hf", accepts=HFEncoder, usage="hf:<model>?pooling=" + "|".join(POOLINGS)
-                 + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16")
 def build(name: str, spec: EncoderSpec, defaults: Defaults) -> HFEncoder:
     allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
     return HFEncoder(name, **{**allowed, **spec})
+
+
+FAMILY = Family.of("hf", build, accepts=HFEncoder, usage="hf:<model>?pooling=" + "|".join(POOLINGS)
+                    + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16")

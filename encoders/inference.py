@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.backends import Backend, Features, make_backend
+
 if TYPE_CHECKING:
     import torch
-
-    from encoders.backends import Backend
 
 #: tokens per batch for each unit of an encoder's ``batch_size``: the default batch_size 64 gives
 #: 4096-token batches, large enough for matrix products near sgemm peak, small enough that
@@ -49,10 +50,6 @@ ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY = "ONEDNN_PRIMITIVE_CACHE_CAPACITY", "1"
 #: /proc/cpuinfo flags of CPUs that compute in bf16 natively (AVX512-BF16 dot products, AMX tiles).
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
-#: batch tensors of one forward pass, by the model's input names (input_ids, token_type_ids...).
-Features = dict[str, "torch.Tensor"]
-
-
 def token_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET) -> Iterator[np.ndarray]:
     """Index batches in which every sentence has the same token length and the tokens number at
     most ``token_budget`` (a sentence longer than the budget forms a batch on its own).
@@ -61,7 +58,7 @@ def token_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET) -> I
     within a length, input order.
     """
     if token_budget < 1:
-        raise ValueError(f"token_budget must be a positive number of tokens, got {token_budget}")
+        raise InvalidInputError(f"token_budget must be a positive number of tokens, got {token_budget}")
     lengths = np.asarray(lengths, dtype=np.int64)
     if not len(lengths):
         return
@@ -185,11 +182,11 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     On such CPUs (AVX512-BF16, AMX) bf16 autocast roughly doubles matrix-product throughput for a
     small score change (issue #13 bounds it at 0.05); elsewhere it is refused with the reason.
     """
-    from benchharness.devices import check_precision
+    from benchharness.core.devices import check_precision
 
     if precision == "bf16" and device.type == "cpu":
         if not has_native_bf16():
-            raise ValueError(
+            raise InvalidInputError(
                 "precision=bf16 on CPU needs native bf16 instructions (CPU flag avx512_bf16 or amx_bf16, "
                 "see /proc/cpuinfo); this CPU has neither, so bf16 would be emulated in fp32, slower than "
                 "fp32 and with changed scores. Use precision=fp32 here, or bf16 on a CUDA device."
@@ -202,14 +199,12 @@ class TransformerEngine:
     """Tokenize once, batch by exact token length, run a backend, hand each batch to ``pool``.
 
     ``pool(outputs, features)`` turns the model outputs of one batch into sentence vectors; it is
-    the encoder family's own definition (``encoders.pooling`` for ``hf:``, the sentence-transformers
+    the encoder family's own definition (``benchharness.encoders.pooling`` for ``hf:``, the sentence-transformers
     modules for ``st:``).
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer, max_length: int | None, device: torch.device,
                  precision: str = "fp32", backend: str = "eager", token_budget: int = TOKEN_BUDGET) -> None:
-        from encoders.backends import make_backend
-
         if device.type == "cpu":  # read by oneDNN at its first kernel, so before the first forward
             os.environ.setdefault(ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY)
         self.tokenizer, self.max_length, self.device = tokenizer, max_length, device
@@ -220,7 +215,7 @@ class TransformerEngine:
                output_hidden_states: bool = False, show_progress: bool = False, desc: str = "encode") -> np.ndarray:
         from tqdm.auto import tqdm
 
-        from benchharness.devices import autocast
+        from benchharness.core.devices import autocast
 
         def run_batch(features: Features) -> torch.Tensor:
             with autocast(self.device, self.precision):

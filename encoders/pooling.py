@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from benchharness.core.errors import InvalidInputError
+
 if TYPE_CHECKING:
     import torch
 
@@ -56,7 +58,7 @@ def pool(
     if pooling == "cls":
         pooled = getattr(outputs, "pooler_output", None)
         if pooled is None:
-            raise ValueError("pooling 'cls' needs a model with a pooler; use 'cls_before_pooler'")
+            raise InvalidInputError("pooling 'cls' needs a model with a pooler; use 'cls_before_pooler'")
         return pooled
     if pooling == "cls_before_pooler":
         return last[:, 0]
@@ -72,6 +74,6 @@ def pool(
         return masked_max(last, attention_mask)
     if pooling == "prompt":
         if mask_positions is None:
-            raise ValueError("pooling 'prompt' needs the mask token positions")
+            raise InvalidInputError("pooling 'prompt' needs the mask token positions")
         return last[torch.arange(last.shape[0], device=last.device), mask_positions]
-    raise ValueError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    raise InvalidInputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchharness.registry import register_catalogue, register_family
-from encoders import hub
-from encoders.download import download, drive_file_id
-from encoders.huggingface import HFEncoder
-from encoders.st_archive import convert, converted_max_length, model_root, unpack
+from benchharness.core.errors import MissingFileError
+from benchharness.core.specs import Catalogue, Family, Resolved
+from benchharness.encoders import hub
+from benchharness.encoders.download import download, drive_file_id
+from benchharness.encoders.huggingface import HFEncoder
+from benchharness.encoders.st_archive import convert, converted_max_length, model_root, unpack
 
 #: how a checkpoint is stored, hence loaded
 LOADERS = {
@@ -159,12 +160,12 @@ def _consert() -> list[Checkpoint]:
     return rows
 
 
-CATALOGUE: tuple[Checkpoint, ...] = (*_simcse(), *_defsent(), *_defsent_plus(), *_consert())
-PUBLISHED: dict[str, Checkpoint] = {c.name: c for c in CATALOGUE}
+CHECKPOINTS: tuple[Checkpoint, ...] = (*_simcse(), *_defsent(), *_defsent_plus(), *_consert())
+PUBLISHED: dict[str, Checkpoint] = {c.name: c for c in CHECKPOINTS}
 
 
 def catalogue() -> list[Checkpoint]:
-    return list(CATALOGUE)
+    return list(CHECKPOINTS)
 
 
 def published_spec(name: str) -> dict[str, Any] | None:
@@ -203,7 +204,7 @@ def archive_folder(url: str, cache: Path | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if not archive.is_file():
         if hub.offline():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"the archive {url} is not in the published cache ({archive}) and HF_HUB_OFFLINE is set, "
                 f"so it cannot be downloaded. Download it in a browser and save it as {archive}, or "
                 "unset HF_HUB_OFFLINE (or point BENCHHARNESS_PUBLISHED_CACHE at a cache that holds it).")
@@ -238,8 +239,16 @@ def build_archive(name: str, spec: dict[str, Any], defaults: dict[str, Any] | No
 
 def _rows() -> list[dict[str, str]]:
     return [{"name": c.name, "source": f"published: {c.reference}", "settings": json.dumps(published_spec(c.name)),
-             "description": c.description} for c in CATALOGUE]
+             "description": c.description} for c in CHECKPOINTS]
 
 
-register_family("st-archive", target="url", accepts=HFEncoder, usage="st-archive:<url>?pooling=...")(build_archive)
-register_catalogue("published", published_spec, _rows)
+def _resolve(name: str, **_: Any) -> Resolved | None:
+    spec = published_spec(name)
+    return None if spec is None else Resolved(spec)  # type: ignore[arg-type]
+
+
+#: the ``st-archive`` family (``families`` plugin) and the published checkpoints (``catalogues`` plugin),
+#: consulted after the trained recipes
+ARCHIVE_FAMILY = Family.of("st-archive", build_archive, target="url", accepts=HFEncoder,
+                           usage="st-archive:<url>?pooling=...")
+CATALOGUE = Catalogue(resolve=_resolve, rows=_rows, order=200)

@@ -8,17 +8,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchharness.registry import Defaults, EncoderSpec, register_family
-from encoders import hub
-from encoders.backends import REFERENCE, changes_outputs
-from encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
-from encoders.transformer import TransformerEncoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.encoders import hub
+from benchharness.encoders.backends import REFERENCE, changes_outputs
+from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
+from benchharness.encoders.transformer import TransformerEncoder
 
 
 class SentenceTransformerEncoder(TransformerEncoder):
-    """The model's own modules, run by ``encoders.inference`` (``backend=eager``, the default, or
+    """The model's own modules, run by ``benchharness.encoders.inference`` (``backend=eager``, the default, or
     ``compile``/``onnx``: batches of equal token length, ``batch_size`` x 64 tokens each) where the
-    model's shape allows (see ``encoders.sbert_forward``), else by ``SentenceTransformer.encode``,
+    model's shape allows (see ``benchharness.encoders.sbert_forward``), else by ``SentenceTransformer.encode``,
     which ``backend=reference`` asks for (the path the stored scores were first computed with).
 
     The identity covers the weights and every module's configuration (pooling mode, normalisation,
@@ -50,7 +51,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
         return self.model.tokenizer
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        from encoders.sbert_forward import ModuleHead, engine_unsupported
+        from benchharness.encoders.sbert_forward import ModuleHead, engine_unsupported
 
         if not sentences:
             return np.zeros((0, self.model.get_embedding_dimension()), dtype=np.float32)
@@ -60,7 +61,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
             return self.engine(first.model, first.tokenizer, first.max_seq_length).encode(
                 list(sentences), ModuleHead(self.model), show_progress=show_progress, desc=f"encode {self.name}")
         if self.precision != "fp32" or self.backend not in (REFERENCE, "eager"):
-            raise ValueError(f"{self.name}: precision={self.precision} and backend={self.backend} need the "
+            raise InvalidInputError(f"{self.name}: precision={self.precision} and backend={self.backend} need the "
                              f"inference engine, which does not run this model ({reason})")
         if self.backend != REFERENCE:
             self._engine_refusal = reason
@@ -118,7 +119,9 @@ class SentenceTransformerEncoder(TransformerEncoder):
         }
 
 
-@register_family("st", accepts=SentenceTransformerEncoder)
 def build(name: str, spec: EncoderSpec, defaults: Defaults) -> SentenceTransformerEncoder:
     allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
     return SentenceTransformerEncoder(name, **{**allowed, **spec})
+
+
+FAMILY = Family.of("st", build, accepts=SentenceTransformerEncoder)

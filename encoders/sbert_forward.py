@@ -1,4 +1,4 @@
-"""A SentenceTransformer's own modules, run on the batches of ``encoders.inference``.
+"""A SentenceTransformer's own modules, run on the batches of ``benchharness.encoders.inference``.
 
 ``SentenceTransformer.encode`` tokenizes and pads every batch of 64 sentences (sorted by
 characters) and runs its module chain. The engine instead tokenizes once and batches by exact
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from encoders.inference import Features
+    from benchharness.encoders.backends import Features
 
 #: the first module's configuration for plain text through the transformer's forward.
 TEXT_FORWARD = {"text": {"method": "forward", "method_output_name": "last_hidden_state"}}

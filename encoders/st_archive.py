@@ -32,7 +32,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from benchharness.atomic import atomic_dir, write_json
+from benchharness.core.atomic import atomic_dir, write_json
+from benchharness.core.errors import InvalidInputError
 
 #: module types of the 0.3.x transformer module (``models.BERT`` & co. are deprecated aliases)
 TRANSFORMER_TYPES = ("Transformer", "BERT", "RoBERTa", "DistilBERT", "ALBERT", "XLMRoBERTa", "CamemBERT")
@@ -47,7 +48,7 @@ MODEL_TYPES = {"BertModel": "bert", "RobertaModel": "roberta", "DistilBertModel"
                "AlbertModel": "albert", "XLMRobertaModel": "xlm-roberta", "CamembertModel": "camembert"}
 
 
-class ArchiveError(ValueError):
+class ArchiveError(InvalidInputError):
     pass
 
 

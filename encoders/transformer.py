@@ -12,17 +12,18 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
-from benchharness.devices import DeviceChoice
-from benchharness.encoder import Encoder
-from encoders.backends import DEFAULT_BACKEND, REFERENCE, check_backend
-from encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
+from benchharness.core.devices import DeviceChoice
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.backends import DEFAULT_BACKEND, REFERENCE, check_backend
+from benchharness.encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
 
 if TYPE_CHECKING:
     import torch
 
 
 class TransformerEncoder(Encoder):
-    """A transformer encoder run by ``encoders.inference`` unless ``backend=reference``.
+    """A transformer encoder run by ``benchharness.encoders.inference`` unless ``backend=reference``.
 
     Subclasses say where the tokenizer files are and which object holds the tokenizer
     (``_declared_mask_token``, ``_tokenizer_if_loaded``, ``_load_tokenizer``), and build their
@@ -42,7 +43,7 @@ class TransformerEncoder(Encoder):
         self.backend = check_backend(backend or DEFAULT_BACKEND)
         if (self.backend == REFERENCE and self.precision != "fp32"
                 and self.device.type not in self.reference_autocast):
-            raise ValueError(f"precision={self.precision} on {self.device} runs through the inference engine: "
+            raise InvalidInputError(f"precision={self.precision} on {self.device} runs through the inference engine: "
                              "add backend=eager")
         self._engine: TransformerEngine | None = None
         #: why the reference path ran although the engine was asked for (a model the engine cannot run)

@@ -1,84 +1,105 @@
-"""Task registry: every task by name, and the groups (``sts``...) that select several at once."""
+"""Tasks by name: the selection language of ``--tasks`` over every installed ``tasks`` plugin.
+
+Each task-family module here (``sts``, ``transfer``, ``qqp``, ``askubuntu``) exposes a
+:class:`~benchharness.core.task.TaskProvider`; they, and any other package's, are found through the
+plugin registry (``benchharness.core.plugins``), so this package imports none of its own modules.
+A selection is a comma list of task names, group names (``sts``, ``transfer``) and aliases
+(``STS-B``), expanded in order without repeats; unknown names fail with the close matches.
+"""
 
 from __future__ import annotations
 
 import difflib
-from typing import Callable
+from dataclasses import dataclass
 
-from benchharness.readers import STS_YEARS
-from benchharness.task import Task
-from tasks import sts
-
-FACTORIES: dict[str, Callable[[], Task]] = {
-    **{year: (lambda y=year: sts.STSYear(y)) for year in STS_YEARS},
-    "STSBenchmark": lambda: sts.stsb("test"),
-    "SICKRelatedness": lambda: sts.sick("test"),
-    "STSBenchmark-dev": lambda: sts.stsb("dev"),
-    "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),
-    "SICKRelatedness-trial": lambda: sts.sick("trial"),
-    "SICKRelatedness-mteb": sts.sick_mteb,
-}
-
-#: ``mteb:<TaskName>`` selects an mteb task, run by mteb's own evaluation through the mteb bridge
-#: (which the CLI wires in; mteb's task names are checked when the task is built)
-MTEB_PREFIX = "mteb:"
-
-GROUPS: dict[str, list[str]] = {
-    "sts": ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"],
-}
-
-#: other spellings of task names: the leaderboard's column headers and the published tables' keys
-ALIASES: dict[str, str] = {"STS-B": "STSBenchmark", "STSB": "STSBenchmark", "SICK-R": "SICKRelatedness",
-                           "SICKR": "SICKRelatedness"}
+from benchharness.core.errors import UserError
+from benchharness.core.plugins import PLUGINS
+from benchharness.core.task import Task, TaskProvider
 
 
-class UnknownTaskError(KeyError):
-    def __str__(self) -> str:
-        return str(self.args[0])
+class UnknownTaskError(UserError, KeyError):
+    """A task or group name that no installed task plugin knows."""
 
 
-def register(name: str, factory: Callable[[], Task], groups: tuple[str, ...] = ()) -> None:
-    """Add a task (used by the task-family modules)."""
-    FACTORIES[name] = factory
-    for group in groups:
-        GROUPS.setdefault(group, []).append(name)
+@dataclass(frozen=True)
+class TaskTable:
+    """Every installed task provider merged: names, groups and aliases, in the providers' order."""
+
+    providers: dict[str, TaskProvider]
+
+    @property
+    def factories(self) -> dict[str, object]:
+        return {n: f for p in self.providers.values() for n, f in p.tasks.items()}
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        merged: dict[str, list[str]] = {}
+        for provider in self.providers.values():
+            for group, names in provider.groups.items():
+                merged.setdefault(group, []).extend(n for n in names if n not in merged.get(group, []))
+        return merged
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        return {a: n for p in self.providers.values() for a, n in p.aliases.items()}
+
+    def prefixed(self, name: str) -> TaskProvider | None:
+        for provider in self.providers.values():
+            if provider.prefix and name.startswith(provider.prefix) and name[len(provider.prefix):].strip():
+                return provider
+        return None
+
+
+def catalogue() -> TaskTable:
+    providers = sorted(PLUGINS.load_all("tasks").items(), key=lambda item: item[1].order)
+    return TaskTable(dict(providers))
+
+
+def names() -> list[str]:
+    """Every task name, in the providers' order."""
+    return list(catalogue().factories)
+
+
+def groups() -> dict[str, list[str]]:
+    return catalogue().groups
 
 
 def resolve(selection: str | list[str]) -> list[str]:
     """Expand a comma list of task and group names, keeping order, failing with suggestions."""
+    cat = catalogue()
+    factories, group_table, aliases = cat.factories, cat.groups, cat.aliases
     items = selection.split(",") if isinstance(selection, str) else selection
-    names: list[str] = []
+    out: list[str] = []
     for item in (i.strip() for i in items):
         if not item:
             continue
-        item = ALIASES.get(item, ALIASES.get(item.upper(), item))
-        if item.startswith(MTEB_PREFIX) and item[len(MTEB_PREFIX):].strip():
-            expanded = [MTEB_PREFIX + item[len(MTEB_PREFIX):].strip()]
-        elif item in GROUPS:
-            expanded = GROUPS[item]
-        elif item in FACTORIES:
+        item = aliases.get(item, aliases.get(item.upper(), item))
+        if cat.prefixed(item) is not None:
+            prefix = cat.prefixed(item).prefix or ""  # type: ignore[union-attr]
+            expanded = [prefix + item[len(prefix):].strip()]
+        elif item in group_table:
+            expanded = group_table[item]
+        elif item in factories:
             expanded = [item]
         else:
-            lookup = {n.lower(): n for n in [*FACTORIES, *GROUPS]}
+            lookup = {n.lower(): n for n in [*factories, *group_table]}
             if item.lower() in lookup:
-                expanded = GROUPS.get(lookup[item.lower()], [lookup[item.lower()]])
+                expanded = group_table.get(lookup[item.lower()], [lookup[item.lower()]])
             else:
-                close = difflib.get_close_matches(item, [*FACTORIES, *GROUPS], n=5, cutoff=0.5)
+                close = difflib.get_close_matches(item, [*factories, *group_table], n=5, cutoff=0.5)
                 hint = f" Did you mean: {', '.join(close)}?" if close else ""
-                raise UnknownTaskError(
-                    f"unknown task {item!r}.{hint} Groups: {', '.join(GROUPS)}; "
-                    f"tasks: {', '.join(FACTORIES)}; any mteb task as {MTEB_PREFIX}<TaskName>"
-                )
-        names.extend(n for n in expanded if n not in names)
-    return names
+                extra = "".join(f"; {p.prefix_usage}" for p in cat.providers.values() if p.prefix_usage)
+                raise UnknownTaskError(f"unknown task {item!r}.{hint} Groups: {', '.join(group_table)}; "
+                                       f"tasks: {', '.join(factories)}{extra}")
+        out.extend(n for n in expanded if n not in out)
+    return out
 
 
 def get(name: str) -> Task:
+    """A new, unloaded task by name (or alias)."""
     resolved = resolve(name)[0]
-    if resolved.startswith(MTEB_PREFIX):  # tasks never import the bridge (it imports mteb)
-        raise UnknownTaskError(f"{resolved} is an mteb task: benchharness.mteb_bridge.task.MtebTask builds it "
-                               "(as `benchharness run` does)")
-    return FACTORIES[resolved]()
-
-# Task families register themselves on import (after ``register`` exists).
-from tasks import askubuntu, qqp, transfer  # noqa: E402,F401
+    cat = catalogue()
+    provider = cat.prefixed(resolved)
+    if provider is not None and provider.build_prefixed is not None:
+        return provider.build_prefixed(resolved)
+    return cat.factories[resolved]()  # type: ignore[operator]

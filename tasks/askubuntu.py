@@ -32,11 +32,12 @@ from typing import IO, Callable, Iterator
 
 import numpy as np
 
-from benchharness.data import DataError, DataRoot
-from benchharness.readers import undecodable_message
-from benchharness.metrics import paired_cosine
-from benchharness.ranking import means, per_query_metrics, ranked_relevance
-from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
+from benchharness.data.readers import undecodable_message
+from benchharness.scoring.metrics import paired_cosine
+from benchharness.scoring.ranking import means, per_query_metrics, ranked_relevance
 
 REFERENCE = "Lei et al. 2016 (taolei87/askubuntu); useb/TSDAE (Wang et al. 2021); mteb AskUbuntuDupQuestions"
 TEXTS = ("askubuntu/text_tokenized.txt.gz", "askubuntu/text_tokenized.txt")
@@ -109,7 +110,7 @@ class AskUbuntu(Task):
     def __init__(self, variant: str = "useb") -> None:
         super().__init__()
         if variant not in ("useb", "mteb"):
-            raise ValueError(f"unknown AskUbuntu variant {variant!r}")
+            raise InvalidInputError(f"unknown AskUbuntu variant {variant!r}")
         self.variant = variant
         useb = variant == "useb"
         self.metadata = TaskMetadata(
@@ -164,11 +165,5 @@ class AskUbuntu(Task):
         return Evaluation(metrics, per_query, "ranking")
 
 
-def _register() -> None:
-    import tasks
-
-    tasks.register("AskUbuntu", lambda: AskUbuntu("useb"), ("askubuntu",))
-    tasks.register("AskUbuntu-mteb", lambda: AskUbuntu("mteb"), ())
-
-
-_register()
+TASKS = TaskProvider(tasks={"AskUbuntu": lambda: AskUbuntu("useb"), "AskUbuntu-mteb": lambda: AskUbuntu("mteb")},
+                     groups={"askubuntu": ["AskUbuntu"]}, order=40)

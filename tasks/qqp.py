@@ -21,7 +21,7 @@ PROTOCOLS.md leaves three points open; the choices, recorded in every result:
 Search: embeddings are L2-normalised (cosine; a zero vector stays zero) and searched exactly with
 a faiss ``IndexFlatIP`` in query blocks, so memory holds the corpus, one block of queries and their
 top-k lists, never a query x corpus score matrix. Each top list is re-sorted by (score desc,
-corpus order) so that ties follow the shared rule of ``benchharness.ranking``.
+corpus order) so that ties follow the shared rule of ``benchharness.scoring.ranking``.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchharness.data import DataError, DataRoot
-from benchharness.readers import undecodable_message
-from benchharness.ranking import average_precision, reciprocal_rank
-from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
+from benchharness.data.readers import undecodable_message
+from benchharness.scoring.ranking import average_precision, reciprocal_rank
 
 REL = "qqp/quora_duplicate_questions.tsv"
 HEADER = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
@@ -155,10 +155,4 @@ class QQP(Task):
         return Evaluation(metrics, items, "ranking")
 
 
-def _register() -> None:
-    import tasks
-
-    tasks.register("QQP", QQP, ("qqp",))
-
-
-_register()
+TASKS = TaskProvider(tasks={"QQP": QQP}, groups={"qqp": ["QQP"]}, order=30)

@@ -37,8 +37,10 @@ import numpy as np
 import torch
 from sklearn.model_selection import StratifiedKFold
 
-from benchharness.devices import pick_device
-from tasks.senteval_config import L2_GRID, VALIDATION_SPLIT, ClassifierConfig
+from benchharness.core.devices import pick_device
+from benchharness.core.errors import InvalidInputError
+from benchharness.tasks.senteval_config import L2_GRID, VALIDATION_SPLIT, ClassifierConfig
+
 
 @dataclass
 class Fit:
@@ -92,7 +94,7 @@ class BatchedLogReg:
         self.onehot = torch.nn.functional.one_hot(self.y, nclasses).to(dtype)
         self.dim = X.shape[1]
         if config.optim not in ("adam", "rmsprop"):
-            raise ValueError(f"optimizer {config.optim!r}: SentEval configs use adam or rmsprop")
+            raise InvalidInputError(f"optimizer {config.optim!r}: SentEval configs use adam or rmsprop")
 
     def initial_parameters(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``nn.Linear(d, C)`` as SentEval builds it right after ``torch.manual_seed(seed)``."""
@@ -108,7 +110,7 @@ class BatchedLogReg:
         cfg = self.config
         G, K, C, d = len(fits), len(l2[0]), self.nclasses, self.dim
         if any(len(row) != K for row in l2) or len(l2) != G:
-            raise ValueError("l2 must be a G x K list, one row per fit")
+            raise InvalidInputError("l2 must be a G x K list, one row per fit")
         KC = K * C
         dev, dt = self.device, self.dtype
         w0, b0 = self.initial_parameters()

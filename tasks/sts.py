@@ -32,11 +32,21 @@ from abc import abstractmethod
 
 import numpy as np
 
-from benchharness.data import DataError, DataRoot
-from benchharness.metrics import correlations, paired_cosine
-from benchharness.readers import (SICK_COLUMNS, STS_YEARS, STSB_COLUMNS, raw_text, read_scored_tsv, read_sts_pairs,
-                                  senteval_text, sick_file, stsb_file, sts_year_file)
-from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
+from benchharness.data.readers import (
+    SICK_COLUMNS,
+    STS_YEARS,
+    STSB_COLUMNS,
+    raw_text,
+    read_scored_tsv,
+    read_sts_pairs,
+    senteval_text,
+    sick_file,
+    sts_year_file,
+    stsb_file,
+)
+from benchharness.scoring.metrics import correlations, paired_cosine
 
 PROTOCOL = "senteval-unsup-cosine"
 #: scored pairs per year, from the task papers (and PROTOCOLS.md)
@@ -215,3 +225,21 @@ def sick_mteb() -> CsvPairTask:
     meta = _pair_meta("SICKRelatedness-mteb", "SICK relatedness, train+trial+test pairs as mteb's SICK-R, "
                       "unsupervised cosine", "train+trial+test", 9927, ())
     return CsvPairTask(meta, tuple(sick_file(s) for s in SICK_MTEB_SPLITS), SICK_COLUMNS, header=True)
+
+
+TASKS = TaskProvider(
+    tasks={
+        **{year: (lambda y=year: STSYear(y)) for year in STS_YEARS},
+        "STSBenchmark": lambda: stsb("test"),
+        "SICKRelatedness": lambda: sick("test"),
+        "STSBenchmark-dev": lambda: stsb("dev"),
+        "STSBenchmark-raw": lambda: stsb("test", raw=True),
+        "SICKRelatedness-trial": lambda: sick("trial"),
+        "SICKRelatedness-mteb": sick_mteb,
+    },
+    groups={"sts": ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]},
+    # the leaderboard's column headers and the published tables' keys
+    aliases={"STS-B": "STSBenchmark", "STSB": "STSBenchmark", "SICK-R": "SICKRelatedness",
+             "SICKR": "SICKRelatedness"},
+    order=10,
+)

@@ -30,10 +30,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from benchharness.data import DataError, DataRoot
-from benchharness.readers import undecodable_message
-from benchharness.task import Embed, Evaluation, Metrics, Task, TaskMetadata
-from tasks.senteval_config import CONFIGS, ClassifierConfig
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
+from benchharness.data.readers import undecodable_message
+from benchharness.tasks.senteval_config import CONFIGS, ClassifierConfig
 
 REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"
 TREC_LABELS = {"ABBR": 0, "DESC": 1, "ENTY": 2, "HUM": 3, "LOC": 4, "NUM": 5}
@@ -160,7 +160,7 @@ class BinaryTask(TransferTask):
         return np.asarray(self.labels)
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
-        from tasks.senteval_classifier import inner_kfold  # torch and scikit-learn: only to classify
+        from benchharness.tasks.senteval_classifier import inner_kfold  # torch and scikit-learn: only to classify
 
         out = inner_kfold(embed(self.texts), self.labels, 2, self.config, seed)
         return {**out, "ndev": len(self.texts), "ntest": len(self.texts)}
@@ -185,7 +185,7 @@ class SST2(TransferTask):
         return np.asarray(self.splits["test"][1])
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
-        from tasks.senteval_classifier import split_select
+        from benchharness.tasks.senteval_classifier import split_select
 
         (tr, ytr), (dv, ydv), (te, yte) = (self.splits[s] for s in ("train", "dev", "test"))
         out = split_select(embed(tr), ytr, embed(dv), ydv, embed(te), yte, 2, self.config, seed)
@@ -212,7 +212,7 @@ class TREC(TransferTask):
         return np.asarray(self.test[1])
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
-        from tasks.senteval_classifier import kfold_then_test
+        from benchharness.tasks.senteval_classifier import kfold_then_test
 
         out = kfold_then_test(embed(self.train[0]), self.train[1], embed(self.test[0]), self.test[1], 6,
                               self.config, seed)
@@ -250,7 +250,7 @@ class MRPC(TransferTask):
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
         from sklearn.metrics import f1_score
 
-        from tasks.senteval_classifier import kfold_then_test
+        from benchharness.tasks.senteval_classifier import kfold_then_test
 
         ytr, yte = self.pairs["train"][2], self.pairs["test"][2]
         out = kfold_then_test(self._features(embed, "train"), ytr, self._features(embed, "test"), yte, 2,
@@ -281,11 +281,13 @@ def factories() -> dict[str, tuple[Callable[[], Task], tuple[str, ...]]]:
     return out
 
 
-def _register() -> None:
-    import tasks
+def _provider() -> TaskProvider:
+    table = factories()
+    groups: dict[str, list[str]] = {}
+    for name, (_, names) in table.items():
+        for group in names:
+            groups.setdefault(group, []).append(name)
+    return TaskProvider(tasks={name: factory for name, (factory, _) in table.items()}, groups=groups, order=20)
 
-    for name, (factory, groups) in factories().items():
-        tasks.register(name, factory, groups)
 
-
-_register()
+TASKS = _provider()

@@ -63,7 +63,7 @@ def tiny_bert(tmp_path_factory) -> Path:
 def project(tmp_path, monkeypatch, data_dir):
     """A fresh project folder as the working directory: its own benchharness.toml (cache inside
     it, results in ./results), the shared data root, and the config cache cleared around it."""
-    from benchharness import config as config_mod
+    from benchharness.core import settings as config_mod
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
@@ -71,3 +71,19 @@ def project(tmp_path, monkeypatch, data_dir):
     config_mod.load_config.cache_clear()
     yield tmp_path
     config_mod.load_config.cache_clear()
+
+
+@pytest.fixture
+def register_plugin():
+    """``register_plugin(kind, name, plugin)`` adds a plugin for one test, removed afterwards."""
+    from benchharness.core.plugins import PLUGINS
+
+    added: list[tuple[str, str]] = []
+
+    def add(kind: str, name: str, plugin: object) -> None:
+        PLUGINS.register(kind, name, plugin)
+        added.append((kind, name))
+
+    yield add
+    for kind, name in added:
+        PLUGINS.unregister(kind, name)

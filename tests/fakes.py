@@ -6,8 +6,8 @@ import hashlib
 
 import numpy as np
 
-from benchharness.encoder import Encoder
-from benchharness.task import Task, TaskMetadata
+from benchharness.core.encoder import Encoder
+from benchharness.core.task import Task, TaskMetadata
 
 
 class HashEncoder(Encoder):

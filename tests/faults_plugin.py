@@ -3,7 +3,7 @@
 Run as ``python tests/faults_plugin.py <cli args>`` (with the checkout on ``PYTHONPATH``). It
 registers the family ``faults-hash`` (``faults-hash:<dim>``: ``tests.fakes.HashEncoder``'s
 vectors, a pure function of each sentence, so any two runs agree row for row) through the
-registry's ``register_family`` decorator, then hands over to ``benchharness.cli.main``.
+plugin registry (``PLUGINS.register``), then hands over to ``benchharness.cli.main``.
 
 Faults are switched on by environment variables, so the same command, rerun without them, is the
 clean resume:
@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakes import HashEncoder  # noqa: E402
 
-from benchharness import results  # noqa: E402
-from benchharness.registry import Defaults, EncoderSpec, register_family  # noqa: E402
+from benchharness.core import results  # noqa: E402
+from benchharness.core.plugins import PLUGINS  # noqa: E402
+from benchharness.core.specs import Defaults, EncoderSpec, Family  # noqa: E402
 
 
 class SlowHashEncoder(HashEncoder):
@@ -44,14 +45,13 @@ class SlowHashEncoder(HashEncoder):
         return {"family": "faults-hash", "dim": self.dim}
 
 
-@register_family("faults-hash", target="dim")
 def build(name: str, spec: EncoderSpec, defaults: Defaults) -> SlowHashEncoder:
     return SlowHashEncoder(name, dim=int(spec["dim"]))  # type: ignore[typeddict-item]
 
 
 def _hang_at_save(k: int, marker: Path) -> None:
     """Replace the result writer: the k-th file stops half-written in its temporary sibling."""
-    from benchharness.atomic import atomic_file
+    from benchharness.core.atomic import atomic_file
 
     original = results.write_json
     count = 0
@@ -77,5 +77,7 @@ if __name__ == "__main__":
     if os.environ.get("FAULTS_HANG_AT_SAVE"):
         _hang_at_save(int(os.environ["FAULTS_HANG_AT_SAVE"]), Path(os.environ["FAULTS_HANG_MARKER"]))
     from benchharness.cli import main
+
+    PLUGINS.register("families", "faults-hash", Family.of("faults-hash", build, target="dim"))
 
     sys.exit(main())

@@ -180,7 +180,7 @@ def run_project_steps(method: torch.nn.Module, examples: list[Any], base: Path, 
                       **config: Any) -> list[Observed]:
     """Train ``method`` for ``steps`` steps with the project's loop (one batch = all ``examples``)
     and return each step's batch and the torch RNG state at the start of its forward pass."""
-    from encoders.methods.training import TrainConfig, train  # the loop under test (training.py today)
+    from benchharness.encoders.methods.training import TrainConfig, train  # the loop under test (training.py today)
 
     seen: list[Observed] = []
     def observe(module: torch.nn.Module, args: tuple[Any, ...]) -> None:

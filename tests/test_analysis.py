@@ -1,4 +1,4 @@
-"""Embedding-space analysis (``benchharness.analysis``) on cases worked by hand and brute force."""
+"""Embedding-space analysis (``benchharness.reporting.analysis``) on cases worked by hand and brute force."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 
-from benchharness import analysis
+from benchharness.reporting import analysis
 from tests.conftest import SHARED
 
 

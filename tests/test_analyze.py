@@ -5,10 +5,8 @@ import json
 import numpy as np
 
 from benchharness.cli import main
-from benchharness.data import DataRoot
-from benchharness.readers import STSB_COLUMNS, read_scored_tsv, senteval_text, stsb_file
-
-
+from benchharness.core.data_root import DataRoot
+from benchharness.data.readers import STSB_COLUMNS, read_scored_tsv, senteval_text, stsb_file
 
 
 def test_analyze_glove_writes_json_and_png(project, data_dir, capsys):

@@ -13,8 +13,8 @@ import shutil
 import numpy as np
 import pytest
 
-from benchharness.data import DataError, DataRoot
-from tasks.askubuntu import AskUbuntu, Query, read_annotations
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.tasks.askubuntu import AskUbuntu, Query, read_annotations
 from tests.conftest import DATA, needs_data
 
 pytestmark = needs_data("askubuntu/dev.txt", "askubuntu/test.txt")

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchharness.cache import DB_NAME, MAX_SMALL_CHUNKS, CachingEncoder, EmbeddingCache
-from benchharness.encoder import Encoder
+from benchharness.core.encoder import Encoder
+from benchharness.evaluation.cache import DB_NAME, MAX_SMALL_CHUNKS, CachingEncoder, EmbeddingCache
 
 HERE = Path(__file__).resolve().parent
 DIM = 8
@@ -218,7 +218,7 @@ def test_damaged_old_shard_is_quarantined_by_name(tmp_path, how):
 RUNNER = """
 import json, sys
 sys.path[:0] = [{root!r}, {tests!r}]
-from benchharness.cache import CachingEncoder, EmbeddingCache
+from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 from test_cache import FakeEncoder, sentences
 inner = FakeEncoder(sleep={sleep}, log={log!r})
 wrapped = CachingEncoder(inner, EmbeddingCache({cache!r}), chunk_size={chunk})
@@ -346,7 +346,7 @@ def test_a_cache_of_another_format_is_refused_not_quarantined(tmp_path):
 def test_chunks_give_the_batches_of_one_length_sorted_call(tmp_path):
     """The HF encoder batches each call with ``length_sorted_batches``; chunking the missing
     sentences must not change its batches when the batch size divides the chunk size."""
-    from benchharness.encoder import length_sorted_batches
+    from benchharness.core.encoder import length_sorted_batches
 
     class Batching(FakeEncoder):
         def __init__(self) -> None:

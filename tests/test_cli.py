@@ -2,10 +2,7 @@
 
 import json
 
-
 from benchharness.cli import main
-
-
 
 
 def test_run_then_leaderboard(project, capsys):

@@ -2,20 +2,27 @@
 
 import numpy as np
 import pytest
+from fakes import HashEncoder
 from scipy.stats import spearmanr
 
-import tasks
+from benchharness import tasks
 from benchharness.cli import main
-from benchharness.compare import compare
-from benchharness.confidence import paired
-from benchharness.data import DataRoot
-from benchharness.items import MissingItemsError
-from benchharness.results import ResultStore
-from benchharness.runner import run
-from benchharness.stats import average_paired, derive_seed, holm, mcnemar, paired_accuracy, paired_spearman, \
-    steiger_spearman
-from benchharness.task import Evaluation
-from fakes import HashEncoder
+from benchharness.core.data_root import DataRoot
+from benchharness.core.items import MissingItemsError
+from benchharness.core.results import ResultStore
+from benchharness.core.task import Evaluation
+from benchharness.evaluation.runner import run
+from benchharness.reporting.compare import compare
+from benchharness.scoring.confidence import paired
+from benchharness.scoring.stats import (
+    average_paired,
+    derive_seed,
+    holm,
+    mcnemar,
+    paired_accuracy,
+    paired_spearman,
+    steiger_spearman,
+)
 
 TASKS = ["STS12", "STSBenchmark"]
 

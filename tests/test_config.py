@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchharness import config as config_mod
+from benchharness.core import settings as config_mod
 
 
 @pytest.fixture

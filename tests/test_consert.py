@@ -9,9 +9,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from encoders.methods.consert import ConSERT, ViewAugmenter, disable_dropout, nt_xent, nt_xent_directions
-from encoders.methods.data import NLIPair
-from encoders.methods.training import TrainConfig, load_base, train
+from benchharness.encoders.methods.consert.model import (
+    ConSERT,
+    ViewAugmenter,
+    disable_dropout,
+    nt_xent,
+    nt_xent_directions,
+)
+from benchharness.encoders.methods.train_data import NLIPair
+from benchharness.encoders.methods.training import TrainConfig, load_base, train
 
 SENTENCES = [
     "a man is playing a guitar on the street .",

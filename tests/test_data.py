@@ -5,9 +5,9 @@ import gzip
 import numpy as np
 import pytest
 
-import tasks
-from benchharness.data import CHECKSUMS, DataError, DataRoot, file_sha256
-from encoders.glove import WordVectorAverage, read_word_vectors
+from benchharness import tasks
+from benchharness.core.data_root import CHECKSUMS, DataError, DataRoot, file_sha256
+from benchharness.encoders.glove import WordVectorAverage, read_word_vectors
 
 
 def test_missing_file_says_how_to_get_it(tmp_path):

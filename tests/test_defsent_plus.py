@@ -11,13 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from conftest import make_tiny_bert
-from encoders.methods import defsent_plus
-from encoders.methods.commands import defsent_plus as defsent_plus_command
-from encoders.methods.dictionary import Dictionary
-from encoders.methods.entry_space import entry_embeddings, ica_transform, plot_entry_space, project_2d
-from encoders.methods.training import TrainConfig, load_base, make_optimizer, seed_everything, train
+
+from benchharness.encoders.methods.defsent_plus import command as defsent_plus_command
+from benchharness.encoders.methods.defsent_plus import model as defsent_plus
+from benchharness.encoders.methods.defsent_plus.dictionary import Dictionary
+from benchharness.encoders.methods.defsent_plus.entry_space import (
+    entry_embeddings,
+    ica_transform,
+    plot_entry_space,
+    project_2d,
+)
+from benchharness.encoders.methods.training import TrainConfig, load_base, make_optimizer, seed_everything, train
 
 TOY = [("revitalize", "give new life or vigor to"), ("revitalize", "imbue something with new life and vitality"),
        ("giraffe", "a long-necked african animal"), ("vulture", "a large bird of prey that feeds on dead animals"),

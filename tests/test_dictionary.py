@@ -6,10 +6,20 @@ from __future__ import annotations
 import statistics as stats
 
 import pytest
-
 from conftest import DATA, needs_data
-from encoders.methods.dictionary import (Dictionary, format_statistics, load_sources, merge, normalize_entry,
-                                         read_entry_definition_file, read_oxford, read_wordnet, statistics, subsample)
+
+from benchharness.encoders.methods.defsent_plus.dictionary import (
+    Dictionary,
+    format_statistics,
+    load_sources,
+    merge,
+    normalize_entry,
+    read_entry_definition_file,
+    read_oxford,
+    read_wordnet,
+    statistics,
+    subsample,
+)
 
 
 def test_normalize_entry():

@@ -6,9 +6,9 @@ import random
 from collections import Counter
 
 import pytest
-
 from conftest import needs_data
-from encoders.methods.eda import Augmenter, random_deletion, random_swap, synonym_replacement
+
+from benchharness.encoders.methods.paser.eda import Augmenter, random_deletion, random_swap, synonym_replacement
 
 STOP = frozenset({"the", "a", "is"})
 LEXICON = {"car": ("automobile",), "red": ("crimson red",), "fast": ("quick",)}
@@ -66,7 +66,7 @@ def test_seeded_augmentation_is_reproducible():
 
 @needs_data("nltk_data/corpora/wordnet")
 def test_wordnet_synonyms_match_nltk(data_dir):
-    from encoders.methods.eda import _wordnet, synonyms
+    from benchharness.encoders.methods.paser.eda import _wordnet, synonyms
 
     wn = _wordnet(str(data_dir))
     expected = set()

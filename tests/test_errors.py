@@ -12,15 +12,15 @@ import urllib.request
 
 import numpy as np
 import pytest
-
-import tasks
-from benchharness import config as config_mod
-from benchharness.cli import main
-from benchharness.data import DataRoot
-from benchharness.registry import FAMILIES, Family
-from benchharness.results import SLUG_MAX, ResultMismatchError, ResultStore, read_result, slug
-from benchharness.runner import run
 from fakes import HashEncoder
+
+from benchharness import tasks
+from benchharness.cli import main
+from benchharness.core import settings as config_mod
+from benchharness.core.data_root import DataRoot
+from benchharness.core.results import SLUG_MAX, ResultMismatchError, ResultStore, read_result, slug
+from benchharness.core.specs import Family
+from benchharness.evaluation.runner import run
 
 TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
 
@@ -69,11 +69,11 @@ def test_non_finite_vectors_fail_every_task_and_nothing_is_stored(data_dir, tmp_
     assert not list(tmp_path.rglob("*.json"))
 
 
-def test_non_finite_vectors_exit_1_through_the_cli(project, monkeypatch, capsys):
+def test_non_finite_vectors_exit_1_through_the_cli(project, register_plugin, capsys):
     def build(name, spec, defaults):
         return MaskedEncoder("dog", np.nan, name)
 
-    monkeypatch.setitem(FAMILIES, "nanfake", Family("nanfake", build, "model", "nanfake:<x>", ()))
+    register_plugin("families", "nanfake", Family("nanfake", build, "model", "nanfake:<x>", ()))
     assert main(["run", "--encoders", "nanfake:x", "--tasks", TASK, "--quiet", "--no-cache"]) == 1
     out = capsys.readouterr().out
     assert "non-finite vectors" in out and "nanfake:x" in out
@@ -164,7 +164,7 @@ def test_too_few_examples_fail_before_the_model(tmp_path, sentences_file, capsys
 
 
 def test_train_config_refuses_zero_steps_and_limits(tmp_path):
-    from encoders.methods.config import TrainConfig
+    from benchharness.encoders.methods.train_config import TrainConfig
 
     for key, value in (("max_steps", 0), ("limit", 0), ("eval_every", -5), ("lr", -1.0), ("seed", -1),
                        ("optimizer", "adam")):

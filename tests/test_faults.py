@@ -34,7 +34,7 @@ from tests.fakes import HashEncoder
 STSB = "senteval/STS/STSBenchmark/sts-test.csv"
 PLUGIN = ROOT / "tests" / "faults_plugin.py"
 ENCODER = "faults-hash:8"
-CHUNK = 2048  # benchharness.cache.ENCODE_CHUNK: a killed run keeps every chunk it committed
+CHUNK = 2048  # benchharness.evaluation.cache.ENCODE_CHUNK: a killed run keeps every chunk it committed
 
 pytestmark = needs_data(STSB)
 
@@ -179,7 +179,7 @@ def test_kill_during_encoding_then_rerun_encodes_only_the_uncommitted_rest(tmp_p
 def test_kill_while_writing_a_result_then_rerun_reuses_the_written_one(tmp_path):
     """SIGKILL with the second result half-written: the first stays whole and is reused, the
     second is computed by the rerun, and the half-written file is never read as a result."""
-    from benchharness.results import ResultStore
+    from benchharness.core.results import ResultStore
 
     project = make_project(tmp_path / "p")
     marker = tmp_path / "hanging"

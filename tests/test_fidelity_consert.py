@@ -25,10 +25,26 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fidelity import (
+    APART,
+    TOL,
+    AdamW,
+    clip_,
+    configured_step,
+    cross_entropy,
+    detached,
+    grads,
+    linear_lr,
+    load_tiny,
+    masked_mean,
+    max_abs_diff,
+    reached,
+    reference_params,
+    run_project_steps,
+    trainable,
+)
 
-from encoders.methods.consert import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
-from fidelity import (APART, TOL, AdamW, clip_, configured_step, cross_entropy, detached, grads, linear_lr, load_tiny,
-                      masked_mean, max_abs_diff, reached, reference_params, run_project_steps, trainable)
+from benchharness.encoders.methods.consert.model import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
 
 SENTENCES = ["a man is playing a guitar on stage .", "the cat sat on the mat", "stocks fell sharply on monday",
              "two kids ride their bikes down a steep hill", "rain is expected"]

@@ -19,13 +19,29 @@ import json
 
 import pytest
 import torch
+from fidelity import (
+    APART,
+    TOL,
+    AdamW,
+    clip_,
+    configured_step,
+    cross_entropy,
+    detached,
+    grads,
+    linear_lr,
+    load_tiny,
+    masked_mean,
+    max_abs_diff,
+    reached,
+    reference_params,
+    run_project_steps,
+    trainable,
+)
 
-from encoders.methods import defsent_plus
-from encoders.methods.commands import defsent_plus as defsent_plus_command
-from encoders.methods.dictionary import Dictionary
-from encoders.methods.entry_space import entry_embeddings
-from fidelity import (APART, TOL, AdamW, clip_, configured_step, cross_entropy, detached, grads, linear_lr, load_tiny,
-                      masked_mean, max_abs_diff, reached, reference_params, run_project_steps, trainable)
+from benchharness.encoders.methods.defsent_plus import command as defsent_plus_command
+from benchharness.encoders.methods.defsent_plus import model as defsent_plus
+from benchharness.encoders.methods.defsent_plus.dictionary import Dictionary
+from benchharness.encoders.methods.defsent_plus.entry_space import entry_embeddings
 
 TOY = [("revitalize", "give new life or vigor to"), ("revitalize", "imbue something with new life and vitality"),
        ("giraffe", "a long-necked african animal"), ("vulture", "a large bird of prey that feeds on dead animals"),

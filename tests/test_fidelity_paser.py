@@ -33,12 +33,27 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
-
 from conftest import DATA
-from encoders.methods.paser import PRESETS, PaSeR, mlm_mask
-from encoders.methods.rake import rake
-from fidelity import (APART, TOL, AdamW, clip_, configured_step, cross_entropy, detached, grads, linear_lr, load_tiny,
-                      max_abs_diff, reached, reference_params, run_project_steps, trainable)
+from fidelity import (
+    APART,
+    TOL,
+    AdamW,
+    clip_,
+    configured_step,
+    cross_entropy,
+    detached,
+    grads,
+    linear_lr,
+    load_tiny,
+    max_abs_diff,
+    reached,
+    reference_params,
+    run_project_steps,
+    trainable,
+)
+
+from benchharness.encoders.methods.paser.model import PRESETS, PaSeR, mlm_mask
+from benchharness.encoders.methods.paser.rake import rake
 
 SENTENCES = ["the quick brown fox jumps over the lazy dog", "a young girl plays soccer in the park",
              "stock markets fell sharply after the announcement", "two men are cooking dinner together"]

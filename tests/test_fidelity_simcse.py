@@ -18,10 +18,25 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fidelity import (
+    APART,
+    TOL,
+    AdamW,
+    clip_,
+    configured_step,
+    cross_entropy,
+    detached,
+    grads,
+    linear_lr,
+    load_tiny,
+    max_abs_diff,
+    reached,
+    reference_params,
+    run_project_steps,
+    trainable,
+)
 
-from encoders.methods.simcse import PRESETS, SimCSE
-from fidelity import (APART, TOL, AdamW, clip_, configured_step, cross_entropy, detached, grads, linear_lr, load_tiny,
-                      max_abs_diff, reached, reference_params, run_project_steps, trainable)
+from benchharness.encoders.methods.simcse.model import PRESETS, SimCSE
 
 SENTENCES = ["a man is playing a guitar .", "the cat sat on the warm mat", "stocks fell sharply on monday",
              "two kids ride bikes down a hill", "rain is expected tomorrow"]

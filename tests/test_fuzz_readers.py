@@ -6,7 +6,7 @@ drawn from odd unicode (line and paragraph separators, BOMs, quotes, control cha
 and non-numbers (``nan``, ``1e999``, ``x``), blank lines and missing columns, mixed with lines
 that follow the format, then sometimes bytes that are not utf-8 (latin-1 letters, a lone
 continuation byte, an encoded surrogate); compressed readers also get truncated streams. The
-error types are the project's: ``benchharness.data.DataError`` for the task readers, ValueError
+error types are the project's: ``benchharness.core.data_root.DataError`` for the task readers, ValueError
 as documented for the GloVe and dictionary readers (the CLI reports both as user errors). Any
 other exception, or an error that does not say ``<file>:<line>``, fails the test.
 """
@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchharness.data import DataError
-from benchharness.readers import SICK_COLUMNS, STSB_COLUMNS, read_scored_tsv, read_sts_pairs
+from benchharness.core.data_root import DataError
+from benchharness.data.readers import SICK_COLUMNS, STSB_COLUMNS, read_scored_tsv, read_sts_pairs
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -136,7 +136,7 @@ def test_sick_txt(data: bytes) -> None:
 @SETTINGS
 @given(data=content(SENTENCE))
 def test_binary_classification_files(data: bytes) -> None:
-    from tasks.transfer import read_binary_file
+    from benchharness.tasks.transfer import read_binary_file
 
     out = check(read_binary_file, {"rt-polarity.pos": data})
     assert out is not None and len(out) == len(data.decode("latin-1").splitlines())  # latin-1 decodes any byte
@@ -145,7 +145,7 @@ def test_binary_classification_files(data: bytes) -> None:
 @SETTINGS
 @given(data=content(st.tuples(SENTENCE, st.sampled_from(["0", "1", "2"])).map("\t".join)))
 def test_sst_files(data: bytes) -> None:
-    from tasks.transfer import read_sst
+    from benchharness.tasks.transfer import read_sst
 
     out = check(read_sst, {"sentiment-test": data})
     if out is not None:
@@ -159,7 +159,7 @@ TREC_LINE = st.tuples(st.sampled_from(["DESC", "HUM", "NUM", "XYZ", ""]), st.sam
 @SETTINGS
 @given(data=content(TREC_LINE))
 def test_trec_files(data: bytes) -> None:
-    from tasks.transfer import read_trec
+    from benchharness.tasks.transfer import read_trec
 
     out = check(read_trec, {"TREC_10.label": data})
     if out is not None:
@@ -172,7 +172,7 @@ MRPC_LINE = st.tuples(st.sampled_from(["0", "1", "x"]), st.just("1"), st.just("2
 @SETTINGS
 @given(data=content(MRPC_LINE, header="\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String"))
 def test_mrpc_files(data: bytes) -> None:
-    from tasks.transfer import read_mrpc
+    from benchharness.tasks.transfer import read_mrpc
 
     out = check(read_mrpc, {"msr_paraphrase_test.txt": data})
     if out is not None:
@@ -196,7 +196,7 @@ def annotation_line(draw: Any) -> str:
 @SETTINGS
 @given(data=content(annotation_line()))
 def test_askubuntu_annotations(data: bytes) -> None:
-    from tasks.askubuntu import read_annotations
+    from benchharness.tasks.askubuntu import read_annotations
 
     out = check(read_annotations, {"test.txt": data})
     if out is not None:
@@ -209,7 +209,7 @@ TEXT_LINE = st.tuples(st.sampled_from(["1", "2", " ", "x"]), SENTENCE, SENTENCE)
 @SETTINGS
 @given(data=content(TEXT_LINE))
 def test_askubuntu_texts(data: bytes) -> None:
-    from tasks.askubuntu import read_texts
+    from benchharness.tasks.askubuntu import read_texts
 
     check(lambda p: read_texts(p, set()), {"text_tokenized.txt": data})
 
@@ -217,7 +217,7 @@ def test_askubuntu_texts(data: bytes) -> None:
 @SETTINGS
 @given(data=compressed(content(TEXT_LINE)))
 def test_askubuntu_texts_compressed(data: bytes) -> None:
-    from tasks.askubuntu import read_texts
+    from benchharness.tasks.askubuntu import read_texts
 
     check(lambda p: read_texts(p, set()), {"text_tokenized.txt.gz": data})
 
@@ -233,7 +233,7 @@ QQP_LINE = st.tuples(st.integers(0, 9).map(str), st.just("1"), st.just("2"),
 @SETTINGS
 @given(data=content(QQP_LINE, header="id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate"))
 def test_qqp_pairs(data: bytes) -> None:
-    from tasks.qqp import read_pairs
+    from benchharness.tasks.qqp import read_pairs
 
     out = check(read_pairs, {"quora_duplicate_questions.tsv": data})
     if out is not None:
@@ -250,7 +250,7 @@ VECTOR_LINE = st.tuples(WORD, st.lists(st.one_of(st.floats(-2, 2).map(str), st.s
 @SETTINGS
 @given(data=content(VECTOR_LINE))
 def test_glove_text(data: bytes) -> None:
-    from encoders.glove import read_word_vectors
+    from benchharness.encoders.glove import read_word_vectors
 
     out = check(read_word_vectors, {"vectors.txt": data}, (ValueError,))
     if out is not None:
@@ -261,7 +261,7 @@ def test_glove_text(data: bytes) -> None:
 @SETTINGS
 @given(data=compressed(content(VECTOR_LINE)))
 def test_glove_compressed(data: bytes) -> None:
-    from encoders.glove import read_word_vectors
+    from benchharness.encoders.glove import read_word_vectors
 
     check(read_word_vectors, {"vectors.txt.gz": data}, (ValueError,))
 
@@ -272,7 +272,7 @@ def test_glove_compressed(data: bytes) -> None:
 @SETTINGS
 @given(data=content(st.tuples(WORD, SENTENCE, SENTENCE).map("\t".join)))
 def test_oxford_split(data: bytes) -> None:
-    from encoders.methods.dictionary import read_oxford
+    from benchharness.encoders.methods.defsent_plus.dictionary import read_oxford
 
     out = check(read_oxford, {"test.txt": data}, (ValueError,))
     if out is not None:
@@ -282,7 +282,7 @@ def test_oxford_split(data: bytes) -> None:
 @SETTINGS
 @given(data=content(st.tuples(WORD, SENTENCE).map("\t".join)))
 def test_entry_definition_file(data: bytes) -> None:
-    from encoders.methods.dictionary import read_entry_definition_file
+    from benchharness.encoders.methods.defsent_plus.dictionary import read_entry_definition_file
 
     out = check(read_entry_definition_file, {"my-dictionary.tsv": data}, (ValueError,))
     if out is not None:
@@ -295,8 +295,8 @@ def test_entry_definition_file(data: bytes) -> None:
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
 def test_undecodable_byte_is_reported_at_its_line(tmp_path: Path, eol: str) -> None:
     """The line number is right even when the bad byte lies far beyond the decoder's first block."""
-    from encoders.glove import read_word_vectors
-    from tasks.qqp import read_pairs
+    from benchharness.encoders.glove import read_word_vectors
+    from benchharness.tasks.qqp import read_pairs
 
     good = [f"w{i} 0.1 0.2" for i in range(5000)]
     glove = tmp_path / "v.txt"

@@ -8,14 +8,14 @@ import os
 import numpy as np
 import pytest
 import torch
+from conftest import MINILM_L3
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 
-import encoders.inference as inference
-from conftest import MINILM_L3
-from encoders.huggingface import HFEncoder
-from encoders.inference import Tokens, encode_tokens, has_native_bf16, token_batches, tokenize
-from encoders.sbert import SentenceTransformerEncoder
+import benchharness.encoders.inference as inference
+from benchharness.encoders.huggingface import HFEncoder
+from benchharness.encoders.inference import Tokens, encode_tokens, has_native_bf16, token_batches, tokenize
+from benchharness.encoders.sbert import SentenceTransformerEncoder
 
 SENTENCES = ["a man is playing a guitar .", "hello", "the cat sat on the mat and looked very happy .",
              "two dogs run", "hello", "A woman is slicing an onion.", "a man is playing a flute .",
@@ -81,8 +81,8 @@ def minilm_l3_st():
 def tiny_st(tiny_bert, tmp_path_factory):
     """A sentence-transformers model around the tiny random BERT: mean pooling, then normalize."""
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling
     from sentence_transformers.base.modules import Normalize, Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
 
     first = Transformer(str(tiny_bert), max_seq_length=64)
     model = SentenceTransformer(modules=[first, Pooling(first.get_embedding_dimension(), "mean"), Normalize()],
@@ -153,8 +153,8 @@ def test_hf_encoder_matches_per_sentence_forward(tiny_bert):
 
 
 def test_minilm_l3_equals_sentence_transformers_on_sts_sentences(data_dir, minilm_l3_st):
-    import tasks
-    from benchharness.data import DataRoot
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
 
     task = tasks.get("STSBenchmark")
     task.load(DataRoot(data_dir))

@@ -4,17 +4,17 @@ import json
 
 import numpy as np
 import pytest
+from fakes import HashEncoder
 from scipy.stats import spearmanr
 from sklearn.model_selection import StratifiedKFold
-
-import tasks
-from benchharness.data import DataRoot
-from benchharness.items import MissingItemsError
-from benchharness.results import ResultStore
-from benchharness.runner import run
-from fakes import HashEncoder
-from tasks.transfer import BinaryTask
 from test_transfer import TINY, _write_binary
+
+from benchharness import tasks
+from benchharness.core.data_root import DataRoot
+from benchharness.core.items import MissingItemsError
+from benchharness.core.results import ResultStore
+from benchharness.evaluation.runner import run
+from benchharness.tasks.transfer import BinaryTask
 
 
 def _run(data_dir, store, encoder, names, **kw):
@@ -112,7 +112,7 @@ def _mark(store, encoder, task):
 @pytest.mark.parametrize("commit", ["abc123", "abc123-dirty"])
 def test_a_rerun_reuses_stored_intervals_only_for_identical_items_from_the_same_clean_code(
         data_dir, tmp_path, monkeypatch, commit):
-    import benchharness.runner as runner_module
+    import benchharness.evaluation.runner as runner_module
 
     monkeypatch.setattr(runner_module, "versions", lambda: {"numpy": np.__version__, "git_commit": commit})
     store = ResultStore(tmp_path)

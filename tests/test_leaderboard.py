@@ -3,10 +3,10 @@
 import numpy as np
 from scipy.stats import spearmanr
 
-from benchharness.leaderboard import SECTIONS, render
-from benchharness.results import Result, ResultStore
-from benchharness.stats import steiger_spearman
-from benchharness.task import Evaluation
+from benchharness.core.results import Result, ResultStore
+from benchharness.core.task import Evaluation
+from benchharness.reporting.leaderboard import SECTIONS, render
+from benchharness.scoring.stats import steiger_spearman
 
 STS = SECTIONS[0]
 

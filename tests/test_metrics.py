@@ -4,7 +4,7 @@ import numpy as np
 from scipy import stats
 from scipy.spatial.distance import cosine
 
-from benchharness.metrics import correlations, paired_cosine
+from benchharness.scoring.metrics import correlations, paired_cosine
 
 
 def test_paired_cosine_matches_scipy():
@@ -70,7 +70,7 @@ def test_constant_or_nan_input_gives_nan_as_in_scipy():
 
 
 def test_rank_average_is_rankdata():
-    from benchharness.metrics import rank_average
+    from benchharness.scoring.metrics import rank_average
 
     for x, y in _random_pairs():
         for v in (x, y):

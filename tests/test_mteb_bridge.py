@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,12 +21,12 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 mteb = pytest.importorskip("mteb")
 
-from benchharness.cache import EmbeddingCache  # noqa: E402
+from benchharness.evaluation.cache import EmbeddingCache  # noqa: E402
+from benchharness.mteb_bridge.as_model import MtebEncoder, hub_base, mteb_name  # noqa: E402
 from benchharness.mteb_bridge.export import EXPORTABLE, export_results, reason_not_exported  # noqa: E402
-from benchharness.mteb_bridge.model import MtebEncoder, hub_base, mteb_name  # noqa: E402
+from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
 from benchharness.mteb_bridge.run import MtebDataError, run_task  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
-from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
 
 FIRST = ["a cat sits", "dogs run fast", "the sky is blue", "rain falls", "a man sings"]
 SECOND = ["a cat is sitting", "a dog runs", "blue skies", "snow melts", "someone cooks"]
@@ -175,7 +174,7 @@ def in_memory_tasks(monkeypatch):
 
 
 def _glove_cosines(first, second):
-    from encoders.glove import WordVectorAverage
+    from benchharness.encoders.glove import WordVectorAverage
     from tests.conftest import DATA
 
     glove = WordVectorAverage("glove-50d", DATA / "glove/glove.6B.50d.subset.txt.gz")
@@ -184,8 +183,7 @@ def _glove_cosines(first, second):
 
 
 def test_tasks_resolve_accepts_mteb_names():
-    import tasks
-
+    from benchharness import tasks
     assert tasks.resolve("STS12, mteb:STS22 ,mteb:SciFact,mteb:STS22") == ["STS12", "mteb:STS22", "mteb:SciFact"]
     with pytest.raises(tasks.UnknownTaskError, match="mteb:<TaskName>"):
         tasks.resolve("mteb:")
@@ -206,10 +204,10 @@ def test_run_stores_an_mteb_task_and_the_leaderboard_shows_it(project, in_memory
     assert (protocol["mteb_task"], protocol["dataset"], protocol["dataset_revision"]) == ("XRun", "NA", "NA")
     assert stored["data"]["files"] == ["hf://datasets/NA@NA"]
     # the encoder came through benchharness's embedding cache: every sentence of the task is in it
-    from benchharness.cache import EmbeddingCache
+    from benchharness.evaluation.cache import EmbeddingCache
 
     cached = EmbeddingCache(project / ".cache").lookup(stored["encoder_identity"]["hash"])
-    from benchharness.cache import sentence_key
+    from benchharness.evaluation.cache import sentence_key
 
     assert all(sentence_key(s) in cached.index for s in FIRST + SECOND)
     assert stored["timings"]["sentences_not_from_cache"] == len(set(FIRST + SECOND))

@@ -40,15 +40,15 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 pytest.importorskip("mteb")
 
-from benchharness.data import DataRoot  # noqa: E402
-from benchharness.encoder import Encoder  # noqa: E402
-from benchharness.metrics import paired_cosine  # noqa: E402
-from benchharness.mteb_bridge.run import run_task  # noqa: E402
-from benchharness.ranking import mean_metrics, ranked_relevance  # noqa: E402
-from tasks import sts  # noqa: E402
-from tasks.askubuntu import AskUbuntu  # noqa: E402
-from tests.fakes import HashEncoder  # noqa: E402
+from benchharness.core.data_root import DataRoot  # noqa: E402
+from benchharness.core.encoder import Encoder  # noqa: E402
 from benchharness.mteb_bridge.memory import reranking_task, sts_task  # noqa: E402
+from benchharness.mteb_bridge.run import run_task  # noqa: E402
+from benchharness.scoring.metrics import paired_cosine  # noqa: E402
+from benchharness.scoring.ranking import mean_metrics, ranked_relevance  # noqa: E402
+from benchharness.tasks import sts  # noqa: E402
+from benchharness.tasks.askubuntu import AskUbuntu  # noqa: E402
+from tests.fakes import HashEncoder  # noqa: E402
 
 STS_TASKS = {**{y: (lambda y=y: sts.STSYear(y)) for y in sts.PAIRS},
              "STSBenchmark": lambda: sts.stsb("test"), "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),
@@ -98,7 +98,7 @@ def test_sts_equals_mteb_at_float32_precision(name):
 @needs_data("senteval/STS", GLOVE)
 @pytest.mark.parametrize("name", ["STS12", "STSBenchmark-raw", "SICKRelatedness"])
 def test_sts_glove_difference_is_float32_ties(name):
-    from encoders.glove import WordVectorAverage
+    from benchharness.encoders.glove import WordVectorAverage
 
     glove = WordVectorAverage("glove-50d", DATA / GLOVE)
     ours, theirs, pairs = _both(name, glove)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from encoders.methods.config import TrainConfig
-from encoders.methods.optim import LegacyAdamW
-from encoders.methods.training import make_optimizer
+from benchharness.encoders.methods.optim import LegacyAdamW
+from benchharness.encoders.methods.train_config import TrainConfig
+from benchharness.encoders.methods.training import make_optimizer
 
 B1, B2 = 0.9, 0.999
 # three steps' gradients of a 2x3 weight and a 3-vector bias, and the scheduled lr of each step

@@ -8,7 +8,6 @@ import math
 
 import pytest
 import torch
-
 from conftest import needs_data
 
 STOPWORDS = "nltk_data/corpora/stopwords/english"
@@ -25,8 +24,8 @@ def one_thread():
 
 
 def make(tiny_bert, **kwargs):
-    from encoders.methods.paser import PaSeR
-    from encoders.methods.training import load_base
+    from benchharness.encoders.methods.paser.model import PaSeR
+    from benchharness.encoders.methods.training import load_base
 
     encoder, tokenizer, source = load_base(str(tiny_bert))
     torch.manual_seed(0)
@@ -78,7 +77,7 @@ def test_top3_target_in_sentence_order_and_long_pairs_not_decoded(tiny_bert):
 
 
 def test_signal_shapes_and_values():
-    from encoders.methods.paser import DecodingSignal
+    from benchharness.encoders.methods.paser.model import DecodingSignal
 
     z1 = torch.tensor([[1.0, -2.0, 0.5]])
     z2 = torch.tensor([[3.0, 1.0, -1.0]])
@@ -155,8 +154,8 @@ def test_lm_head_is_shared_and_untied(tiny_bert):
 def test_lm_head_loads_a_checkpoints_mlm_head(tmp_path, tiny_bert):
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from encoders.methods.paser import PaSeR
-    from encoders.methods.training import load_base
+    from benchharness.encoders.methods.paser.model import PaSeR
+    from benchharness.encoders.methods.training import load_base
 
     # an untied checkpoint, so that its cls.predictions output matrix differs from its word embeddings
     config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
@@ -180,8 +179,8 @@ def test_lm_head_loads_a_checkpoints_mlm_head(tmp_path, tiny_bert):
 
 
 def test_supervised_contrastive_matches_hand_computation():
-    from encoders.methods.data import NLI_LABELS, NLIPair
-    from encoders.methods.paser import nli_triples, supervised_contrastive
+    from benchharness.encoders.methods.paser.model import nli_triples, supervised_contrastive
+    from benchharness.encoders.methods.train_data import NLI_LABELS, NLIPair
 
     a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     p = torch.tensor([[1.0, 1.0], [0.0, 2.0]])
@@ -230,7 +229,7 @@ def test_cli_run_saves_an_encoder_without_decoder_weights(tmp_path, tiny_bert, m
     from safetensors import safe_open
 
     from benchharness.cli import main
-    from benchharness.registry import Registry
+    from benchharness.evaluation.resolver import Resolver
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a man is playing a guitar .\nthe red car and the red bus hit a car\n"
@@ -250,7 +249,7 @@ def test_cli_run_saves_an_encoder_without_decoder_weights(tmp_path, tiny_bert, m
     assert saved == base
     assert not any(w in k for k in saved for w in ("decoder", "lm_head", "signal", "predictions"))
     # the run folder is an encoder the registry builds at once
-    encoder = Registry().get(str(out))
+    encoder = Resolver().get(str(out))
     vectors = encoder.encode(["a man is playing a guitar ."])
     assert vectors.shape == (1, 32)
 

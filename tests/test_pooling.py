@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from encoders.huggingface import HFEncoder
+from benchharness.encoders.huggingface import HFEncoder
 
 SENTENCES = ["a man is playing a guitar .", "hello", "the cat sat on the mat and looked very happy ."]
 

@@ -11,17 +11,17 @@ from typing import Any, Sequence
 
 import numpy as np
 import pytest
+from conftest import needs_data
 from scipy.stats import spearmanr
 from sklearn.decomposition import PCA
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from benchharness import config
-from benchharness.encoder import Encoder
-from benchharness.registry import Registry, UnknownEncoderError
-from encoders.postprocess.repal import RepAL
-from encoders.postprocess.whitening import Whitening
-
-from conftest import needs_data
+from benchharness.core import settings as config
+from benchharness.core.encoder import Encoder
+from benchharness.core.specs import UnknownEncoderError
+from benchharness.encoders.postprocess.repal import RepAL
+from benchharness.encoders.postprocess.whitening import Whitening
+from benchharness.evaluation.resolver import Resolver
 
 WORDS = ("man woman dog cat guitar piano plays sings runs the a is on with quickly slowly red "
          "blue zebra river mountain eats bread").split()
@@ -193,7 +193,7 @@ def test_repal_on_a_tiny_bert_matches_the_bare_encoder_on_hand_masked_text(tiny_
     corpus = tmp_path / "c.txt"
     corpus.write_text("the dog runs\nthe dog sleeps\na cat runs\nthe dog eats\n")
     base_name = f"hf:{tiny_bert}?pooling=avg"
-    registry = Registry()
+    registry = Resolver()
     composed = registry.get(f"{base_name}+repal(l1=0.5,l2=0.25,keywords=1,fit=text:{corpus},tfidf=text:{corpus})")
     got = composed.encode(["the zebra runs", "the dog runs"])
     bare = registry.get(base_name)
@@ -229,8 +229,8 @@ def test_repal_needs_a_mask_token(tmp_path):
     glove = tmp_path / "vectors.txt"
     glove.write_text("dog 0.1 0.2\ncat 0.3 0.4\n")
     with pytest.raises(ValueError, match=r"mask token.*\+whitening"):
-        Registry().get(f"glove:{glove}+repal")
-    white = Registry().get(f"glove:{glove}+whitening")  # whitening needs none
+        Resolver().get(f"glove:{glove}+repal")
+    white = Resolver().get(f"glove:{glove}+whitening")  # whitening needs none
     assert white.mask_token is None
 
 
@@ -242,12 +242,12 @@ def test_repal_needs_a_mask_token(tmp_path):
 ])
 def test_composition_errors(name, message):
     with pytest.raises(UnknownEncoderError, match=message.replace("(", r"\(")):
-        Registry().get(name)
+        Resolver().get(name)
 
 
 def test_bad_parameter_values_are_explained(corpus):
     with pytest.raises(ValueError, match="positive integer"):
-        Registry().get("glove-50d+whitening(k=0)")
+        Resolver().get("glove-50d+whitening(k=0)")
     with pytest.raises(ValueError, match="unknown fit corpus 'wiki'"):
         Whitening(TableEncoder(), "w", fit="wiki")
     with pytest.raises(ValueError, match="stop_words must be"):
@@ -266,12 +266,12 @@ def test_metadata_records_each_step_and_its_corpus(corpus):
 
 @needs_data("senteval/STS/STSBenchmark/sts-test.csv", "senteval/SICK/SICK_train.txt", "senteval/STS/STS16-en-test")
 def test_fit_corpus_reports_test_sentences(data_dir):
-    from benchharness.data import DataRoot
-    from encoders.postprocess.fitting import FitCorpus
+    from benchharness.core.data_root import DataRoot
+    from benchharness.encoders.postprocess.fitting import FitCorpus
 
     transductive = FitCorpus("sts-unlabeled", data_dir).describe()
     # every STS12-16, STS-B test and SICK test sentence (the corpus holds them all, unlabeled)
-    from tasks.sts import STSYear, sick, stsb
+    from benchharness.tasks.sts import STSYear, sick, stsb
 
     test_tasks = [STSYear(y) for y in ("STS12", "STS13", "STS14", "STS15", "STS16")] + [stsb("test"), sick("test")]
     test = set()
@@ -287,7 +287,7 @@ def test_fit_corpus_reports_test_sentences(data_dir):
 def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatch, capsys, data_dir):
     import argparse
 
-    from benchharness.tuning import repal as tune_repal
+    from benchharness.tuning import repal_grid as tune_repal
 
     (tmp_path / "benchharness.toml").write_text('[paths]\nruns_dir = "runs"\ncache_dir = "cache"\n')
     monkeypatch.chdir(tmp_path)
@@ -307,12 +307,11 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
         best = manifest["tuning"]["best"]
         assert best["score"] == max(p["score"] for p in grid)
         # the registered name resolves to RepAL with the best values; score it independently
-        encoder = Registry().get("tiny-tuned")
+        encoder = Resolver().get("tiny-tuned")
         assert (encoder.l1, encoder.l2) == (best["l1"], best["l2"])
-        import tasks
-
+        from benchharness import tasks
         dev = tasks.get("STSBenchmark-dev")
-        from benchharness.data import DataRoot
+        from benchharness.core.data_root import DataRoot
 
         dev.load(DataRoot(data_dir))
         a, b, gold = dev.subsets["test"]
@@ -332,7 +331,7 @@ def test_a_config_entry_can_name_a_composition(tmp_path, monkeypatch, corpus):
     monkeypatch.chdir(tmp_path)
     config.load_config.cache_clear()
     try:
-        encoder = Registry().get("tiny+white")  # a registered name wins over splitting on '+'
+        encoder = Resolver().get("tiny+white")  # a registered name wins over splitting on '+'
         assert isinstance(encoder, Whitening) and encoder.k == 2
         assert encoder.fit_corpus.name == f"text:{corpus}"
     finally:

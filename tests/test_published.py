@@ -21,15 +21,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, BertModel, RobertaConfig,
-                          RobertaForMaskedLM)
-
-from encoders import download as download_mod
-from encoders import published
-from encoders.checkpoint import checkpoint_keys, load_complete
-from encoders.huggingface import HFEncoder
-from encoders.pooling import POOLINGS
 from conftest import MINILM_L3, make_tiny_bert
+from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertModel, RobertaConfig, RobertaForMaskedLM
+
+from benchharness.encoders import download as download_mod
+from benchharness.encoders import published
+from benchharness.encoders.checkpoint import checkpoint_keys, load_complete
+from benchharness.encoders.huggingface import HFEncoder
+from benchharness.encoders.pooling import POOLINGS
 
 SENTENCES = ["a man is playing a guitar .", "hello",
              "the cat sat on the mat and looked very happy about the whole thing ."]
@@ -360,7 +359,7 @@ def test_archive_with_modules_that_change_vectors_is_refused(tmp_path, tokenizer
     modules = json.loads((root / "modules.json").read_text())
     modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
     (root / "modules.json").write_text(json.dumps(modules))
-    from encoders.st_archive import ArchiveError, convert, unpack
+    from benchharness.encoders.st_archive import ArchiveError, convert, unpack
 
     with pytest.raises(ArchiveError, match=r"modules \['Dense'\] change the vectors"):
         convert(root, tmp_path / "out")
@@ -457,22 +456,22 @@ def test_checkpoint_keys_from_a_sharded_index(tmp_path):
 def test_catalogue_names_resolve_through_the_registry():
     """Published names are encoder names: the registry resolves them to the catalogue's spec and
     lists them, with no import of the catalogue module by the core."""
-    from benchharness.registry import Registry
-    from encoders.published import CATALOGUE, published_spec
+    from benchharness.encoders.published import CHECKPOINTS, published_spec
+    from benchharness.evaluation.resolver import Resolver
 
-    registry = Registry()
-    for entry in CATALOGUE:
+    registry = Resolver()
+    for entry in CHECKPOINTS:
         assert registry.spec_for(entry.name) == published_spec(entry.name)
     listed = {row["name"] for row in registry.describe()}
-    assert {c.name for c in CATALOGUE} <= listed
-    assert sum(c.method.startswith("SimCSE") for c in CATALOGUE) == 8  # the SimCSE README lists 8
+    assert {c.name for c in CHECKPOINTS} <= listed
+    assert sum(c.method.startswith("SimCSE") for c in CHECKPOINTS) == 8  # the SimCSE README lists 8
 
 
 def test_no_name_is_both_a_recipe_and_a_published_checkpoint():
     """A recipe name trains on demand, a catalogue name downloads: one name must mean one thing."""
-    from benchharness.recipes import load_book
-    from benchharness.registry import BUILTINS
-    from encoders.published import PUBLISHED
+    from benchharness.encoders.published import PUBLISHED
+    from benchharness.evaluation.resolver import BUILTINS
+    from benchharness.training.recipes import load_book
 
     recipes = set(load_book().names())
     assert not recipes & set(PUBLISHED) and not recipes & set(BUILTINS) and not set(PUBLISHED) & set(BUILTINS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchharness.data import DataError, DataRoot
-from tasks.qqp import QQP, read_pairs, search
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.tasks.qqp import QQP, read_pairs, search
 
 ROWS = [
     ("1", "1", "2", "how do i learn python", "best way to learn python", "1"),

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import needs_data
-from encoders.methods.rake import candidate_phrases, rake
+
+from benchharness.encoders.methods.paser.rake import candidate_phrases, rake
 
 STOP = frozenset({"the", "and", "a", "of", "over", "in", "for", "do", "i"})
 
@@ -46,7 +46,7 @@ def test_sentence_of_stopwords_has_no_phrase():
 
 @needs_data("nltk_data/corpora/stopwords/english")
 def test_nltk_english_stopwords(data_dir):
-    from encoders.methods.rake import english_stopwords
+    from benchharness.encoders.methods.paser.rake import english_stopwords
 
     words = english_stopwords(str(data_dir))
     lines = [w for w in (data_dir / "nltk_data/corpora/stopwords/english").read_text().split() if w]

@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchharness.ranking import (average_precision, mean_metrics, precision_at, rank, ranked_relevance,
-                                  reciprocal_rank)
+from benchharness.scoring.ranking import (
+    average_precision,
+    mean_metrics,
+    precision_at,
+    rank,
+    ranked_relevance,
+    reciprocal_rank,
+)
 
 
 def test_hand_computed_list():

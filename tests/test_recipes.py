@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchharness import on_demand, recipes
-from benchharness.config import load_config
-from benchharness.runstore import RunStore
+from benchharness.core.settings import load_config
+from benchharness.training import on_demand, recipes
+from benchharness.training.runstore import RunStore
 from tests.conftest import MINILM_L3, ROOT
 
 L3_REVISION = "4d59d8028bd304f4cf32dd5ae1c35482ebe16c83"  # refs/main of the shared cache
@@ -58,7 +58,7 @@ def store(tmp_path) -> RunStore:
 
 
 def test_method_names_resolve_to_their_recipes():
-    from encoders.methods.paser import PRESETS
+    from benchharness.encoders.methods.paser.model import PRESETS
 
     book = recipes.load_book()
     paser = book.get("paser")
@@ -101,8 +101,8 @@ def test_two_recipes_never_share_a_key():
 
 
 def test_same_recipe_same_key_in_another_process():
-    code = ("from benchharness.config import apply_environment, load_config; apply_environment(load_config()); "
-            "from benchharness.recipes import load_book; print(load_book().get('consert-joint-unsup').key)")
+    code = ("from benchharness.core.settings import apply_environment, load_config; apply_environment(load_config()); "
+            "from benchharness.training.recipes import load_book; print(load_book().get('consert-joint-unsup').key)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
     assert out.stdout.strip() == recipes.load_book().get("consert-joint-unsup").key
@@ -177,11 +177,11 @@ def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, capsys):
     def no_training(*args, **kwargs):
         raise AssertionError("trained a recipe that has a finished run")
 
-    monkeypatch.setattr("encoders.methods.commands.simcse.main", no_training)
+    monkeypatch.setattr("benchharness.encoders.methods.simcse.command.main", no_training)
     assert on_demand.ensure_trained(recipe, dev=constant_dev, store=store, book=book) == folder
     other = book.get("tiny-lr")
     assert store.folder(other) != store.folder(recipe) and not store.finished(other)
-    assert store.stored_recipe(recipe.key, book).key == recipe.key
+    assert recipes.stored_recipe(store, recipe.key, book).key == recipe.key
 
 
 def test_an_interrupted_run_resumes_at_the_next_request(book, store, capsys):
@@ -242,7 +242,7 @@ def test_the_runs_root_honours_environment_and_config(tmp_path, monkeypatch):
 
 
 def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatch):
-    from benchharness.registry import Registry
+    from benchharness.evaluation.resolver import Resolver
 
     recipe = book.get("tiny")
     on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
@@ -250,7 +250,7 @@ def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatc
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(store.root))
     load_config.cache_clear()
     try:
-        encoder = Registry(train_missing=False).get("tiny")
+        encoder = Resolver(train_missing=False).get("tiny")
     finally:
         load_config.cache_clear()
     assert encoder.identity_info()["model"] == f"recipe:{recipe.key}"

@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from benchharness import config as config_mod
-from benchharness.registry import (Registry, UnknownEncoderError, parse_adhoc, registered_runs,
-                                   split_composition)
+from benchharness.core import settings as config_mod
+from benchharness.core.manifests import registered_runs
+from benchharness.core.specs import UnknownEncoderError, split_composition
+from benchharness.evaluation.resolver import Resolver, parse_adhoc
 
 
 @pytest.fixture
@@ -21,7 +22,7 @@ def isolated(tmp_path, monkeypatch):
 
 def test_unknown_name_suggests_close_matches(isolated):
     with pytest.raises(UnknownEncoderError) as err:
-        Registry().get("minilm-l7")
+        Resolver().get("minilm-l7")
     assert "Did you mean: minilm-l6, minilm-l3" in str(err.value)
 
 
@@ -42,15 +43,15 @@ def test_split_composition_respects_parentheses():
 
 def test_unknown_postprocessor_is_named(isolated, tiny_bert):
     with pytest.raises(UnknownEncoderError, match="unknown post-processor 'nosuchpost'"):
-        Registry().get(f"hf:{tiny_bert}?pooling=avg+nosuchpost(k=3)")
+        Resolver().get(f"hf:{tiny_bert}?pooling=avg+nosuchpost(k=3)")
 
 
 def test_config_registered_encoder(isolated, tiny_bert):
     (isolated / "benchharness.toml").write_text(
         f'[encoders.tiny-avg]\nspec = "hf:{tiny_bert}?pooling=avg"\ndescription = "tiny"\n')
-    enc = Registry().get("tiny-avg")
+    enc = Resolver().get("tiny-avg")
     assert enc.pooling == "avg" and enc.name == "tiny-avg"
-    assert "tiny-avg" in [r["name"] for r in Registry().describe()]
+    assert "tiny-avg" in [r["name"] for r in Resolver().describe()]
 
 
 def test_run_manifest_registers_by_folder_and_by_name(isolated, tiny_bert):
@@ -60,12 +61,12 @@ def test_run_manifest_registers_by_folder_and_by_name(isolated, tiny_bert):
         {"name": "my-trained", "method": "test", "encoder": {"type": "hf", "model": str(tiny_bert),
                                                             "pooling": "cls_before_pooler"}}))
     assert registered_runs(isolated / "runs") == {"my-trained": run}
-    by_name, by_path = Registry().get("my-trained"), Registry().get(str(run))
+    by_name, by_path = Resolver().get("my-trained"), Resolver().get(str(run))
     assert by_name.identity == by_path.identity
     assert by_name.encode(["hello world"]).shape == (1, 32)
     # results carry the training recipe, since run folders are not kept with them
     assert by_name.metadata["training"] == {"name": "my-trained", "method": "test"}
-    assert "training" not in Registry().get(f"hf:{tiny_bert}?pooling=cls_before_pooler").metadata
+    assert "training" not in Resolver().get(f"hf:{tiny_bert}?pooling=cls_before_pooler").metadata
 
 
 def test_corrupt_manifest_names_file_and_line(isolated):
@@ -73,4 +74,4 @@ def test_corrupt_manifest_names_file_and_line(isolated):
     run.mkdir()
     (run / "manifest.json").write_text('{"encoder": {\n  "type": "hf",\n  oops\n}')
     with pytest.raises(ValueError, match=r"manifest.json: invalid JSON at line 3"):
-        Registry().get(str(run))
+        Resolver().get(str(run))

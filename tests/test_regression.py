@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-import tasks
-from benchharness.data import DataRoot
-from benchharness.registry import Registry
-from benchharness.results import ResultStore
-from benchharness.runner import run
-from benchharness.verify import TOLERANCE  # measured float noise x2; the measurement is quoted there
+from benchharness import tasks
+from benchharness.core.data_root import DataRoot
+from benchharness.core.results import ResultStore
+from benchharness.evaluation.resolver import Resolver
+from benchharness.evaluation.runner import run
+from benchharness.evaluation.verify import TOLERANCE  # measured float noise x2; the measurement is quoted there
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
@@ -25,7 +25,7 @@ def test_stored_sts_results_reproduce(encoder, data_dir, tmp_path):
     names = tasks.resolve("sts")
     stored = {n: json.loads((RESULTS / encoder / f"{n}.json").read_text()) for n in names}
     fresh_store = ResultStore(tmp_path)
-    summary = run([encoder], names, Registry({"data_dir": data_dir}).get, tasks.get, DataRoot(data_dir), fresh_store,
+    summary = run([encoder], names, Resolver({"data_dir": data_dir}).get, tasks.get, DataRoot(data_dir), fresh_store,
                   show_progress=False, log=lambda _: None)
     assert [o.status for o in summary.outcomes] == ["computed"] * len(names)
     for name in names:

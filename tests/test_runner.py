@@ -4,19 +4,20 @@ import json
 
 import numpy as np
 import pytest
-
-import tasks
-from benchharness.cache import CachingEncoder, EmbeddingCache
-from benchharness.data import DataRoot
-from benchharness.metrics import correlations, paired_cosine
-from benchharness.results import ResultStore
-from benchharness.runner import run
 from fakes import BrokenTask, HashEncoder
+
+from benchharness import tasks
+from benchharness.core.data_root import DataRoot
+from benchharness.core.results import ResultStore
+from benchharness.core.task import TaskProvider
+from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+from benchharness.evaluation.runner import run
+from benchharness.scoring.metrics import correlations, paired_cosine
 
 
 @pytest.fixture
-def broken_task(monkeypatch):
-    monkeypatch.setitem(tasks.FACTORIES, "Broken", BrokenTask)
+def broken_task(register_plugin):
+    register_plugin("tasks", "broken", TaskProvider(tasks={"Broken": BrokenTask}))
 
 
 def _run(data_dir, store, encoder, names, **kw):
@@ -123,7 +124,7 @@ def test_embedding_cache_encodes_only_what_it_lacks(tmp_path):
 def test_result_files_carry_a_schema_version_and_old_files_load_as_version_1(data_dir, tmp_path):
     from pathlib import Path
 
-    from benchharness.results import SCHEMA_VERSION, read_result
+    from benchharness.core.results import SCHEMA_VERSION, read_result
 
     store = ResultStore(tmp_path)
     _run(data_dir, store, HashEncoder(), ["STSBenchmark"])
@@ -131,7 +132,7 @@ def test_result_files_carry_a_schema_version_and_old_files_load_as_version_1(dat
     stored = json.loads(text)
     assert list(stored)[-1] == "schema_version" and stored["schema_version"] == SCHEMA_VERSION == 2
     assert text == json.dumps(stored, indent=2) + "\n"  # the layout of version 1 files, one key more
-    from benchharness.results import RESERVED_FOLDERS
+    from benchharness.core.results import RESERVED_FOLDERS
 
     committed = sorted(p for p in (Path(__file__).resolve().parent.parent / "results").glob("*/*.json")
                        if p.parent.name not in RESERVED_FOLDERS)  # results/analysis/ holds analysis reports
@@ -139,12 +140,12 @@ def test_result_files_carry_a_schema_version_and_old_files_load_as_version_1(dat
     assert old and all(read_result(p).schema_version == 1 for p in old)
 
 
-def test_a_result_that_cannot_be_stored_fails_alone(data_dir, tmp_path, monkeypatch):
+def test_a_result_that_cannot_be_stored_fails_alone(data_dir, tmp_path, register_plugin):
     class NaNTask(BrokenTask):
         def evaluate(self, embed, seed):
             return {"x": float("nan")}
 
-    monkeypatch.setitem(tasks.FACTORIES, "Broken", NaNTask)
+    register_plugin("tasks", "broken", TaskProvider(tasks={"Broken": NaNTask}))
     store = ResultStore(tmp_path)
     summary = _run(data_dir, store, HashEncoder(), ["Broken", "STSBenchmark"])
     status = {o.task: o.status for o in summary.outcomes}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchharness import training_cli
+from benchharness.cli import train as training_cli
 
 
 class RecordingMethod:

@@ -10,8 +10,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from encoders.methods.simcse import SimCSE, info_nce
-from encoders.methods.training import TrainConfig, load_base, train
+from benchharness.encoders.methods.simcse.model import SimCSE, info_nce
+from benchharness.encoders.methods.training import TrainConfig, load_base, train
 
 
 def numpy_info_nce(z1: np.ndarray, z2: np.ndarray, t: float) -> float:

@@ -1,4 +1,4 @@
-"""Intervals and tests of ``benchharness.stats`` against scipy, published examples and hand work.
+"""Intervals and tests of ``benchharness.scoring.stats`` against scipy, published examples and hand work.
 
 Monte-Carlo tolerances: a percentile-bootstrap endpoint at the 2.5% / 97.5% quantile estimated
 from B resamples has a standard error of about sqrt(0.025 * 0.975 / B) / phi(1.96) = 0.0267 sigma
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from benchharness import stats
-from benchharness.stats import bootstrap as bootstrap_module
-from benchharness.stats.vectorised import f1_rows, pearson_rows, row_blocks, spearman_rows
+from benchharness.scoring import stats
+from benchharness.scoring.stats import bootstrap as bootstrap_module
+from benchharness.scoring.stats.vectorised import f1_rows, pearson_rows, row_blocks, spearman_rows
 
 B_REF = 10_000
 ENDPOINT_TOL_SIGMAS = 0.15
@@ -382,7 +382,7 @@ def test_counting_ranks_of_resamples_equal_scipy_rankdata():
     """The bootstrap ranks resamples by counting tie groups; scipy ranks each row by sorting."""
     from scipy.stats import rankdata
 
-    from benchharness.stats.vectorised import resampled_ranks, tie_groups
+    from benchharness.scoring.stats.vectorised import resampled_ranks, tie_groups
 
     rng = np.random.default_rng(7)
     values = np.round(rng.normal(size=500), 1)  # many ties
@@ -398,8 +398,8 @@ def test_bootstrap_spearman_from_integer_sums_equals_float_ranks_bit_for_bit(n, 
     bit, with or without ties, in any grouping of rows (and through the float fallback)."""
     from scipy.stats import rankdata
 
-    from benchharness.stats import vectorised
-    from benchharness.stats.vectorised import pearson_rows, spearman_resamples, tie_groups
+    from benchharness.scoring.stats import vectorised
+    from benchharness.scoring.stats.vectorised import pearson_rows, spearman_resamples, tie_groups
 
     rng = np.random.default_rng(n)
     idx = rng.integers(0, n, size=(70, n))

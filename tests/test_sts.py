@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import tasks
-from benchharness.data import DataError, DataRoot
-from tasks.sts import STSYear
+from benchharness import tasks
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.tasks.sts import STSYear
 
 
 @pytest.mark.parametrize("name,pairs", [

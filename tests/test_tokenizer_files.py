@@ -1,4 +1,4 @@
-"""The mask token read from a tokenizer folder's JSON files (``encoders.tokenizer_files``) is the
+"""The mask token read from a tokenizer folder's JSON files (``benchharness.encoders.tokenizer_files``) is the
 one transformers' loaded tokenizer reports, and encoders answer it without loading their model."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
+from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 from tests.conftest import MINILM_L3, MINILM_L6
 
 
@@ -50,9 +50,10 @@ def test_declared_equals_the_loaded_tokenizer_of_a_tiny_bert(tiny_bert):
 
 @pytest.mark.parametrize("model", [MINILM_L6, MINILM_L3])
 def test_st_and_hf_encoders_answer_the_mask_token_without_loading(model):
-    from encoders.huggingface import HFEncoder
-    from encoders.sbert import SentenceTransformerEncoder
     from transformers import AutoTokenizer
+
+    from benchharness.encoders.huggingface import HFEncoder
+    from benchharness.encoders.sbert import SentenceTransformerEncoder
 
     try:
         st, hf = SentenceTransformerEncoder("st", model), HFEncoder("hf", model, pooling="avg")

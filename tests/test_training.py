@@ -10,9 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from benchharness.registry import Registry
-from encoders.methods.simcse import SimCSE
-from encoders.methods.training import TrainConfig, linear_schedule, load_base, make_optimizer, seed_everything, train
+from benchharness.encoders.methods.simcse.model import SimCSE
+from benchharness.encoders.methods.training import (
+    TrainConfig,
+    linear_schedule,
+    load_base,
+    make_optimizer,
+    seed_everything,
+    train,
+)
+from benchharness.evaluation.resolver import Resolver
 from tests.conftest import needs_data
 
 TEXTS = [f"sentence {i} talks about {w} and {v} ." for i, (w, v) in
@@ -166,7 +173,7 @@ def test_refuses_to_overwrite_a_finished_run(tiny_bert, tmp_path):
 def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, tmp_path):
     method, source = _simcse(tiny_bert)
     config = _config(tmp_path, "simcse-tiny", max_steps=4, eval_every=2, eval_at_start=True)
-    from benchharness.dev_eval import DevEvaluator, for_training
+    from benchharness.training.dev_eval import DevEvaluator, for_training
 
     dev = for_training(method, config)  # what `benchharness train` hands the loop
     result = train(method, TEXTS, config, data={"name": "synthetic", "n_examples": len(TEXTS)}, base_source=source,
@@ -180,10 +187,10 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     assert manifest["hyperparameters"]["lr"] == 1e-3 and manifest["hyperparameters"]["total_steps"] == 4
     assert [s for s, _ in manifest["dev_curve"]] == [0, 2, 4]
 
-    encoder = Registry().get(str(tmp_path / "simcse-tiny"))
+    encoder = Resolver().get(str(tmp_path / "simcse-tiny"))
     task_name = "STSBenchmark-dev"
-    import tasks
-    from benchharness.data import DataRoot
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
 
     task = tasks.get(task_name)
     task.load(DataRoot())
@@ -203,7 +210,7 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
 def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_bert, tmp_path):
     import subprocess
 
-    from encoders.methods.manifest import RunManifest
+    from benchharness.encoders.methods.manifest import RunManifest
 
     method, source = _simcse(tiny_bert)
     train(method, TEXTS, _config(tmp_path, max_steps=2), data={"name": "x"}, base_source=source)

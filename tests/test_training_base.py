@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from benchharness.config import Config
-from encoders.methods.base_model import base_folder
+from benchharness.core.settings import Config
+from benchharness.encoders.methods.base_model import base_folder
 
 
 def _run(folder, encoder, name=None):
@@ -18,7 +18,7 @@ def _run(folder, encoder, name=None):
 
 
 def test_plain_names_pass_unchanged(tmp_path, monkeypatch):
-    monkeypatch.setattr("benchharness.config.load_config", lambda: Config(runs_dir=tmp_path / "runs"))
+    monkeypatch.setattr("benchharness.core.settings.load_config", lambda: Config(runs_dir=tmp_path / "runs"))
     assert base_folder("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
     (tmp_path / "plain").mkdir()
     assert base_folder(str(tmp_path / "plain")) == str(tmp_path / "plain")
@@ -26,7 +26,7 @@ def test_plain_names_pass_unchanged(tmp_path, monkeypatch):
 
 def test_run_folder_and_registered_name_give_the_model(tmp_path, monkeypatch):
     run = _run(tmp_path / "runs" / "sup-stage", {"type": "hf", "model": "model", "pooling": "avg"}, name="stage-1")
-    monkeypatch.setattr("benchharness.config.load_config", lambda: Config(runs_dir=tmp_path / "runs"))
+    monkeypatch.setattr("benchharness.core.settings.load_config", lambda: Config(runs_dir=tmp_path / "runs"))
     assert base_folder(str(run)) == str(run / "model")
     assert base_folder("stage-1") == str(run / "model")  # the name the manifest declares
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from benchharness.cli import main as cli_main
-from benchharness.data import DataError
-from encoders.methods.data import NLI_LABELS, load_nli, load_sentences, read_senteval_snli
+from benchharness.core.data_root import DataError
+from benchharness.encoders.methods.train_data import NLI_LABELS, load_nli, load_sentences, read_senteval_snli
 from tests.conftest import DATA, needs_data
 
 E, N, C = (NLI_LABELS.index(x) for x in ("entailment", "neutral", "contradiction"))

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("tasks", "benchharness.runner", "benchharness.dev_eval", "benchharness.training_cli")
+FORBIDDEN = ("benchharness.tasks", "benchharness.evaluation.runner", "benchharness.training.dev_eval", "benchharness.cli.train")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -24,8 +24,8 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_imported_modules_sees_lazy_and_from_imports(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    import tasks\n    from benchharness import runner\n")
-    assert {"tasks", "benchharness.runner"} <= imported_modules(probe)
+    probe.write_text("def f():\n    from benchharness import tasks\n    from benchharness.evaluation import runner\n")
+    assert {"benchharness.tasks", "benchharness.evaluation.runner"} <= imported_modules(probe)
 
 
 def test_training_methods_import_no_task_and_no_runner():

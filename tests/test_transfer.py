@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchharness.data import DataError, DataRoot
-from tasks.senteval_classifier import ClassifierConfig
-from tasks.transfer import (MRPC, TREC, BinaryTask, read_binary_file, read_mrpc, read_trec, sorted_samples)
-import tasks
+from benchharness import tasks
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.tasks.senteval_classifier import ClassifierConfig
+from benchharness.tasks.transfer import BinaryTask, read_binary_file, read_mrpc, read_trec, sorted_samples
 from tests.conftest import DATA, needs_data
 
 SENTEVAL = DATA / "senteval"

@@ -15,9 +15,15 @@ import pytest
 import torch
 from sklearn.model_selection import StratifiedKFold
 
-from tasks.senteval_classifier import (L2_GRID, BatchedLogReg, ClassifierConfig, Fit, inner_kfold,
-                                       kfold_then_test)
-from tasks.senteval_config import CONFIGS
+from benchharness.tasks.senteval_classifier import (
+    L2_GRID,
+    BatchedLogReg,
+    ClassifierConfig,
+    Fit,
+    inner_kfold,
+    kfold_then_test,
+)
+from benchharness.tasks.senteval_config import CONFIGS
 
 
 class ReferenceLogReg:

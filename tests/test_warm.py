@@ -66,7 +66,7 @@ def glove_file(path: Path) -> Path:
 def warm_project(project, monkeypatch):
     """The ``project`` fixture plus a hub cache and model files; digests are remembered at once
     (the files are seconds old, which the store would otherwise treat as racy)."""
-    from benchharness import digests
+    from benchharness.core import digests
 
     monkeypatch.setattr(digests, "RACY_NS", 0)
     hub = fake_hub(project / "hub")
@@ -80,13 +80,13 @@ def warm_project(project, monkeypatch):
 
 def fill_cache(project: Path, spec: str) -> str:
     """Cache random vectors for every sentence of TASK under ``spec``'s identity; returns it."""
-    import tasks
-    from benchharness.cache import EmbeddingCache
-    from benchharness.data import DataRoot
-    from benchharness.registry import Registry
-    from benchharness.runner import unique_sentences
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+    from benchharness.evaluation.cache import EmbeddingCache
+    from benchharness.evaluation.resolver import Resolver
+    from benchharness.evaluation.runner import unique_sentences
 
-    identity = Registry({"data_dir": DATA}).get(spec).identity
+    identity = Resolver({"data_dir": DATA}).get(spec).identity
     task = tasks.get(TASK)
     task.load(DataRoot(DATA))
     sentences = unique_sentences([task])
@@ -128,7 +128,7 @@ def warm_run(project: Path, spec: str, watched: tuple[str, ...]) -> dict:
     ("glove:./vectors.txt", ("vectors.txt",)),
 ])
 def test_warm_rerun_loads_no_model_imports_no_torch_and_hashes_nothing(warm_project, spec, watched):
-    from benchharness.results import ResultStore
+    from benchharness.core.results import ResultStore
 
     identity = fill_cache(warm_project, spec)
     got = warm_run(warm_project, spec, watched)
@@ -155,8 +155,8 @@ def weights_hash_by_hand(folder: Path) -> str:
 
 
 def test_weights_digest_is_remembered_and_recomputed_when_a_weight_file_changes(project, monkeypatch):
-    from benchharness import digests
-    from encoders.hub import weights_fingerprint
+    from benchharness.core import digests
+    from benchharness.encoders.hub import weights_fingerprint
 
     monkeypatch.setattr(digests, "RACY_NS", 0)
     folder = fake_st_folder(project / "model")
@@ -200,7 +200,7 @@ def test_weights_digest_is_remembered_and_recomputed_when_a_weight_file_changes(
 
 
 def test_a_digest_is_not_remembered_for_a_file_changed_just_before_hashing(tmp_path):
-    from benchharness import digests
+    from benchharness.core import digests
 
     path, store = tmp_path / "f", tmp_path / "digests.json"
     path.write_bytes(b"fresh")  # written now: within RACY_NS, a second write could keep every stat field
@@ -215,7 +215,7 @@ def test_a_digest_is_not_remembered_for_a_file_changed_just_before_hashing(tmp_p
 
 
 def test_a_damaged_or_unwritable_store_only_means_hashing_again(tmp_path, monkeypatch):
-    from benchharness import digests
+    from benchharness.core import digests
 
     monkeypatch.setattr(digests, "RACY_NS", 0)
     path = tmp_path / "f"
@@ -233,8 +233,8 @@ def test_a_damaged_or_unwritable_store_only_means_hashing_again(tmp_path, monkey
 def test_glove_identity_keeps_the_sha256_of_its_file(project, monkeypatch):
     import hashlib
 
-    from benchharness import digests
-    from encoders.glove import WordVectorAverage
+    from benchharness.core import digests
+    from benchharness.encoders.glove import WordVectorAverage
 
     monkeypatch.setattr(digests, "RACY_NS", 0)
     path = glove_file(project / "vectors.txt")
@@ -249,7 +249,7 @@ def test_cached_snapshot_is_what_snapshot_download_returns(tmp_path, monkeypatch
     import huggingface_hub.constants
     from huggingface_hub import snapshot_download
 
-    from encoders.hub import cached_snapshot, resolve
+    from benchharness.encoders.hub import cached_snapshot, resolve
 
     hub = fake_hub(tmp_path / "hub")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
@@ -268,7 +268,7 @@ def test_cached_snapshot_is_what_snapshot_download_returns(tmp_path, monkeypatch
 def test_cached_snapshot_of_the_shared_minilms(model):
     from huggingface_hub import snapshot_download
 
-    from encoders.hub import cached_snapshot
+    from benchharness.encoders.hub import cached_snapshot
 
     try:
         expected = snapshot_download(model, local_files_only=True)
@@ -283,7 +283,7 @@ def test_cached_snapshot_of_the_shared_minilms(model):
 def test_torch_is_seeded_when_first_imported_as_if_seeded_at_once():
     script = """
 import json, sys
-from benchharness.seeding import pending_torch_seed, seed_everything
+from benchharness.core.seeding import pending_torch_seed, seed_everything
 seed_everything(3)
 seed_everything(1111)  # the latest seed wins
 imported_to_seed = "torch" in sys.modules

@@ -1,16 +1,17 @@
 """The mteb bridge: benchharness encoders as mteb models, mteb tasks run with them, and stored
 results exported in mteb's results layout.
 
-mteb is a neighbour, not a dependency of the core (DESIGN.md): nothing here is imported by the
+mteb is a neighbour, not a dependency of the core : nothing here is imported by the
 runner, the registry or the tasks, and this package imports nothing from mteb itself, so that
 ``import benchharness.mteb_bridge`` stays cheap. Each module imports mteb when it is imported:
 
-- ``model``: ``MtebEncoder`` (an mteb ``AbsEncoder``) and ``model_meta`` (name and revision from
+- ``as_model``: ``MtebEncoder`` (an mteb ``AbsEncoder``) and ``model_meta`` (name and revision from
   the encoder identity);
 - ``run``: ``run_task`` runs one mteb task with a benchharness encoder and returns an
   ``MtebRecord``; ``MtebDataError`` names the dataset and revision missing offline;
 - ``memory``: mteb tasks built in memory from given pairs or rankings (cross-checks, benchmarks);
-- ``task``: ``MtebTask``, an mteb task as a benchharness task for the runner (``mteb:<Name>``);
+- ``as_task``: ``MtebTask``, an mteb task as a benchharness task for the runner (``mteb:<Name>``);
+- ``provider``: the ``tasks`` plugin that builds ``MtebTask`` for any ``mteb:<Name>``;
 - ``export``: ``export_results`` writes stored results as ``<org__name>/<revision>/<Task>.json``
   plus ``model_meta.json``, for the tasks whose protocol equals an mteb task (``EXPORTABLE``) and
   says why the others are left out (``NOT_EXPORTED``).
@@ -20,21 +21,24 @@ Install with the ``mteb`` extra (``pip install 'benchharness[mteb]'``).
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+import contextlib
+from typing import Iterator
+
+from benchharness.core.errors import UserError
 
 INSTALL = "pip install -e '.[mteb]'"
 
 
-class MtebNotInstalledError(ImportError):
+class MtebNotInstalledError(UserError, ImportError):
     """mteb is an optional extra; what needs it says how to install it."""
 
 
-def load(module: str, needed_for: str) -> ModuleType:
-    """Import ``benchharness.mteb_bridge.<module>``, or say that ``needed_for`` needs mteb and how
-    to install it (rather than a bare ``No module named 'mteb'``)."""
+@contextlib.contextmanager
+def mteb_needed(needed_for: str) -> Iterator[None]:
+    """Around an import of a module of this package that imports mteb: without mteb, say that
+    ``needed_for`` needs it and how to install it (rather than a bare ``No module named 'mteb'``)."""
     try:
-        return importlib.import_module(f"{__name__}.{module}")
+        yield
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] != "mteb":
             raise

@@ -22,9 +22,10 @@ from typing import Any, Iterable, Protocol
 import mteb
 from mteb.results import TaskResult
 
-from benchharness.atomic import write_json
+from benchharness.core.atomic import write_json
+from benchharness.core.errors import InvalidInputError
 from benchharness.mteb_bridge import run
-from benchharness.mteb_bridge.model import model_meta
+from benchharness.mteb_bridge.as_model import model_meta
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ _NO_MTEB_TASK = ("no mteb task has this protocol (SentEval transfer tasks, dev a
 
 
 class StoredResult(Protocol):
-    """The fields of ``benchharness.results.Result`` that an export reads."""
+    """The fields of ``benchharness.core.results.Result`` that an export reads."""
 
     encoder: str
     task: str
@@ -122,7 +123,7 @@ def _mteb_scores(result: StoredResult) -> dict[str, dict[str, dict[str, Any]]]:
         if len(parts) == 1:
             continue  # the main score, mteb's mean over splits and subsets: mteb derives it again
         if len(parts) != 3:
-            raise ValueError(f"result {result.encoder}/{result.task}: metric {key!r} is not 'split/subset/metric'")
+            raise InvalidInputError(f"result {result.encoder}/{result.task}: metric {key!r} is not 'split/subset/metric'")
         split, subset, metric = parts
         nested.setdefault(split, {}).setdefault(subset, {})[metric] = value / 100.0
     for subsets in nested.values():

@@ -21,16 +21,17 @@ from typing import Any
 import mteb
 from mteb.abstasks import AbsTask
 
-from benchharness.cache import EmbeddingCache
-from benchharness.encoder import Encoder
-from benchharness.mteb_bridge.model import MtebEncoder
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import UserError
+from benchharness.evaluation.cache import EmbeddingCache
+from benchharness.mteb_bridge.as_model import MtebEncoder
 
 PREFIX = "mteb:"
 PROTOCOL = "mteb"  # protocol variants are "mteb-<mteb version>": the version that ran the evaluation
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
-class MtebDataError(Exception):
+class MtebDataError(UserError):
     """An mteb task's dataset is not available (offline and not cached, or the download failed)."""
 
 

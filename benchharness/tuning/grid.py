@@ -18,15 +18,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from benchharness.atomic import write_json
-from benchharness.data import DataRoot
-from benchharness.dev_eval import DEV_TASK
-from benchharness.flag_types import positive_int
-from benchharness.provenance import now
-from benchharness.registry import COMPOSE, MANIFEST, Registry, RunManifest
-from benchharness.runner import DEFAULT_SEED, EmbeddingStore
-from encoders.postprocess.fitting import DEFAULT_FIT
-
+from benchharness.core.atomic import write_json
+from benchharness.core.data_root import DataRoot
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.flag_types import positive_int
+from benchharness.core.manifests import MANIFEST, RunManifest
+from benchharness.core.provenance import now
+from benchharness.core.specs import COMPOSE
+from benchharness.encoders.postprocess.fitting import DEFAULT_FIT
+from benchharness.evaluation.resolver import Resolver
+from benchharness.evaluation.runner import DEFAULT_SEED, EmbeddingStore
+from benchharness.training.dev_eval import DEV_TASK
 
 
 def parse_grid(text: str) -> list[float]:
@@ -60,11 +62,11 @@ class DevScorer:
     """Loads the dev task once and scores any matrix of vectors for its unique sentences."""
 
     def __init__(self, task_name: str, data: DataRoot) -> None:
-        import tasks  # a composition root like the CLI: the tuner picks its dev task by name
+        from benchharness import tasks
 
         self.task = tasks.get(task_name)
         if self.task.metadata.split == "test":
-            raise ValueError(f"{task_name} is a test split; tune on a dev split such as {DEV_TASK}")
+            raise InvalidInputError(f"{task_name} is a test split; tune on a dev split such as {DEV_TASK}")
         self.task.load(data)
         self.sentences = list(dict.fromkeys(self.task.sentences()))
 
@@ -73,15 +75,15 @@ class DevScorer:
         return float(self.task.evaluate(store.embed, DEFAULT_SEED)[self.task.metadata.main_score])
 
 
-def setup(args: argparse.Namespace) -> tuple[Registry, DataRoot]:
+def setup(args: argparse.Namespace) -> tuple[Resolver, DataRoot]:
     """(registry, data root) configured like ``benchharness run`` (same cache, same defaults)."""
-    from benchharness.cache import CachingEncoder, EmbeddingCache
-    from benchharness.config import load_config
+    from benchharness.core.settings import load_config
+    from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 
     cfg = load_config()
     data = DataRoot(args.data_dir, verify=not args.no_verify)
     cache = None if args.no_cache else EmbeddingCache(cfg.cache_dir)
-    registry = Registry({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
+    registry = Resolver({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
                         wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
     return registry, data
 
@@ -108,7 +110,7 @@ def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], options: di
 def register(name: str, spec: str, post: str, base: str, task: str, scored: list[dict[str, Any]],
              best: dict[str, Any], extra: dict[str, Any]) -> Path:
     """Write the run manifest that makes ``name`` resolve to ``spec``."""
-    from benchharness.config import load_config
+    from benchharness.core.settings import load_config
 
     path = load_config().runs_dir / name / MANIFEST
     manifest: RunManifest = {

@@ -1,21 +1,11 @@
-"""Training methods, discovered by ``benchharness train <method>``.
+"""Training methods and the loop they share.
 
-``METHODS`` maps a method name to its command module (``encoders.methods.commands``), which
-exposes ``HELP: str``, ``add_arguments(parser)`` and ``main(args, dev=None) -> int``; ``dev`` is
-the factory of the dev evaluation, which the core passes in (``benchharness.training_cli``) since
-encoders know no evaluation task. The methods' models and losses are ``consert``, ``simcse``,
-``paser`` and ``defsent_plus`` here, on the shared loop described in ``training.py``.
+Each method is one folder: ``model.py`` (its trainable module, loss and presets) and
+``command.py`` (its ``benchharness train <method>`` flags, ``options``, ``count_examples`` and
+``main``), declared as a ``methods`` plugin in ``pyproject.toml``. What they share: the contract
+(``method.py``), settings (``train_config.py``), the base model (``base_model.py``), training data
+(``train_data.py``), the loop (``loop.py``), optimizers (``optim.py``), resumption (``resume.py``),
+the run's record (``manifest.py``) and the command's common steps (``launch.py``);
+``training.py`` gathers them in one import for method authors. The committed recipes of the methods
+are ``recipes.toml``.
 """
-
-from __future__ import annotations
-
-from types import ModuleType
-
-from encoders.methods.commands import consert, defsent_plus, paser, simcse
-
-METHODS: dict[str, ModuleType] = {
-    "consert": consert,
-    "simcse": simcse,
-    "paser": paser,
-    "defsent-plus": defsent_plus,
-}

@@ -14,7 +14,8 @@ from typing import Any
 
 from torch import nn
 
-from encoders import hub
+from benchharness.core.errors import InvalidInputError
+from benchharness.encoders import hub
 
 
 def base_folder(base: str) -> str:
@@ -29,8 +30,8 @@ def base_folder(base: str) -> str:
         return str(_run_model(folder, manifest))
     if folder.exists():
         return base
-    from benchharness.config import load_config
-    from benchharness.registry import registered_runs
+    from benchharness.core.manifests import registered_runs
+    from benchharness.core.settings import load_config
 
     run = registered_runs(load_config().runs_dir).get(base)
     if run is not None:
@@ -43,13 +44,13 @@ def _run_model(folder: Path, manifest: Path) -> Path:
     try:
         spec = json.loads(manifest.read_text()).get("encoder")
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{manifest}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        raise InvalidInputError(f"{manifest}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(spec, dict) or spec.get("type") != "hf":
-        raise ValueError(f"{manifest}: encoder {spec!r} is not a trained Hugging Face model, so the run "
+        raise InvalidInputError(f"{manifest}: encoder {spec!r} is not a trained Hugging Face model, so the run "
                          "cannot be a training base; pass a model folder or hub id")
     model = folder / spec.get("model", "model")
     if not model.is_dir():
-        raise ValueError(f"{manifest}: the run's model folder {model} is missing")
+        raise InvalidInputError(f"{manifest}: the run's model folder {model} is missing")
     return model
 
 

@@ -4,7 +4,7 @@ What it does: deterministic seeding and data order (a seeded permutation per epo
 resumption); AdamW (weight decay off for biases and LayerNorm; ``config.optimizer`` picks
 ``torch.optim.AdamW`` or the legacy ``transformers.AdamW`` of the methods' official code,
 ``optim.py``) with linear warmup and linear decay; device and precision from
-``benchharness.devices`` (CUDA and fp16 autocast + GradScaler, or bf16); optional gradient
+``benchharness.core.devices`` (CUDA and fp16 autocast + GradScaler, or bf16); optional gradient
 clipping (global norm, before the optimizer step); periodic dev evaluation through a callback,
 best-checkpoint selection and early stopping (``patience`` evaluations without improvement); tqdm
 progress; ``metrics.jsonl``; a resumable checkpoint (``checkpoint.py``); and the output folder::
@@ -15,7 +15,7 @@ progress; ``metrics.jsonl``; a resumable checkpoint (``checkpoint.py``); and the
 
 The loop knows no evaluation task: the caller hands it ``dev``, a function from the encoder being
 trained to a score (higher is better); ``benchharness train`` passes the harness's STS-B dev
-evaluator (``benchharness.dev_eval``), so a dev score is the one the harness reproduces.
+evaluator (``benchharness.training.dev_eval``), so a dev score is the one the harness reproduces.
 """
 
 from __future__ import annotations
@@ -33,16 +33,23 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from benchharness.devices import autocast, check_precision, pick_device
-from benchharness.seeding import seed_everything
-from encoders import hub
-from encoders.methods.base_model import base_folder
-from encoders.methods.checkpoint import (MODEL_DIR, load_checkpoint, prepare_out, remove_checkpoint,
-                                         save_checkpoint, save_encoder)
-from encoders.methods.config import TrainConfig
-from encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
-from encoders.methods.method import TrainingMethod
-from encoders.methods.optim import LegacyAdamW
+from benchharness.core.devices import autocast, check_precision, pick_device
+from benchharness.core.errors import DivergedError, InvalidInputError
+from benchharness.core.seeding import seed_everything
+from benchharness.encoders import hub
+from benchharness.encoders.methods.base_model import base_folder
+from benchharness.encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
+from benchharness.encoders.methods.method import TrainingMethod
+from benchharness.encoders.methods.optim import LegacyAdamW
+from benchharness.encoders.methods.resume import (
+    MODEL_DIR,
+    load_checkpoint,
+    prepare_out,
+    remove_checkpoint,
+    save_checkpoint,
+    save_encoder,
+)
+from benchharness.encoders.methods.train_config import TrainConfig
 
 #: a dev evaluation: the encoder being trained -> its score, higher is better
 DevScore = Callable[[nn.Module], float]
@@ -113,7 +120,7 @@ def batch_order(n: int, batch_size: int, drop_last: bool, seed: int, epoch: int)
 def total_steps(n_examples: int, config: TrainConfig) -> int:
     per_epoch = n_examples // config.batch_size if config.drop_last else math.ceil(n_examples / config.batch_size)
     if per_epoch < 1:
-        raise ValueError(f"{n_examples} training examples give no full batch of {config.batch_size}")
+        raise InvalidInputError(f"{n_examples} training examples give no full batch of {config.batch_size}")
     return config.max_steps if config.max_steps is not None else per_epoch * config.epochs
 
 
@@ -136,7 +143,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     for the settings in ``checkpoint.RESUMABLE_CHANGES``).
     """
     if dev is None and config.wants_dev:
-        raise ValueError("this run evaluates on a dev set (eval_every or eval_at_start is set) but no dev "
+        raise InvalidInputError("this run evaluates on a dev set (eval_every or eval_at_start is set) but no dev "
                          "evaluator was given; train through `benchharness train`, or pass dev=...")
     code_version()  # pin the version of the code now running (see code_version)
     if config.threads:
@@ -214,7 +221,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
             step = state["step"]
             loss = float(output.loss.detach())
             if not math.isfinite(loss):
-                raise FloatingPointError(f"loss is {loss} at step {step}; lower --lr or use fp32")
+                raise DivergedError(f"loss is {loss} at step {step}; lower --lr or use fp32")
             for k, v in {"loss": loss, **output.logs}.items():
                 window.setdefault(k, []).append(float(v))
             bar.update(1)

@@ -15,13 +15,13 @@ from typing import Any, NotRequired, TypedDict
 
 import torch
 
-from benchharness.atomic import write_json
-from benchharness.provenance import git_state
-from benchharness.resources import peak_memory
-from encoders import hub
-from encoders.methods.checkpoint import MANIFEST_FILE, MODEL_DIR
-from encoders.methods.config import TrainConfig
-from encoders.methods.method import TrainingMethod
+from benchharness.core.atomic import write_json
+from benchharness.core.provenance import git_state
+from benchharness.core.resources import peak_memory
+from benchharness.encoders import hub
+from benchharness.encoders.methods.method import TrainingMethod
+from benchharness.encoders.methods.resume import MANIFEST_FILE, MODEL_DIR
+from benchharness.encoders.methods.train_config import TrainConfig
 
 SCHEMA_VERSION = 1
 
@@ -97,7 +97,7 @@ def code_version() -> CodeVersion:
     """
     import transformers
 
-    from benchharness import __version__
+    from benchharness.core.version import __version__
 
     git = git_state()
     return {"benchharness": __version__, "torch": torch.__version__, "transformers": transformers.__version__,

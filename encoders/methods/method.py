@@ -29,7 +29,7 @@ class TrainingMethod(nn.Module):
     Construct it after ``seed_everything(config.seed)`` so that randomly initialised heads are
     reproducible. Implement ``collate(examples) -> batch`` (CPU tensors in a dict, or anything
     ``loop.to_device`` moves) and ``forward(batch) -> LossOutput``; set ``eval_pooling`` (a name
-    of ``encoders.pooling.POOLINGS``, used at dev evaluation and written into the manifest);
+    of ``benchharness.encoders.pooling.POOLINGS``, used at dev evaluation and written into the manifest);
     optionally override ``hyperparameters()`` (method settings for the manifest) and ``size``.
     """
 

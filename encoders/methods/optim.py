@@ -29,6 +29,8 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from benchharness.core.errors import InvalidInputError
+
 #: the optimizer step of the Hugging Face ``Trainer`` (transformers 4.2.1) with its defaults, through
 #: which SimCSE and PaSeR train: legacy AdamW with bias correction, eps 1e-8, no weight decay, the
 #: gradient norm clipped at 1.0 (``max_grad_norm``); ``TrainConfig`` settings, for their presets
@@ -44,13 +46,13 @@ class LegacyAdamW(torch.optim.Optimizer):
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-6, weight_decay: float = 0.0, correct_bias: bool = True) -> None:
         if not lr >= 0.0:
-            raise ValueError(f"invalid learning rate {lr!r}: must be >= 0")
+            raise InvalidInputError(f"invalid learning rate {lr!r}: must be >= 0")
         if not all(0.0 <= b < 1.0 for b in betas) or len(betas) != 2:
-            raise ValueError(f"invalid betas {betas!r}: two numbers in [0, 1)")
+            raise InvalidInputError(f"invalid betas {betas!r}: two numbers in [0, 1)")
         if not eps >= 0.0:
-            raise ValueError(f"invalid eps {eps!r}: must be >= 0")
+            raise InvalidInputError(f"invalid eps {eps!r}: must be >= 0")
         if not weight_decay >= 0.0:
-            raise ValueError(f"invalid weight_decay {weight_decay!r}: must be >= 0")
+            raise InvalidInputError(f"invalid weight_decay {weight_decay!r}: must be >= 0")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "correct_bias": bool(correct_bias)}
         super().__init__(params, defaults)

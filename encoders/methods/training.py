@@ -10,12 +10,12 @@ A method (see ``consert.py`` and ``simcse.py`` for complete examples):
    ``add_training_arguments`` with a preset) and calls :func:`train` (``loop.py``) with its
    examples, any indexable sequence, and a ``dev`` callback when the config evaluates on a dev set;
 3. gets a command (``commands/<method>.py``: ``HELP``, ``add_arguments``, ``main(args, dev)``)
-   listed in ``encoders.methods.METHODS``.
+   listed in ``benchharness.encoders.methods.METHODS``.
 
 The jobs live in their own modules: ``config.py`` (settings and flags), ``base_model.py`` (what a
 ``--base`` names), ``loop.py`` (the loop), ``optim.py`` (the legacy AdamW), ``checkpoint.py``
 (resumption, saving the encoder), ``manifest.py`` (the run's record). Seeding is
-``benchharness.seeding.seed_everything``.
+``benchharness.core.seeding.seed_everything``.
 
 The optimizer: ``TrainConfig.optimizer`` is ``torch-adamw`` (``torch.optim.AdamW``) unless set;
 the four methods' presets set ``adamw-legacy`` (:class:`LegacyAdamW`), the legacy
@@ -27,12 +27,17 @@ grad_clip=1.0, optimizer="adamw-legacy", adam_eps=1e-6, eval_every=None, eval_at
 and one :func:`train` call per round with a fresh :func:`load_base` model and its own ``out`` folder.
 """
 
-from benchharness.seeding import seed_everything
-from encoders.methods.base_model import base_folder, load_base
-from encoders.methods.config import TrainConfig, add_training_arguments, config_from_options, resolve_options
-from encoders.methods.loop import DevScore, TrainResult, linear_schedule, make_optimizer, train
-from encoders.methods.method import LossOutput, TrainingMethod
-from encoders.methods.optim import LegacyAdamW
+from benchharness.core.seeding import seed_everything
+from benchharness.encoders.methods.base_model import base_folder, load_base
+from benchharness.encoders.methods.loop import DevScore, TrainResult, linear_schedule, make_optimizer, train
+from benchharness.encoders.methods.method import LossOutput, TrainingMethod
+from benchharness.encoders.methods.optim import LegacyAdamW
+from benchharness.encoders.methods.train_config import (
+           TrainConfig,
+           add_training_arguments,
+           config_from_options,
+           resolve_options,
+)
 
 __all__ = ["DevScore", "LegacyAdamW", "LossOutput", "TrainConfig", "TrainResult", "TrainingMethod",
            "add_training_arguments", "base_folder", "config_from_options", "linear_schedule", "load_base",

@@ -1,6 +1,6 @@
 """What post-processors share: a base encoder to wrap and the unlabeled corpus they fit on.
 
-Fitting sees sentences only, never gold scores: corpora come from ``benchharness.corpora``, which
+Fitting sees sentences only, never gold scores: corpora come from ``benchharness.data.corpora``, which
 reads the text columns alone. Whether the corpus contains evaluation (test-split) sentences is a
 choice with consequences (several papers fit on them; the numbers are then transductive), so the
 default is ``train-splits`` (STS-B train + SICK train) and every fitted post-processor records its
@@ -20,9 +20,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchharness.corpora import CORPORA, load_corpus, sts_test_sentences
-from benchharness.data import DataError, DataRoot
-from benchharness.encoder import Encoder
+from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.data.corpora import CORPORA, load_corpus, sts_test_sentences
 
 #: STS-B train + SICK train: no dev or test split by construction
 DEFAULT_FIT = "train-splits"
@@ -39,7 +40,7 @@ class FitCorpus:
 
     def __init__(self, name: str, data_dir: str | Path | None = None) -> None:
         if not (name in CORPORA or name.startswith("text:")):
-            raise ValueError(f"unknown fit corpus {name!r}; known: {', '.join(CORPORA)}, or text:<path>")
+            raise InvalidInputError(f"unknown fit corpus {name!r}; known: {', '.join(CORPORA)}, or text:<path>")
         self.name = name
         self.data = DataRoot(data_dir)
 

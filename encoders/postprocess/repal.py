@@ -34,9 +34,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchharness.encoder import Encoder
-from benchharness.registry import register_postprocessor
-from encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, PostProcessor
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, PostProcessor
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
 STOP_WORDS = ("english", "none")
@@ -101,9 +101,9 @@ class RepAL(PostProcessor):
                  data_dir: str | Path | None = None) -> None:
         super().__init__(base, name)
         if stop_words not in STOP_WORDS:
-            raise ValueError(f"{name}: stop_words must be one of {', '.join(STOP_WORDS)}, got {stop_words!r}")
+            raise InvalidInputError(f"{name}: stop_words must be one of {', '.join(STOP_WORDS)}, got {stop_words!r}")
         if not isinstance(keywords, int) or keywords < 1:
-            raise ValueError(f"{name}: keywords (words masked per sentence) must be a positive integer")
+            raise InvalidInputError(f"{name}: keywords (words masked per sentence) must be a positive integer")
         self.l1, self.l2 = float(l1), float(l2)
         self.keyword_count = keywords
         self.stop_words = stop_words
@@ -115,7 +115,7 @@ class RepAL(PostProcessor):
 
     def _check_mask_token(self) -> None:
         if self.base.mask_token is None:
-            raise ValueError(
+            raise InvalidInputError(
                 f"{self.name}: RepAL masks keywords with the tokenizer's mask token, and the base "
                 f"encoder {self.base.name!r} ({type(self.base).__name__}) has none (word-vector "
                 "averages such as GloVe have no tokenizer). Use a transformer encoder with a mask "
@@ -165,7 +165,6 @@ def refine(fx: np.ndarray, fx_star: np.ndarray, v_mean: np.ndarray, l1: float, l
     return fx - l1 * fx_star - l2 * v_mean[None, :]
 
 
-@register_postprocessor("repal")
 def repal(base: Encoder, name: str, l1: float = 0.1, l2: float = 1.0, keywords: int = 20,
           stop_words: str = "english", fit: str = DEFAULT_FIT, tfidf: str = DEFAULT_FIT,
           data_dir: str | Path | None = None) -> RepAL:

@@ -19,9 +19,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchharness.encoder import Encoder
-from benchharness.registry import register_postprocessor
-from encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, PostProcessor
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, PostProcessor
 
 #: eigenvalues at or below this fraction of the largest count as zero variance
 RANK_TOLERANCE = 1e-10
@@ -46,7 +46,7 @@ class Whitening(PostProcessor):
                  data_dir: str | Path | None = None) -> None:
         super().__init__(base, name)
         if k is not None and (not isinstance(k, int) or k < 1):
-            raise ValueError(f"{name}: whitening k must be a positive integer (kept dimensions), got {k!r}")
+            raise InvalidInputError(f"{name}: whitening k must be a positive integer (kept dimensions), got {k!r}")
         self.k = k
         self.fit_corpus = FitCorpus(fit, data_dir)
         self.mu: np.ndarray | None = None
@@ -75,9 +75,9 @@ class Whitening(PostProcessor):
         rank = int((s > s[0] * RANK_TOLERANCE).sum())
         k = rank if self.k is None else self.k
         if k > w.shape[1]:
-            raise ValueError(f"{self.name}: k={k} exceeds the base encoder's dimension {w.shape[1]}")
+            raise InvalidInputError(f"{self.name}: k={k} exceeds the base encoder's dimension {w.shape[1]}")
         if k > rank:
-            raise ValueError(
+            raise InvalidInputError(
                 f"{self.name}: the fit corpus {self.fit_corpus.name!r} spans only {rank} of the "
                 f"{w.shape[1]} dimensions ({len(vectors)} sentences); use k<={rank} or a larger corpus"
             )
@@ -89,7 +89,6 @@ class Whitening(PostProcessor):
         return (np.asarray(vectors, dtype=np.float64) - self.mu) @ self.kernel
 
 
-@register_postprocessor("whitening")
 def whitening(base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT,
               data_dir: str | Path | None = None) -> Whitening:
     """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default: the fit's rank), fit=<corpus> (default train-splits)."""

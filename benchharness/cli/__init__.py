@@ -1,0 +1,62 @@
+"""``benchharness``: list, run, leaderboard, compare, analyze, export, data, train, tune.
+
+One module per command (``COMMANDS``), each with ``HELP``, ``add_arguments(parser)`` and
+``main(args) -> int``. Start-up stays cheap: the commands that compute nothing (``list``,
+``leaderboard``, ``data``, ``--help``) import no torch, transformers, scikit-learn or scipy, and
+the sub-commands of ``train`` and ``tune`` (whose plugins import torch) are built only when the
+command line names that command.
+
+Errors: a :class:`~benchharness.core.errors.UserError` (bad input, missing data, an unknown name)
+prints as one line and exits 2, and so does an ``OSError`` that names a path (permissions, a full
+disk); any other exception keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from types import ModuleType
+
+from benchharness.cli import analyze, compare, data, export, leaderboard, listing, run, train, tune
+from benchharness.core.errors import UserError
+from benchharness.core.settings import apply_environment, load_config
+from benchharness.core.version import __version__
+
+#: command name -> its module
+COMMANDS: dict[str, ModuleType] = {"list": listing, "run": run, "leaderboard": leaderboard, "export": export,
+                                   "compare": compare, "analyze": analyze, "data": data, "train": train, "tune": tune}
+#: commands whose sub-commands come from plugins that import torch: built only when named
+PLUGIN_COMMANDS = ("train", "tune")
+
+
+def build_parser(expand: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; ``expand`` names the plugin command (``train``, ``tune``) whose
+    sub-commands to build, which imports its plugins."""
+    parser = argparse.ArgumentParser(prog="benchharness", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"benchharness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, module in COMMANDS.items():
+        p = sub.add_parser(name, help=module.HELP)
+        if name in PLUGIN_COMMANDS:
+            if name == expand:
+                module.add_arguments(p)
+        else:
+            module.add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        apply_environment(load_config())  # a broken benchharness.toml is a user error too
+        command = next((a for a in argv if not a.startswith("-")), None)
+        args = build_parser(expand=command if command in PLUGIN_COMMANDS else None).parse_args(argv)
+        return COMMANDS[args.command].main(args)
+    except UserError as exc:
+        print(f"benchharness: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.filename is None:  # not about a path the user controls: keep the traceback
+            raise
+        print(f"benchharness: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,7 @@
+"""``python -m benchharness.cli``."""
+
+import sys
+
+from benchharness.cli import main
+
+sys.exit(main())

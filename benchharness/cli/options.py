@@ -1,0 +1,47 @@
+"""Flags and objects several commands share: the data, results and cache folders, and the resolver
+of encoder names with the embedding cache wrapped around it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from benchharness.core.data_root import DataRoot
+from benchharness.core.results import ResultStore
+from benchharness.core.settings import load_config
+from benchharness.evaluation.resolver import Resolver
+
+
+def add_data_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", help="data root (default: $BENCHHARNESS_DATA, else benchharness.toml, else ./data)")
+    p.add_argument("--results-dir", help="where result JSON files go (default: results/)")
+    p.add_argument("--no-verify", action="store_true", help="do not check data files against pinned sha256")
+
+
+def add_encoding_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
+
+
+def results_root(args: argparse.Namespace) -> Path:
+    return Path(args.results_dir) if getattr(args, "results_dir", None) else load_config().results_dir
+
+
+def result_store(args: argparse.Namespace) -> ResultStore:
+    return ResultStore(results_root(args))
+
+
+def data_root(args: argparse.Namespace) -> DataRoot:
+    return DataRoot(args.data_dir, verify=not args.no_verify)
+
+
+def resolver(args: argparse.Namespace, data: DataRoot, **options: bool) -> Resolver:
+    """The resolver of encoder names with the flags' defaults, the embedding cache wrapped around
+    every encoder it builds unless ``--no-cache``."""
+    from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+
+    cache = None if args.no_cache else EmbeddingCache(Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
+    return Resolver({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
+                    wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)), **options)

@@ -1,0 +1,104 @@
+"""``benchharness train <method>``: the command line of a ``methods`` plugin turned into a recipe
+(``benchharness.training.recipes``), trained with the STS-B dev evaluation
+(``benchharness.training.dev_eval.for_training``), which the method receives as a factory since
+encoders know no evaluation task.
+
+Without ``--out`` the recipe trains into its run-store folder (``benchharness.training.runstore``),
+where ``benchharness run --encoders <name>`` finds it; with ``--out`` it trains into that folder,
+which registers under its folder name.
+
+``--seeds 1,2,3`` trains the recipe once per seed: each seed is a recipe of its own (the seed is
+one of its settings, so it gets its own key and run folder and resumes on its own; with ``--out``
+the folders are ``<out>-s<seed>``), and the leaderboard merges the seeds' results into
+``mean ±std`` (their recipes differ only in the seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from pathlib import Path
+
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.plugins import PLUGINS
+
+HELP = "train an encoder with a method of the field"
+
+#: flags passed to the method's command as they are: how and where it runs, not what it trains
+RUNTIME = ("device", "threads", "stop_after", "overwrite", "quiet", "keep_checkpoint", "stats_only", "name")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="method", required=True)
+    for name, method in PLUGINS.load_all("methods").items():
+        sp = sub.add_parser(name, help=method.HELP)
+        method.add_arguments(sp)
+        sp.add_argument("--seeds", help="comma list: train the recipe once per seed (each its own recipe key; with "
+                                        "--out, in <out>-s<seed>)")
+
+
+def _train_one(args: argparse.Namespace) -> int:
+    from benchharness.training import on_demand, recipes
+    from benchharness.training.dev_eval import for_training
+    from benchharness.training.runstore import RunStore
+
+    recipe = recipes.derive(args.method, args)
+    if getattr(args, "show", False):
+        print(json.dumps({"name": recipe.display_name, **recipe.record()}, indent=2))
+        return 0
+    runtime = {k: getattr(args, k) for k in RUNTIME if getattr(args, k, None) not in (None, False)}
+    if args.out is not None:
+        return on_demand.train_into(recipe, args.out, dev=for_training, runtime=runtime)
+    if args.name is not None:
+        raise InvalidInputError("--name names a run in an --out folder; a run-store run is named by its recipe "
+                         f"({recipe.display_name})")
+    store = RunStore()
+    if store.finished(recipe) and not args.overwrite:
+        print(f"{recipe.display_name} (recipe {recipe.key}) is already trained: {store.encoder_folder(recipe)}; "
+              "--overwrite retrains it")
+        return 0
+    on_demand.train_in_store(recipe, dev=for_training, runtime=runtime, store=store)
+    if store.finished(recipe):
+        print(f"recipe {recipe.key} trained in {store.folder(recipe)}; evaluate it with: "
+              f"benchharness run --encoders {recipe.display_name} --tasks sts")
+    else:
+        print(f"stopped before the end; rerun `{recipes.command(recipe)}` (or ask for {recipe.display_name} in "
+              "`benchharness run`) to resume")
+    return 0
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"1,2,3"`` -> ``[1, 2, 3]``; anything else is refused with the value named."""
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InvalidInputError(f"--seeds takes a comma list of integers such as 1,2,3, got {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise InvalidInputError(f"--seeds needs distinct non-negative integers, got {text!r}")
+    return seeds
+
+
+def per_seed(args: argparse.Namespace, seed: int) -> argparse.Namespace:
+    """The arguments of one seed's run (with ``--out``: its own folder and registry name)."""
+    one = copy.copy(args)
+    one.seed = seed
+    one.seeds = None  # each seed's run is a single-seed run: its recipe holds the seed, not the list
+    if args.out is not None:
+        out = Path(args.out)
+        one.out = out.with_name(f"{out.name}-s{seed}")
+        one.name = f"{args.name or out.name}-s{seed}"
+    return one
+
+
+def main(args: argparse.Namespace) -> int:
+    seeds = getattr(args, "seeds", None)
+    if not seeds:
+        return _train_one(args)
+    if getattr(args, "seed", None) is not None:
+        raise InvalidInputError("give either --seed or --seeds, not both")
+    status = 0
+    for seed in parse_seeds(seeds):
+        print(f"== seed {seed}")
+        status = max(status, _train_one(per_seed(args, seed)))
+    return status

@@ -1,0 +1,19 @@
+"""``benchharness tune <post-processor>``: a ``tuners`` plugin's grid search on a dev split."""
+
+from __future__ import annotations
+
+import argparse
+
+from benchharness.core.plugins import PLUGINS
+
+HELP = "tune a post-processor's parameters on a dev set and register the result"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="post", required=True)
+    for name, tuner in PLUGINS.load_all("tuners").items():
+        tuner.add_arguments(sub.add_parser(name, help=tuner.HELP))
+
+
+def main(args: argparse.Namespace) -> int:
+    return PLUGINS.get("tuners", args.post).main(args)

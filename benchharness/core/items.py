@@ -1,0 +1,74 @@
+"""Per-item outputs stored beside their result: ``<results>/<encoder>/<task>.items.npz``.
+
+A result JSON links its items file by name and sha256 (``Result.items``); the arrays are those of
+``benchharness.core.task.Evaluation`` (cosines and per-query values as float64, labels and indices as
+small integers), compressed. They let intervals and paired comparisons be recomputed without the
+encoder. Loading checks the digest, so a comparison never silently uses outputs that no longer
+belong to the result that links them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+from typing import Any, TypedDict
+
+import numpy as np
+
+from benchharness.core.atomic import atomic_file
+from benchharness.core.errors import InvalidInputError, MissingFileError
+from benchharness.core.task import ITEM_KINDS, Evaluation
+
+SUFFIX = ".items.npz"
+
+
+class ItemsRecord(TypedDict):
+    """What a result keeps about its items file: where it is (beside the JSON), its digest, how to
+    read it and how many items it holds."""
+
+    file: str
+    sha256: str
+    kind: str
+    n: int
+
+
+class MissingItemsError(MissingFileError):
+    """A result has no usable per-item outputs; the message says which command produces them."""
+
+
+def items_path(result_json: Path) -> Path:
+    return result_json.with_name(result_json.name.removesuffix(".json") + SUFFIX)
+
+
+def save_items(result_json: Path, evaluation: Evaluation) -> ItemsRecord:
+    """Write the arrays atomically beside ``result_json`` and return the record that links them."""
+    if evaluation.kind not in ITEM_KINDS:
+        raise InvalidInputError(f"unknown kind of per-item outputs {evaluation.kind!r}; expected one of {ITEM_KINDS}")
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **evaluation.items)
+    data = buffer.getvalue()
+    path = items_path(result_json)
+    with atomic_file(path, "wb") as fh:
+        fh.write(data)
+    n = max(len(v) for k, v in evaluation.items.items() if k != "subset_names")
+    return {"file": path.name, "sha256": hashlib.sha256(data).hexdigest(), "kind": evaluation.kind, "n": int(n)}
+
+
+def load_items(result_json: Path, record: dict[str, Any] | None, rerun_hint: str) -> Evaluation:
+    """The stored items of the result at ``result_json`` (metrics left empty), checked against
+    ``record``; ``rerun_hint`` is the command that would produce them, named in the error."""
+    if not record:
+        raise MissingItemsError(f"{result_json} has no per-item outputs (stored before they were kept); "
+                                f"produce them with: {rerun_hint}")
+    path = result_json.with_name(record["file"])
+    if not path.exists():
+        raise MissingItemsError(f"{path} (linked from {result_json}) is missing; produce it with: {rerun_hint}")
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != record["sha256"]:
+        raise MissingItemsError(f"{path} has sha256 {digest[:12]}..., but {result_json} links "
+                                f"{record['sha256'][:12]}...; it belongs to another run. Recompute with: {rerun_hint}")
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return Evaluation({}, arrays, record["kind"])

@@ -1,0 +1,121 @@
+"""One registry for every kind of plugin, with lazy entries.
+
+Six kinds, one entry-point group each (``benchharness.<kind>``):
+
+=================  ==========================================================================
+``families``       a :class:`~benchharness.core.specs.Family`: an encoder spec ``type``
+``postprocessors`` a factory ``(base encoder, name, **params) -> Encoder`` (``base+name(k=v)``)
+``catalogues``     a :class:`~benchharness.core.specs.Catalogue` of named encoders
+``tasks``          a :class:`~benchharness.core.task.TaskProvider` of tasks and groups
+``methods``        a training command: ``HELP``, ``add_arguments``, ``options``, ``main``
+``tuners``         a tuning command: ``HELP``, ``add_arguments``, ``main``
+=================  ==========================================================================
+
+The built-in plugins are declared in ``pyproject.toml`` exactly as another installed package
+declares its own, so both reach the harness the same way and neither needs an edit here. An entry
+is imported only when its name is asked for (or when its whole kind is listed), which keeps the
+commands that compute nothing free of torch. Python code adds entries with :func:`register`; those
+take precedence over installed ones of the same name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchharness.core.errors import UserError
+
+KINDS = ("families", "postprocessors", "catalogues", "tasks", "methods", "tuners")
+GROUP_PREFIX = "benchharness."
+
+
+class PluginError(UserError):
+    """A plugin entry that cannot be loaded, or a kind that does not exist."""
+
+
+@dataclass
+class Entry:
+    """One named plugin: a ``module[:attribute]`` target, loaded on first use, or an object."""
+
+    kind: str
+    name: str
+    target: str | None
+    source: str  # the distribution that declares it, or "python" for register()
+    obj: Any = field(default=None, repr=False)
+    loaded: bool = False
+
+    def load(self) -> Any:
+        if not self.loaded:
+            assert self.target is not None
+            module, _, attr = self.target.partition(":")
+            try:
+                obj: Any = importlib.import_module(module)
+                for part in filter(None, attr.split(".")):
+                    obj = getattr(obj, part)
+            except (ImportError, AttributeError) as exc:
+                raise PluginError(f"{self.kind} plugin {self.name!r} = {self.target!r} (from {self.source}) cannot be "
+                                  f"loaded: {exc}") from exc
+            self.obj, self.loaded = obj, True
+        return self.obj
+
+
+class Registry:
+    """Entries by kind and name, read from the installed entry points on first use."""
+
+    def __init__(self) -> None:
+        self._installed: dict[str, dict[str, Entry]] | None = None
+        self._added: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
+
+    def _scan(self) -> dict[str, dict[str, Entry]]:
+        if self._installed is None:
+            from importlib.metadata import entry_points
+
+            found: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
+            for kind in KINDS:
+                for ep in entry_points(group=GROUP_PREFIX + kind):
+                    dist = ep.dist.name if ep.dist is not None else "?"
+                    found[kind].setdefault(ep.name, Entry(kind, ep.name, ep.value, dist))
+            self._installed = found
+        return self._installed
+
+    def _entries(self, kind: str) -> dict[str, Entry]:
+        if kind not in KINDS:
+            raise PluginError(f"unknown plugin kind {kind!r}; the kinds are {', '.join(KINDS)}")
+        return {**self._scan()[kind], **self._added[kind]}
+
+    def names(self, kind: str) -> list[str]:
+        return list(self._entries(kind))
+
+    def entry(self, kind: str, name: str) -> Entry | None:
+        return self._entries(kind).get(name)
+
+    def get(self, kind: str, name: str) -> Any:
+        """The loaded plugin; ``KeyError`` when no entry has that name (callers add suggestions)."""
+        entry = self.entry(kind, name)
+        if entry is None:
+            raise KeyError(name)
+        return entry.load()
+
+    def load_all(self, kind: str) -> dict[str, Any]:
+        return {name: entry.load() for name, entry in self._entries(kind).items()}
+
+    def register(self, kind: str, name: str, plugin: Any) -> None:
+        """Add a plugin from Python: an object, or a ``"module:attribute"`` string loaded lazily."""
+        self._entries(kind)  # refuses an unknown kind
+        entries = self._added[kind]
+        if isinstance(plugin, str):
+            entries[name] = Entry(kind, name, plugin, "python")
+        else:
+            entries[name] = Entry(kind, name, None, "python", plugin, loaded=True)
+
+    def unregister(self, kind: str, name: str) -> None:
+        self._added[kind].pop(name, None)
+
+    def refresh(self) -> None:
+        """Read the installed entry points again (after installing a plugin package in-process)."""
+        self._installed = None
+
+
+#: the process-wide registry
+PLUGINS = Registry()

@@ -1,0 +1,219 @@
+"""One JSON file per (encoder, task), written atomically, with everything needed to reproduce it.
+
+Layout: ``<results_dir>/<encoder slug>/<task>.json``. Top-level keys follow mteb's results files in
+spirit: ``encoder``, ``task``, ``main_score`` (x100), ``metrics`` (every metric, x100 for scores),
+then the protocol variant, the encoder's identity and metadata, the data checksum, versions, seed,
+timings and date.
+
+Existing results are never silently replaced; the overwrite strategy decides:
+``reuse`` keeps any stored result, ``stale`` recomputes those whose encoder identity, data digest
+or protocol differ from the current ones, ``always`` recomputes everything.
+
+Schema versions: files written before ``schema_version`` existed have no such key and load as
+version 1; files written now carry ``"schema_version": 2`` as their last key. The two differ only
+in that key (and version 2 files never hold NaN, which is not JSON), so both load into ``Result``.
+Two optional keys came later without a version change, because a file without them is still
+complete: ``items`` links the per-item outputs stored beside the file
+(``<task>.items.npz``, ``benchharness.core.items``) and ``confidence`` holds the bootstrap intervals
+(``benchharness.scoring.confidence``); neither is part of the fingerprint, so adding them never makes a
+result stale. ``benchharness run --add-items`` recomputes stored results that lack them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
+from typing import Any, Iterator, TypedDict
+
+from benchharness.core.atomic import write_json
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.task import Evaluation, Metrics
+
+OVERWRITE = ("reuse", "stale", "always")
+#: folders of the results directory that hold other outputs (``benchharness analyze``), not encoders
+RESERVED_FOLDERS = ("analysis",)
+#: written into every new result file; a file without the key is version 1
+SCHEMA_VERSION = 2
+
+
+class ProtocolRecord(TypedDict, total=False):
+    """How the task was run: its variant, split and main metric, then the task's protocol details
+    (whose keys differ from task to task)."""
+
+    variant: str
+    split: str
+    main_score: str
+
+
+class DataRecord(TypedDict):
+    """Which bytes the task read: one digest over every file, the data root and the files."""
+
+    sha256: str
+    root: str
+    files: list[str]
+    verified: bool
+
+
+class Timings(TypedDict, total=False):
+    """Encoding is shared by the tasks of one pass, hence the ``_all_tasks`` keys; memory in MiB
+    (the key keeps the name version 1 files use)."""
+
+    encode_seconds_all_tasks: float
+    sentences_encoded_all_tasks: int
+    sentences_not_from_cache: int
+    evaluate_seconds: float
+    peak_rss_mb: float
+
+
+#: longest folder name ``slug`` returns (well under the 255 bytes file systems allow)
+SLUG_MAX = 150
+
+
+def slug(name: str) -> str:
+    """A file-system-safe folder name for an encoder name or spec.
+
+    A name whose slug would be longer than ``SLUG_MAX`` keeps a prefix and gets a short hash of the
+    whole name, so that two long names differing only at the end do not share a folder; shorter
+    names (every folder committed so far) map exactly as before. The mapping is still lossy
+    (``hf:a/b`` and ``hf_a_b`` share a folder), which is why ``ResultStore.load`` checks the stored
+    ``encoder`` field.
+    """
+    safe = re.sub(r"[^A-Za-z0-9._+=,()-]+", "_", name).strip("_") or "encoder"
+    if len(safe) <= SLUG_MAX:
+        return safe
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    return f"{safe[: SLUG_MAX - len(digest) - 1]}-{digest}"
+
+
+@dataclass
+class Result:
+    encoder: str
+    task: str
+    main_score: float
+    main_metric: str
+    metrics: Metrics
+    protocol: ProtocolRecord
+    encoder_identity: dict[str, Any]
+    encoder_metadata: dict[str, Any]
+    data: DataRecord
+    seed: int
+    timings: Timings
+    versions: dict[str, str | None]
+    date: str
+    #: counts about the vectors the task scored (``zero_vectors``: sentences encoded as all zeros,
+    #: e.g. every word out of vocabulary); descriptive, outside the fingerprint; None in older files
+    embedding_stats: dict[str, int] | None = None
+    items: dict[str, Any] | None = None  # ItemsRecord of the per-item outputs file, if kept
+    confidence: dict[str, Any] | None = None  # bootstrap intervals (benchharness.scoring.confidence)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def fingerprint(self) -> tuple[str, str, str]:
+        """What must match for a stored result to stand for a fresh one."""
+        return fingerprint(self.encoder_identity.get("hash", ""), self.data.get("sha256", ""), self.protocol)
+
+
+def fingerprint(identity: str, data_sha256: str, protocol: ProtocolRecord) -> tuple[str, str, str]:
+    return identity, data_sha256, json.dumps(protocol, sort_keys=True, default=str)
+
+
+class ResultStore:
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def path(self, encoder: str, task: str) -> Path:
+        folder = slug(encoder)
+        if folder in RESERVED_FOLDERS:
+            raise InvalidInputError(f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "
+                             "register the encoder under another name")
+        return self.root / folder / f"{task}.json"
+
+    def load(self, encoder: str, task: str) -> Result | None:
+        """The stored result of ``encoder`` on ``task``, or None. A file there that holds another
+        encoder's result (folder names are lossy) raises ``ResultMismatchError``."""
+        p = self.path(encoder, task)
+        if not p.exists():
+            return None
+        result = read_result(p)
+        if result.encoder != encoder or result.task != task:
+            raise ResultMismatchError(f"{p} holds the result of encoder {result.encoder!r} on {result.task!r}, "
+                                      f"not {encoder!r} on {task!r} (their folder names coincide); it is "
+                                      "treated as not stored")
+        return result
+
+    def save(self, result: Result, evaluation: Evaluation | None = None) -> Path:
+        """Write atomically (``benchharness.core.atomic``): a reader never sees half a file. With an
+        ``evaluation`` that kept items, they are written first and linked from the JSON."""
+        p = self.path(result.encoder, result.task)
+        if evaluation is not None and evaluation.items:
+            from benchharness.core.items import save_items  # numpy: not needed to read results
+
+            result.items = dict(save_items(p, evaluation))
+        write_json(p, result.to_dict())
+        return p
+
+    def has_items(self, result: Result) -> bool:
+        """Whether the result links a per-item outputs file that is there."""
+        return bool(result.items) and (self.path(result.encoder, result.task).with_name(result.items["file"])).exists()
+
+    def load_items(self, result: Result) -> Evaluation:
+        """The per-item outputs of a stored result; the error names the command that produces them."""
+        from benchharness.core.items import load_items
+
+        hint = f"benchharness run --encoders '{result.encoder}' --tasks {result.task} --add-items"
+        return load_items(self.path(result.encoder, result.task), result.items, hint)
+
+    def __iter__(self) -> Iterator[Result]:
+        for p in sorted(self.root.glob("*/*.json")):
+            if p.parent.name not in RESERVED_FOLDERS:
+                yield read_result(p)
+
+
+class ResultMismatchError(InvalidInputError):
+    """A result file in the place of another encoder's or task's result."""
+
+
+#: the JSON type each key of a result file must have; scores may be any number, counts integers
+_NUMBER = (int, float)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "encoder": (str,), "task": (str,), "main_score": _NUMBER, "main_metric": (str,), "metrics": (dict,),
+    "protocol": (dict,), "encoder_identity": (dict,), "encoder_metadata": (dict,), "data": (dict,),
+    "seed": (int,), "timings": (dict,), "versions": (dict,), "date": (str,), "embedding_stats": (dict, type(None)),
+    "items": (dict, type(None)), "confidence": (dict, type(None)), "schema_version": (int,),
+}
+
+
+def read_result(path: Path) -> Result:
+    """Load one result file; anything that is not a result (bad JSON, missing or unknown keys, a
+    value of the wrong type) raises ``ValueError`` naming the file and the key."""
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{path}:{exc.lineno}: corrupt result file ({exc.msg}); delete it to recompute") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise InvalidInputError(f"{path}: unreadable result file ({exc}); delete it to recompute") from None
+    if not isinstance(raw, dict):
+        raise InvalidInputError(f"{path}: not a benchharness result (a JSON {type(raw).__name__}, expected an object); "
+                         "delete it to recompute")
+    raw.setdefault("schema_version", 1)  # files from before the key existed
+    names = {f.name for f in fields(Result)}
+    unknown = sorted(set(raw) - names)
+    missing = sorted(f.name for f in fields(Result) if f.name not in raw and f.default is MISSING)
+    if unknown or missing:
+        what = "; ".join(filter(None, [unknown and f"unknown keys {', '.join(unknown)}",
+                                       missing and f"missing keys {', '.join(missing)}"]))
+        raise InvalidInputError(f"{path}: not a benchharness result ({what}); delete it to recompute")
+    for key, types in _FIELD_TYPES.items():
+        value = raw.get(key)
+        if key in raw and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
+            expected = "number" if types == _NUMBER else " or ".join(
+                "null" if t is type(None) else {"str": "string", "dict": "object", "int": "integer"}[t.__name__]
+                for t in types)
+            raise InvalidInputError(f"{path}: key {key!r} is {json.dumps(value)[:60]}, expected {expected}; "
+                             "the file is damaged: delete it to recompute")
+    return Result(**raw)

@@ -1,0 +1,119 @@
+"""The project config file, ``benchharness.toml``, found in the working directory or a parent.
+
+It holds the paths of this installation (data root, results, embedding cache, the Hugging Face
+cache and whether to stay offline) and user-registered encoders::
+
+    [paths]
+    data_dir = "../shared/data"        # relative paths are relative to this file
+    hf_hub_cache = "../shared/hf/hub"
+    hf_offline = true
+
+    [encoders.bert-avg]
+    spec = "hf:bert-base-uncased?pooling=avg"
+    description = "BERT-base, mean of the last layer"
+
+Environment variables win over the file (``BENCHHARNESS_DATA``, ``HF_HUB_CACHE``,
+``BENCHHARNESS_RUNS``...), so CI and users can point elsewhere without editing it.
+
+Trained runs go outside the checkout by default (``$XDG_DATA_HOME/benchharness/runs``, else
+``~/.local/share/benchharness/runs``), so every checkout of the machine shares them and a recipe
+is trained once (``benchharness.training.runstore``); ``[paths] runs_dir`` or ``BENCHHARNESS_RUNS`` move them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from benchharness.core.errors import InvalidInputError
+
+CONFIG_NAME = "benchharness.toml"
+RUNS_ENV = "BENCHHARNESS_RUNS"
+
+
+def default_runs_dir() -> Path:
+    """Where trained runs live when neither the environment nor the config file says."""
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "benchharness" / "runs"
+
+
+@dataclass(frozen=True)
+class Config:
+    file: Path | None = None
+    data_dir: Path | None = None
+    results_dir: Path = Path("results")
+    cache_dir: Path = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "benchharness"
+    runs_dir: Path = field(default_factory=default_runs_dir)
+    hf_hub_cache: Path | None = None
+    hf_offline: bool = False
+    encoders: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@lru_cache(maxsize=8)
+def load_config(path: Path | None = None) -> Config:
+    """Parse the config file (or return defaults when there is none)."""
+    path = path or find_config()
+    if path is None:
+        return Config(runs_dir=Path(os.environ[RUNS_ENV]).expanduser()) if os.environ.get(RUNS_ENV) else Config()
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInputError(f"{path}: invalid TOML: {exc}") from None
+    base = path.parent
+    paths = raw.get("paths", {})
+
+    def rel(key: str, default: Path | None) -> Path | None:
+        value = paths.get(key)
+        return (base / value).resolve() if value is not None else default
+
+    defaults = Config()
+    return Config(
+        file=path,
+        data_dir=rel("data_dir", None),
+        results_dir=rel("results_dir", base / "results"),
+        cache_dir=rel("cache_dir", defaults.cache_dir),
+        runs_dir=Path(os.environ[RUNS_ENV]).expanduser() if os.environ.get(RUNS_ENV)
+        else rel("runs_dir", default_runs_dir()),
+        hf_hub_cache=rel("hf_hub_cache", None),
+        hf_offline=bool(paths.get("hf_offline", False)),
+        encoders=raw.get("encoders", {}),
+    )
+
+
+def offline_cache_missing(cfg: Config) -> bool:
+    """True when the config describes an offline cache that this machine does not have.
+
+    The committed config points at the shared cache beside the checkout and asks for offline
+    mode; a clone anywhere else must not inherit that (every model lookup would fail, and the
+    cache folder would be created empty), so it gets the normal Hugging Face hub behaviour.
+    """
+    return cfg.hf_offline and cfg.hf_hub_cache is not None and not cfg.hf_hub_cache.is_dir()
+
+
+def apply_environment(cfg: Config) -> None:
+    """Export the Hugging Face settings before transformers/huggingface_hub are imported
+    (huggingface_hub reads them once, at import), without overriding the user's environment.
+
+    Offline mode, and the cache it relies on, apply only where the configured cache exists."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if offline_cache_missing(cfg):
+        return
+    if cfg.hf_hub_cache is not None:
+        os.environ.setdefault("HF_HUB_CACHE", str(cfg.hf_hub_cache))
+    if cfg.hf_offline:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -1,0 +1,133 @@
+"""What an encoder name stands for: spec dicts, the contracts of the ``families`` and
+``catalogues`` plugins, and the grammar of compositions (``base+post(k=v,...)+post``).
+
+Pure data and parsing: nothing here builds or loads a model. The resolver
+(``benchharness.evaluation.resolver``) turns names into encoders with it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Required, TypedDict
+from urllib.parse import parse_qsl
+
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import UserError
+
+#: spec type of a name that stands for a composition string (a tuned post-processor chain)
+COMPOSE = "compose"
+
+
+class UnknownEncoderError(UserError, KeyError):
+    """A name, spec key, post-processor or parameter that nothing installed knows."""
+
+
+class EncoderSpec(TypedDict, total=False):
+    """What a name stands for: a family ``type`` and that family's parameters (``model``, ``file``,
+    ``pooling``...), or ``{"type": "compose", "spec": "<composition>"}``."""
+
+    type: Required[str]
+    model: str
+    file: str
+    spec: str
+
+
+#: the defaults the resolver hands every family builder: device, batch_size, data_dir (None = unset)
+Defaults = dict[str, Any]
+Builder = Callable[[str, EncoderSpec, Defaults], Encoder]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A ``families`` plugin: the spec ``type`` it answers to and how its encoders are built."""
+
+    name: str
+    build: Builder
+    #: the spec key the target of an ad-hoc ``<name>:<target>`` fills (``model``, ``file``)
+    target: str = "model"
+    #: the ad-hoc form, for help texts (``st:<model>``)
+    usage: str = ""
+    #: the spec keys the family accepts besides ``target`` (None: not declared, not checked)
+    params: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, name: str, build: Builder, target: str = "model", usage: str | None = None,
+           accepts: Callable[..., Any] | Collection[str] | None = None) -> "Family":
+        """A family whose accepted spec keys are ``accepts``: the encoder class the builder passes
+        them to (its constructor's keyword parameters, less ``name``), or the keys themselves. A
+        spec with another key is then refused with the accepted ones listed, instead of a
+        ``TypeError`` from deep inside."""
+        if accepts is None or isinstance(accepts, Collection):
+            params = None if accepts is None else tuple(accepts)
+        else:
+            params = tuple(p for p in inspect.signature(accepts).parameters if p not in ("self", "name"))
+        return cls(name, build, target, usage or f"{name}:<{target}>", params)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A catalogue's answer: the spec to build, and the run manifest it comes from (trained runs:
+    its provenance is copied into every result)."""
+
+    spec: EncoderSpec
+    manifest: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """A ``catalogues`` plugin: names it publishes (published checkpoints, trained recipes).
+
+    ``resolve(name, train=..., progress=...)`` gives the spec of a name it knows, else None;
+    ``train`` says whether it may train a model now to answer. ``on_demand(name)`` says a name
+    would be trained on resolution, so a check that must stay cheap leaves it alone.
+    Catalogues are consulted in increasing ``order``.
+    """
+
+    resolve: Callable[..., Resolved | None]
+    rows: Callable[[], list[dict[str, str]]]
+    on_demand: Callable[[str], bool] = field(default=lambda name: False)
+    order: int = 100
+
+
+def _coerce(value: str) -> Any:
+    """Query-string values to int/float/bool where they look like one."""
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def parse_params(text: str, sep: str) -> dict[str, Any]:
+    return {k: _coerce(v) for k, v in parse_qsl(text, keep_blank_values=True, separator=sep)}
+
+
+def split_outside_parentheses(text: str, sep: str) -> list[str]:
+    """Split on ``sep`` where it is not inside parentheses (post-processor parameters)."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == sep and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    if depth != 0:
+        raise UnknownEncoderError(f"unbalanced parentheses in {text!r}")
+    return [*parts, current]
+
+
+def split_composition(name: str) -> list[str]:
+    """Split ``a+b(x=1,y=2)+c`` on the ``+`` signs outside parentheses."""
+    try:
+        parts = split_outside_parentheses(name, "+")
+    except UnknownEncoderError:
+        parts = [""]
+    if any(not p.strip() for p in parts):
+        raise UnknownEncoderError(f"malformed encoder composition {name!r}; expected base+post(k=v)+post")
+    return [p.strip() for p in parts]

@@ -1,0 +1,153 @@
+"""The one contract every task honours: metadata, the sentences it will ask for, and an
+evaluation from embeddings (the counterpart of ``benchharness.core.encoder`` for tasks).
+
+It lives in the core so that the runner can drive tasks it is handed without importing the task
+package; task families (the ``tasks`` package) implement it. A task never loads a model. The runner calls ``load`` once (reading files through the data root,
+which checks them), collects ``sentences()`` from every selected task, encodes the unique ones
+once, and calls ``evaluate_items(embed)`` where ``embed(list_of_sentences)`` is served from that store.
+
+Per-item outputs (issue #15): ``evaluate_items`` returns the metrics together with the outputs they
+were computed from (a cosine per pair, a prediction per test item, AP/RR per query), so that
+confidence intervals and paired comparisons never need the encoder again. A task family that keeps
+none implements ``evaluate`` only; the default ``evaluate_items`` then returns no items.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from benchharness.core.data_root import DataRoot
+
+if TYPE_CHECKING:  # the contract needs no numpy at run time (the leaderboard reads results without it)
+    import numpy as np
+
+    from benchharness.core.encoder import Encoder
+
+#: what a task gets to embed sentences: one float32 row per sentence, in order
+Embed = Callable[[list[str]], "np.ndarray"]
+#: what ``evaluate`` returns: scores (x100) and counts by metric name, plus descriptive strings
+#: (a transfer task's classifier ``config``); the keys differ from task family to task family
+Metrics = dict[str, float | int | str]
+#: per-item outputs by array name; which names a family uses is told by ``Evaluation.kind``
+Items = dict[str, "np.ndarray"]
+#: the kinds of per-item outputs, each read by ``benchharness.scoring.confidence``
+ITEM_KINDS = ("sts", "classification", "ranking")
+
+
+@dataclass
+class Evaluation:
+    """Metrics and the per-item outputs they were computed from.
+
+    ``kind`` says how to read ``items``: ``sts`` (``cosine``, ``gold``, ``subset`` index into
+    ``subset_names``), ``classification`` (``pred``, ``gold``, and ``fold`` for outer k-fold tasks,
+    whose score is the mean of the per-fold accuracies), ``ranking`` (one array per metric key, the
+    per-query value whose mean x100 is that metric). An empty ``items`` means none were kept.
+    """
+
+    metrics: Metrics
+    items: Items = field(default_factory=dict)
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class TaskMetadata:
+    name: str
+    family: str
+    description: str
+    split: str
+    main_score: str  # key into the metrics dict
+    protocol: str  # variant name, recorded in every result
+    reference: str
+    groups: tuple[str, ...] = ()
+    n_samples: int | None = None  # expected evaluation items, checked at load
+    protocol_details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Task(ABC):
+    metadata: TaskMetadata
+
+    def __init__(self) -> None:
+        self.files: list[Path] = []
+        self.loaded = False
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    def load(self, data: DataRoot) -> None:
+        """Read the task's files (once); ``self.files`` lists every file read, for checksums."""
+        if not self.loaded:
+            self._load(data)
+            self.loaded = True
+
+    def _path(self, data: DataRoot, rel: str, source: str) -> Path:
+        path = data.path(rel, source)
+        self.files.append(path)
+        return path
+
+    @abstractmethod
+    def _load(self, data: DataRoot) -> None: ...
+
+    @abstractmethod
+    def sentences(self) -> list[str]:
+        """Every sentence ``evaluate`` will ask to embed."""
+
+    @abstractmethod
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
+        """Metrics (scores x100), including ``metadata.main_score``."""
+
+    def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
+        """Metrics with per-item outputs; families that keep items override this and define
+        ``evaluate`` as its metrics, so that both come from one computation."""
+        return Evaluation(self.evaluate(embed, seed))
+
+class EncoderDrivenTask(Task):
+    """A task that drives encoding itself: mteb's evaluators decide what to encode and when (a
+    retrieval corpus, per-split batches), so such a task is handed the encoder, not an embedding
+    store. The runner still gives it the encoder the registry built (with benchharness's embedding
+    cache around it), records its result like any other, and contains its failures.
+
+    Its data are not files under the data root: ``data_record`` says what pins them instead (for
+    mteb, a Hugging Face dataset at a revision, also written into the protocol).
+    """
+
+    def sentences(self) -> list[str]:
+        return []  # nothing for the shared encoding pass: the task encodes through the encoder
+
+    def evaluate(self, embed: Embed, seed: int) -> Metrics:
+        raise TypeError(f"{self.name} drives encoding itself: call evaluate_encoder(encoder, seed)")
+
+    @abstractmethod
+    def evaluate_encoder(self, encoder: Encoder, seed: int) -> Metrics:
+        """Metrics (scores x100), including ``metadata.main_score``."""
+
+    @abstractmethod
+    def data_record(self) -> dict[str, Any]:
+        """The result's ``data`` entry: ``sha256`` (empty when the data are not read as files
+        here), ``root``, ``files`` (names that locate the data) and ``verified``."""
+
+
+@dataclass(frozen=True)
+class TaskProvider:
+    """What a ``tasks`` plugin contributes: tasks by name, groups of them, other spellings, and
+    optionally a prefix under which it builds tasks from any name (``mteb:<TaskName>``).
+
+    Factories build a task without reading data (``Task.load`` reads it), so listing is cheap.
+    """
+
+    tasks: dict[str, Callable[[], Task]] = field(default_factory=dict)
+    groups: dict[str, list[str]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    prefix: str | None = None
+    #: builds a task for a name that starts with ``prefix`` (the name is passed whole)
+    build_prefixed: Callable[[str], Task] | None = None
+    #: how the prefix is written, for help and error texts (``mteb:<TaskName>``)
+    prefix_usage: str = ""
+    #: providers are listed and searched in increasing order
+    order: int = 100

@@ -1,0 +1,158 @@
+"""Readers of the STS file formats, shared by the STS tasks and the unlabeled corpora.
+
+One reader per format, so that a task and a corpus built from the same file see the same
+sentences, in the same order, byte for byte (fitted post-processors record a digest of their
+corpus; results record it):
+
+- STS12-16 (SentEval's ``STS.input.<subset>.txt`` + ``STS.gs.<subset>.txt``): one tab-separated
+  pair per input line, the gold score on the same line of the gold file; a pair whose gold line is
+  empty is not scored (SentEval drops it) but is still a sentence pair of the input file;
+- STS-B (SentEval's ``sts-<split>.csv``, tab-separated despite the name, no header; or the raw
+  original under ``stsbenchmark/``): gold in column 4, sentences in columns 5 and 6;
+- SICK (``SICK_<split>.txt``, a header line): sentences in columns 1 and 2, relatedness in 3.
+
+Text is SentEval's: the line split on whitespace and re-joined with single spaces
+(``senteval_text``), except where a caller asks for the raw text.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from pathlib import Path
+from typing import Callable, Iterable
+
+from benchharness.core.data_root import DataError
+
+#: STS12-16: SentEval's subset files of each year, in SentEval's order
+STS_YEARS: dict[str, tuple[str, ...]] = {
+    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+    "STS13": ("FNWN", "headlines", "OnWN"),
+    "STS14": ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
+    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+}
+#: STS-B split -> its csv under the data root (SentEval's tokenized copy)
+STSB_SPLITS = ("train", "dev", "test")
+#: SICK split -> its file under the data root
+SICK_FILES: dict[str, str] = {"train": "SICK_train.txt", "trial": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
+#: (gold, sentence a, sentence b) columns
+STSB_COLUMNS = (4, 5, 6)
+SICK_COLUMNS = (3, 1, 2)
+
+Pairs = tuple[list[str], list[str], list[float]]
+
+
+def senteval_text(s: str) -> str:
+    """SentEval splits on whitespace and the batcher re-joins with single spaces."""
+    return " ".join(s.split())
+
+
+def raw_text(s: str) -> str:
+    """The original text, surrounding whitespace removed (the raw STS-B variant)."""
+    return s.strip()
+
+
+#: what ``errors="surrogateescape"`` turns an undecodable byte into
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def undecodable_message(path: Path | str, lines: Iterable[str], exc: UnicodeDecodeError) -> str:
+    """``<path>:<line>: ...`` for a file whose strict decoding raised ``exc``, shared by every
+    reader whose errors must name the file and line.
+
+    The decoder reports a byte offset within the block it was decoding, not a line (and a
+    streaming reader may fail on a block ahead of its line), so the reader reads the file again
+    with ``errors="surrogateescape"``, split into ``lines`` exactly as it splits it: every
+    undecodable byte becomes a lone surrogate, which valid text never holds, and the first line
+    holding one is the line to name.
+    """
+    lineno = 0
+    try:
+        for lineno, line in enumerate(lines, 1):
+            if _ESCAPED.search(line):
+                break
+    except (EOFError, OSError, zlib.error):  # a compressed stream that also breaks off in that line
+        lineno += 1
+    byte = exc.object[exc.start : exc.start + 1]
+    return (f"{path}:{max(lineno, 1)}: byte {byte!r} is not valid {exc.encoding} ({exc.reason}); "
+            "the file is damaged or in another encoding")
+
+
+def read_lines(path: Path) -> list[str]:
+    """Every line of a utf-8 file, blank ones included (``read().splitlines()``, as SentEval)."""
+    try:
+        with open(path, encoding="utf8") as fh:
+            return fh.read().splitlines()
+    except UnicodeDecodeError as exc:
+        with open(path, encoding="utf8", errors="surrogateescape") as fh:
+            raise DataError(undecodable_message(path, fh.read().splitlines(), exc)) from None
+
+
+def sts_year_file(year: str, subset: str, kind: str) -> str:
+    """``kind`` is ``input`` (the pairs) or ``gs`` (the gold scores); the path is data-root relative."""
+    return f"senteval/STS/{year}-en-test/STS.{kind}.{subset}.txt"
+
+
+def stsb_file(split: str, raw: bool = False) -> str:
+    return "senteval/STS/STSBenchmark/" + ("stsbenchmark/" if raw else "") + f"sts-{split}.csv"
+
+
+def sick_file(split: str) -> str:
+    return f"senteval/SICK/{SICK_FILES[split]}"
+
+
+def read_sts_pairs(input_path: Path, gold_path: Path | None = None) -> Pairs:
+    """An STS12-16 subset. With ``gold_path``: the scored pairs only and their gold scores (SentEval's
+    evaluation set); without: every pair of the input file, gold or not, and no scores."""
+    inputs = read_lines(input_path)
+    if gold_path is None:
+        gold: list[str | None] = [None] * len(inputs)
+    else:
+        gold = list(read_lines(gold_path))
+        if len(inputs) != len(gold):  # named at the first line the shorter file lacks
+            longer = input_path if len(inputs) > len(gold) else gold_path
+            raise DataError(f"{longer}:{min(len(inputs), len(gold)) + 1}: {input_path} has {len(inputs)} "
+                            f"lines but {gold_path} has {len(gold)}")
+    a, b, g = [], [], []
+    for lineno, (pair, score) in enumerate(zip(inputs, gold), 1):
+        if score is not None and score.strip() == "":  # SentEval drops pairs without a gold score
+            continue
+        fields = pair.split("\t")
+        if len(fields) < 2:
+            raise DataError(f"{input_path}:{lineno}: expected two tab-separated sentences")
+        a.append(senteval_text(fields[0]))
+        b.append(senteval_text(fields[1]))
+        if score is not None:
+            try:
+                g.append(float(score))
+            except ValueError:
+                raise DataError(f"{gold_path}:{lineno}: gold score {score!r} is not a number") from None
+    return a, b, g
+
+
+def read_scored_tsv(path: Path, columns: tuple[int, int, int], header: bool, gold: bool = True,
+                    text: Callable[[str], str] = senteval_text) -> Pairs:
+    """STS-B csv or SICK txt: ``columns`` = (gold, sentence a, sentence b); the first line skipped
+    when ``header``. ``gold=False`` reads the sentences only (an unlabeled corpus)."""
+    gi, ai, bi = columns
+    a, b, g = [], [], []
+    for lineno, line in enumerate(read_lines(path), 1):
+        if header and lineno == 1:
+            continue
+        fields = line.strip().split("\t")
+        if len(fields) <= max(columns):
+            raise DataError(f"{path}:{lineno}: expected at least {max(columns) + 1} tab-separated fields")
+        a.append(text(fields[ai]))
+        b.append(text(fields[bi]))
+        if gold:
+            try:
+                g.append(float(fields[gi]))
+            except ValueError:
+                raise DataError(f"{path}:{lineno}: gold score {fields[gi]!r} is not a number") from None
+    return a, b, g
+
+
+def interleave(a: list[str], b: list[str]) -> list[str]:
+    """The sentences of a pair list in file order: a1, b1, a2, b2, ..."""
+    return [s for pair in zip(a, b) for s in pair]

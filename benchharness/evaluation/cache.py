@@ -1,0 +1,475 @@
+"""On-disk embedding cache: one SQLite database (WAL mode) per encoder identity.
+
+Why SQLite and not hand-written shards: it already gives atomic commits, crash recovery and
+readers that never see a half-written chunk, so the cache only adds what a database cannot know
+(checksums of the vectors, a lock around encoding, quarantine of a damaged file).
+``benchmarks/cache_store.py`` chose the layout: storing each committed chunk as two blobs (its
+20-byte sha1 keys and its float32 rows) reads the 26,289 x 384 STS cache with about a third of
+the CPU time of one row per sentence, and as fast as the old npz shards.
+
+Layout, under ``<root>/<identity>/``:
+
+* ``embeddings.sqlite``: tables ``meta`` (format, dim) and ``chunks`` (n, keys, vecs, crc32);
+* ``lock``: ``flock``-ed by a process while it encodes or repairs, so that two runs of the same
+  encoder never both encode the same sentences (the later one waits, then reuses);
+* ``quarantine/``: damaged databases and old shards, moved aside with a warning naming them.
+
+Keys are the full 20-byte sha1 digests, sliced from the stored blob, so they are exact (the old
+shards' numpy ``S20`` keys lost trailing NUL bytes, and those sentences missed on every rerun).
+Readers take no lock: WAL gives them a consistent snapshot while a writer commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import time
+import warnings
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError, UserError
+
+KEY_BYTES = 20  # sha1 digest
+DB_NAME = "embeddings.sqlite"
+LOCK_NAME = "lock"
+QUARANTINE = "quarantine"
+FORMAT = "1"
+#: sentences encoded and committed together: a killed run loses at most this many encodings.
+ENCODE_CHUNK = 2048
+#: chunks with fewer rows than this are "small"; once more than MAX_SMALL_CHUNKS of them pile up
+#: (each run that adds sentences leaves one), they are merged into chunks of up to MERGED_CHUNK rows.
+SMALL_CHUNK = 2048
+MAX_SMALL_CHUNKS = 8
+MERGED_CHUNK = 65536  # 96 MiB at dim 384, well under SQLite's 1 GB blob limit
+_CORRUPTION_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def sentence_key(sentence: str) -> bytes:
+    return hashlib.sha1(sentence.encode("utf8")).digest()
+
+
+class DamagedCacheError(UserError):
+    """A cache file that cannot be trusted; it is quarantined and its sentences re-encoded."""
+
+
+@dataclass
+class CachedRows:
+    """Everything cached for one identity: ``vectors[index[key]]`` is the row of ``key``."""
+
+    index: dict[bytes, int]
+    vectors: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def _crc(keys: bytes, vecs: bytes) -> int:
+    return zlib.crc32(vecs, zlib.crc32(keys))
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # mode=rw: reading never creates a database; isolation_level=None: transactions are explicit
+    con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=600,
+                          isolation_level=None)
+    try:
+        con.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses no commit
+    except sqlite3.DatabaseError as exc:  # the first statement reads the header
+        con.close()
+        if _is_corruption(exc):
+            raise DamagedCacheError(str(exc)) from exc
+        raise sqlite3.DatabaseError(f"embedding cache {path}: {exc}") from exc
+    return con
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python >= 3.11
+    if code is None:
+        return any(text in str(exc) for text in ("malformed", "not a database"))
+    return (code & 0xFF) in _CORRUPTION_CODES
+
+
+def _read(path: Path, con: sqlite3.Connection) -> CachedRows:
+    """All rows of an open database, every chunk's length and crc32 checked."""
+    try:
+        tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"meta", "chunks"} <= tables:
+            raise DamagedCacheError(f"no meta/chunks tables (found {sorted(tables)})")
+        meta = dict(con.execute("SELECT name, value FROM meta").fetchall())
+        chunks = con.execute("SELECT n, keys, vecs, crc FROM chunks ORDER BY id").fetchall()
+    except sqlite3.DatabaseError as exc:
+        if _is_corruption(exc):
+            raise DamagedCacheError(str(exc)) from exc
+        raise sqlite3.DatabaseError(f"embedding cache {path}: {exc}") from exc
+    if "format" not in meta:
+        raise DamagedCacheError("no format in its meta table")
+    if meta["format"] != FORMAT:  # a newer harness's cache is not damaged: leave it alone
+        raise InvalidInputError(f"embedding cache {path} has format {meta['format']!r}; this version reads "
+                         f"format {FORMAT!r}. Use another cache folder (--cache-dir) or update benchharness")
+    dim = int(meta.get("dim", 0))
+    index: dict[bytes, int] = {}
+    parts = []
+    for n, keys, vecs, crc in chunks:
+        if len(keys) != n * KEY_BYTES or len(vecs) != n * dim * 4 or _crc(keys, vecs) != crc:
+            raise DamagedCacheError(f"a chunk of {n} rows fails its length or crc32 check")
+        start = len(index)
+        index.update(zip((keys[i : i + KEY_BYTES] for i in range(0, len(keys), KEY_BYTES)),
+                         range(start, start + n)))
+        if len(index) != start + n:
+            raise DamagedCacheError("a key is stored twice")  # writers skip known keys
+        parts.append(np.frombuffer(vecs, dtype=np.float32))
+    vectors = np.concatenate(parts).reshape(-1, dim) if parts else np.zeros((0, dim), np.float32)
+    return CachedRows(index, vectors)
+
+
+def _create(path: Path) -> None:
+    """An empty database, built beside ``path`` and renamed into place in one step.
+
+    So a database that exists always has its schema, and an empty or headless file is damage,
+    not a run killed between creating the file and writing its first page.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666))  # 0666 & ~umask
+    try:
+        con = _connect(tmp)
+        try:
+            con.execute("PRAGMA page_size=8192")  # 5 rows of 1.5 kB per page instead of 2
+            con.execute("PRAGMA journal_mode=WAL")  # persistent: stored in the file header
+            con.execute("BEGIN")
+            con.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            con.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
+                        "keys BLOB NOT NULL, vecs BLOB NOT NULL, crc INTEGER NOT NULL)")
+            con.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+            con.execute("COMMIT")
+        finally:
+            con.close()  # checkpoints and removes tmp's -wal/-shm
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+_held: dict[Path, int] = {}  # lock files this process holds, with nesting depth
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Exclusive ``flock`` on ``path``; re-entrant within a process (flock on a second descriptor
+    of the same file would deadlock against ourselves). Released by the kernel if we are killed."""
+    import fcntl
+
+    if path in _held:
+        _held[path] += 1
+        try:
+            yield
+        finally:
+            _held[path] -= 1
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _held[path] = 1
+        try:
+            yield
+        finally:
+            del _held[path]
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class CacheWriter:
+    """The open database of one identity while its lock is held; ``add_keys`` commits a chunk."""
+
+    def __init__(self, path: Path, con: sqlite3.Connection, rows: CachedRows) -> None:
+        self.path, self.con = path, con
+        self._index = dict(rows.index)
+        self._parts = [rows.vectors] if len(rows) else []
+        self._dim: int | None = rows.vectors.shape[1] if len(rows) else None
+        if self._dim is None:
+            stored = con.execute("SELECT value FROM meta WHERE name='dim'").fetchone()
+            self._dim = int(stored[0]) if stored else None
+
+    @property
+    def rows(self) -> CachedRows:
+        """What the database holds now, including what this writer committed."""
+        if len(self._parts) > 1:
+            self._parts = [np.concatenate(self._parts)]
+        vectors = self._parts[0] if self._parts else np.zeros((0, self._dim or 0), np.float32)
+        return CachedRows(dict(self._index), vectors)
+
+    def add(self, sentences: Sequence[str], vectors: np.ndarray) -> int:
+        return self.add_keys([sentence_key(s) for s in sentences], vectors)
+
+    def add_keys(self, keys: Sequence[bytes], vectors: np.ndarray) -> int:
+        """Commit the rows whose keys are not stored yet, as one chunk; returns how many.
+
+        Non-finite rows are refused (ValueError): a NaN stored once would be served forever.
+        """
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(vectors) != len(keys):
+            raise InvalidInputError(f"{self.path}: expected {len(keys)} rows, got an array of shape {vectors.shape}")
+        if any(len(k) != KEY_BYTES for k in keys):
+            raise InvalidInputError(f"{self.path}: keys must be {KEY_BYTES}-byte sha1 digests")
+        bad = ~np.isfinite(vectors).all(axis=1)
+        if bad.any():
+            raise InvalidInputError(f"{self.path}: {int(bad.sum())} of {len(keys)} rows are not finite "
+                             f"(first at position {int(np.argmax(bad))}); they are not cached")
+        if self._dim is not None and vectors.shape[1] != self._dim:
+            raise InvalidInputError(f"{self.path}: rows have dimension {vectors.shape[1]}, "
+                             f"the cache holds dimension {self._dim}")
+        fresh: dict[bytes, int] = {}
+        for i, k in enumerate(keys):
+            if k not in self._index and k not in fresh:
+                fresh[k] = i
+        if not fresh:
+            return 0
+        rows = vectors[list(fresh.values())]
+        keys_blob, vecs_blob = b"".join(fresh), rows.tobytes()
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            if self._dim is None:
+                self.con.execute("INSERT INTO meta VALUES ('dim', ?)", (str(vectors.shape[1]),))
+            self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
+                             (len(fresh), keys_blob, vecs_blob, _crc(keys_blob, vecs_blob)))
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self._dim = vectors.shape[1]
+        start = len(self._index)
+        self._index.update(zip(fresh, range(start, start + len(fresh))))
+        self._parts.append(rows)
+        return len(fresh)
+
+    def compact(self) -> None:
+        """Merge small chunks once more than MAX_SMALL_CHUNKS exist, in one transaction."""
+        small = self.con.execute("SELECT id FROM chunks WHERE n < ? ORDER BY id", (SMALL_CHUNK,)).fetchall()
+        if len(small) <= MAX_SMALL_CHUNKS:
+            return
+        ids = [i for (i,) in small]
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            marks = ",".join("?" * len(ids))
+            got = self.con.execute(f"SELECT keys, vecs, crc FROM chunks WHERE id IN ({marks}) ORDER BY id",
+                                   ids).fetchall()
+            if any(_crc(k, v) != c for k, v, c in got):
+                raise DamagedCacheError("a chunk fails its crc32 check")
+            keys, vecs = b"".join(k for k, _, _ in got), b"".join(v for _, v, _ in got)
+            row_bytes = len(vecs) // (len(keys) // KEY_BYTES)
+            self.con.execute(f"DELETE FROM chunks WHERE id IN ({marks})", ids)
+            for start in range(0, len(keys) // KEY_BYTES, MERGED_CHUNK):
+                k = keys[start * KEY_BYTES : (start + MERGED_CHUNK) * KEY_BYTES]
+                v = vecs[start * row_bytes : (start + MERGED_CHUNK) * row_bytes]
+                self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
+                                 (len(k) // KEY_BYTES, k, v, _crc(k, v)))
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+
+class EmbeddingCache:
+    """Cached embeddings under ``root``, one folder (and database) per encoder identity."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _folder(self, identity: str) -> Path:
+        return self.root / identity
+
+    def lookup(self, identity: str) -> CachedRows:
+        """Everything cached for ``identity``: one query, one vectorised decode, no lock.
+
+        Only if something needs repair (a damaged database, old shards to import) does it take
+        the identity's lock through :meth:`writer`.
+        """
+        folder = self._folder(identity)
+        path = folder / DB_NAME
+        if not (folder.is_dir() and any(folder.glob("shard-*.npz"))):
+            if not path.exists():
+                return CachedRows({}, np.zeros((0, 0), np.float32))
+            try:
+                con = _connect(path)
+                try:
+                    return _read(path, con)
+                finally:
+                    con.close()
+            except DamagedCacheError:
+                pass  # the writer re-checks under the lock, then quarantines
+        with self.writer(identity) as writer:
+            return writer.rows
+
+    @contextlib.contextmanager
+    def writer(self, identity: str) -> Iterator[CacheWriter]:
+        """Hold the identity's lock and its open database (created, repaired or migrated first).
+
+        Its ``rows`` are read after the lock is taken, so they include everything a concurrent
+        run committed before releasing it.
+        """
+        folder = self._folder(identity)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / DB_NAME
+        with _locked(folder / LOCK_NAME):
+            con, rows = self._open_checked(path)
+            try:
+                writer = CacheWriter(path, con, rows)
+                self._migrate(folder, writer)
+                yield writer
+                writer.compact()
+            finally:
+                con.close()
+
+    def add(self, identity: str, sentences: Sequence[str], vectors: np.ndarray) -> int:
+        """Store rows for ``sentences`` (those not cached yet) as one chunk; returns how many."""
+        with self.writer(identity) as writer:
+            return writer.add(sentences, vectors)
+
+    def _open_checked(self, path: Path) -> tuple[sqlite3.Connection, CachedRows]:
+        """Open (creating if absent) and fully check the database; quarantine it if damaged.
+
+        ``quick_check`` covers the b-tree pages a plain read skips; the crc32s cover the vectors.
+        Called with the lock held.
+        """
+        if path.exists():
+            try:
+                return self._checked(path)
+            except DamagedCacheError as exc:
+                self._quarantine(path, str(exc))
+        _create(path)
+        con = _connect(path)
+        return con, _read(path, con)
+
+    @staticmethod
+    def _checked(path: Path) -> tuple[sqlite3.Connection, CachedRows]:
+        con = _connect(path)
+        try:
+            try:
+                problems = [msg for (msg,) in con.execute("PRAGMA quick_check").fetchall()]
+            except sqlite3.DatabaseError as exc:
+                if not _is_corruption(exc):
+                    raise
+                problems = [str(exc)]
+            if problems != ["ok"]:
+                raise DamagedCacheError("; ".join(problems[:3]))
+            return con, _read(path, con)
+        except BaseException:
+            con.close()
+            raise
+
+    def _quarantine(self, path: Path, reason: str) -> None:
+        """Move a damaged file (and its -wal/-shm) to ``quarantine/`` and say so; lock held."""
+        qdir = path.parent / QUARANTINE
+        qdir.mkdir(exist_ok=True)
+        dest = qdir / f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        for suffix in ("", "-wal", "-shm"):
+            src = path.with_name(path.name + suffix)
+            if src.exists():
+                os.replace(src, dest.with_name(dest.name + suffix))
+        warnings.warn(f"embedding cache file {path} is damaged ({reason}); moved to {dest}; "
+                      "its sentences will be re-encoded", RuntimeWarning, stacklevel=3)
+
+    def _migrate(self, folder: Path, writer: CacheWriter) -> None:
+        """Import ``shard-*.npz`` files of the previous cache once, then delete them.
+
+        Their keys are read as raw bytes, so digests that ended in NUL bytes (which numpy's
+        ``S20`` strips on access) come back whole and those rows are reused, not re-encoded.
+        Non-finite rows are dropped; unreadable shards are quarantined.
+        """
+        for shard in sorted(folder.glob("shard-*.npz")):
+            try:
+                with np.load(shard) as data:
+                    keys, vecs = data["keys"], np.asarray(data["vectors"], dtype=np.float32)
+                if keys.dtype.itemsize != KEY_BYTES or vecs.ndim != 2 or len(keys) != len(vecs):
+                    raise InvalidInputError(f"keys {keys.dtype} x {len(keys)}, vectors {vecs.shape}")
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+                self._quarantine(shard, f"{type(exc).__name__}: {exc}")
+                continue
+            raw = np.ascontiguousarray(keys).tobytes()
+            finite = np.isfinite(vecs).all(axis=1)
+            writer.add_keys([raw[i * KEY_BYTES : (i + 1) * KEY_BYTES] for i in np.flatnonzero(finite)],
+                            vecs[finite])
+            shard.unlink()
+
+
+class CachingEncoder(Encoder):
+    """Serves what the cache holds and encodes (then stores) only the rest.
+
+    It is transparent: name, identity, metadata and mask token are the wrapped encoder's, so a
+    post-processor built on top of it fits on cached base vectors.
+    """
+
+    def __init__(self, inner: Encoder, cache: EmbeddingCache, chunk_size: int = ENCODE_CHUNK) -> None:
+        super().__init__(inner.name)
+        self.inner = inner
+        self.cache = cache
+        self.chunk_size = chunk_size
+        self._rows: CachedRows | None = None
+        self.encoded = 0  # sentences actually encoded (not served from the cache)
+
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        identity = self.inner.identity
+        if self._rows is None:
+            self._rows = self.cache.lookup(identity)
+        keys = [sentence_key(s) for s in sentences]
+        unserved: dict[bytes, np.ndarray] = {}  # non-finite rows: returned as encoded, never stored
+        if any(k not in self._rows.index for k in keys):
+            with self.cache.writer(identity) as writer:
+                # read after taking the lock: a concurrent run may have encoded some meanwhile
+                index = writer.rows.index
+                missing = list(dict.fromkeys(s for s, k in zip(sentences, keys) if k not in index))
+                # Chunks cut from one stable longest-first order (by characters, as the HF encoder
+                # sorts): an inner encoder that sorts each chunk the same way then forms exactly the
+                # batches of a single call whenever its batch size divides the chunk size (64 and
+                # 2048 by default), so vectors are bit-identical to encoding all at once. Otherwise
+                # (or when an encoder breaks length ties differently, as sentence-transformers'
+                # unstable sort may) only batches at chunk edges change, and with them the padding,
+                # which can move vectors in their last float bits.
+                missing.sort(key=len, reverse=True)
+                for start in range(0, len(missing), self.chunk_size):
+                    chunk = missing[start : start + self.chunk_size]
+                    vecs = np.asarray(self.inner.encode(chunk, show_progress=show_progress), dtype=np.float32)
+                    if vecs.ndim != 2 or len(vecs) != len(chunk):
+                        raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape {vecs.shape}")
+                    self.encoded += len(chunk)
+                    finite = np.isfinite(vecs).all(axis=1)
+                    chunk_keys = [sentence_key(s) for s in chunk]
+                    writer.add_keys([k for k, ok in zip(chunk_keys, finite) if ok], vecs[finite])
+                    unserved.update((k, v) for k, v, ok in zip(chunk_keys, vecs, finite) if not ok)
+                self._rows = writer.rows
+            if unserved:
+                warnings.warn(f"{self.name}: {len(unserved)} sentence(s) encoded to non-finite vectors; "
+                              "returned as they are, not cached", RuntimeWarning, stacklevel=2)
+        if not keys:
+            return np.zeros((0, 0), dtype=np.float32)
+        rows = self._rows
+        if not unserved:
+            return rows.vectors[np.fromiter((rows.index[k] for k in keys), dtype=np.intp, count=len(keys))]
+        out = np.empty((len(keys), next(iter(unserved.values())).shape[0]), dtype=np.float32)
+        for i, k in enumerate(keys):
+            out[i] = unserved[k] if k in unserved else rows.vectors[rows.index[k]]
+        return out
+
+    def identity_info(self) -> dict[str, Any]:
+        return self.inner.identity_info()
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.inner.metadata
+
+    @property
+    def mask_token(self) -> str | None:
+        return self.inner.mask_token
+
+    def __getattr__(self, item: str) -> Any:
+        # reached only for attributes CachingEncoder lacks (e.g. a tokenizer): delegate
+        if item == "inner":
+            raise AttributeError(item)
+        return getattr(self.inner, item)

@@ -1,0 +1,285 @@
+"""Names and specs to encoders.
+
+A name is resolved in this order:
+
+1. a composition ``base+post(k=v,...)+post`` (``postprocessors`` plugins wrap the encoder on their
+   left);
+2. a built-in name (``minilm-l6``, ``minilm-l3``, ``glove-50d``);
+3. an encoder registered in ``benchharness.toml`` (``[encoders.NAME] spec = "..."``), which may
+   itself stand for a composition;
+4. a name of a ``catalogues`` plugin, in their order: trained recipes (``paser``, ``recipe:<key>``,
+   trained on first use), then published checkpoints;
+5. a trained or tuned run: a folder holding ``manifest.json``, or the name a manifest under the
+   configured runs folder declares; a manifest may stand for a composition too (what ``benchharness
+   tune`` registers), and such a registered name may itself contain ``+``;
+6. an ad-hoc spec ``<family>:<target>?k=v&k=v`` of a ``families`` plugin:
+   ``hf:<id or path>?pooling=avg&max_length=64``, ``st:<id or path>``, ``glove:<path>``.
+
+Anything else fails with the close matches among the known names. Checking a name
+(:meth:`Resolver.check`) never loads a model and never trains one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from benchharness.core.encoder import Encoder
+from benchharness.core.local_paths import check_local_path
+from benchharness.core.manifests import RunManifest, manifest_spec, read_manifest, registered_runs
+from benchharness.core.plugins import PLUGINS
+from benchharness.core.settings import apply_environment, load_config
+from benchharness.core.specs import (
+    COMPOSE,
+    Catalogue,
+    Defaults,
+    EncoderSpec,
+    Family,
+    UnknownEncoderError,
+    parse_params,
+    split_composition,
+)
+
+#: hub ids of the MiniLMs every comparison here starts from (one place for the resolver and benchmarks)
+MINILMS: dict[str, str] = {
+    "minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
+    "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2",
+}
+
+
+@dataclass(frozen=True)
+class BuiltIn:
+    spec: EncoderSpec
+    description: str
+
+
+BUILTINS: dict[str, BuiltIn] = {
+    "minilm-l6": BuiltIn(
+        {"type": "st", "model": MINILMS["minilm-l6"]},
+        "all-MiniLM-L6-v2 as sentence-transformers defines it (mean pooling, normalize)",
+    ),
+    "minilm-l3": BuiltIn(
+        {"type": "st", "model": MINILMS["minilm-l3"]},
+        "paraphrase-MiniLM-L3-v2 as sentence-transformers defines it (mean pooling)",
+    ),
+    "glove-50d": BuiltIn(
+        {"type": "glove", "file": "glove-50d"},
+        "average of GloVe 6B 50d vectors (lowercased whitespace tokens, OOV skipped)",
+    ),
+}
+
+
+def families() -> dict[str, Family]:
+    return PLUGINS.load_all("families")
+
+
+def postprocessors() -> dict[str, Callable[..., Encoder]]:
+    return PLUGINS.load_all("postprocessors")
+
+
+def catalogues() -> list[Catalogue]:
+    return sorted(PLUGINS.load_all("catalogues").values(), key=lambda c: c.order)
+
+
+def check_spec(name: str, spec: EncoderSpec) -> Family:
+    """The family of ``spec``, once its keys are known to it and a local path it names exists;
+    cheap (no model is loaded), so that a typo fails before any encoder is built."""
+    kind = spec.get("type")
+    known = families()
+    family = known.get(kind)  # type: ignore[arg-type]
+    if family is None:
+        raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} ({', '.join(known)})")
+    if family.params is not None:
+        accepted = [family.target, *(p for p in family.params if p != family.target)]
+        for key in spec:
+            if key != "type" and key not in accepted:
+                close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise UnknownEncoderError(f"encoder {name!r}: {kind} has no parameter {key!r}.{hint} "
+                                          f"It accepts: {', '.join(accepted)}")
+    for key in (family.target, "tokenizer"):
+        value = spec.get(key)
+        if isinstance(value, str):
+            check_local_path(value, f"encoder {name!r} ({key})")
+    return family
+
+
+def build(name: str, spec: EncoderSpec, defaults: Defaults | None = None) -> Encoder:
+    """Instantiate an encoder from a spec dict ``{"type": ..., **params}``."""
+    family = check_spec(name, spec)
+    params = {k: v for k, v in spec.items() if k != "type"}
+    return family.build(name, params, {k: v for k, v in (defaults or {}).items() if v is not None})  # type: ignore[arg-type]
+
+
+def parse_adhoc(spec: str) -> EncoderSpec | None:
+    """``<family>:<target>?k=v&k=v`` -> spec dict, or None if ``spec`` is not of that form."""
+    m = re.fullmatch(r"([\w-]+):([^?]+)(?:\?(.*))?", spec)
+    if not m or PLUGINS.entry("families", m.group(1)) is None:
+        return None
+    kind, target, query = m.groups()
+    family: Family = PLUGINS.get("families", kind)
+    return {"type": kind, family.target: target, **parse_params(query or "", "&")}  # type: ignore[typeddict-item]
+
+
+def _refuse_cycle(name: str, chain: tuple[str, ...], config_file: Path | None) -> None:
+    """A config entry met again while resolving itself: a cycle, named link by link."""
+    if name in chain:
+        loop = " -> ".join([*chain[chain.index(name):], name])
+        raise UnknownEncoderError(f"encoder {name!r} in {config_file or 'benchharness.toml'} refers to itself via "
+                                  f"{loop}; point one of these entries at a model spec instead")
+
+
+class Resolver:
+    """Resolves names to encoders; ``defaults`` (device, batch_size, data_dir) apply to all.
+
+    ``wrap`` is applied to the base encoder and to every post-processor stage (the runner passes
+    the embedding cache). ``train_missing`` lets a recipe catalogue train a recipe that has no run
+    yet (else it fails with the command that trains it); ``progress`` shows its progress bar.
+    """
+
+    def __init__(self, defaults: Defaults | None = None,
+                 wrap: Callable[[Encoder], Encoder] | None = None, train_missing: bool = True,
+                 progress: bool = True) -> None:
+        self.config = load_config()
+        self.train_missing = train_missing
+        self.progress = progress
+        apply_environment(self.config)  # HF cache/offline settings, for library use outside the CLI
+        self.defaults = defaults or {}
+        self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
+
+    def known_names(self) -> list[str]:
+        published = [row["name"] for c in catalogues() for row in c.rows()]
+        return [*BUILTINS, *self.config.encoders, *registered_runs(self.config.runs_dir), *published]
+
+    def spec_for(self, name: str) -> EncoderSpec:
+        """The spec dict behind a single (uncomposed) name."""
+        return self._resolve(name)[0]
+
+    def _resolve(self, name: str, chain: tuple[str, ...] = ()
+                 ) -> tuple[EncoderSpec, RunManifest | None, tuple[str, ...]]:
+        """The spec behind a single name, the run manifest it comes from (None if not a run), and
+        the config entries followed to get there. ``chain`` holds those followed before, to refuse
+        an entry that refers to itself (a cycle would otherwise recurse without end)."""
+        if name in BUILTINS:
+            return dict(BUILTINS[name].spec), None, chain  # type: ignore[return-value]
+        if name in self.config.encoders:
+            _refuse_cycle(name, chain, self.config.file)
+            entry = dict(self.config.encoders[name])
+            if "spec" in entry:
+                if len(split_composition(entry["spec"])) > 1:
+                    return {"type": COMPOSE, "spec": entry["spec"]}, None, (*chain, name)
+                return self._resolve(entry["spec"], (*chain, name))
+            entry.pop("description", None)
+            return entry, None, (*chain, name)  # type: ignore[return-value]
+        for catalogue in catalogues():
+            found = catalogue.resolve(name, train=self.train_missing, progress=self.progress)
+            if found is not None:
+                return found.spec, found.manifest, chain  # type: ignore[return-value]
+        folder = Path(name).expanduser()
+        if not (folder / "manifest.json").is_file():
+            folder = registered_runs(self.config.runs_dir).get(name)
+        if folder is not None:
+            manifest = read_manifest(folder)
+            return manifest_spec(folder, manifest), manifest, chain
+        adhoc = parse_adhoc(name)
+        if adhoc is not None:
+            return adhoc, None, chain
+        known = self.known_names()
+        close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise UnknownEncoderError(
+            f"unknown encoder {name!r}.{hint} Known names: {', '.join(known)}; or write "
+            f"{', '.join(f'{f.name}:<{f.target}>' for f in families().values())}, a run folder with manifest.json, "
+            f"and compose post-processors with + ({', '.join(sorted(PLUGINS.names('postprocessors'))) or 'none'})."
+        )
+
+    def _registered_whole(self, name: str) -> bool:
+        """A registered name may itself contain ``+`` (``minilm-l6+repal-tuned``)."""
+        return name in self.config.encoders or name in registered_runs(self.config.runs_dir)
+
+    def check(self, name: str, _chain: tuple[str, ...] = ()) -> None:
+        """Everything ``get`` would refuse, found without loading a model: unknown names, spec keys
+        and post-processors or their parameters, missing local folders, config cycles. A name a
+        catalogue trains on demand is checked when it is resolved (resolving it now would train it);
+        without training allowed it resolves here, and fails if it has no run yet."""
+        parts = [name] if self._registered_whole(name) else split_composition(name)
+        deferred = (parts[0] not in self.config.encoders and self.train_missing
+                    and any(c.on_demand(parts[0]) for c in catalogues()))
+        if not deferred:
+            spec, _, chain = self._resolve(parts[0], _chain)
+            if spec["type"] == COMPOSE:
+                self.check(spec["spec"], chain)
+            else:
+                check_spec(parts[0], spec)
+        for part in parts[1:]:
+            self._stage(name, part)
+
+    def get(self, name: str, _chain: tuple[str, ...] = ()) -> Encoder:
+        parts = [name] if self._registered_whole(name) else split_composition(name)
+        base_name = parts[0]
+        spec, manifest, chain = self._resolve(base_name, _chain)
+        if spec["type"] == COMPOSE:  # a registered chain: its stages are wrapped as they are built
+            encoder = self.get(spec["spec"], chain)
+            prefix = spec["spec"]
+        else:
+            built = build(base_name, spec, self.defaults)
+            if manifest is not None:
+                built.provenance = {k: v for k, v in manifest.items() if k != "encoder"}
+            encoder = self.wrap(built)
+            prefix = base_name
+        for part in parts[1:]:
+            factory, params = self._stage(name, part)
+            prefix = f"{prefix}+{part}"
+            if "data_dir" in inspect.signature(factory).parameters:  # fit corpora live under the data root
+                params["data_dir"] = self.defaults.get("data_dir")
+            encoder = self.wrap(factory(encoder, name=prefix, **params))
+        return encoder
+
+    @staticmethod
+    def _stage(name: str, part: str) -> tuple[Callable[..., Encoder], dict[str, Any]]:
+        """The post-processor factory and parameters of one ``post(k=v,...)`` stage of ``name``."""
+        m = re.fullmatch(r"([\w-]+)(?:\((.*)\))?", part)
+        available = PLUGINS.names("postprocessors")
+        if not m or m.group(1) not in available:
+            post = m.group(1) if m else part
+            close = difflib.get_close_matches(post, available, n=3, cutoff=0.4)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise UnknownEncoderError(
+                f"unknown post-processor {post!r} in {name!r}.{hint} Available: {', '.join(sorted(available)) or 'none'}"
+            )
+        params = parse_params(m.group(2) or "", ",")
+        factory = PLUGINS.get("postprocessors", m.group(1))
+        signature = inspect.signature(factory).parameters
+        accepted = [p for p in list(signature)[1:] if p not in ("name", "data_dir")]
+        unknown = sorted(set(params) - set(accepted))
+        if unknown and not any(p.kind is p.VAR_KEYWORD for p in signature.values()):
+            close = difflib.get_close_matches(unknown[0], accepted, n=1, cutoff=0.6)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise UnknownEncoderError(f"post-processor {m.group(1)!r} in {name!r} has no parameter "
+                                      f"{', '.join(unknown)}; it takes: {', '.join(accepted) or 'none'}.{hint}")
+        return factory, params
+
+    def describe(self) -> list[dict[str, str]]:
+        """Rows for ``benchharness list encoders``: every name with its source and settings."""
+        rows = [{"name": n, "source": "built-in", "settings": json.dumps(b.spec), "description": b.description}
+                for n, b in BUILTINS.items()]
+        for n, entry in self.config.encoders.items():
+            rows.append({"name": n, "source": str(self.config.file), "settings": entry.get("spec", json.dumps(entry)),
+                         "description": entry.get("description", "")})
+        for catalogue in catalogues():
+            rows.extend(catalogue.rows())
+        for n, folder in registered_runs(self.config.runs_dir).items():
+            m = read_manifest(folder)
+            rows.append({"name": n, "source": str(folder), "settings": json.dumps(m["encoder"]),
+                         "description": f"{'tuned' if m['encoder'].get('type') == COMPOSE else 'trained'}: "
+                                         f"{m.get('method', '?')} on {m.get('base_model', '?')}"})
+        for n, factory in sorted(postprocessors().items()):
+            doc = (factory.__doc__ or "").strip().splitlines()
+            rows.append({"name": f"+{n}", "source": "post-processor", "settings": "",
+                         "description": doc[0] if doc else ""})
+        return rows

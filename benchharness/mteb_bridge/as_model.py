@@ -1,0 +1,88 @@
+"""A benchharness encoder as an mteb model.
+
+mteb keys its result cache on the model's name and revision, and silently serves a cached result
+to any model with the same pair. So the name comes from the benchharness encoder name (a built-in,
+a composition, a trained run or an ad-hoc spec) and the revision is the encoder identity, the
+hash of everything that determines the vectors: two encoders that could give different vectors
+never share a (name, revision), and a retrained or re-fitted model gets a new revision.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from mteb.models import ModelMeta
+from mteb.models.abs_encoder import AbsEncoder
+from mteb.models.model_meta import ScoringFunction
+
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.results import slug
+from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+
+if TYPE_CHECKING:
+    from mteb.abstasks.task_metadata import TaskMetadata
+    from mteb.types import BatchedInput, PromptType
+    from torch.utils.data import DataLoader
+
+#: organisation part of every exported or evaluated model name: keeps benchharness's encoders
+#: apart from mteb's own registry entries for the same checkpoints (whose revisions are commits)
+ORGANISATION = "benchharness"
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def mteb_name(encoder_name: str) -> str:
+    """``benchharness/<encoder name made path-safe>``: mteb maps ``/`` to ``__`` in folder names,
+    so the encoder part must not contain one (``hf:org/model?...`` does)."""
+    return f"{ORGANISATION}/{slug(encoder_name)}"
+
+
+def hub_base(identity_info: dict[str, Any]) -> str | None:
+    """The Hugging Face id an encoder was built from, when its identity names one (for
+    ``ModelMeta.adapted_from``); local paths (trained runs) are not hub ids."""
+    info = identity_info
+    while isinstance(info.get("base"), dict):  # post-processors nest the encoder they wrap
+        info = info["base"]
+    model = info.get("model")
+    return model if isinstance(model, str) and _HUB_ID.fullmatch(model) else None
+
+
+def model_meta(name: str, identity: str, identity_info: dict[str, Any], similarity: str = "cosine",
+               embed_dim: int | None = None) -> ModelMeta:
+    """mteb metadata for a benchharness encoder (also used to export stored results, where only
+    the name and identity recorded in the result exist, not the encoder)."""
+    return ModelMeta(
+        loader=None, name=mteb_name(name), revision=identity, release_date=None, languages=None,
+        n_parameters=None, memory_usage_mb=None, max_tokens=None, embed_dim=embed_dim, license=None,
+        open_weights=None, public_training_code=None, public_training_data=None, framework=["NumPy"],
+        similarity_fn_name=ScoringFunction(similarity), use_instructions=False, training_datasets=None,
+        adapted_from=hub_base(identity_info),
+    )
+
+
+class MtebEncoder(AbsEncoder):
+    """mteb's encoder protocol over any benchharness ``Encoder``.
+
+    mteb hands over a DataLoader of ``{"text": [...]}`` batches; the texts of all batches are
+    collected and encoded in one call, so that the encoder's own length-sorted batching and,
+    with ``cache``, benchharness's embedding cache apply (a sentence seen by any earlier run of
+    the same encoder identity is not encoded again). Task prompts are not used: benchharness
+    encoders take no instructions.
+    """
+
+    def __init__(self, encoder: Encoder, cache: EmbeddingCache | None = None) -> None:
+        self.model = encoder if cache is None else CachingEncoder(encoder, cache)
+        self.mteb_model_meta = model_meta(encoder.name, encoder.identity, encoder.identity_info(),
+                                          encoder.similarity)
+
+    def encode(self, inputs: DataLoader[BatchedInput], *, task_metadata: TaskMetadata, hf_split: str,
+               hf_subset: str, prompt_type: PromptType | None = None, **kwargs: Any) -> np.ndarray:
+        texts: list[str] = []
+        for batch in inputs:
+            if "text" not in batch:
+                raise InvalidInputError(f"mteb task {task_metadata.name}: batch without a 'text' field "
+                                 f"(fields {sorted(batch)}); benchharness encoders take text only")
+            texts.extend(batch["text"])
+        return np.asarray(self.model.encode(texts), dtype=np.float32)

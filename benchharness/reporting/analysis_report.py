@@ -1,0 +1,69 @@
+"""``benchharness analyze X``: the geometry of one encoder's space on STS-B test, stored and plotted.
+
+Numbers (``benchharness.reporting.analysis``): alignment and uniformity (Wang & Isola, as SimCSE reports
+them: positives are the STS-B pairs with gold >= 4, uniformity over all STS-B sentences), the
+mean/variance of the pair cosine per gold level (PaSeR's table), and isotropy (the mean cosine of
+random sentence pairs; the variance share of the top 1 and 10 principal components). They are
+written to ``<out>/analysis/<encoder>.json`` and the plots to
+``<out>/figures/analysis-<encoder>-{cosine-levels,alignment-uniformity}.png``.
+
+The encoder comes from the registry wrapped by the embedding cache, like ``run``, so a second
+analysis of the same encoder encodes nothing. The pairs are those of the ``STSBenchmark`` task
+(SentEval's text), handed in by the CLI, which is the composition root.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchharness.core.atomic import write_json
+from benchharness.core.encoder import Encoder
+from benchharness.core.provenance import now, versions
+from benchharness.core.results import slug
+from benchharness.reporting import analysis
+from benchharness.scoring.metrics import paired_cosine
+
+RANDOM_PAIRS = 100_000
+SEED = 0
+
+
+def analyze(encoder: Encoder, name: str, first: list[str], second: list[str], gold: np.ndarray,
+            out: Path) -> dict[str, Any]:
+    """Compute, store and plot the analysis of ``encoder`` on the given scored pairs."""
+    sentences = list(dict.fromkeys([*first, *second]))
+    vectors = encoder.encode(sentences, show_progress=False)
+    row = {s: i for i, s in enumerate(sentences)}
+    a = vectors[[row[s] for s in first]]
+    b = vectors[[row[s] for s in second]]
+    cosine = paired_cosine(a, b)
+    positives = analysis.positive_pairs(gold)
+    levels = analysis.cosine_by_gold_level(cosine, gold)
+    k_top = min(10, *vectors.shape)
+    report = {
+        "encoder": name,
+        "data": {"task": "STSBenchmark", "pairs": len(gold), "sentences": len(sentences),
+                 "positive_pairs": len(positives), "positive_threshold": analysis.SIMCSE_POSITIVE_THRESHOLD},
+        "alignment": analysis.alignment(a[positives], b[positives]),
+        "uniformity": analysis.uniformity(vectors),
+        "cosine_by_gold_level": [lv.as_dict() for lv in levels],
+        "isotropy": {"mean_random_pair_cosine": analysis.mean_random_pair_cosine(vectors, RANDOM_PAIRS, SEED),
+                     "random_pairs": RANDOM_PAIRS, "seed": SEED,
+                     "top1_pc_variance_share": analysis.top_pc_variance_share(vectors, 1),
+                     f"top{k_top}_pc_variance_share": analysis.top_pc_variance_share(vectors, k_top)},
+        "encoder_identity": {"hash": encoder.identity, **encoder.identity_info()},
+        "versions": versions(),
+        "date": now(),
+    }
+    stem = slug(name)
+    figures = out / "figures"
+    report["figures"] = [
+        str(analysis.plot_cosine_levels(cosine, gold, figures / f"analysis-{stem}-cosine-levels.png",
+                                        title=f"{name}: STS-B test cosine per gold level").relative_to(out)),
+        str(analysis.plot_alignment_uniformity({name: (report["alignment"], report["uniformity"])},
+                                               figures / f"analysis-{stem}-alignment-uniformity.png").relative_to(out)),
+    ]
+    write_json(out / "analysis" / f"{stem}.json", report)
+    return report

@@ -1,0 +1,193 @@
+"""Confidence intervals and paired comparisons of stored results, from their per-item outputs.
+
+The link between the statistics library (``benchharness.scoring.stats``, pure functions of arrays) and the
+tasks' per-item outputs (``benchharness.core.task.Evaluation``): it knows, for each kind of outputs and
+each metric, what the score averages over and therefore what to resample.
+
+- STS: pairs. ``all.spearman`` (STS12-16's main score) and a single split's ``spearman`` resample
+  pairs of the concatenation; ``mean.spearman``/``wmean.spearman`` resample within each subset
+  (stratified), as the issue asks.
+- Transfer: test items for fixed test sets (SST2, TREC, MRPC: accuracy, and F1 for MRPC); outer
+  folds for the k-fold tasks (MR, CR, SUBJ, MPQA), whose score is the mean of the per-fold
+  accuracies. Which one is recorded in ``unit``.
+- Ranking: queries, through the per-query AP/RR.
+
+Intervals are 95% percentile-bootstrap intervals with ``RESAMPLES`` resamples, seeded from the run
+seed and the task name (``derive_seed``) so that a rerun gives the same interval and tasks are
+resampled independently (which the Avg. interval relies on).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.task import Evaluation
+from benchharness.scoring.stats import (
+    PairedReplicates,
+    Replicates,
+    bootstrap_f1,
+    bootstrap_fold_mean,
+    bootstrap_mean,
+    bootstrap_spearman,
+    mcnemar,
+    paired_accuracy,
+    paired_mean,
+    paired_spearman,
+    steiger_spearman,
+    weighted_average,
+)
+from benchharness.scoring.stats.bootstrap import DEFAULT_LEVEL, derive_seed
+from benchharness.scoring.stats.paired import weighted_average_paired
+
+RESAMPLES = 1000
+METHOD = "percentile bootstrap"
+
+
+def _sts_parts(items: dict[str, np.ndarray], n_resamples: int, seed: int) -> tuple[list[Replicates], list[int]]:
+    names = [str(x) for x in items["subset_names"]]
+    parts, sizes = [], []
+    for i, name in enumerate(names):
+        rows = items["subset"] == i
+        parts.append(bootstrap_spearman(items["cosine"][rows], items["gold"][rows], n_resamples=n_resamples,
+                                        seed=derive_seed(seed, name)))
+        sizes.append(int(rows.sum()))
+    return parts, sizes
+
+
+def fold_accuracies(items: dict[str, np.ndarray]) -> np.ndarray:
+    """Per outer fold, the test accuracy x100 rounded to 2 decimals, as SentEval (and the task's
+    ``fold_acc``) computes it; their mean is the k-fold task's score."""
+    folds = items["fold"]
+    right = items["pred"] == items["gold"]
+    return np.array([round(100 * float(right[folds == f].mean()), 2) for f in range(int(folds.max()) + 1)])
+
+
+def replicates(evaluation: Evaluation, n_resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Replicates]:
+    """Bootstrap replicates of every metric the items determine, by metric name."""
+    items, kind = evaluation.items, evaluation.kind
+    if kind == "sts":
+        if len(items["subset_names"]) == 1:
+            return {"spearman": bootstrap_spearman(items["cosine"], items["gold"], n_resamples=n_resamples, seed=seed)}
+        out = {"all.spearman": bootstrap_spearman(items["cosine"], items["gold"], n_resamples=n_resamples, seed=seed)}
+        parts, sizes = _sts_parts(items, n_resamples, seed)
+        for key, weights in (("mean", None), ("wmean", sizes)):
+            avg = weighted_average(parts, weights, unit="pairs, resampled within each subset")
+            out[f"{key}.spearman"] = Replicates(avg.estimate, avg.values, avg.unit, avg.n, seed)
+        return out
+    if kind == "classification":
+        if "fold" in items:
+            return {"acc": bootstrap_fold_mean(fold_accuracies(items), n_resamples=n_resamples, seed=seed)}
+        right = items["pred"] == items["gold"]
+        out = {"acc": bootstrap_mean(right, unit="test items", n_resamples=n_resamples, seed=seed)}
+        if "f1" in evaluation.metrics:  # MRPC reports F1 beside accuracy
+            out["f1"] = bootstrap_f1(items["pred"], items["gold"], n_resamples=n_resamples, seed=seed)
+        return out
+    if kind == "ranking":
+        return {key: bootstrap_mean(values, unit="queries", n_resamples=n_resamples, seed=seed)
+                for key, values in items.items()}
+    raise InvalidInputError(f"unknown kind of per-item outputs {kind!r}")
+
+
+def confidence_record(evaluation: Evaluation, main_metric: str, task: str, run_seed: int,
+                      n_resamples: int = RESAMPLES,
+                      previous: tuple[dict[str, Any], Evaluation] | None = None) -> dict[str, Any]:
+    """What a result stores under ``confidence``: the main score's interval, then every metric's.
+
+    ``previous`` is the record and items of a result being recomputed, computed by the same code and
+    libraries (the runner checks that): when its seed, resamples and method are this call's and its
+    items equal ``evaluation``'s array for array, its record is what the bootstrap would return, so
+    it is returned without resampling again. That is most of a warm rerun's time (0.7 s of an STS
+    suite's ~1.7 s), spent recomputing what the stored result already holds.
+    """
+    seed = derive_seed(run_seed, task)
+    if previous is not None and _same_inputs(previous, evaluation, main_metric, seed, n_resamples):
+        return previous[0]
+    reps = replicates(evaluation, n_resamples, seed)
+    if main_metric not in reps:
+        raise InvalidInputError(f"{task}: no interval for the main score {main_metric!r} from {evaluation.kind} items "
+                         f"(intervals for: {', '.join(reps)})")
+    intervals = {}
+    for key, rep in reps.items():
+        iv = rep.interval(DEFAULT_LEVEL)
+        intervals[key] = {"low": round(iv.low, 4), "high": round(iv.high, 4), "unit": iv.unit}
+    main = intervals[main_metric]
+    return {"main": [main["low"], main["high"]], "unit": main["unit"], "level": DEFAULT_LEVEL, "method": METHOD,
+            "resamples": n_resamples, "seed": seed, "intervals": intervals}
+
+
+def _same_inputs(previous: tuple[dict[str, Any], Evaluation], evaluation: Evaluation, main_metric: str,
+                 seed: int, n_resamples: int) -> bool:
+    """Whether ``previous``'s record was bootstrapped from exactly these items with these settings."""
+    record, items = previous
+    if (record.get("seed") != seed or record.get("resamples") != n_resamples or record.get("method") != METHOD
+            or record.get("level") != DEFAULT_LEVEL or main_metric not in record.get("intervals", {})
+            or items.kind != evaluation.kind or items.items.keys() != evaluation.items.keys()):
+        return False
+    return all(items.items[k].dtype == v.dtype and np.array_equal(items.items[k], v)
+               for k, v in evaluation.items.items())
+
+
+def check_same_items(task: str, a: Evaluation, b: Evaluation) -> None:
+    """Paired tests need the same items in the same order: same kind, length and gold."""
+    if a.kind != b.kind:
+        raise InvalidInputError(f"{task}: items of kind {a.kind!r} and {b.kind!r} cannot be paired")
+    gold_a, gold_b = a.items.get("gold"), b.items.get("gold")
+    lengths = {k: len(v) for k, v in a.items.items()}, {k: len(v) for k, v in b.items.items()}
+    if lengths[0] != lengths[1] or (gold_a is not None and not np.array_equal(gold_a, gold_b)):
+        raise InvalidInputError(f"{task}: the two results were scored on different items (lengths {lengths[0]} vs "
+                         f"{lengths[1]}); were they run on the same data?")
+
+
+def paired(task: str, main_metric: str, a: Evaluation, b: Evaluation, n_resamples: int = RESAMPLES,
+           seed: int = 0) -> tuple[PairedReplicates, dict[str, Any]]:
+    """A - B on the task's main score over the same items, and the closed-form cross-check:
+    Steiger's Z for STS, McNemar on the test predictions for transfer (none for ranking)."""
+    check_same_items(task, a, b)
+    seed = derive_seed(seed, task)
+    ia, ib = a.items, b.items
+    if a.kind == "sts":
+        if main_metric in ("all.spearman", "spearman"):
+            rep = paired_spearman(ia["cosine"], ib["cosine"], ia["gold"], n_resamples=n_resamples, seed=seed)
+        elif main_metric in ("mean.spearman", "wmean.spearman"):
+            names = [str(x) for x in ia["subset_names"]]
+            parts = [paired_spearman(ia["cosine"][ia["subset"] == i], ib["cosine"][ib["subset"] == i],
+                                     ia["gold"][ia["subset"] == i], n_resamples=n_resamples,
+                                     seed=derive_seed(seed, name)) for i, name in enumerate(names)]
+            weights = [p.n for p in parts] if main_metric.startswith("wmean") else None
+            rep = weighted_average_paired(parts, weights, unit="pairs, resampled within each subset")
+        else:
+            raise InvalidInputError(f"{task}: no paired comparison for STS metric {main_metric!r}")
+        return rep, {"steiger": steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]).as_dict()}
+    if a.kind == "classification":
+        if "fold" in ia:
+            rep = paired_mean(fold_accuracies(ia), fold_accuracies(ib), unit="outer folds", scale=1.0,
+                              n_resamples=n_resamples, seed=seed)
+        else:
+            rep = paired_accuracy(ia["pred"], ib["pred"], ia["gold"], n_resamples=n_resamples, seed=seed)
+        return rep, {"mcnemar": mcnemar(ia["pred"], ib["pred"], ia["gold"]).as_dict()}
+    if a.kind == "ranking":
+        if main_metric not in ia:
+            raise InvalidInputError(f"{task}: no per-query values for {main_metric!r} (have {', '.join(ia)})")
+        return paired_mean(ia[main_metric], ib[main_metric], unit="queries", n_resamples=n_resamples, seed=seed), {}
+    raise InvalidInputError(f"{task}: unknown kind of per-item outputs {a.kind!r}")
+
+
+def column_test_p(task: str, metric: str, a: Evaluation, b: Evaluation, seed: int = 0) -> float:
+    """A quick paired p-value for the leaderboard's marks (many pairs of rows, so no Spearman
+    resampling): Steiger's test for STS, exact McNemar for a fixed transfer test set, the paired
+    permutation test on the per-fold accuracies (k-fold transfer) or the per-query values (ranking)."""
+    check_same_items(task, a, b)
+    ia, ib = a.items, b.items
+    if a.kind == "sts":
+        return steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]).p_value
+    if a.kind == "classification":
+        if "fold" in ia:
+            return paired_mean(fold_accuracies(ia), fold_accuracies(ib), unit="outer folds", scale=1.0,
+                               seed=derive_seed(seed, task)).p_value()
+        return mcnemar(ia["pred"], ib["pred"], ia["gold"]).p_value
+    if a.kind == "ranking":
+        return paired_mean(ia[metric], ib[metric], unit="queries", seed=derive_seed(seed, task)).p_value()
+    raise InvalidInputError(f"{task}: unknown kind of per-item outputs {a.kind!r}")

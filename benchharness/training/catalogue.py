@@ -1,0 +1,28 @@
+"""Trained recipes as a ``catalogues`` plugin: a recipe's name (``paser``, ``defsent-plus-r2``,
+``recipe:<key>``) resolves to the encoder its run saved, trained first when it has no run yet and
+training is allowed (``benchharness.training.on_demand``)."""
+
+from __future__ import annotations
+
+from benchharness.core.specs import Catalogue, Resolved
+from benchharness.training.on_demand import recipe_for, trained_encoder
+from benchharness.training.recipes import load_book
+
+
+def _resolve(name: str, *, train: bool = True, progress: bool = True) -> Resolved | None:
+    found = trained_encoder(name, train=train, progress=progress)
+    return None if found is None else Resolved(*found)  # type: ignore[arg-type]
+
+
+def _rows() -> list[dict[str, str]]:
+    book = load_book()
+    rows = []
+    for name in book.names():
+        entry = book.source(name)
+        rows.append({"name": name, "source": book.path.name,
+                     "settings": f"benchharness train {entry['method']}" + ("" if name == entry["method"] else f" --recipe {name}"),
+                     "description": f"recipe, trained on demand: {entry.get('description', '')}"})
+    return rows
+
+
+CATALOGUE = Catalogue(resolve=_resolve, rows=_rows, on_demand=lambda name: recipe_for(name) is not None, order=100)

@@ -1,0 +1,267 @@
+"""Training on demand: a recipe's name used as an encoder is trained the first time it is asked for.
+
+``benchharness run --encoders paser`` finds the recipe ``paser`` (``benchharness.training.recipes``) and its
+run in the run store (``benchharness.training.runstore``); when the run is missing it says what it will
+train and about how long that takes (steps x the seconds per step measured for that method and base
+on this kind of machine, the ``[[throughput]]`` table of the recipe file), trains it through the
+method's own command with its progress bar, and goes on to evaluate it. An interrupted training
+resumes from its checkpoint at the next run; a second process asking for the same recipe waits
+for the first. ``--no-train`` turns all this into an error that prints the one command that
+trains the recipe.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.plugins import PLUGINS
+from benchharness.training.recipes import (
+    RECIPE_PREFIX,
+    Recipe,
+    RecipeBook,
+    Throughput,
+    cached_revision,
+    command,
+    load_book,
+    method_namespace,
+    stored_recipe,
+    with_round,
+)
+from benchharness.training.runstore import RunStore, portable
+
+#: builds a run's dev evaluation (``benchharness.training.dev_eval.for_training``); see encoders.methods.commands.launch
+DevFactory = Callable[..., Any]
+
+
+class NotTrainedError(InvalidInputError):
+    """A recipe asked for without its run, where training it now is not allowed."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    steps: int | None
+    seconds: float | None
+    basis: str  # where the seconds per step come from, or why there is no estimate
+
+    def __str__(self) -> str:
+        if self.steps is None:
+            return f"steps unknown ({self.basis})"
+        if self.seconds is None:
+            return f"{self.steps} steps, time unknown ({self.basis})"
+        return f"{self.steps} steps, about {duration(self.seconds)} ({self.basis})"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def recipe_for(name: str, book: RecipeBook | None = None, store: RunStore | None = None) -> Recipe | None:
+    """The recipe an encoder name stands for: a name of the recipe file (``paser``,
+    ``defsent-plus-r2``) or ``recipe:<key>[-r<k>]`` of a run in the store; None otherwise."""
+    book = book or load_book()
+    if not name.startswith(RECIPE_PREFIX):
+        return book.lookup(name)
+    m = re.fullmatch(rf"{RECIPE_PREFIX}([0-9a-f]+)(?:-r(\d+))?", name)
+    if m is None:
+        return None
+    recipe = stored_recipe(store or RunStore(), m.group(1), book)
+    if recipe is None:
+        raise NotTrainedError(f"no run in the run store {(store or RunStore()).root} has key {m.group(1)}; "
+                              "a recipe derived from flags is known by key only once `benchharness train` has "
+                              "started it")
+    return with_round(recipe, int(m.group(2)), None) if m.group(2) else recipe
+
+
+# ----------------------------------------------------------------------------------------------
+# how long
+
+
+def _root_base(recipe: Recipe) -> str:
+    while recipe.base_recipe is not None:
+        recipe = recipe.base_recipe
+    return recipe.base
+
+
+def count_examples(recipe: Recipe) -> int | None:
+    """Training examples the run will see per epoch (per round for DefSent+); None if the data
+    is not here."""
+    from benchharness.core.data_root import DataError
+
+    o = recipe.options
+    try:
+        n = PLUGINS.get("methods", recipe.method).count_examples(o)
+    except (DataError, FileNotFoundError, LookupError):
+        return None
+    return min(n, o["limit"]) if o.get("limit") and recipe.rounds is None else n
+
+
+def planned_steps(recipe: Recipe) -> int | None:
+    """Optimizer steps of the whole run, as the loop counts them (``loop.total_steps``)."""
+    o = recipe.options
+    if o.get("max_steps"):
+        return int(o["max_steps"]) * (recipe.rounds or 1)
+    n = count_examples(recipe)
+    if n is None:
+        return None
+    per_epoch = n // o["batch_size"] if o.get("drop_last", True) else math.ceil(n / o["batch_size"])
+    return per_epoch * o.get("epochs", 1) * (recipe.rounds or 1)
+
+
+def device_kind(device: str | None) -> str:
+    if device:
+        return "cuda" if device.startswith("cuda") else "cpu"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def measured(recipe: Recipe, book: RecipeBook, device: str) -> tuple[float, Throughput, bool] | None:
+    """Seconds per step for this recipe on this kind of machine: a measurement of the same method,
+    base, batch size and length, else one of the same method and base scaled by batch x length
+    (the third value says it was scaled); None without one."""
+    base = _root_base(recipe)
+    same = [t for t in book.throughput if t.method == recipe.method and t.base == base and t.device == device]
+    if not same:
+        return None
+    bs, length = recipe.options["batch_size"], recipe.options["max_length"]
+    for t in same:
+        if t.batch_size == bs and t.max_length == length:
+            return t.seconds_per_step, t, False
+    t = same[0]
+    return t.seconds_per_step * (bs * length) / (t.batch_size * t.max_length), t, True
+
+
+def estimate(recipe: Recipe, book: RecipeBook | None = None, device: str | None = None) -> Estimate:
+    book = book or load_book()
+    steps = planned_steps(recipe)
+    if steps is None:
+        return Estimate(None, None, f"the training data {recipe.options.get('data')!r} is not here")
+    kind = device_kind(device)
+    found = measured(recipe, book, kind)
+    if found is None:
+        return Estimate(steps, None, f"no throughput of {recipe.method} on {_root_base(recipe)} on {kind} in "
+                                     f"{book.path.name} [[throughput]]")
+    per_step, t, scaled = found
+    basis = (f"{per_step:.1f} s/step measured on {t.machine}, {t.date}"
+             + (f"; scaled from batch {t.batch_size} x {t.max_length} tokens" if scaled else ""))
+    if recipe.rounds is not None:
+        basis += "; plus the entry-embedding pass of each round"
+    return Estimate(steps, steps * per_step, basis)
+
+
+# ----------------------------------------------------------------------------------------------
+# training
+
+
+def output_folders(recipe: Recipe, out: Path) -> list[Path]:
+    """The folders the training command writes for ``--out out`` (DefSent+: one per round)."""
+    if recipe.rounds is None:
+        return [out]
+    return [out.with_name(f"{out.name}-r{r}") for r in range(1, recipe.rounds + 1)]
+
+
+def _check_revision(recipe: Recipe) -> None:
+    if recipe.base_recipe is None and recipe.base_revision is not None:
+        cached = cached_revision(recipe.base)
+        if cached is not None and cached != recipe.base_revision:
+            raise InvalidInputError(f"recipe {recipe.display_name} pins {recipe.base} at revision {recipe.base_revision}, "
+                             f"but the Hugging Face cache holds {cached}: fetch the pinned one "
+                             f"(huggingface-cli download {recipe.base} --revision {recipe.base_revision}) or derive "
+                             "a recipe with --base")
+
+
+def train_into(recipe: Recipe, out: Path, *, dev: DevFactory | None, runtime: dict[str, Any] | None = None,
+               store: RunStore | None = None) -> int:
+    """Run the method's command for ``recipe`` with output folder ``out``, then record the recipe
+    in every manifest it wrote. A base that is another recipe is trained first when missing."""
+    from benchharness.encoders.methods.manifest import update_manifest
+
+    base = recipe.base
+    if recipe.base_recipe is not None:
+        base = str(ensure_trained(recipe.base_recipe, train=True, dev=dev, runtime=runtime, store=store))
+    _check_revision(recipe)
+    args = method_namespace(recipe.method, recipe.flags, base=base, preset=recipe.preset, out=out,
+                            name=(runtime or {}).get("name") or recipe.run_name,
+                            **{k: v for k, v in (runtime or {}).items() if k != "name"})
+    status = PLUGINS.get("methods", recipe.method).main(args, dev=dev)
+    for r, folder in enumerate(output_folders(recipe, out), 1):
+        if (folder / "manifest.json").is_file():
+            named = recipe if recipe.rounds is None else with_round(
+                recipe, r, f"{recipe.run_name}-r{r}" if recipe.name is not None else None)
+            update_manifest(folder, recipe=named.record())
+    return status
+
+
+def train_in_store(recipe: Recipe, *, dev: DevFactory | None, runtime: dict[str, Any] | None = None,
+                   store: RunStore | None = None, book: RecipeBook | None = None) -> Path:
+    """Train ``recipe`` into its run-store folder unless it is there (``--overwrite`` retrains):
+    announce it with the time estimate, hold the recipe's lock, resume an interrupted run."""
+    store = store or RunStore()
+    runtime = dict(runtime or {})
+    with store.lock(recipe):
+        if store.finished(recipe) and not runtime.get("overwrite"):
+            return store.encoder_folder(recipe)
+        store.clear_unresumable(recipe)
+        resuming = any((f / "checkpoint").exists() for f in store.output_folders(recipe))
+        print(f"{'resuming' if resuming else 'training'} {recipe.display_name} ({recipe.summary()}; "
+              f"key {recipe.key}) in {store.folder(recipe)}: {estimate(recipe, book, runtime.get('device'))}",
+              file=sys.stderr)
+        store.write_recipe(recipe)
+        train_into(recipe, store.out(recipe), dev=dev, runtime=runtime, store=store)
+    return store.encoder_folder(recipe)
+
+
+def ensure_trained(recipe: Recipe, *, train: bool = True, dev: DevFactory | None = None,
+                   runtime: dict[str, Any] | None = None, store: RunStore | None = None,
+                   book: RecipeBook | None = None) -> Path:
+    """The encoder folder of ``recipe``, trained now if missing and ``train`` allows it."""
+    store = store or RunStore()
+    if store.finished(recipe):
+        return store.encoder_folder(recipe)
+    if not train:
+        where = store.folder(recipe)
+        raise NotTrainedError(
+            f"encoder {recipe.display_name!r} is the training recipe {recipe.key} ({recipe.summary()}) and has no "
+            f"finished run in {where}; --no-train forbids training it now. Train it with:\n"
+            f"    {command(recipe)}\n({estimate(recipe, book)}), or run again without --no-train to train it first.")
+    if dev is None:
+        from benchharness.training.dev_eval import for_training
+
+        dev = for_training
+    runtime = {k: v for k, v in (runtime or {}).items() if k not in ("overwrite", "name", "stop_after")}
+    folder = train_in_store(recipe, dev=dev, runtime=runtime, store=store, book=book)
+    if not store.finished(recipe):
+        raise NotTrainedError(f"training {recipe.display_name} stopped before the end; run again to resume it")
+    return folder
+
+
+def trained_encoder(name: str, *, train: bool = True, progress: bool = True,
+                    store: RunStore | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """For the registry: the encoder spec and portable manifest of the recipe ``name`` names,
+    trained first when missing; None when ``name`` is no recipe."""
+    recipe = recipe_for(name, store=store)
+    if recipe is None:
+        return None
+    store = store or RunStore()
+    folder = ensure_trained(recipe, train=train, runtime={"quiet": not progress}, store=store)
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.manifests import manifest_spec, read_manifest
+
+    manifest = read_manifest(folder)
+    spec = manifest_spec(folder, manifest)
+    # the run's path is this machine's: results name the model by its recipe key (the weights
+    # hash still pins it)
+    spec["model_name"] = f"{RECIPE_PREFIX}{recipe.key}" + (f"-r{recipe.encoder_round}" if recipe.rounds else "")
+    roots = {store.folder(recipe): f"{RECIPE_PREFIX}{recipe.key}", store.root: "$BENCHHARNESS_RUNS",
+             DataRoot().root: "$BENCHHARNESS_DATA", Path.home(): "~"}
+    return spec, portable(manifest, roots)

@@ -1,0 +1,440 @@
+"""Training recipes: the name of a trained encoder -> everything that makes it (issue #12).
+
+A recipe is a method, a base (a hub id with its revision, a model folder, or another recipe whose
+run it continues) and every setting of the run: the preset and the flags on top of it, resolved by
+the method's own command (``benchharness.encoders.methods.<method>.command.<method>.options``) and completed with
+``TrainConfig``'s defaults, so that the record names every value the run trains with. Its *key*, a
+short hash of that canonical record, names the one run that trains it (``benchharness.training.runstore``):
+two recipes that train differently never share a key, and one recipe always gets the same key.
+
+Named recipes are committed in ``encoders/methods/recipes.toml``; flags on ``benchharness train``
+derive unnamed ones, which are then known as ``recipe:<key>``. A recipe runs by parsing nothing
+new: :func:`method_namespace` fills the method's own argument namespace with the recipe's flags,
+and :func:`command` renders the same flags as the one ``benchharness train`` command that builds
+the recipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from benchharness.core.encoder import stable_hash
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.plugins import PLUGINS
+from benchharness.training.runstore import RunStore
+
+#: the committed recipe file (beside the methods it names)
+RECIPES_FILE = Path(str(files("benchharness.encoders.methods") / "recipes.toml"))
+#: a recipe base that is another recipe's run
+RECIPE_PREFIX = "recipe:"
+KEY_LENGTH = 12
+#: flags that say where or how a run goes, not what it trains: never part of a recipe or its key
+RUNTIME_FLAGS = frozenset({"recipe", "base", "out", "name", "preset", "device", "threads", "stop_after", "overwrite",
+                           "quiet", "progress", "keep_checkpoint", "stats_only", "show", "data_dir", "command",
+                           "method"})
+ENTRY_KEYS = frozenset({"method", "base", "revision", "preset", "options", "extends", "round", "description"})
+THROUGHPUT_KEYS = ("method", "base", "device", "batch_size", "max_length", "seconds_per_step", "steps", "machine",
+                   "command", "date")
+
+
+class RecipeError(InvalidInputError):
+    """A recipe that cannot be read or resolved; the message names the file, recipe and key."""
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Seconds per optimizer step of one method on one base, measured on one kind of machine."""
+
+    method: str
+    base: str
+    device: str  # "cpu" or "cuda"
+    batch_size: int
+    max_length: int
+    seconds_per_step: float
+    steps: int  # how many steps the measurement timed
+    machine: str
+    command: str
+    date: str
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A method, its base and every setting of the run that trains it.
+
+    ``flags`` are what a person wrote (the file's options plus command-line flags, by argument
+    name); ``options`` are every setting they resolve to. The key hashes ``canonical()``, which
+    leaves out the name, description and preset label (two ways of writing the same run share it).
+    """
+
+    method: str
+    base: str  # hub id, folder, registered run, or "recipe:<name or key>"
+    base_revision: str | None
+    preset: str | None
+    flags: dict[str, Any]
+    options: dict[str, Any]
+    name: str | None = None  # the recipe file's name; None for a recipe derived from flags
+    round: int | None = None  # DefSent+: which round's encoder the name stands for
+    description: str = ""
+    base_recipe: Recipe | None = None  # when ``base`` is another recipe
+    base_fingerprint: str | None = field(default=None, compare=False)  # weights sha256 of a folder base
+
+    def canonical(self) -> dict[str, Any]:
+        """What the key hashes: the method, the base as a machine-independent identity, every option."""
+        if self.base_recipe is not None:
+            base: Any = {"recipe": self.base_recipe.key}
+        elif self.base_fingerprint is not None:
+            base = {"weights_sha256": self.base_fingerprint}
+        else:
+            base = self.base
+        return {"method": self.method, "base": base, "base_revision": self.base_revision, "options": self.options}
+
+    @property
+    def key(self) -> str:
+        return stable_hash(self.canonical())[:KEY_LENGTH]
+
+    @property
+    def rounds(self) -> int | None:
+        """How many rounds the run trains (DefSent+); None for single-stage methods."""
+        return self.options.get("rounds")
+
+    @property
+    def encoder_round(self) -> int | None:
+        """The round whose encoder this recipe names: its own, else the last."""
+        return None if self.rounds is None else (self.round or self.rounds)
+
+    @property
+    def display_name(self) -> str:
+        """The name to use in ``benchharness run --encoders``."""
+        if self.name is not None:
+            return self.name
+        suffix = f"-r{self.round}" if self.round is not None else ""
+        return f"{RECIPE_PREFIX}{self.key}{suffix}"
+
+    @property
+    def run_name(self) -> str:
+        """The name the trained run registers under; DefSent+ appends ``-r<k>`` per round."""
+        name = self.display_name
+        suffix = f"-r{self.round}"
+        return name[: -len(suffix)] if self.rounds is not None and name.endswith(suffix) else name
+
+    def summary(self) -> str:
+        revision = f"@{self.base_revision[:7]}" if self.base_revision else ""
+        preset = f", preset {self.preset}" if self.preset else ""
+        data = self.options.get("data") or self.options.get("dictionary")
+        return (f"{self.method} on {self.base}{revision}{preset}, data {data}, seed {self.options.get('seed')}"
+                + (f", round {self.encoder_round} of {self.rounds}" if self.rounds else ""))
+
+    def record(self) -> dict[str, Any]:
+        """The recipe as stored in a run's manifest and ``recipe.json``: enough to rebuild and rerun it."""
+        return {"name": self.name, "key": self.key, "method": self.method, "base": self.base,
+                "base_revision": self.base_revision, "base_key": self.base_recipe.key if self.base_recipe else None,
+                "preset": self.preset, "flags": self.flags, "round": self.round, "options": self.options,
+                "command": command(self)}
+
+
+@dataclass(frozen=True)
+class RecipeBook:
+    """The recipe file: raw entries by name, and the throughput measurements."""
+
+    path: Path
+    entries: dict[str, dict[str, Any]]
+    throughput: tuple[Throughput, ...]
+
+    def names(self) -> list[str]:
+        return list(self.entries)
+
+    def lookup(self, name: str) -> Recipe | None:
+        """The recipe a name stands for: an entry, or ``<DefSent+ entry>-r<k>``; None if neither."""
+        if name in self.entries:
+            return self.resolve(name)
+        m = re.fullmatch(r"(.+)-r(\d+)", name)
+        if m and m.group(1) in self.entries:
+            recipe = self.resolve(m.group(1))
+            if recipe.rounds is not None:
+                return with_round(recipe, int(m.group(2)), name)
+        return None
+
+    def get(self, name: str) -> Recipe:
+        recipe = self.lookup(name)
+        if recipe is None:
+            raise RecipeError(f"unknown recipe {name!r}; {self.path} names: {', '.join(self.entries)}")
+        return recipe
+
+    def source(self, name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        """An entry with what it ``extends`` merged in (options merge key by key)."""
+        if name in seen:
+            raise RecipeError(f"{self.path}: recipe {name!r} extends itself ({' -> '.join((*seen, name))})")
+        entry = self.entries.get(name)
+        if entry is None:
+            where = f"recipe {seen[-1]!r} extends" if seen else "no recipe"
+            raise RecipeError(f"{self.path}: {where} {name!r}; known: {', '.join(self.entries)}")
+        if "extends" not in entry:
+            return {**entry, "options": dict(entry.get("options", {}))}
+        parent = self.source(entry["extends"], (*seen, name))
+        merged = {**parent, **{k: v for k, v in entry.items() if k not in ("options", "extends")}}
+        if "base" in entry and "revision" not in entry:
+            merged.pop("revision", None)  # a new base does not inherit the parent's pinned revision
+        merged["options"] = {**parent["options"], **entry.get("options", {})}
+        if "description" not in entry:
+            merged.pop("description", None)
+        return merged
+
+    def resolve(self, name: str) -> Recipe:
+        src = self.source(name)
+        where = f"{self.path}: recipe {name!r}"
+        if "method" not in src or "base" not in src:
+            raise RecipeError(f"{where} needs 'method' and 'base' (directly or through 'extends')")
+        try:
+            return build(src["method"], src["base"], src.get("preset"), src["options"], revision=src.get("revision"),
+                         name=name, round=src.get("round"), description=src.get("description", ""), book=self)
+        except RecipeError as exc:
+            raise RecipeError(f"{where}: {exc}") from None
+
+
+def _entry_errors(path: Path, name: str, entry: Any) -> None:
+    if not isinstance(entry, dict):
+        raise RecipeError(f"{path}: recipes.{name} must be a table")
+    unknown = sorted(set(entry) - ENTRY_KEYS)
+    if unknown:
+        raise RecipeError(f"{path}: recipes.{name}: unknown key(s) {', '.join(unknown)}; "
+                          f"allowed: {', '.join(sorted(ENTRY_KEYS))}")
+    if not isinstance(entry.get("options", {}), dict):
+        raise RecipeError(f"{path}: recipes.{name}.options must be a table of flag = value")
+
+
+def read_book(path: Path) -> RecipeBook:
+    """Parse a recipe file; errors name the file and the entry."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise RecipeError(f"recipe file {path} not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(f"{path}: invalid TOML: {exc}") from None
+    entries = raw.get("recipes", {})
+    for name, entry in entries.items():
+        _entry_errors(path, name, entry)
+    measured = []
+    for i, row in enumerate(raw.get("throughput", [])):
+        missing = [k for k in THROUGHPUT_KEYS if k not in row]
+        if missing:
+            raise RecipeError(f"{path}: throughput entry {i + 1} lacks {', '.join(missing)}")
+        measured.append(Throughput(**{k: row[k] for k in THROUGHPUT_KEYS}))
+    return RecipeBook(path, entries, tuple(measured))
+
+
+@lru_cache(maxsize=4)
+def _cached_book(path: Path, mtime: float) -> RecipeBook:
+    return read_book(path)
+
+
+def load_book(path: Path | None = None) -> RecipeBook:
+    """The recipe file (``RECIPES_FILE`` by default), re-read when it changes."""
+    path = path or RECIPES_FILE
+    try:
+        mtime = path.stat().st_mtime
+    except FileNotFoundError:
+        raise RecipeError(f"recipe file {path} not found") from None
+    return _cached_book(path, mtime)
+
+
+# ----------------------------------------------------------------------------------------------
+# resolving flags into every setting
+
+
+def method_parser(method: str) -> argparse.ArgumentParser:
+    """The method's own ``benchharness train <method>`` argument parser."""
+    if PLUGINS.entry("methods", method) is None:
+        raise RecipeError(f"unknown method {method!r}; choose one of {', '.join(PLUGINS.names('methods'))}")
+    parser = argparse.ArgumentParser(prog=f"benchharness train {method}", add_help=False)
+    PLUGINS.get("methods", method).add_arguments(parser)
+    return parser
+
+
+def _actions(parser: argparse.ArgumentParser) -> dict[str, list[argparse.Action]]:
+    by_dest: dict[str, list[argparse.Action]] = {}
+    for action in parser._actions:  # argparse offers no public listing of a parser's arguments
+        by_dest.setdefault(action.dest, []).append(action)
+    return by_dest
+
+
+def method_namespace(method: str, flags: dict[str, Any], **settings: Any) -> argparse.Namespace:
+    """The namespace ``benchharness train <method>`` would parse from these flags (plus base, out,
+    preset and run-time settings); flag names and choices are checked as argparse would."""
+    parser = method_parser(method)
+    args = parser.parse_args([])
+    actions = _actions(parser)
+    for name, value in {**flags, **settings}.items():
+        dest = name.replace("-", "_")
+        if dest not in actions and name in settings and value is None:
+            continue  # a setting this method does not have (DefSent+ has no preset)
+        if dest not in actions:
+            known = sorted(d for d in actions if d not in RUNTIME_FLAGS and d != "help")
+            raise RecipeError(f"{method} has no option {name!r}; options: {', '.join(known)}")
+        choices = next((a.choices for a in actions[dest] if a.choices is not None), None)
+        if choices is not None and value is not None and value not in choices:
+            raise RecipeError(f"{method} option {name!r}: {value!r} is not one of {', '.join(map(str, choices))}")
+        setattr(args, dest, value)
+    return args
+
+
+def resolve_options(method: str, flags: dict[str, Any], preset: str | None) -> dict[str, Any]:
+    """Every setting the flags and preset give, as the method's command resolves them, completed
+    with ``TrainConfig``'s defaults; run-time settings are left out."""
+    from benchharness.encoders.methods.train_config import TrainConfig
+
+    args = method_namespace(method, flags, preset=preset)
+    try:
+        opts = PLUGINS.get("methods", method).options(args)
+    except ValueError as exc:
+        raise RecipeError(str(exc)) from None
+    defaults = {f: v for f, v in TrainConfig(base="-", out=Path("-")).to_dict().items()}
+    merged = {**defaults, **opts}
+    try:  # settings TrainConfig refuses (torch-adamw without bias correction...) are refused here, before a key
+        TrainConfig(**{**{k: merged[k] for k in defaults if k in merged}, "base": "-", "out": Path("-")})
+    except ValueError as exc:
+        raise RecipeError(str(exc)) from None
+    return {k: merged[k] for k in sorted(merged) if k not in RUNTIME_FLAGS}
+
+
+def cached_revision(hub_id: str) -> str | None:
+    """The revision the Hugging Face cache holds for a hub id (``refs/main``), or None."""
+    cache = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache/huggingface"))
+                 / "hub")
+    ref = cache / f"models--{hub_id.replace('/', '--')}" / "refs" / "main"
+    return ref.read_text().strip() if ref.is_file() else None
+
+
+def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, revision: str | None = None,
+          name: str | None = None, round: int | None = None, description: str = "",
+          book: RecipeBook | None = None) -> Recipe:
+    """A recipe from its written form; a base ``recipe:<name>`` is resolved through ``book``.
+
+    A hub base takes ``revision`` (pinned), else the one the cache holds now; a folder base is
+    identified by its weights, not its path, so its key is the same on every machine.
+    """
+    flags = {k.replace("-", "_"): v for k, v in flags.items()}
+    runtime = sorted(set(flags) & RUNTIME_FLAGS)
+    if runtime:
+        raise RecipeError(f"{', '.join(runtime)} say where or how a run goes, not what it trains: not recipe options")
+    base_recipe = None
+    fingerprint = None
+    if base.startswith(RECIPE_PREFIX):
+        base_recipe = base_recipe_named(base[len(RECIPE_PREFIX):], book or load_book())
+        revision = None
+    else:
+        from benchharness.encoders.methods.base_model import base_folder
+
+        folder = base_folder(base)
+        if Path(folder).expanduser().is_dir():
+            from benchharness.encoders.hub import weights_fingerprint
+
+            fingerprint = weights_fingerprint(str(Path(folder).expanduser().resolve()))
+            revision = None
+        elif revision is None:
+            revision = cached_revision(base)
+    options = resolve_options(method, flags, preset)
+    recipe = Recipe(method, base, revision, options.pop("preset", None) or preset, flags, options, name, round,
+                    description, base_recipe, fingerprint)
+    if round is not None:
+        recipe = with_round(recipe, round, name)
+    return recipe
+
+
+def base_recipe_named(name: str, book: RecipeBook) -> Recipe:
+    """The recipe a ``recipe:<name>`` base names: a recipe of the file, else a key in the run store."""
+    recipe = book.lookup(name) or stored_recipe(RunStore(), name, book)
+    if recipe is None:
+        raise RecipeError(f"base recipe:{name} is neither a recipe of {book.path} nor a key in the run store")
+    return recipe
+
+
+def stored_recipe(store: RunStore, key: str, book: RecipeBook | None = None) -> Recipe | None:
+    """The recipe a run of the store recorded, by key; None when the store has no such key."""
+    record = store.stored_record(key)
+    return None if record is None else from_record(record, book)
+
+
+def with_round(recipe: Recipe, round: int, name: str | None) -> Recipe:
+    if recipe.rounds is None:
+        raise RecipeError(f"{recipe.display_name}: a {recipe.method} run has no rounds")
+    if not 1 <= round <= recipe.rounds:
+        raise RecipeError(f"{name or recipe.display_name}: round {round} outside 1..{recipe.rounds}")
+    return replace(recipe, round=round, name=name)
+
+
+def derive(method: str, args: argparse.Namespace, book: RecipeBook | None = None) -> Recipe:
+    """The recipe ``benchharness train <method> [--recipe NAME] [flags]`` asks for.
+
+    It starts from ``--recipe`` (default: the recipe named after the method); ``--base``,
+    ``--preset`` and every other flag given change it. When they change what is trained, the
+    result is unnamed (``recipe:<key>``); flags that repeat the recipe keep its name.
+    """
+    book = book or load_book()
+    start_name = getattr(args, "recipe", None) or method
+    start = book.get(start_name)
+    if start.method != method:
+        raise RecipeError(f"recipe {start_name!r} trains {start.method}, not {method}: "
+                          f"run `benchharness train {start.method} --recipe {start_name}`")
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in RUNTIME_FLAGS}
+    base = getattr(args, "base", None) or start.base
+    preset = getattr(args, "preset", None) or start.preset
+    if not given and base == start.base and preset == start.preset:
+        return start
+    revision = start.base_revision if base == start.base else None
+    recipe = build(method, base, preset, {**start.flags, **given}, revision=revision, round=start.round, book=book)
+    if recipe.key == start.key:
+        return replace(recipe, name=start.name, description=start.description)
+    return recipe
+
+
+def from_record(record: dict[str, Any], book: RecipeBook | None = None) -> Recipe:
+    """A recipe rebuilt from the record a run stored (``recipe.json``), checked against its key."""
+    base = record["base"]
+    recipe = build(record["method"], base, record.get("preset"), record.get("flags", {}),
+                   revision=record.get("base_revision"), name=record.get("name"), round=record.get("round"),
+                   book=book)
+    if recipe.key != record["key"]:
+        raise RecipeError(f"the recipe stored as {record['key']} now resolves to key {recipe.key}: the method's "
+                          "defaults or the base changed since it was trained")
+    return recipe
+
+
+# ----------------------------------------------------------------------------------------------
+# the command that builds a recipe
+
+
+def _flag_words(parser: argparse.ArgumentParser, dest: str, value: Any) -> list[str]:
+    actions = _actions(parser)[dest]
+    if isinstance(value, bool):
+        for action in actions:  # --no-dropout / --dropout write the same dest
+            if getattr(action, "const", None) is value and action.nargs == 0:
+                return [action.option_strings[0]]
+        return []  # False for a flag that only switches on: leaving it out gives False
+    return [actions[0].option_strings[0], str(value)]
+
+
+def command(recipe: Recipe) -> str:
+    """The one ``benchharness train`` command that trains this recipe."""
+    words = ["benchharness", "train", recipe.method]
+    if recipe.name is not None:
+        name = recipe.run_name
+        if name != recipe.method:
+            words += ["--recipe", name]
+        return shlex.join(words)
+    parser = method_parser(recipe.method)
+    words += ["--base", recipe.base]
+    if recipe.preset:
+        words += ["--preset", recipe.preset]
+    for dest, value in recipe.flags.items():
+        words += _flag_words(parser, dest, value)
+    return shlex.join(words)

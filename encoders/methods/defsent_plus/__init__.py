@@ -1,0 +1,1 @@
+"""DefSent+: sentence embeddings from dictionary definitions, in rounds: ``model.py`` the method, ``command.py`` its command."""

@@ -1,0 +1,65 @@
+"""What every training command shares once its method is built: the dev evaluator, the loop, the
+report.
+
+The dev evaluator comes from the caller as a factory (``benchharness train`` passes
+``benchharness.training.dev_eval.for_training``): encoders know no evaluation task, and a run that asks for
+dev evaluation without one is refused by the loop rather than silently trained without selection.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, Sequence
+
+from torch import nn
+
+from benchharness.core.devices import check_precision, pick_device
+from benchharness.core.local_paths import check_local_path
+from benchharness.encoders import hub
+from benchharness.encoders.methods.base_model import base_folder
+from benchharness.encoders.methods.loop import TrainResult, total_steps, train
+from benchharness.encoders.methods.method import TrainingMethod
+from benchharness.encoders.methods.train_config import TrainConfig
+
+
+class DevEvaluation(Protocol):
+    """A dev evaluation the loop can call, and the name of the task it scores on (for the manifest)."""
+
+    task_name: str
+
+    def __call__(self, encoder: nn.Module) -> float: ...
+
+
+#: builds the dev evaluation of a run from its method (tokenizer, pooling) and config
+DevFactory = Callable[[TrainingMethod, TrainConfig], DevEvaluation]
+
+
+def preflight(config: TrainConfig, n_examples: int | None = None) -> None:
+    """Refuse now what the loop would refuse only after the base model has loaded (and a step-0
+    dev evaluation has run): a device or precision this machine lacks, a ``--base`` folder that
+    does not exist, too few examples for one batch."""
+    check_precision(config.precision, pick_device(config.device))
+    check_local_path(base_folder(config.base), "--base")
+    if n_examples is not None:
+        total_steps(n_examples, config)
+
+
+def train_with_dev(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, data: dict[str, Any],
+                   source: hub.ModelSource, dev: DevFactory | None) -> TrainResult:
+    """Run the loop, with a dev evaluation built by ``dev`` when the config asks for one."""
+    evaluation = dev(method, config) if dev is not None and config.wants_dev else None
+    return train(method, examples, config, data=data, base_source=source, dev=evaluation,
+                 dev_task=evaluation.task_name if evaluation is not None else None)
+
+
+def report(result: TrainResult) -> int:
+    """Print what a finished (or paused) run produced; the CLI exit status."""
+    if not result.completed or result.manifest is None:
+        return 0
+    m = result.manifest
+    t = m["training"]
+    print(f"trained {m['name']} ({m['method']} on {m['base_model']}): {t['steps']} steps, "
+          f"{t['train_seconds']} s, {t['sentences_per_second']} sentences/s, peak RSS {t['peak_rss_mib']} MiB")
+    if result.best_dev is not None:
+        print(f"best STS-B dev spearman {result.best_dev:.2f} at step {result.best_step}")
+    print(f"encoder registered: {result.out} (benchharness run --encoders {m['name']} --tasks sts)")
+    return 0

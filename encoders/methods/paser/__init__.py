@@ -1,0 +1,1 @@
+"""PaSeR: paraphrase-augmented sentence representations: ``model.py`` the method, ``command.py`` its command."""

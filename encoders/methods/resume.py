@@ -1,0 +1,108 @@
+"""What makes a run resumable and its output safe to read: the checkpoint (method, optimizer,
+scheduler, scaler, RNG states, loop position), the output folder's states, and the saved encoder.
+
+Everything is written through ``benchharness.core.atomic``: a run killed mid-write leaves the previous
+checkpoint or model intact, never half of one. Resuming restores every RNG, so a resumed run
+reproduces the uninterrupted one step for step.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchharness.core.atomic import atomic_dir, atomic_file
+from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.methods.method import TrainingMethod
+from benchharness.encoders.methods.train_config import TrainConfig
+
+CHECKPOINT_DIR = "checkpoint"
+CHECKPOINT_FILE = "state.pt"
+MODEL_DIR = "model"
+MANIFEST_FILE = "manifest.json"
+
+#: settings that may change between a run and its resumption without changing its result
+RESUMABLE_CHANGES = ("device", "stop_after", "threads", "progress", "overwrite", "out")
+#: ``TrainConfig``'s defaults, for checkpoints written before a setting existed
+FIELD_DEFAULTS = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
+
+
+def prepare_out(config: TrainConfig) -> Path | None:
+    """Create the output folder; return the checkpoint to resume from, if any."""
+    out = config.out
+    ckpt = out / CHECKPOINT_DIR / CHECKPOINT_FILE
+    if config.overwrite and out.exists():
+        shutil.rmtree(out)
+    if (out / MANIFEST_FILE).exists():
+        raise InvalidInputError(f"{out} already holds a finished run ({MANIFEST_FILE}); pass --overwrite to retrain")
+    if ckpt.exists():
+        return ckpt
+    if out.exists() and any(out.iterdir()):
+        raise InvalidInputError(f"{out} exists and is not empty (no checkpoint to resume); pass --overwrite or choose --out")
+    out.mkdir(parents=True, exist_ok=True)
+    return None
+
+
+def rng_state() -> dict[str, Any]:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(out: Path, config: TrainConfig, method: TrainingMethod, optimizer: torch.optim.Optimizer,
+                    scheduler: torch.optim.lr_scheduler.LRScheduler, scaler: torch.amp.GradScaler,
+                    state: dict[str, Any]) -> None:
+    """Everything the loop needs to continue exactly where it is, in ``<out>/checkpoint/state.pt``."""
+    with atomic_file(out / CHECKPOINT_DIR / CHECKPOINT_FILE, "wb") as fh:
+        torch.save({"config": config.to_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "state": state,
+                    "rng": rng_state()}, fh)
+
+
+def load_checkpoint(path: Path, config: TrainConfig, method: TrainingMethod, optimizer: torch.optim.Optimizer,
+                    scheduler: torch.optim.lr_scheduler.LRScheduler,
+                    scaler: torch.amp.GradScaler) -> dict[str, Any]:
+    """Restore a checkpoint made with the same settings into the given objects and the RNGs;
+    returns the loop state. Other settings are refused: the resumed run would be neither."""
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    # a setting the checkpoint does not record is younger than it: the checkpoint was made with
+    # the behaviour that is now that setting's default (``optimizer``: torch-adamw)
+    made_with = {**FIELD_DEFAULTS, **saved["config"]}
+    diffs = [f"{k}: {made_with.get(k)!r} -> {v!r}" for k, v in config.to_dict().items()
+             if k not in RESUMABLE_CHANGES and made_with.get(k) != v]
+    if diffs:
+        raise InvalidInputError(f"{path}: the checkpoint was made with other settings ({'; '.join(diffs)}); "
+                         "pass the same settings to resume, or --overwrite to start again")
+    method.load_state_dict(saved["method"])
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    scaler.load_state_dict(saved["scaler"])
+    set_rng_state(saved["rng"])
+    return saved["state"]
+
+
+def remove_checkpoint(out: Path) -> None:
+    if (out / CHECKPOINT_DIR).exists():
+        shutil.rmtree(out / CHECKPOINT_DIR)
+
+
+def save_encoder(method: TrainingMethod, out: Path) -> None:
+    """The encoder and tokenizer (never the training heads) into ``<out>/model``, replaced whole."""
+    with atomic_dir(out / MODEL_DIR) as tmp:
+        method.encoder.save_pretrained(tmp)
+        method.tokenizer.save_pretrained(tmp)

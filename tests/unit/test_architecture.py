@@ -1,0 +1,205 @@
+"""The layers of the package, and what the quick commands load.
+
+Each module is placed in a room (a folder of ``benchharness``; ``encoders/`` and ``tasks/`` install
+as ``benchharness.encoders`` and ``benchharness.tasks``), each room in a layer, and every import
+must point to a lower layer or stay in its room; the few same-layer arrows between rooms are listed
+here with their reason. Imports are read with ``ast`` wherever they appear: at module level, inside
+functions, under ``TYPE_CHECKING``, and ``importlib.import_module`` calls with literal or
+``f"{__name__}..."`` names. Plugins are wired through entry points (``pyproject.toml``), which are
+checked to sit in the room of their kind. The import graph has no cycle at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "scipy")
+
+#: rooms from the bottom layer up
+LAYERS: list[tuple[str, ...]] = [
+    ("core",),
+    ("data", "scoring"),
+    ("encoders", "tasks"),
+    ("evaluation",),
+    ("training", "tuning", "reporting", "mteb_bridge"),
+    ("cli", ""),  # "": the package's own __init__, the public face
+]
+#: same-layer arrows between rooms, each with its reason
+SIDEWAYS = {
+    ("tuning", "training"): "a tuner selects on the dev task training selects on (dev_eval.DEV_TASK)",
+    ("reporting", "mteb_bridge"): "the leaderboard gives mteb tasks (mteb:<Name>) their own section",
+}
+#: where each kind of plugin may live
+PLUGIN_ROOMS = {"families": {"encoders"}, "postprocessors": {"encoders"}, "methods": {"encoders"},
+                "catalogues": {"encoders", "training"}, "tasks": {"tasks", "mteb_bridge"}, "tuners": {"tuning"}}
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of the installed package by import name, from the source folders."""
+    out = {}
+    for folder, prefix in (("benchharness", "benchharness"), ("encoders", "benchharness.encoders"),
+                           ("tasks", "benchharness.tasks")):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            out[".".join((prefix, *parts))] = path
+    return out
+
+
+def imports(module: str, path: Path, known: set[str]) -> set[str]:
+    """The package modules ``module`` imports, wherever in the file (see the module docstring)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            submodules = {f"{base}.{a.name}" for a in node.names} & known
+            names.update(submodules)
+            if len(submodules) < len(node.names):  # some names are attributes of ``base`` itself
+                names.add(base)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args):
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant):
+                names.add(arg.value)
+            elif (isinstance(arg, ast.JoinedStr) and isinstance(arg.values[0], ast.FormattedValue)
+                  and getattr(arg.values[0].value, "id", None) == "__name__"):
+                names.update(m for m in known if m.startswith(module + "."))
+            else:
+                assert module == "benchharness.core.plugins", f"{module}: import_module of a computed name"
+    out = set()
+    for name in names:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            out.add(name)
+    return out
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer(module: str) -> int:
+    return next(i for i, rooms in enumerate(LAYERS) if room(module) in rooms)
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    files = module_files()
+    return {m: imports(m, p, set(files)) for m, p in files.items()}
+
+
+def test_every_module_has_a_room(graph):
+    rooms = {r for rs in LAYERS for r in rs}
+    assert sorted(m for m in graph if room(m) not in rooms) == []
+
+
+def test_each_layer_imports_only_from_below(graph):
+    wrong = sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets
+                   if layer(t) > layer(m)
+                   or (layer(t) == layer(m) and room(t) != room(m) and (room(m), room(t)) not in SIDEWAYS))
+    assert wrong == []
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm; components of more than one module are import circles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles(graph):
+    assert strongly_connected(graph) == []
+
+
+def test_the_circle_finder_finds_circles():
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_a_lazy_or_type_only_import_counts(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from benchharness.cli import x\n"
+                     "def f():\n    import benchharness.evaluation.runner\n"
+                     "    importlib.import_module('benchharness.training.recipes')\n")
+    known = {"benchharness.cli", "benchharness.evaluation.runner", "benchharness.training.recipes"}
+    assert imports("benchharness.core.probe", probe, known) == known
+
+
+def test_plugins_live_in_the_room_of_their_kind(graph):
+    entry_points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    wrong = []
+    for group, entries in entry_points.items():
+        kind = group.removeprefix("benchharness.")
+        for name, target in entries.items():
+            module = target.partition(":")[0]
+            if module not in graph or room(module) not in PLUGIN_ROOMS[kind]:
+                wrong.append(f"{kind} {name} = {target}")
+    assert wrong == []
+
+
+def test_the_runner_knows_no_plugin_family(graph):
+    runner = graph["benchharness.evaluation.runner"]
+    assert not {t for t in runner if room(t) in ("encoders", "tasks")}
+
+
+@pytest.mark.parametrize("argv", [["list", "tasks"], ["list", "encoders"], ["leaderboard"], ["data", "status"],
+                                  ["--help"]])
+def test_quick_commands_import_no_heavy_library(argv):
+    script = f"""
+import contextlib, io, json, sys
+from benchharness.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main({argv!r})
+    except SystemExit:
+        pass
+print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))))
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
