@@ -1,5 +1,5 @@
 """Which backend (and token budget) encodes the STS suite fastest: the measurements behind the
-default of ``encoders/backends.py`` (issue #13).
+default of ``encoders/backends.py``.
 
 All variants run in one process on the very same token batches (sentences of the STS suite,
 tokenized once, batched by exact token length), interleaved batch by batch in rotating order, so a

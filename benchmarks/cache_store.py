@@ -1,6 +1,6 @@
 """Which store should hold cached embeddings? npz shards vs SQLite (WAL) vs LMDB, by measurement.
 
-The warm-rerun target (issue #13) is 2 s end to end when the cache holds every sentence, so
+The warm-rerun target is 2 s end to end when the cache holds every sentence, so
 reading one encoder's whole cache and building its sentence lookup must stay well under 0.5 s.
 The workload is the STS one for minilm-l6: 26,289 unique sentences x 384 float32, written in
 chunks of 2,048 (as ``CachingEncoder`` commits them), then read back cold (handles dropped and
@@ -8,7 +8,7 @@ reopened) into one float32 matrix plus a ``key -> row`` dict. Keys are 20-byte s
 
 Stores compared:
 
-* ``npz``: the old layout, one ``shard-*.npz`` per chunk (no locking, no corruption checks).
+* ``npz``: one ``shard-*.npz`` per chunk, the layout the cache imports (no locking, no corruption checks).
 * ``sqlite-rows``: one SQLite row per sentence (key BLOB PRIMARY KEY, vec BLOB, crc32), WAL mode;
   read with one ``SELECT``, one ``b"".join`` and ``np.frombuffer``, every row's crc32 checked.
 * ``sqlite-chunks``: one SQLite row per committed chunk (keys and vectors as two blobs, a crc32).
@@ -17,7 +17,8 @@ Stores compared:
   ``warm_encode_all``: a fresh ``CachingEncoder.encode`` of every sentence from a full cache.
 
 The machine may be shared, so each store is measured ``--repeats`` times and the report gives
-medians of wall and CPU time and the ratio of read CPU time to the fastest store's; absolute times are for an idle machine to retake.
+medians of wall and CPU time and the ratio of read CPU time to the fastest store's; absolute times
+are for an idle machine to retake.
 
     python benchmarks/cache_store.py [--n 26289] [--dim 384] [--chunk 2048] [--repeats 5]
 """
@@ -51,7 +52,7 @@ def chunks(n: int, size: int) -> list[slice]:
     return [slice(start, min(start + size, n)) for start in range(0, n, size)]
 
 
-# --- npz shards (the previous layout) --------------------------------------------------------
+# --- npz shards (the layout the cache imports) -----------------------------------------------
 def npz_write(folder: Path, keys: list[bytes], vecs: np.ndarray, size: int) -> None:
     for i, part in enumerate(chunks(len(keys), size)):
         raw = np.frombuffer(b"".join(keys[part]), dtype=np.uint8).reshape(-1, 20)

@@ -1,6 +1,6 @@
 """What does running the STS suite through mteb's evaluators cost, against a direct benchharness run?
 
-Issue #14 asks for the time overhead of the mteb wrapper. mteb's STS tasks load their data from
+This measures the time overhead of the mteb wrapper. mteb's STS tasks load their data from
 the Hugging Face hub, which is not reachable offline, so the mteb side runs mteb's own STS
 evaluation (``AbsTaskSTS`` and its evaluator, through ``mteb.evaluate`` and the ``MtebEncoder``
 wrapper) on in-memory tasks holding benchharness's own pairs of each STS task, subsets merged as
@@ -90,7 +90,7 @@ def through_mteb(encoder: Counting, data: DataRoot) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--encoders", default="glove-50d", help="comma list of registry names")
+    parser.add_argument("--encoders", default="glove-50d", help="comma list of encoder names")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--data-dir", help="data root (default: as the CLI)")
     args = parser.parse_args()
@@ -101,7 +101,8 @@ def main() -> None:
     n_unique = len(unique_sentences(loaded))
     registry = Resolver({"data_dir": data.root})
     print(f"STS suite: {', '.join(STS)}; {n_unique} unique sentences; median of {args.repeats} runs")
-    print(f"{'encoder':12s} {'direct s':>9s} {'mteb s':>9s} {'ratio':>6s} {'encoded direct':>15s} {'encoded mteb':>13s}")
+    print(f"{'encoder':12s} {'direct s':>9s} {'mteb s':>9s} {'ratio':>6s} "
+          f"{'encoded direct':>15s} {'encoded mteb':>13s}")
     for name in (n.strip() for n in args.encoders.split(",") if n.strip()):
         encoder = Counting(registry.get(name))
         encoder.encode(["warm up"])  # model loading is outside both timings

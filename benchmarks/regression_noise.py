@@ -4,7 +4,7 @@ The same model on another CPU of this kind runs other GEMM blockings (thread cou
 batch compositions (padding length); float32 sums then differ in their last bits, a few cosines
 swap rank, and a Spearman moves in its 4th decimal (x100 scale). This script reruns the STS suite
 of an encoder under several thread counts and batch sizes, and prints, per metric, the largest
-deviation from the stored result, so the tolerance of ``tests/test_regression.py`` comes from a
+deviation from the stored result, so the tolerance of ``tests/regression/test_regression.py`` comes from a
 measurement rather than a guess.
 
     python benchmarks/regression_noise.py --encoder minilm-l3
@@ -44,8 +44,8 @@ def main() -> None:
             torch.set_num_threads(threads)
             with tempfile.TemporaryDirectory() as tmp:
                 store = ResultStore(tmp)
-                run([args.encoder], names, Resolver({"data_dir": data.root, "batch_size": batch}).get, tasks.get, data, store,
-                    show_progress=False, log=lambda _: None)
+                run([args.encoder], names, Resolver({"data_dir": data.root, "batch_size": batch}).get, tasks.get,
+                    data, store, show_progress=False, log=lambda _: None)
                 deviation = 0.0
                 for n in names:
                     fresh = json.loads(store.path(args.encoder, n).read_text())["metrics"]
@@ -54,7 +54,8 @@ def main() -> None:
                             d = abs(fresh[key] - value)
                             worst[f"{n}/{key}"] = max(worst.get(f"{n}/{key}", 0.0), d)
                             deviation = max(deviation, d)
-            print(f"threads={threads} batch={batch}: largest |fresh - stored| = {deviation:.5f} (x100 scale)", flush=True)
+            print(f"threads={threads} batch={batch}: largest |fresh - stored| = {deviation:.5f} (x100 scale)",
+                  flush=True)
     top = sorted(worst.items(), key=lambda kv: -kv[1])[:5]
     print("largest deviations over all settings:")
     for key, d in top:

@@ -37,7 +37,7 @@ def worker_benchharness(model: str, backend: str | None) -> dict[str, float]:
     from benchharness.evaluation.runner import run
 
     registry = Resolver()  # no cache wrapper: every sentence is encoded
-    if backend:  # the built-in definition with another backend, built as the registry builds it
+    if backend:  # the built-in definition with another backend, built as the resolver builds it
         encoder = build(model, {**BUILTINS[model].spec, "backend": backend}, registry.defaults)
         get_encoder = lambda _: encoder  # noqa: E731
     else:
@@ -123,8 +123,10 @@ def main() -> int:
         worst = max(worst, diff)
         print(f"{name:18s} {bh['scores'][name]:13.4f} {st['scores'][name]:13.4f} {diff:9.5f}")
     print(f"\nwall time (model load + data + encode + evaluate, best of {args.repeats}):")
-    print(f"  sentence-transformers EmbeddingSimilarityEvaluator x7: {st['seconds']:8.1f} s, peak RSS {st['peak_rss_mb']:.0f} MB")
-    print(f"  benchharness run:                                      {bh['seconds']:8.1f} s, peak RSS {bh['peak_rss_mb']:.0f} MB")
+    print(f"  sentence-transformers EmbeddingSimilarityEvaluator x7: {st['seconds']:8.1f} s, "
+          f"peak RSS {st['peak_rss_mb']:.0f} MB")
+    print(f"  benchharness run:                                      {bh['seconds']:8.1f} s, "
+          f"peak RSS {bh['peak_rss_mb']:.0f} MB")
     print(f"  speed-up: {st['seconds'] / bh['seconds']:.2f}x")
     same = worst < 0.01
     print(f"scores agree within 0.01 (x100 scale): {same} (largest difference {worst:.5f})")

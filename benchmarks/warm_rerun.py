@@ -1,4 +1,4 @@
-"""How long does a warm rerun take, end to end? (issue #13: at most 2 s)
+"""How long does a warm rerun take, end to end? (target: at most 2 s)
 
 A warm rerun recomputes every score of an encoder on a task group when the embedding cache
 already holds every sentence: ``benchharness run --encoders E --tasks sts --overwrite always``
@@ -108,10 +108,12 @@ def main() -> int:
                 heavy.update(loaded)
             commits = {json.loads(p.read_text())["versions"].get("git_commit") for p in Path(scratch).rglob("*.json")}
         intervals = ("bootstrapped (no stored results to replace)" if args.empty_results
-                     else "bootstrapped afresh (checkout has uncommitted code)" if any(str(c).endswith("-dirty") for c in commits)
+                     else "bootstrapped afresh (checkout has uncommitted code)"
+                     if any(str(c).endswith("-dirty") for c in commits)
                      else "reused from the replaced results")
         print(f"{encoder:>12}: warm best {min(times):.2f} s, median {statistics.median(times):.2f} s "
-              f"(fill run {cold:.2f} s, {filled:,} sentences encoded); heavy imports: {', '.join(sorted(heavy)) or 'none'}; "
+              f"(fill run {cold:.2f} s, {filled:,} sentences encoded); "
+              f"heavy imports: {', '.join(sorted(heavy)) or 'none'}; "
               f"intervals {intervals}")
     return 0
 

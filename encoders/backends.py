@@ -1,4 +1,4 @@
-"""Ways to run a transformer's forward pass, behind one interface (issue #13).
+"""Ways to run a transformer's forward pass, behind one interface.
 
 * ``eager``: PyTorch as is, the default. It is the reference every other backend is checked
   against, and no other backend was clearly faster end to end (below).
@@ -148,7 +148,8 @@ class OnnxBackend(Backend):
         import torch
 
         if output_hidden_states:
-            raise InvalidInputError("backend=onnx exports only the last hidden state; use backend=eager for this pooling")
+            raise InvalidInputError("backend=onnx exports only the last hidden state; "
+                                    "use backend=eager for this pooling")
         inputs = _model_inputs(features)
         if self._session is None:
             self._export(inputs)

@@ -1,7 +1,7 @@
 """Any Hugging Face transformer as a sentence encoder, with the pooling variants of the field.
 
 The ``hf`` family: ``hf:<hub id or folder>?pooling=...&max_length=...``. torch and transformers
-are imported where a model is loaded or run, so that registering the family costs nothing.
+are imported where a model is loaded or run, so that loading the family plugin costs nothing.
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ class HFEncoder(TransformerEncoder):
         self.prompt = prompt
         if self.backend != REFERENCE and not BACKENDS[self.backend].gives_hidden_states \
                 and (needs_hidden_states(pooling) or pooling == "cls"):
-            raise InvalidInputError(f"backend={self.backend} returns only the last hidden state, and pooling {pooling!r} "
-                             "needs more (the pooler or every layer's states): use backend=eager")
+            raise InvalidInputError(f"backend={self.backend} returns only the last hidden state, "
+                                    f"and pooling {pooling!r} "
+                                    "needs more (the pooler or every layer's states): use backend=eager")
         self._model = None
         self._tokenizer = None
 

@@ -1,4 +1,4 @@
-"""The transformer encoding loop shared by the ``hf:`` and ``st:`` encoders (issue #13).
+"""The transformer encoding loop shared by the ``hf:`` and ``st:`` encoders.
 
 Sentences are tokenized once, with the model's fast tokenizer and its truncation, and grouped by
 their exact token length; each group is cut into batches of at most ``token_budget`` tokens. A
@@ -180,7 +180,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     """``devices.check_precision`` plus opt-in bf16 on CPUs that have native bf16.
 
     On such CPUs (AVX512-BF16, AMX) bf16 autocast roughly doubles matrix-product throughput for a
-    small score change (issue #13 bounds it at 0.05); elsewhere it is refused with the reason.
+    small score change (bounded at 0.05); elsewhere it is refused with the reason.
     """
     from benchharness.core.devices import check_precision
 
@@ -213,6 +213,14 @@ class TransformerEngine:
 
     def encode(self, texts: Sequence[str], pool: Callable[[Any, Features], torch.Tensor],
                output_hidden_states: bool = False, show_progress: bool = False, desc: str = "encode") -> np.ndarray:
+        return self.encode_tokens(tokenize(self.tokenizer, texts, self.max_length), pool, output_hidden_states,
+                                  show_progress, desc)
+
+    def encode_tokens(self, tokens: Tokens, pool: Callable[[Any, Features], torch.Tensor],
+                      output_hidden_states: bool = False, show_progress: bool = False,
+                      desc: str = "encode") -> np.ndarray:
+        """``encode`` of texts tokenized beforehand (``tokenize``): a caller that encodes the same
+        texts again and again (a dev evaluation during training) tokenizes them once."""
         from tqdm.auto import tqdm
 
         from benchharness.core.devices import autocast
@@ -225,5 +233,4 @@ class TransformerEngine:
         def progress(batches: Iterator[np.ndarray], total: int) -> Iterator[np.ndarray]:
             return tqdm(batches, total=total, desc=desc, disable=not show_progress, unit="batch")
 
-        tokens = tokenize(self.tokenizer, texts, self.max_length)
         return encode_tokens(tokens, run_batch, self.device, self.token_budget, progress)

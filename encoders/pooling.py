@@ -1,4 +1,4 @@
-"""Pooling variants exactly as the method papers define them (see PROTOCOLS.md).
+"""Pooling variants exactly as the method papers define them (see docs/PROTOCOLS.md).
 
 ``avg_first_last`` is ambiguous in the literature: SimCSE averages ``hidden_states[1]`` (the first
 transformer layer) with the last, PaSeR and ConSERT use ``hidden_states[0]`` (the embedding

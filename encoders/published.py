@@ -1,6 +1,6 @@
 """Published checkpoints by name, each with the pooling its authors evaluated it with.
 
-``published_spec(name)`` turns a catalogue name into an encoder spec the registry builds like any
+``published_spec(name)`` turns a catalogue name into an encoder spec the resolver builds like any
 other: the hub checkpoints become plain ``hf`` specs (SimCSE's BertModel/RobertaModel folders,
 DefSent's ``*ForMaskedLM`` checkpoints whose encoder part ``AutoModel`` loads, DefSent+'s bare
 weights with their base model's tokenizer), so ``simcse-unsup-bert-base`` and

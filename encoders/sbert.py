@@ -99,7 +99,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
             "weights_sha256": self.source.weights_sha256,
             "modules": self._module_configs(),
         }
-        # only when they move vectors, so that fp32 eager keeps the identity it always had
+        # only when they move vectors, so that fp32 eager keeps the reference path's identity
         if self.precision != "fp32":
             info["precision"] = self.precision
         if changes_outputs(self.backend):

@@ -1,12 +1,12 @@
 """The special tokens a tokenizer folder declares, read from its JSON files without transformers.
 
-RepAL's identity names the base tokenizer's mask token, so asking for it used to load the whole
-model (sentence-transformers and transformers imports, weights: about 10 s) even on a warm rerun
-that encodes nothing. transformers takes a tokenizer's ``mask_token`` from the same two files,
-``special_tokens_map.json`` and ``tokenizer_config.json`` (a plain string, or an added-token
-object whose ``content`` is the string). Where neither declares it, or they disagree, the answer
-is None and the caller loads the tokenizer as before, so the value never differs from the
-loaded tokenizer's.
+RepAL's identity names the base tokenizer's mask token, and loading the tokenizer to ask for it
+would load the whole model (sentence-transformers and transformers imports, weights: about 10 s)
+even on a warm rerun that encodes nothing. transformers takes a tokenizer's ``mask_token`` from
+the same two files, ``special_tokens_map.json`` and ``tokenizer_config.json`` (a plain string, or
+an added-token object whose ``content`` is the string). Where neither declares it, or they
+disagree, the answer is None and the caller loads the tokenizer, so the value never differs from
+the loaded tokenizer's.
 """
 
 from __future__ import annotations

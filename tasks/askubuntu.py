@@ -17,7 +17,7 @@ Two protocols, each under its own name:
   BM25 order, the shared rule. The two agree (to mteb's rounding of MAP and P@k to 5 decimals)
   whenever no two candidates of a query get the very same cosine, and differ otherwise: with
   many exact ties (identical titles) MAP moves by more than 0.1 (x100). benchharness keeps BM25
-  order, the order of the useb/TSDAE protocol (``tests/test_mteb_crosscheck.py`` pins both).
+  order, the order of the useb/TSDAE protocol (``tests/fidelity/test_mteb_crosscheck.py`` pins both).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the csv module, not line by line).
 
 Setting (PaSeR): the corpus is every question2 text; the queries are the question1 texts that have
 at least one duplicate; a query's relevant documents are its duplicate question2s. MAP and MRR@10.
-PROTOCOLS.md leaves three points open; the choices, recorded in every result:
+docs/PROTOCOLS.md leaves three points open; the choices, recorded in every result:
 
 1. **Deduplication**: texts are compared after ``strip()``. Identical question2 texts are one
    corpus document (otherwise one question would be retrieved, and counted, several times);

@@ -1,5 +1,5 @@
 """SentEval's classifier settings, apart from the classifier itself (``senteval_classifier``,
-torch and scikit-learn) so that the transfer tasks can be listed and registered without them."""
+torch and scikit-learn) so that the transfer tasks can be listed and built without them."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """Unsupervised semantic textual similarity: STS12-16, STS-B and SICK-R by cosine.
 
-Protocol (PROTOCOLS.md, SentEval/SimCSE): read SentEval's files, drop pairs whose gold line is
+Protocol (docs/PROTOCOLS.md, SentEval/SimCSE): read SentEval's files, drop pairs whose gold line is
 empty, hand the encoder ``' '.join(line.split())`` (SentEval re-joins the whitespace tokens), score
 pairs by cosine (a zero vector scores 0), and correlate with the gold scores. STS12-16 record the
 three aggregations in use: ``all`` (one Spearman over the concatenated subsets: SimCSE, SBERT,
 ConSERT, PaSeR, DefSent report this; equal to mteb's merged sets), ``mean`` (unweighted mean of
 per-subset correlations, original SentEval) and ``wmean`` (mean weighted by subset size).
 
-Against mteb's STS evaluation (``tests/test_mteb_crosscheck.py`` pins each point):
+Against mteb's STS evaluation (``tests/fidelity/test_mteb_crosscheck.py`` pins each point):
 
 - Precision. mteb computes cosines in float32 (sklearn's ``paired_cosine_distances`` on float32
   vectors), so identical vectors score exactly 1 and near-equal cosines collapse into ties that
@@ -49,7 +49,7 @@ from benchharness.data.readers import (
 from benchharness.scoring.metrics import correlations, paired_cosine
 
 PROTOCOL = "senteval-unsup-cosine"
-#: scored pairs per year, from the task papers (and PROTOCOLS.md)
+#: scored pairs per year, from the task papers (and docs/PROTOCOLS.md)
 PAIRS = {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186}
 REFERENCE = "SentEval (Conneau & Kiela 2018); SimCSE evaluation (Gao et al. 2021)"
 

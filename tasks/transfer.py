@@ -18,7 +18,7 @@ The encoder receives ``' '.join(tokens)`` of each whitespace-split line, as Sent
 (SimCSE's included) do. Every task exists under the ``default`` config (the literature's numbers;
 group ``transfer``) and under ``fast`` (model selection only; names ``<task>-fast``, group
 ``transfer-fast``); each result records its config. The classifier (torch, scikit-learn) is
-imported when a task classifies, not when the tasks are registered or listed.
+imported when a task classifies, not when the tasks are built or listed.
 """
 
 from __future__ import annotations

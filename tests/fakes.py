@@ -20,7 +20,8 @@ class HashEncoder(Encoder):
 
     def encode(self, sentences, show_progress=False):
         self.calls.append(list(sentences))
-        rows = [np.random.default_rng(int(hashlib.md5((self.salt + s).encode()).hexdigest()[:8], 16)).normal(size=self.dim)
+        rows = [np.random.default_rng(int(hashlib.md5((self.salt + s).encode()).hexdigest()[:8], 16))
+                .normal(size=self.dim)
                 for s in sentences]
         return np.array(rows, dtype=np.float32).reshape(len(sentences), self.dim)
 

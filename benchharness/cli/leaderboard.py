@@ -11,7 +11,8 @@ HELP = "Markdown table of stored results beside published numbers"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir")
     p.add_argument("--papers", help="comma list of papers whose published rows to show (default: all; 'none')")
-    p.add_argument("--published-dir", help="folder of published-number CSVs (default: this checkout's results/published)")
+    p.add_argument("--published-dir",
+                   help="folder of published-number CSVs (default: this checkout's results/published)")
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
 
 

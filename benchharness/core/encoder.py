@@ -26,14 +26,14 @@ class Encoder(ABC):
     """A sentence encoder: ``encode(sentences) -> float32 array (n, d)``.
 
     Subclasses implement ``encode`` (on the whole list: batching is theirs, see
-    ``length_sorted_batches``) and ``identity_info``. ``name`` is the user-facing name (registry
-    key or spec); ``metadata`` says how the vectors are meant to be used (pooling, similarity, base
+    ``length_sorted_batches``) and ``identity_info``. ``name`` is the user-facing name (resolver
+    name or spec); ``metadata`` says how the vectors are meant to be used (pooling, similarity, base
     model, training data) and is stored beside every result.
     """
 
     #: similarity function the vectors are meant for; every current task uses cosine.
     similarity: str = "cosine"
-    #: how a trained encoder was made (its run manifest less the encoder spec), set by the registry.
+    #: how a trained encoder was made (its run manifest less the encoder spec), set by the resolver.
     #: Run folders are not kept with the results, so each result carries its recipe; it is
     #: descriptive only and stays out of ``identity`` (the weights hash already pins the model).
     provenance: dict[str, Any] | None = None

@@ -9,14 +9,14 @@ Existing results are never silently replaced; the overwrite strategy decides:
 ``reuse`` keeps any stored result, ``stale`` recomputes those whose encoder identity, data digest
 or protocol differ from the current ones, ``always`` recomputes everything.
 
-Schema versions: files written before ``schema_version`` existed have no such key and load as
-version 1; files written now carry ``"schema_version": 2`` as their last key. The two differ only
-in that key (and version 2 files never hold NaN, which is not JSON), so both load into ``Result``.
-Two optional keys came later without a version change, because a file without them is still
-complete: ``items`` links the per-item outputs stored beside the file
-(``<task>.items.npz``, ``benchharness.core.items``) and ``confidence`` holds the bootstrap intervals
-(``benchharness.scoring.confidence``); neither is part of the fingerprint, so adding them never makes a
-result stale. ``benchharness run --add-items`` recomputes stored results that lack them.
+Schema versions: a file without a ``schema_version`` key loads as version 1; files written here
+carry ``"schema_version": 2`` as their last key. The two differ only in that key (and version 2
+files never hold NaN, which is not JSON), so both load into ``Result``. Two optional keys need no
+version change, because a file without them is still complete: ``items`` links the per-item
+outputs stored beside the file (``<task>.items.npz``, ``benchharness.core.items``) and
+``confidence`` holds the bootstrap intervals (``benchharness.scoring.confidence``); neither is part
+of the fingerprint, so adding them never makes a result stale. ``benchharness run --add-items``
+recomputes stored results that lack them.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def slug(name: str) -> str:
 
     A name whose slug would be longer than ``SLUG_MAX`` keeps a prefix and gets a short hash of the
     whole name, so that two long names differing only at the end do not share a folder; shorter
-    names (every folder committed so far) map exactly as before. The mapping is still lossy
+    names (every folder committed so far) keep their plain slug. The mapping is still lossy
     (``hf:a/b`` and ``hf_a_b`` share a folder), which is why ``ResultStore.load`` checks the stored
     ``encoder`` field.
     """
@@ -104,7 +104,7 @@ class Result:
     versions: dict[str, str | None]
     date: str
     #: counts about the vectors the task scored (``zero_vectors``: sentences encoded as all zeros,
-    #: e.g. every word out of vocabulary); descriptive, outside the fingerprint; None in older files
+    #: e.g. every word out of vocabulary); descriptive, outside the fingerprint; None in files without the key
     embedding_stats: dict[str, int] | None = None
     items: dict[str, Any] | None = None  # ItemsRecord of the per-item outputs file, if kept
     confidence: dict[str, Any] | None = None  # bootstrap intervals (benchharness.scoring.confidence)
@@ -194,7 +194,8 @@ def read_result(path: Path) -> Result:
     try:
         raw = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{path}:{exc.lineno}: corrupt result file ({exc.msg}); delete it to recompute") from None
+        raise InvalidInputError(f"{path}:{exc.lineno}: corrupt result file ({exc.msg}); "
+                                "delete it to recompute") from None
     except (UnicodeDecodeError, OSError) as exc:
         raise InvalidInputError(f"{path}: unreadable result file ({exc}); delete it to recompute") from None
     if not isinstance(raw, dict):

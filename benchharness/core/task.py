@@ -2,11 +2,12 @@
 evaluation from embeddings (the counterpart of ``benchharness.core.encoder`` for tasks).
 
 It lives in the core so that the runner can drive tasks it is handed without importing the task
-package; task families (the ``tasks`` package) implement it. A task never loads a model. The runner calls ``load`` once (reading files through the data root,
-which checks them), collects ``sentences()`` from every selected task, encodes the unique ones
-once, and calls ``evaluate_items(embed)`` where ``embed(list_of_sentences)`` is served from that store.
+package; task families (the ``tasks`` package) implement it. A task never loads a model. The
+runner calls ``load`` once (reading files through the data root, which checks them), collects
+``sentences()`` from every selected task, encodes the unique ones once, and calls
+``evaluate_items(embed)`` where ``embed(list_of_sentences)`` is served from that store.
 
-Per-item outputs (issue #15): ``evaluate_items`` returns the metrics together with the outputs they
+Per-item outputs: ``evaluate_items`` returns the metrics together with the outputs they
 were computed from (a cosine per pair, a prediction per test item, AP/RR per query), so that
 confidence intervals and paired comparisons never need the encoder again. A task family that keeps
 none implements ``evaluate`` only; the default ``evaluate_items`` then returns no items.
@@ -110,7 +111,7 @@ class Task(ABC):
 class EncoderDrivenTask(Task):
     """A task that drives encoding itself: mteb's evaluators decide what to encode and when (a
     retrieval corpus, per-split batches), so such a task is handed the encoder, not an embedding
-    store. The runner still gives it the encoder the registry built (with benchharness's embedding
+    store. The runner still gives it the encoder the resolver built (with benchharness's embedding
     cache around it), records its result like any other, and contains its failures.
 
     Its data are not files under the data root: ``data_record`` says what pins them instead (for

@@ -56,7 +56,8 @@ def _sick(data: DataRoot, splits: tuple[str, ...]) -> list[str]:
 CORPORA: dict[str, tuple[str, Callable[[DataRoot], list[str]]]] = {
     "sts-unlabeled": ("all sentences of STS12-16, STS-B (all splits), SICK (all splits); 89,192 with repeats; "
                       "includes test sentences (transductive, as ConSERT/PaSeR)",
-                      lambda d: _sts_years(d) + _stsb(d, ("train", "dev", "test")) + _sick(d, ("train", "trial", "test"))),
+                      lambda d: (_sts_years(d) + _stsb(d, ("train", "dev", "test"))
+                                 + _sick(d, ("train", "trial", "test")))),
     "train-splits": ("STS-B train + SICK train sentences (no dev/test sentences)",
                      lambda d: _stsb(d, ("train",)) + _sick(d, ("train",))),
     "stsb-train": ("STS-B train sentences", lambda d: _stsb(d, ("train",))),

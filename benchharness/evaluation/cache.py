@@ -437,7 +437,8 @@ class CachingEncoder(Encoder):
                     chunk = missing[start : start + self.chunk_size]
                     vecs = np.asarray(self.inner.encode(chunk, show_progress=show_progress), dtype=np.float32)
                     if vecs.ndim != 2 or len(vecs) != len(chunk):
-                        raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape {vecs.shape}")
+                        raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape "
+                                                f"{vecs.shape}")
                     self.encoded += len(chunk)
                     finite = np.isfinite(vecs).all(axis=1)
                     chunk_keys = [sentence_key(s) for s in chunk]

@@ -250,7 +250,8 @@ class Resolver:
             close = difflib.get_close_matches(post, available, n=3, cutoff=0.4)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             raise UnknownEncoderError(
-                f"unknown post-processor {post!r} in {name!r}.{hint} Available: {', '.join(sorted(available)) or 'none'}"
+                f"unknown post-processor {post!r} in {name!r}.{hint} "
+                f"Available: {', '.join(sorted(available)) or 'none'}"
             )
         params = parse_params(m.group(2) or "", ",")
         factory = PLUGINS.get("postprocessors", m.group(1))

@@ -36,6 +36,7 @@ from benchharness.core.resources import peak_rss_mib
 from benchharness.core.results import OVERWRITE, ProtocolRecord, Result, ResultStore, Timings, fingerprint
 from benchharness.core.seeding import seed_everything
 from benchharness.core.task import EncoderDrivenTask, Evaluation, Task
+from benchharness.evaluation.cache import CachingEncoder
 from benchharness.scoring.confidence import confidence_record
 
 DEFAULT_SEED = 1111  # SentEval's seed, used by every task that draws random numbers
@@ -97,6 +98,35 @@ def zero_vectors(embeddings: EmbeddingStore, task: Task) -> int:
     return int((~embeddings.embed(sentences).any(axis=1)).sum()) if sentences else 0
 
 
+@dataclass
+class _Context:
+    """What every step of a run shares."""
+
+    data: DataRoot
+    store: ResultStore
+    seed: int
+    versions: dict[str, str | None]
+    summary: Summary
+    log: Callable[[str], None]
+    #: sha256 of each loaded task's data
+    digests: dict[str, str] = field(default_factory=dict)
+
+    def fail(self, encoder: str, task: str, message: str, log_line: str) -> None:
+        self.summary.outcomes.append(Outcome(encoder, task, "failed", message=message))
+        self.log(log_line)
+
+
+@dataclass
+class _Plan:
+    """One encoder's pass: the tasks to compute, and what is known of their stored results."""
+
+    todo: list[Task] = field(default_factory=list)
+    #: main scores of results recomputed only to add items
+    previous: dict[str, float] = field(default_factory=dict)
+    #: stored results about to be recomputed
+    replaced: dict[str, Result] = field(default_factory=dict)
+
+
 def run(
     encoder_names: list[str],
     task_names: list[str],
@@ -112,162 +142,161 @@ def run(
 ) -> Summary:
     if overwrite not in OVERWRITE:
         raise InvalidInputError(f"overwrite must be one of {', '.join(OVERWRITE)}")
-    summary = Summary()
+    ctx = _Context(data, store, seed, versions(), Summary(), log)
+    tasks = _load_tasks(task_names, get_task, encoder_names, ctx)
+    for enc_name in encoder_names:
+        try:
+            encoder = get_encoder(enc_name)
+            identity = {"hash": encoder.identity, **encoder.identity_info()}
+        except Exception as exc:
+            for name in tasks:
+                ctx.summary.outcomes.append(Outcome(enc_name, name, "failed", message=f"encoder: {exc}"))
+            log(f"[{enc_name}] cannot build encoder: {exc}")
+            continue
+        plan = _plan(enc_name, identity["hash"], tasks, overwrite, add_items, ctx)
+        for task in plan.todo:
+            if isinstance(task, EncoderDrivenTask):
+                _evaluate_driven(task, enc_name, encoder, identity, ctx)
+        from_embeddings = [t for t in plan.todo if not isinstance(t, EncoderDrivenTask)]
+        if from_embeddings:
+            _evaluate_from_embeddings(from_embeddings, enc_name, encoder, identity, plan, show_progress, ctx)
+    return ctx.summary
+
+
+def _load_tasks(task_names: list[str], get_task: Callable[[str], Task], encoder_names: list[str],
+                ctx: _Context) -> dict[str, Task]:
+    """Every task with its data read and digested; a task whose data cannot be read fails for every
+    encoder, and the others go on."""
     tasks: dict[str, Task] = {}
     for name in task_names:
         task = get_task(name)
         try:
-            task.load(data)
+            task.load(ctx.data)
             tasks[name] = task
         except Exception as exc:  # data problems are per task
             for enc in encoder_names:
-                summary.outcomes.append(Outcome(enc, name, "failed", message=str(exc)))
-            log(f"[{name}] cannot load: {exc}")
-    digests = {name: t.data_record()["sha256"] if isinstance(t, EncoderDrivenTask) else data.digest(t.files)
-               for name, t in tasks.items()}
-    run_versions = versions()
+                ctx.summary.outcomes.append(Outcome(enc, name, "failed", message=str(exc)))
+            ctx.log(f"[{name}] cannot load: {exc}")
+    for name, task in tasks.items():
+        driven = isinstance(task, EncoderDrivenTask)
+        ctx.digests[name] = task.data_record()["sha256"] if driven else ctx.data.digest(task.files)
+    return tasks
 
-    for enc_name in encoder_names:
-        try:
-            encoder = get_encoder(enc_name)
-            identity_info = encoder.identity_info()
-            identity = encoder.identity
-        except Exception as exc:
-            for name in tasks:
-                summary.outcomes.append(Outcome(enc_name, name, "failed", message=f"encoder: {exc}"))
-            log(f"[{enc_name}] cannot build encoder: {exc}")
-            continue
-        todo: list[Task] = []
-        previous: dict[str, float] = {}  # main scores of results recomputed only to add items
-        replaced: dict[str, Result] = {}  # stored results about to be recomputed
-        for name, task in tasks.items():
-            stored = _stored(store, enc_name, name, log)
-            if stored is not None and add_items and not store.has_items(stored):
-                previous[name] = stored.main_score
-            elif stored is not None and overwrite != "always":
-                current = fingerprint(identity, digests[name], _protocol(task))
-                fresh = stored.fingerprint() == current
-                if overwrite == "reuse" or fresh:
-                    note = "" if fresh else " (stored with a different identity/data/protocol; --overwrite stale recomputes)"
-                    summary.outcomes.append(Outcome(enc_name, name, "reused", stored.main_score, note.strip()))
-                    continue
-            if stored is not None:
-                replaced[name] = stored
-            todo.append(task)
-        driven = [t for t in todo if isinstance(t, EncoderDrivenTask)]
-        for task in driven:
-            _run_driven(task, enc_name, encoder, seed, run_versions, store, summary, log)
-        todo = [t for t in todo if not isinstance(t, EncoderDrivenTask)]
-        if not todo:
-            continue
 
-        seed_everything(seed)
-        sentences = unique_sentences(todo)
-        log(f"[{enc_name}] encoding {len(sentences)} unique sentences for {len(todo)} task(s)")
-        t0 = time.perf_counter()
-        encoded_before = getattr(encoder, "encoded", None)  # CachingEncoder counts real encodings
-        try:
-            vectors = encoder.encode(sentences, show_progress=show_progress)
-        except Exception as exc:
-            for task in todo:
-                summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
-            log(f"[{enc_name}] encoding failed: {exc}\n{traceback.format_exc()}")
-            continue
-        encode_seconds = time.perf_counter() - t0
-        vectors = np.asarray(vectors)
-        problem = non_finite_message(enc_name, sentences, vectors)
-        if problem is not None:
-            for task in todo:
-                summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=problem))
-            log(f"[{enc_name}] {problem}")
-            continue
-        newly_encoded = (len(sentences) if encoded_before is None
-                         else getattr(encoder, "encoded") - encoded_before)
-        embeddings = EmbeddingStore(sentences, vectors)
+def _plan(enc_name: str, identity: str, tasks: dict[str, Task], overwrite: str, add_items: bool,
+          ctx: _Context) -> _Plan:
+    """Which tasks this encoder computes: stored results are reused as the overwrite strategy says,
+    except those lacking items when ``add_items`` asks for them."""
+    plan = _Plan()
+    for name, task in tasks.items():
+        stored = _stored(ctx.store, enc_name, name, ctx.log)
+        if stored is not None and add_items and not ctx.store.has_items(stored):
+            plan.previous[name] = stored.main_score
+        elif stored is not None and overwrite != "always":
+            fresh = stored.fingerprint() == fingerprint(identity, ctx.digests[name], _protocol(task))
+            if overwrite == "reuse" or fresh:
+                note = "" if fresh else "stored with a different identity/data/protocol; --overwrite stale recomputes"
+                ctx.summary.outcomes.append(Outcome(enc_name, name, "reused", stored.main_score, note))
+                continue
+        if stored is not None:
+            plan.replaced[name] = stored
+        plan.todo.append(task)
+    return plan
 
+
+def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan,
+                              show_progress: bool, ctx: _Context) -> None:
+    """The shared pass: every unique sentence of ``todo`` encoded once, then each task evaluated
+    from the embeddings and stored."""
+    seed_everything(ctx.seed)
+    sentences = unique_sentences(todo)
+    ctx.log(f"[{enc_name}] encoding {len(sentences)} unique sentences for {len(todo)} task(s)")
+    t0 = time.perf_counter()
+    encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else 0
+    try:
+        vectors = np.asarray(encoder.encode(sentences, show_progress=show_progress))
+    except Exception as exc:
         for task in todo:
-            seed_everything(seed)
-            t1 = time.perf_counter()
-            try:
-                evaluation = task.evaluate_items(embeddings.embed, seed)
-            except Exception as exc:
-                summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"evaluation: {exc}"))
-                log(f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
-                continue
-            zeros = zero_vectors(embeddings, task)
-            metrics = evaluation.metrics
-            result = Result(
-                encoder=enc_name,
-                task=task.name,
-                main_score=float(metrics[task.metadata.main_score]),
-                main_metric=task.metadata.main_score,
-                metrics=metrics,
-                protocol=_protocol(task),
-                encoder_identity={"hash": identity, **identity_info},
-                encoder_metadata=encoder.metadata,
-                data={"sha256": digests[task.name], "root": DATA_ROOT_LABEL,
-                      "files": sorted(str(f.relative_to(data.root)) for f in task.files),
-                      "verified": data.verify},
-                seed=seed,
-                timings={"encode_seconds_all_tasks": round(encode_seconds, 3),
-                         "sentences_encoded_all_tasks": len(sentences),
-                         "sentences_not_from_cache": newly_encoded,
-                         "evaluate_seconds": round(time.perf_counter() - t1, 3),
-                         "peak_rss_mb": round(peak_rss_mib(), 1)},
-                versions=run_versions,
-                date=now(),
-                embedding_stats={"zero_vectors": zeros},
-                confidence=_confidence(evaluation, task, seed, log,
-                                       _previous_confidence(store, replaced.get(task.name), run_versions)),
-            )
-            try:
-                store.save(result, evaluation)
-            except ValueError as exc:  # e.g. a NaN metric, which JSON cannot hold
-                summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"storing: {exc}"))
-                log(f"[{enc_name}/{task.name}] cannot store the result: {exc}")
-                continue
-            notes = [f"{zeros:,} zero vectors"] if zeros else []
-            if task.name in previous and previous[task.name] != result.main_score:
-                notes.append(f"items added; the score moved from the stored {previous[task.name]!r}")
-                log(f"[{enc_name}/{task.name}] warning: {notes[-1]}")
-            note = "; ".join(notes)
-            summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score, note))
-            log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}"
-                + (f" ({notes[0]}: sentences the encoder could not represent)" if zeros else ""))
-    return summary
+            ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
+        ctx.log(f"[{enc_name}] encoding failed: {exc}\n{traceback.format_exc()}")
+        return
+    encode_seconds = time.perf_counter() - t0
+    problem = non_finite_message(enc_name, sentences, vectors)
+    if problem is not None:
+        for task in todo:
+            ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=problem))
+        ctx.log(f"[{enc_name}] {problem}")
+        return
+    newly_encoded = encoder.encoded - encoded_before if isinstance(encoder, CachingEncoder) else len(sentences)
+    embeddings = EmbeddingStore(sentences, vectors)
+    for task in todo:
+        seed_everything(ctx.seed)
+        t1 = time.perf_counter()
+        try:
+            evaluation = task.evaluate_items(embeddings.embed, ctx.seed)
+        except Exception as exc:
+            ctx.fail(enc_name, task.name, f"evaluation: {exc}",
+                     f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
+            continue
+        zeros = zero_vectors(embeddings, task)
+        timings: Timings = {"encode_seconds_all_tasks": round(encode_seconds, 3),
+                            "sentences_encoded_all_tasks": len(sentences),
+                            "sentences_not_from_cache": newly_encoded,
+                            "evaluate_seconds": round(time.perf_counter() - t1, 3),
+                            "peak_rss_mb": round(peak_rss_mib(), 1)}
+        data_record = {"sha256": ctx.digests[task.name], "root": DATA_ROOT_LABEL,
+                       "files": sorted(str(f.relative_to(ctx.data.root)) for f in task.files),
+                       "verified": ctx.data.verify}
+        confidence = _confidence(evaluation, task, ctx.seed, ctx.log,
+                                 _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions))
+        _store(task, enc_name, encoder, identity, evaluation, data_record, timings, ctx, zeros=zeros,
+               confidence=confidence, previous=plan.previous.get(task.name))
 
 
-def _run_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, seed: int,
-                run_versions: dict[str, str | None], store: ResultStore, summary: Summary,
-                log: Callable[[str], None]) -> None:
+def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, identity: dict, ctx: _Context) -> None:
     """One task that encodes through the encoder itself (an mteb task): evaluated, stored and
     reported like the others; encoding time is part of its evaluation time."""
-    seed_everything(seed)
+    seed_everything(ctx.seed)
     t0 = time.perf_counter()
-    encoded_before = getattr(encoder, "encoded", None)  # CachingEncoder counts real encodings
+    encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else None
     try:
-        metrics = task.evaluate_encoder(encoder, seed)
+        metrics = task.evaluate_encoder(encoder, ctx.seed)
     except Exception as exc:
-        summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"evaluation: {exc}"))
-        log(f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
+        ctx.fail(enc_name, task.name, f"evaluation: {exc}",
+                 f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
         return
     timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": round(peak_rss_mib(), 1)}
     if encoded_before is not None:
-        timings["sentences_not_from_cache"] = getattr(encoder, "encoded") - encoded_before
+        timings["sentences_not_from_cache"] = encoder.encoded - encoded_before  # type: ignore[attr-defined]
+    _store(task, enc_name, encoder, identity, Evaluation(metrics), task.data_record(), timings, ctx)
+
+
+def _store(task: Task, enc_name: str, encoder: Encoder, identity: dict, evaluation: Evaluation, data_record: dict,
+           timings: Timings, ctx: _Context, *, zeros: int | None = None, confidence: dict | None = None,
+           previous: float | None = None) -> None:
+    """Build the task's result, save it (with its items, if any) and report it; a result that cannot
+    be stored (a NaN metric, which JSON cannot hold) fails alone."""
+    metrics = evaluation.metrics
     result = Result(
         encoder=enc_name, task=task.name, main_score=float(metrics[task.metadata.main_score]),
         main_metric=task.metadata.main_score, metrics=metrics, protocol=_protocol(task),
-        encoder_identity={"hash": encoder.identity, **encoder.identity_info()}, encoder_metadata=encoder.metadata,
-        data=task.data_record(), seed=seed, timings=timings, versions=run_versions, date=now(),
+        encoder_identity=identity, encoder_metadata=encoder.metadata,
+        data=data_record, seed=ctx.seed, timings=timings, versions=ctx.versions, date=now(),
+        **({} if zeros is None else {"embedding_stats": {"zero_vectors": zeros}}),
+        **({} if confidence is None else {"confidence": confidence}),
     )
     try:
-        store.save(result)
-    except ValueError as exc:
-        summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"storing: {exc}"))
-        log(f"[{enc_name}/{task.name}] cannot store the result: {exc}")
+        ctx.store.save(result, evaluation if evaluation.items else None)
+    except ValueError as exc:  # e.g. a NaN metric, which JSON cannot hold
+        ctx.fail(enc_name, task.name, f"storing: {exc}", f"[{enc_name}/{task.name}] cannot store the result: {exc}")
         return
-    summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score))
-    log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}")
+    notes = [f"{zeros:,} zero vectors"] if zeros else []
+    if previous is not None and previous != result.main_score:
+        notes.append(f"items added; the score moved from the stored {previous!r}")
+        ctx.log(f"[{enc_name}/{task.name}] warning: {notes[-1]}")
+    ctx.summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score, "; ".join(notes)))
+    ctx.log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}"
+            + (f" ({notes[0]}: sentences the encoder could not represent)" if zeros else ""))
 
 
 def _confidence(evaluation: Evaluation, task: Task, seed: int, log: Callable[[str], None],

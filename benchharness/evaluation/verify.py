@@ -36,7 +36,7 @@ from benchharness.core.results import Result
 BATCH_DEVIATION = 0.0102
 #: largest metric deviation measured with MKL/oneDNN limited to AVX2 or SSE4.2 kernels (x100 scale)
 ISA_DEVIATION = 0.0
-#: the largest deviation seen between two machines of this kind (issue #16's report, x100 scale)
+#: the largest deviation seen between two machines of this kind (x100 scale)
 CROSS_MACHINE_DEVIATION = 0.0018
 #: largest deviation of a post-processor chain, stored (fit vectors from the cache) vs fresh (x100)
 CHAIN_DEVIATION = 0.0614

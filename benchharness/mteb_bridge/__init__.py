@@ -1,8 +1,8 @@
 """The mteb bridge: benchharness encoders as mteb models, mteb tasks run with them, and stored
 results exported in mteb's results layout.
 
-mteb is a neighbour, not a dependency of the core : nothing here is imported by the
-runner, the registry or the tasks, and this package imports nothing from mteb itself, so that
+mteb is a neighbour, not a dependency of the core: nothing here is imported by the
+runner, the resolver or the tasks, and this package imports nothing from mteb itself, so that
 ``import benchharness.mteb_bridge`` stays cheap. Each module imports mteb when it is imported:
 
 - ``as_model``: ``MtebEncoder`` (an mteb ``AbsEncoder``) and ``model_meta`` (name and revision from

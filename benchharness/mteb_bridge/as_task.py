@@ -1,7 +1,7 @@
 """An mteb task as a benchharness task: ``--tasks mteb:STS22`` in ``benchharness run``.
 
 mteb's evaluators decide what to encode (a retrieval corpus, each split and subset), so the task
-is an ``EncoderDrivenTask``: the runner hands it the encoder the registry built, wrapped in
+is an ``EncoderDrivenTask``: the runner hands it the encoder the resolver built, wrapped in
 benchharness's embedding cache, and ``run.run_task`` evaluates it with mteb's own code. The
 stored result carries mteb's task name, dataset and revision and the mteb version in its protocol
 (variant ``mteb-<version>``), the main score x100 under mteb's main metric name and every mteb

@@ -3,7 +3,7 @@
 ``export_results`` writes ``<out>/<org__name>/<revision>/<Task>.json`` plus ``model_meta.json``,
 the layout of mteb's results repository and of ``$MTEB_CACHE/results``: export with
 ``out = $MTEB_CACHE/results`` (default ``~/.cache/mteb/results``) and mteb's ``ResultCache``
-loads the results beside its own. The model is named and versioned as ``model.model_meta`` does
+loads the results beside its own. The model is named and versioned as ``as_model.model_meta`` does
 (``benchharness/<encoder>``, revision = encoder identity).
 
 Only results whose protocol equals an mteb task's are exported: a number under an mteb task name
@@ -123,7 +123,8 @@ def _mteb_scores(result: StoredResult) -> dict[str, dict[str, dict[str, Any]]]:
         if len(parts) == 1:
             continue  # the main score, mteb's mean over splits and subsets: mteb derives it again
         if len(parts) != 3:
-            raise InvalidInputError(f"result {result.encoder}/{result.task}: metric {key!r} is not 'split/subset/metric'")
+            raise InvalidInputError(f"result {result.encoder}/{result.task}: metric {key!r} "
+                                    "is not 'split/subset/metric'")
         split, subset, metric = parts
         nested.setdefault(split, {}).setdefault(subset, {})[metric] = value / 100.0
     for subsets in nested.values():

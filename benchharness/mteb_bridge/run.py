@@ -137,7 +137,8 @@ def run_task(encoder: Encoder, task: str | AbsTask, cache: EmbeddingCache | None
     task_obj = get_task(task) if isinstance(task, str) else task
     load_task_data(task_obj)
     model = MtebEncoder(encoder, cache)
-    outcome = mteb.evaluate(model, task_obj, cache=None, encode_kwargs={"batch_size": batch_size, "show_progress_bar": False},
+    outcome = mteb.evaluate(model, task_obj, cache=None,
+                            encode_kwargs={"batch_size": batch_size, "show_progress_bar": False},
                             show_progress_bar=False, co2_tracker=False)
     if outcome.exceptions:
         raise RuntimeError(f"mteb task {task_obj.metadata.name} failed: {outcome.exceptions[0].exception}")

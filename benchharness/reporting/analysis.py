@@ -1,4 +1,4 @@
-"""Geometry of an embedding space, from stored embeddings and STS-B outputs (issue #15, part 6).
+"""Geometry of an embedding space, from stored embeddings and STS-B outputs.
 
 - ``alignment`` and ``uniformity``: Wang & Isola (2020), as SimCSE reports them (SimCSE Sec. 6 /
   Fig. 2): both on L2-normalised vectors, alignment ``E ||f(x) - f(y)||^2`` over positive pairs

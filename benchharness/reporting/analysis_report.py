@@ -7,7 +7,7 @@ random sentence pairs; the variance share of the top 1 and 10 principal componen
 written to ``<out>/analysis/<encoder>.json`` and the plots to
 ``<out>/figures/analysis-<encoder>-{cosine-levels,alignment-uniformity}.png``.
 
-The encoder comes from the registry wrapped by the embedding cache, like ``run``, so a second
+The encoder comes from the resolver, wrapped by the embedding cache, like ``run``, so a second
 analysis of the same encoder encodes nothing. The pairs are those of the ``STSBenchmark`` task
 (SentEval's text), handed in by the CLI, which is the composition root.
 """

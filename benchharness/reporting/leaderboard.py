@@ -113,7 +113,7 @@ ALPHA = 0.05
 
 def group_of(result: Result) -> str:
     """``post-processed`` for a ``+`` chain, ``trained`` for a result with training provenance or
-    a local checkpoint (results from before provenance was recorded), else ``base``."""
+    a local checkpoint (a result that records no training provenance), else ``base``."""
     if "+" in result.encoder:
         return "post-processed"
     model = str(result.encoder_identity.get("model", ""))
@@ -154,7 +154,7 @@ def recipe_note(results: list[Result]) -> str:
     how to rebuild it, or that it cannot."""
     training = next((r.encoder_metadata["training"] for r in results if "training" in r.encoder_metadata), None)
     if training is None:
-        # older results of a trained run kept only its folder, an absolute path of the machine
+        # a trained result without training provenance names only its run folder, a machine's path
         local = any(str(r.encoder_identity.get("model", "")).startswith("/") for r in results)
         return "no recipe" if local else ""
     recipe = training.get("recipe")

@@ -6,7 +6,7 @@ each metric, what the score averages over and therefore what to resample.
 
 - STS: pairs. ``all.spearman`` (STS12-16's main score) and a single split's ``spearman`` resample
   pairs of the concatenation; ``mean.spearman``/``wmean.spearman`` resample within each subset
-  (stratified), as the issue asks.
+  (stratified), as those scores aggregate per-subset correlations.
 - Transfer: test items for fixed test sets (SST2, TREC, MRPC: accuracy, and F1 for MRPC); outer
   folds for the k-fold tasks (MR, CR, SUBJ, MPQA), whose score is the mean of the per-fold
   accuracies. Which one is recorded in ``unit``.

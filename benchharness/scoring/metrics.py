@@ -2,9 +2,9 @@
 
 Pearson and Spearman are computed in NumPy by the very operations ``scipy.stats.pearsonr`` and
 ``scipy.stats.spearmanr`` perform on two 1-D float arrays (scipy 1.17), so they give the same
-floats bit for bit (``tests/test_metrics.py`` checks it against scipy, and every stored STS
+floats bit for bit (``tests/unit/scoring/test_metrics.py`` checks it against scipy, and every stored STS
 result was re-scored with both), while a run that only scores needs no scipy import: importing
-``scipy.stats`` took 1.1-1.6 s, most of the 2 s a warm rerun may take (issue #13). scipy's checks
+``scipy.stats`` took 1.1-1.6 s, most of the 2 s a warm rerun may take (the target). scipy's checks
 are kept: a constant input gives NaN with a warning, an input holding NaN gives NaN.
 """
 

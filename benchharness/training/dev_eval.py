@@ -1,10 +1,11 @@
 """STS-B dev evaluation of an encoder while it trains, scored exactly as the harness scores it.
 
-The training loop (``benchharness.encoders.methods.loop``) knows no task: ``benchharness train`` builds a
-:class:`DevEvaluator` here, in the core, and hands it to the loop as a callback. The evaluator
-pools with the same ``benchharness.encoders.pooling.pool`` function and truncation the registered encoder will
-use, and lets the task compute the correlation, so the dev score in a manifest is the score
-``benchharness run`` reproduces for the saved encoder.
+The training loop (``benchharness.encoders.methods.loop``) knows no task: ``benchharness train``
+builds a :class:`DevEvaluator` here and hands it to the loop as a callback. The evaluator encodes
+through the one inference engine (``benchharness.encoders.inference``: exact token-length batches)
+with the pooling and truncation the registered encoder will use, and hands the task the runner's
+embedding store, so the dev score in a manifest is the score ``benchharness run`` reproduces for
+the saved encoder.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from torch import nn
 
 from benchharness import tasks
 from benchharness.core.data_root import DataRoot
-from benchharness.core.devices import autocast, check_precision, pick_device
-from benchharness.core.encoder import length_sorted_batches
+from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, tokenize
 from benchharness.encoders.pooling import needs_hidden_states, pool
+from benchharness.evaluation.runner import EmbeddingStore
 
 if TYPE_CHECKING:
     from benchharness.encoders.methods.method import TrainingMethod
@@ -31,53 +33,38 @@ DEV_TASK = "STSBenchmark-dev"
 
 
 class DevEvaluator:
-    """STS-B dev Spearman of an encoder module, computed as the harness would.
-
-    The unique dev sentences are tokenized once (length-sorted batches, as ``HFEncoder``) and
-    pooled with the pooling the registered encoder will use; the task's own ``evaluate`` computes
-    the correlation.
-    """
+    """The dev score of an encoder module (STS-B dev Spearman by default), computed as the harness
+    would: the task's unique sentences tokenized once, encoded by the engine in eval mode, pooled
+    with the registered encoder's pooling, and scored by the task's own ``evaluate``."""
 
     def __init__(self, tokenizer: Any, pooling: str, max_length: int, batch_size: int, device: torch.device,
-                 precision: str, task_name: str = DEV_TASK) -> None:
+                 precision: str, task_name: str = DEV_TASK, data: DataRoot | None = None) -> None:
         if pooling == "prompt":
             raise InvalidInputError("dev evaluation with pooling 'prompt' is not supported by the training loop")
         self.task_name = task_name
         self.task = tasks.get(task_name)
-        self.task.load(DataRoot())
+        self.task.load(data or DataRoot())
         self.sentences = list(dict.fromkeys(self.task.sentences()))
-        self.pooling = pooling
-        self.device = device
-        self.precision = precision
-        self.batches = []
-        for idx in length_sorted_batches([len(s) for s in self.sentences], batch_size):
-            enc = tokenizer([self.sentences[i] for i in idx], padding=True, truncation=True,
-                            max_length=max_length, return_tensors="pt")
-            self.batches.append((idx, dict(enc)))
+        self.tokenizer, self.pooling, self.max_length = tokenizer, pooling, max_length
+        self.device, self.precision = device, precision
+        self.token_budget = batch_size * TOKENS_PER_SENTENCE
+        self.tokens = tokenize(tokenizer, self.sentences, max_length)
 
-    @torch.no_grad()
     def embed_all(self, encoder: nn.Module) -> np.ndarray:
         """Embeddings of ``self.sentences``, in eval mode (the training mode is restored)."""
+        engine = TransformerEngine(encoder, self.tokenizer, self.max_length, self.device, self.precision,
+                                   token_budget=self.token_budget)
         was_training = encoder.training
         encoder.eval()
-        out = None
         try:
-            for idx, enc in self.batches:
-                enc = {k: v.to(self.device) for k, v in enc.items()}
-                with autocast(self.device, self.precision):
-                    outputs = encoder(**enc, output_hidden_states=needs_hidden_states(self.pooling))
-                vecs = pool(self.pooling, outputs, enc["attention_mask"]).float().cpu().numpy()
-                if out is None:
-                    out = np.empty((len(self.sentences), vecs.shape[1]), dtype=np.float32)
-                out[idx] = vecs
+            return engine.encode_tokens(self.tokens, lambda outputs, features: pool(
+                self.pooling, outputs, features["attention_mask"]), needs_hidden_states(self.pooling))
         finally:
             encoder.train(was_training)
-        return out
 
     def __call__(self, encoder: nn.Module) -> float:
-        vectors = self.embed_all(encoder)
-        row = {s: i for i, s in enumerate(self.sentences)}
-        metrics = self.task.evaluate(lambda sents: vectors[[row[s] for s in sents]], seed=0)
+        store = EmbeddingStore(self.sentences, self.embed_all(encoder))
+        metrics = self.task.evaluate(store.embed, seed=0)
         return float(metrics[self.task.metadata.main_score])
 
 

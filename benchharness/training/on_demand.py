@@ -35,7 +35,8 @@ from benchharness.training.recipes import (
 )
 from benchharness.training.runstore import RunStore, portable
 
-#: builds a run's dev evaluation (``benchharness.training.dev_eval.for_training``); see encoders.methods.commands.launch
+#: builds a run's dev evaluation (``benchharness.training.dev_eval.for_training``);
+#: see ``benchharness.encoders.methods.launch``
 DevFactory = Callable[..., Any]
 
 
@@ -174,10 +175,11 @@ def _check_revision(recipe: Recipe) -> None:
     if recipe.base_recipe is None and recipe.base_revision is not None:
         cached = cached_revision(recipe.base)
         if cached is not None and cached != recipe.base_revision:
-            raise InvalidInputError(f"recipe {recipe.display_name} pins {recipe.base} at revision {recipe.base_revision}, "
-                             f"but the Hugging Face cache holds {cached}: fetch the pinned one "
-                             f"(huggingface-cli download {recipe.base} --revision {recipe.base_revision}) or derive "
-                             "a recipe with --base")
+            raise InvalidInputError(f"recipe {recipe.display_name} pins {recipe.base} at revision "
+                                    f"{recipe.base_revision}, "
+                                    f"but the Hugging Face cache holds {cached}: fetch the pinned one "
+                                    f"(huggingface-cli download {recipe.base} --revision {recipe.base_revision}) "
+                                    "or derive a recipe with --base")
 
 
 def train_into(recipe: Recipe, out: Path, *, dev: DevFactory | None, runtime: dict[str, Any] | None = None,
@@ -247,7 +249,7 @@ def ensure_trained(recipe: Recipe, *, train: bool = True, dev: DevFactory | None
 
 def trained_encoder(name: str, *, train: bool = True, progress: bool = True,
                     store: RunStore | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """For the registry: the encoder spec and portable manifest of the recipe ``name`` names,
+    """For the recipe catalogue: the encoder spec and portable manifest of the recipe ``name`` names,
     trained first when missing; None when ``name`` is no recipe."""
     recipe = recipe_for(name, store=store)
     if recipe is None:

@@ -1,8 +1,8 @@
-"""Training recipes: the name of a trained encoder -> everything that makes it (issue #12).
+"""Training recipes: the name of a trained encoder -> everything that makes it.
 
 A recipe is a method, a base (a hub id with its revision, a model folder, or another recipe whose
 run it continues) and every setting of the run: the preset and the flags on top of it, resolved by
-the method's own command (``benchharness.encoders.methods.<method>.command.<method>.options``) and completed with
+the method's own command (``benchharness.encoders.methods.<method>.command.options``) and completed with
 ``TrainConfig``'s defaults, so that the record names every value the run trains with. Its *key*, a
 short hash of that canonical record, names the one run that trains it (``benchharness.training.runstore``):
 two recipes that train differently never share a key, and one recipe always gets the same key.

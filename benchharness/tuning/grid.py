@@ -46,7 +46,8 @@ def format_number(x: float) -> str:
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoder", required=True, help="base encoder name or composition (e.g. minilm-l6)")
-    parser.add_argument("--task", default=DEV_TASK, help=f"dev task to tune on (default {DEV_TASK}; test splits refused)")
+    parser.add_argument("--task", default=DEV_TASK,
+                        help=f"dev task to tune on (default {DEV_TASK}; test splits refused)")
     parser.add_argument("--fit", default=DEFAULT_FIT,
                         help=f"corpus the statistics are fitted on (default {DEFAULT_FIT}; "
                              "sts-unlabeled holds unlabeled test sentences: transductive)")
@@ -76,7 +77,7 @@ class DevScorer:
 
 
 def setup(args: argparse.Namespace) -> tuple[Resolver, DataRoot]:
-    """(registry, data root) configured like ``benchharness run`` (same cache, same defaults)."""
+    """(resolver, data root) configured like ``benchharness run`` (same cache, same defaults)."""
     from benchharness.core.settings import load_config
     from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 

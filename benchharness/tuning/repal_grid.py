@@ -17,10 +17,14 @@ HELP = "grid over RepAL's l1, l2 on STS-B dev; registers the best as <encoder>+r
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     tuning.add_common(parser)
-    parser.add_argument("--l1", default="0:1:0.05", help="l1 values: start:stop:step or a comma list (default 0:1:0.05)")
-    parser.add_argument("--l2", default="0:4:0.2", help="l2 values: start:stop:step or a comma list (default 0:4:0.2)")
-    parser.add_argument("--keywords", type=positive_int, default=20, help="words masked per sentence (default 20, Jieba's topK)")
-    parser.add_argument("--tfidf", default=tuning.DEFAULT_FIT, help="corpus of the IDF statistics (default train-splits)")
+    parser.add_argument("--l1", default="0:1:0.05",
+                        help="l1 values: start:stop:step or a comma list (default 0:1:0.05)")
+    parser.add_argument("--l2", default="0:4:0.2",
+                        help="l2 values: start:stop:step or a comma list (default 0:4:0.2)")
+    parser.add_argument("--keywords", type=positive_int, default=20,
+                        help="words masked per sentence (default 20, Jieba's topK)")
+    parser.add_argument("--tfidf", default=tuning.DEFAULT_FIT,
+                        help="corpus of the IDF statistics (default train-splits)")
 
 
 def composition(args: argparse.Namespace, l1: float, l2: float) -> str:

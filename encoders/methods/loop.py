@@ -7,7 +7,7 @@ resumption); AdamW (weight decay off for biases and LayerNorm; ``config.optimize
 ``benchharness.core.devices`` (CUDA and fp16 autocast + GradScaler, or bf16); optional gradient
 clipping (global norm, before the optimizer step); periodic dev evaluation through a callback,
 best-checkpoint selection and early stopping (``patience`` evaluations without improvement); tqdm
-progress; ``metrics.jsonl``; a resumable checkpoint (``checkpoint.py``); and the output folder::
+progress; ``metrics.jsonl``; a resumable checkpoint (``resume.py``); and the output folder::
 
     <out>/model/          encoder weights + tokenizer (save_pretrained), training heads excluded
     <out>/manifest.json   the run's typed record (``manifest.py``), which makes the folder an encoder
@@ -140,7 +140,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     without periodic evaluation, once after training; ``dev_task`` names what it measures, for
     the manifest. A config that asks for dev evaluation without a ``dev`` is refused. Rerunning
     with the same ``out`` resumes from the checkpoint there (the configuration must match, except
-    for the settings in ``checkpoint.RESUMABLE_CHANGES``).
+    for the settings in ``resume.RESUMABLE_CHANGES``).
     """
     if dev is None and config.wants_dev:
         raise InvalidInputError("this run evaluates on a dev set (eval_every or eval_at_start is set) but no dev "

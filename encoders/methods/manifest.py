@@ -1,6 +1,6 @@
 """``manifest.json``: what a trained encoder is, where it came from and how to load it.
 
-The registry reads ``name`` and ``encoder`` (the spec ``{"type": "hf", "model": "model", ...}``
+The resolver reads ``name`` and ``encoder`` (the spec ``{"type": "hf", "model": "model", ...}``
 that makes the run folder an encoder); the rest is provenance for whoever reads a result: base
 model and weights, data, every hyper-parameter, the code version, the dev curve and how the saved
 weights were selected, and what the training cost. The record is typed so that every writer

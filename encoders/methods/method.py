@@ -1,5 +1,5 @@
 """The contract between a training method and the shared loop: a module that turns a batch into a
-loss. A method's own file (``consert.py``, ``simcse.py``...) subclasses :class:`TrainingMethod`.
+loss. A method's own module (``consert/model.py``, ``simcse/model.py``...) subclasses :class:`TrainingMethod`.
 
 The loop trains every parameter of the method (training-only heads included) but saves only
 ``self.encoder`` and ``self.tokenizer``: the encoder is what the harness evaluates, the heads are
@@ -33,7 +33,7 @@ class TrainingMethod(nn.Module):
     optionally override ``hyperparameters()`` (method settings for the manifest) and ``size``.
     """
 
-    #: method name, as in ``METHODS`` and the manifest
+    #: method name, as in its ``methods`` plugin entry (``pyproject.toml``) and the manifest
     method_name: str = ""
     #: pooling at evaluation (and in the manifest)
     eval_pooling: str = "avg"

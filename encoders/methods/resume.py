@@ -44,7 +44,8 @@ def prepare_out(config: TrainConfig) -> Path | None:
     if ckpt.exists():
         return ckpt
     if out.exists() and any(out.iterdir()):
-        raise InvalidInputError(f"{out} exists and is not empty (no checkpoint to resume); pass --overwrite or choose --out")
+        raise InvalidInputError(f"{out} exists and is not empty (no checkpoint to resume); "
+                                "pass --overwrite or choose --out")
     out.mkdir(parents=True, exist_ok=True)
     return None
 
@@ -80,8 +81,8 @@ def load_checkpoint(path: Path, config: TrainConfig, method: TrainingMethod, opt
     """Restore a checkpoint made with the same settings into the given objects and the RNGs;
     returns the loop state. Other settings are refused: the resumed run would be neither."""
     saved = torch.load(path, map_location="cpu", weights_only=False)
-    # a setting the checkpoint does not record is younger than it: the checkpoint was made with
-    # the behaviour that is now that setting's default (``optimizer``: torch-adamw)
+    # a checkpoint that does not record a setting was made with that setting's default behaviour
+    # (``optimizer``: torch-adamw)
     made_with = {**FIELD_DEFAULTS, **saved["config"]}
     diffs = [f"{k}: {made_with.get(k)!r} -> {v!r}" for k, v in config.to_dict().items()
              if k not in RESUMABLE_CHANGES and made_with.get(k) != v]

@@ -34,7 +34,7 @@ class TrainConfig:
     base: str
     out: Path
     data: str = "sts-unlabeled"
-    name: str | None = None  # registry name written into the manifest; default: out folder name
+    name: str | None = None  # the name the run registers under (manifest); default: out folder name
     max_length: int = 64  # tokens per training sentence
     batch_size: int = 64
     lr: float = 3e-5
@@ -76,8 +76,8 @@ class TrainConfig:
         if not isinstance(self.correct_bias, bool):
             raise InvalidInputError(f"correct_bias must be true or false, got {self.correct_bias!r}")
         if not self.correct_bias and self.optimizer != "adamw-legacy":
-            raise InvalidInputError(f"correct_bias=False needs optimizer adamw-legacy: {self.optimizer} always corrects "
-                             "the bias")
+            raise InvalidInputError(f"correct_bias=False needs optimizer adamw-legacy: {self.optimizer} "
+                                    "always corrects the bias")
         for key in POSITIVE_INTS:  # None = unset where the field allows it
             value = getattr(self, key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -144,7 +144,8 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
     g.add_argument("--no-correct-bias", dest="correct_bias", action="store_false", default=None,
                    help="adamw-legacy without bias correction (ConSERT's official setting)")
     g.add_argument("--limit", type=positive_int, help="train on the first N examples only")
-    g.add_argument("--eval-every", type=non_negative_int, help="steps between STS-B dev evaluations (0 = none: keep final)")
+    g.add_argument("--eval-every", type=non_negative_int,
+                   help="steps between STS-B dev evaluations (0 = none: keep final)")
     g.add_argument("--patience", type=positive_int, help="early stop after N evaluations without dev improvement")
     g.add_argument("--eval-pooling", choices=POOLINGS, help="pooling at evaluation (default: the method's)")
     g.add_argument("--eval-max-length", type=positive_int, help="truncation at evaluation, recorded in the manifest")

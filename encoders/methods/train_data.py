@@ -67,7 +67,8 @@ def read_nli_jsonl(path: Path) -> list[NLIPair]:
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
             except KeyError as exc:
-                raise DataError(f"{path}:{lineno}: missing field {exc.args[0]!r} (need sentence1, sentence2, gold_label)") from None
+                raise DataError(f"{path}:{lineno}: missing field {exc.args[0]!r} "
+                                "(need sentence1, sentence2, gold_label)") from None
             if label is not None:
                 pairs.append(NLIPair(premise.strip(), hypothesis.strip(), label))
     return pairs

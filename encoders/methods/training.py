@@ -1,19 +1,20 @@
 """The training API in one import, for method authors and tests.
 
-A method (see ``consert.py`` and ``simcse.py`` for complete examples):
+A method (see ``consert/`` and ``simcse/`` for complete examples):
 
 1. subclasses :class:`TrainingMethod` (``method.py``): its constructor receives the base encoder
    (a transformers ``AutoModel`` from :func:`load_base`, kept as ``self.encoder``) and tokenizer;
    training-only heads are further submodules; it implements ``collate`` and ``forward`` (a
    :class:`LossOutput`) and sets ``eval_pooling``;
-2. builds a :class:`TrainConfig` (``config.py``; ``config_from_options`` merges the shared flags of
+2. builds a :class:`TrainConfig` (``train_config.py``; ``config_from_options`` merges the shared flags of
    ``add_training_arguments`` with a preset) and calls :func:`train` (``loop.py``) with its
    examples, any indexable sequence, and a ``dev`` callback when the config evaluates on a dev set;
-3. gets a command (``commands/<method>.py``: ``HELP``, ``add_arguments``, ``main(args, dev)``)
-   listed in ``benchharness.encoders.methods.METHODS``.
+3. gets a command (``<method>/command.py``: ``HELP``, ``add_arguments``, ``options``,
+   ``count_examples``, ``main(args, dev)``), declared as a ``methods`` entry point in
+   ``pyproject.toml`` (``benchharness.core.plugins.PLUGINS`` loads it).
 
-The jobs live in their own modules: ``config.py`` (settings and flags), ``base_model.py`` (what a
-``--base`` names), ``loop.py`` (the loop), ``optim.py`` (the legacy AdamW), ``checkpoint.py``
+The jobs live in their own modules: ``train_config.py`` (settings and flags), ``base_model.py``
+(what a ``--base`` names), ``loop.py`` (the loop), ``optim.py`` (the legacy AdamW), ``resume.py``
 (resumption, saving the encoder), ``manifest.py`` (the run's record). Seeding is
 ``benchharness.core.seeding.seed_everything``.
 

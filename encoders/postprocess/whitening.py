@@ -1,6 +1,6 @@
 """BERT-whitening (Su et al. 2021): map a corpus's vectors to zero mean and identity covariance.
 
-PROTOCOLS.md: mu and W = U diag(1/sqrt(s)) from the SVD of the covariance of a fit corpus;
+docs/PROTOCOLS.md: mu and W = U diag(1/sqrt(s)) from the SVD of the covariance of a fit corpus;
 x' = (x - mu) W[:, :k]. Like Su et al.'s code the covariance is the unbiased one (``np.cov``,
 divisor n - 1). Their code L2-normalises afterwards; every task here scores by cosine, for which
 that is a no-op, so it is left out. Statistics are computed in float64.

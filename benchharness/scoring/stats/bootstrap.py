@@ -161,7 +161,8 @@ def weighted_average(parts: Sequence[Replicates], weights: Sequence[float] | Non
                          "with the same n_resamples")
     w = np.ones(len(parts)) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (len(parts),) or np.any(w < 0) or w.sum() <= 0:
-        raise InvalidInputError(f"weights must be {len(parts)} non-negative numbers with a positive sum, got {weights!r}")
+        raise InvalidInputError(f"weights must be {len(parts)} non-negative numbers with a positive sum, "
+                                f"got {weights!r}")
     w = w / w.sum()
     return Replicates(estimate=float(np.dot(w, [p.estimate for p in parts])),
                       values=np.tensordot(w, np.stack([p.values for p in parts]), axes=1),

@@ -147,7 +147,8 @@ def weighted_average_paired(parts: Sequence[PairedReplicates], weights: Sequence
                          "with the same n_resamples")
     w = np.ones(len(parts)) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (len(parts),) or np.any(w < 0) or w.sum() <= 0:
-        raise InvalidInputError(f"weights must be {len(parts)} non-negative numbers with a positive sum, got {weights!r}")
+        raise InvalidInputError(f"weights must be {len(parts)} non-negative numbers with a positive sum, "
+                                f"got {weights!r}")
     w = w / w.sum()
     return PairedReplicates(difference=float(np.dot(w, [p.difference for p in parts])),
                             bootstrap=np.tensordot(w, np.stack([p.bootstrap for p in parts]), axes=1),
@@ -172,7 +173,8 @@ def paired_sts(subsets_a: Mapping[str, np.ndarray], subsets_b: Mapping[str, np.n
         raise InvalidInputError(f"unknown STS aggregation {aggregation!r}; expected one of {STS_AGGREGATIONS}")
     names = list(golds)
     if not names or set(subsets_a) != set(names) or set(subsets_b) != set(names):
-        raise InvalidInputError(f"subset names differ: A {sorted(subsets_a)}, B {sorted(subsets_b)}, gold {sorted(golds)}")
+        raise InvalidInputError(f"subset names differ: A {sorted(subsets_a)}, B {sorted(subsets_b)}, "
+                                f"gold {sorted(golds)}")
     if aggregation == "all":
         def cat(per_subset: Mapping[str, np.ndarray]) -> np.ndarray:
             return np.concatenate([np.asarray(per_subset[k]) for k in names])

@@ -2,7 +2,7 @@
 
 Bootstrap and permutation tests need the same statistic thousands of times; computing it row-wise
 on a whole block of resamples (one ``rankdata`` call, one reduction) instead of in a Python loop is
-what makes the issue's target reachable: 1,000 resamples of a 3,750-pair STS task in under a
+what makes the target reachable: 1,000 resamples of a 3,750-pair STS task in under a
 second on one core. Blocks are bounded by ``ROW_BLOCK_ELEMENTS`` cells (summed over the resampled
 arrays) so that memory stays small whatever ``B`` and ``n`` are: about 1M cells, i.e. ~8 MiB per
 float64 temporary, a few tens of MiB at peak for a Spearman block with its ranks and centred copies.

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=positive_float, help="NT-Xent temperature (paper: 0.1)")
     g.add_argument("--cl-rate", type=non_negative_float, help="weight of the contrastive loss (paper: 0.15)")
     g.add_argument("--no-dropout", action="store_true", default=None, help="turn off the encoder's dropout")
-    g.add_argument("--dropout", dest="no_dropout", action="store_false", default=None, help="keep the encoder's dropout")
+    g.add_argument("--dropout", dest="no_dropout", action="store_false", default=None,
+                   help="keep the encoder's dropout")
     g.add_argument("--max-square", action="store_true", default=None,
                    help="add max(u,v)^2 to the classifier features (the reference scripts do)")
     g.add_argument("--train-pooling", choices=["avg", "avg_top2", "avg_first_last", "cls_before_pooler"],

@@ -20,7 +20,7 @@ NT-Xent over the 2N views, cosine similarity, temperature 0.1, the 2N-2 other vi
 As the reference code does, the objective sums the two directions' mean losses and multiplies by
 ``cl_rate`` (0.15) even when the contrastive loss is the only one (``--cl_loss_only``); with Adam
 that constant barely matters, but it is kept. Training pools with ``avg``; evaluation uses
-``avg_top2`` (the paper's reported setting, PROTOCOLS.md). The unsupervised base recipe
+``avg_top2`` (the paper's reported setting, docs/PROTOCOLS.md). The unsupervised base recipe
 (scripts/unsup-consert-base.sh): views feature_cutoff 0.2 and shuffle, every dropout of the model
 off, batch 96, max_len 64, lr 5e-7, 10% warmup, up to 10 epochs with STS-B dev every 200 steps
 and patience 10.
@@ -29,7 +29,7 @@ The optimizer step follows the official code (sentence-transformers 0.3.9's ``fi
 calls it): the legacy ``transformers.AdamW`` without bias correction (``adamw-legacy``,
 ``correct_bias=False``), eps 1e-6, weight decay 0.01 except biases and LayerNorm, the gradient
 norm clipped at 1.0 (``max_grad_norm``), linear warmup and decay. Every preset sets these
-(``OFFICIAL_STEP``); ``tests/test_fidelity_consert.py`` checks the project's step against the
+(``OFFICIAL_STEP``); ``tests/fidelity/test_fidelity_consert.py`` checks the project's step against the
 official one by hand.
 
 Supervised variants (NLI pairs): ``sup`` is SBERT's softmax classifier on [u, v, |u-v|] (the
@@ -127,8 +127,9 @@ class ViewAugmenter:
         embeddings = getattr(encoder, "embeddings", None)
         positions = getattr(embeddings, "position_embeddings", None)
         if embeddings is None or not isinstance(positions, nn.Embedding):
-            raise InvalidInputError(f"ConSERT's augmentations need a BERT-like encoder with embeddings.position_embeddings "
-                             f"(absolute positions); {type(encoder).__name__} has none")
+            raise InvalidInputError("ConSERT's augmentations need a BERT-like encoder with "
+                                    "embeddings.position_embeddings "
+                                    f"(absolute positions); {type(encoder).__name__} has none")
         self._active: tuple[str, float] | None = None
         self._mask: torch.Tensor | None = None
         self.last: dict[str, torch.Tensor] = {}
@@ -237,7 +238,8 @@ class ConSERT(TrainingMethod):
     def collate(self, examples: list[Any]) -> dict[str, Any]:
         if self.objective == "unsup":
             if not all(isinstance(e, str) for e in examples):
-                raise InvalidInputError("unsupervised ConSERT trains on sentences; got NLI pairs (use --objective sup/joint)")
+                raise InvalidInputError("unsupervised ConSERT trains on sentences; got NLI pairs "
+                                        "(use --objective sup/joint)")
             return {"a": self._tokenize(list(examples))}
         if not all(isinstance(e, NLIPair) for e in examples):
             raise InvalidInputError(f"ConSERT objective {self.objective!r} trains on NLI pairs; got sentences")

@@ -87,15 +87,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--single-word", action="store_true", default=None, help="keep single-word entries only")
     g.add_argument("--subset-seed", type=non_negative_int, help="seed of the --max-entries sample (default 42)")
     g.add_argument("--rounds", type=positive_int, help="PST rounds (default 3, the paper's for raw BERT)")
-    g.add_argument("--round-lrs", type=_learning_rates, help="comma list of per-round learning rates (default: --lr for every "
-                                       "round, else the paper's BERT-base 5e-5,4e-5,3e-5)")
+    g.add_argument("--round-lrs", type=_learning_rates,
+                   help="comma list of per-round learning rates (default: --lr for every round, "
+                        "else the paper's BERT-base 5e-5,4e-5,3e-5)")
     g.add_argument("--training-pooling", choices=TRAINING_POOLINGS,
                    help="pooler over [CLS] or over the mean during training (default cls)")
     g.add_argument("--entry-type", choices=ENTRY_TYPES,
                    help="entry embeddings: ac (average CLS) or amp (average mean pooling; default)")
     g.add_argument("--ica-rounds", help="comma list of rounds that train against the ICA-transformed space")
     g.add_argument("--ica-max-iter", type=positive_int, help="(default 1000)")
-    g.add_argument("--entry-batch-size", type=positive_int, help="batch size of the entry-embedding passes (default 128)")
+    g.add_argument("--entry-batch-size", type=positive_int,
+                   help="batch size of the entry-embedding passes (default 128)")
     g.add_argument("--no-final-space", action="store_true", default=None,
                    help="skip building and plotting the last round's own entry space")
     g.add_argument("--dev", action="store_true", default=None,

@@ -17,7 +17,7 @@ One round (paper eqs. 3-5, 6-8, 9-12; official ``TrainEncoder.py``):
   kept (the official ``RandomSampler`` loader); the optimizer step of the official script, which
   the project follows: the legacy ``transformers.AdamW`` (``adamw-legacy``: lr per round, eps 1e-6,
   bias correction on, no weight decay), gradient norm clipped at 1.0, linear decay with no
-  warmup (``DEFAULTS``; ``tests/test_fidelity_defsent_plus.py`` checks the step by hand); the final
+  warmup (``DEFAULTS``; ``tests/fidelity/test_fidelity_defsent_plus.py`` checks the step by hand); the final
   weights are the encoder (no dev selection).
 
 The pooler: BERT keeps its pretrained pooler (dense + tanh). RoBERTa's pooler is initialised from
@@ -130,9 +130,11 @@ class DefSentPlus(TrainingMethod):
                  details: dict[str, Any] | None = None) -> None:
         super().__init__(encoder, tokenizer)
         if training_pooling not in TRAINING_POOLINGS:
-            raise InvalidInputError(f"unknown training pooling {training_pooling!r}; choose one of {', '.join(TRAINING_POOLINGS)}")
+            raise InvalidInputError(f"unknown training pooling {training_pooling!r}; "
+                                    f"choose one of {', '.join(TRAINING_POOLINGS)}")
         if entry_matrix.shape[1] != encoder.config.hidden_size:
-            raise InvalidInputError(f"entry matrix has {entry_matrix.shape[1]} columns, the encoder {encoder.config.hidden_size}")
+            raise InvalidInputError(f"entry matrix has {entry_matrix.shape[1]} columns, "
+                                    f"the encoder {encoder.config.hidden_size}")
         # a buffer, not a parameter: the optimizer never sees it and no gradient flows into it
         self.register_buffer("entry_matrix", torch.as_tensor(entry_matrix, dtype=torch.float32).clone())
         self.training_pooling = training_pooling

@@ -34,7 +34,7 @@ Choices taken from the official code, reproduced with their quirks:
 - the optimizer step of the official ``Trainer`` (transformers 4.2.1 defaults), which the presets
   follow (``OFFICIAL_STEP``): the legacy ``transformers.AdamW`` (``adamw-legacy``, bias correction
   on, eps 1e-8, no weight decay) after clipping the gradient norm at 1.0.
-  ``tests/test_fidelity_paser.py`` checks the loss, gradients and two optimizer steps by hand.
+  ``tests/fidelity/test_fidelity_paser.py`` checks the loss, gradients and two optimizer steps by hand.
 
 Where the official code is silent or its data are missing (``data/raw.csv``/``augmented.csv`` are
 not in its repository): the decoder target is the chosen phrases' surface text in sentence order

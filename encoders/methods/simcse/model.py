@@ -16,7 +16,7 @@ The optimizer step follows the official code, which trains with the Hugging Face
 transformers 4.2.1 and its defaults: the legacy ``transformers.AdamW`` (``adamw-legacy``, bias
 correction on, eps 1e-8, no weight decay) after clipping the gradient norm at 1.0
 (``max_grad_norm``), linear decay. Every preset sets these (``OFFICIAL_STEP``);
-``tests/test_fidelity_simcse.py`` checks the project's step against the official one by hand.
+``tests/fidelity/test_fidelity_simcse.py`` checks the project's step against the official one by hand.
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ def test_minilm_l3_equals_sentence_transformers_on_sts_sentences(data_dir, minil
 
 
 def test_fp32_eager_keeps_the_identity_it_always_had(tiny_st, tiny_bert):
-    # the keys of identity_info before the engine existed: adding any would change every stored hash
+    # the keys of identity_info that stored results hash: adding any would change every stored hash
     st_info = SentenceTransformerEncoder("t", str(tiny_st)).identity_info()
     assert set(st_info) == {"family", "model", "revision", "weights_sha256", "modules"}
     hf_info = HFEncoder("t", str(tiny_bert), pooling="avg").identity_info()

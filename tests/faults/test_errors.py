@@ -1,4 +1,4 @@
-"""Issue #16: every bad input gets a clear error naming the value and what to do; non-finite
+"""Every bad input gets a clear error naming the value and what to do; non-finite
 vectors fail; flags are validated before any model loads. Each test drives the CLI (``main``) or
 the runner in-process and checks the exit status and the key words of the message."""
 

@@ -113,7 +113,7 @@ def test_resume_refuses_other_settings(tiny_bert, tmp_path):
 
 def test_a_checkpoint_older_than_a_setting_resumes_with_its_default(tiny_bert, tmp_path):
     """A checkpoint written before ``optimizer`` and ``correct_bias`` existed was made with
-    torch.optim.AdamW, today's default: it resumes under the default, and only under it."""
+    torch.optim.AdamW, the default: it resumes under the default, and only under it."""
     method, source = _simcse(tiny_bert)
     train(method, TEXTS, _config(tmp_path, max_steps=4, stop_after=2), data={}, base_source=source)
     path = tmp_path / "run" / "checkpoint" / "state.pt"
@@ -155,7 +155,8 @@ def test_no_dev_selection_keeps_final_weights(tiny_bert, tmp_path):
     result = train(method, TEXTS, _config(tmp_path, epochs=1, grad_clip=1.0), data={"name": "x"}, base_source=source)
     assert result.steps == len(TEXTS) // 8  # one epoch, full batches only
     assert result.manifest["selection"] == {"rule": "final weights", "best_step": 5}
-    assert (result.manifest["training"]["epochs_completed"], result.manifest["training"]["batches_into_next_epoch"]) == (1, 0)
+    assert (result.manifest["training"]["epochs_completed"],
+            result.manifest["training"]["batches_into_next_epoch"]) == (1, 0)
     saved, _, _ = load_base(str(tmp_path / "run" / "model"))
     for k, v in saved.state_dict().items():
         torch.testing.assert_close(v, method.encoder.state_dict()[k], msg=k)

@@ -1,4 +1,4 @@
-"""Training recipes (issue #12): names resolve to recipes, keys, the run store, training on demand."""
+"""Training recipes: names resolve to recipes, keys, the run store, training on demand."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 from fakes import HashEncoder
 from scipy.stats import spearmanr
 from sklearn.model_selection import StratifiedKFold
-from test_transfer import TINY, _write_binary
+from unit.tasks.test_transfer import TINY, _write_binary
 
 from benchharness import tasks
 from benchharness.core.data_root import DataRoot
@@ -73,7 +73,7 @@ def test_add_items_recomputes_results_stored_without_them_and_keeps_the_score(da
     _run(data_dir, store, HashEncoder(), ["STSBenchmark"])
     path = store.path("hash", "STSBenchmark")
     old = json.loads(path.read_text())
-    for key in ("items", "confidence"):  # as a file from before items were kept
+    for key in ("items", "confidence"):  # as a result file that holds neither
         del old[key]
     path.write_text(json.dumps(old))
     path.with_name("STSBenchmark.items.npz").unlink()

@@ -17,7 +17,7 @@ from benchharness.evaluation.resolver import Resolver
 from benchharness.evaluation.runner import run
 from benchharness.evaluation.verify import TOLERANCE  # measured float noise x2; the measurement is quoted there
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 @pytest.mark.parametrize("encoder", ["glove-50d", "minilm-l3"])

@@ -1,4 +1,4 @@
-"""Fault injection through real ``benchharness`` processes (issue #16).
+"""Fault injection through real ``benchharness`` processes.
 
 Each test runs the command line in a temporary project (its own ``benchharness.toml``, results
 and embedding cache under ``tmp_path``) on the shared STS-B test file, and injects one fault: a

@@ -248,7 +248,7 @@ def test_cli_run_saves_an_encoder_without_decoder_weights(tmp_path, tiny_bert, m
         base = set(fh.keys())
     assert saved == base
     assert not any(w in k for k in saved for w in ("decoder", "lm_head", "signal", "predictions"))
-    # the run folder is an encoder the registry builds at once
+    # the run folder is an encoder the resolver builds at once
     encoder = Resolver().get(str(out))
     vectors = encoder.encode(["a man is playing a guitar ."])
     assert vectors.shape == (1, 32)
@@ -256,7 +256,7 @@ def test_cli_run_saves_an_encoder_without_decoder_weights(tmp_path, tiny_bert, m
 
 def test_cli_runs_with_one_seed_train_the_same_weights(tmp_path, tiny_bert):
     """The heads PaSeR draws at construction (decoder, signal, MLM head) come from the seed: two runs
-    of one command end with equal encoder weights (they differed when the heads were unseeded)."""
+    of one command end with equal encoder weights (unseeded heads would make them differ)."""
     from safetensors.torch import load_file
 
     from benchharness.cli import main

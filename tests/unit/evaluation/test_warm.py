@@ -1,4 +1,4 @@
-"""A warm rerun (issue #13): when the embedding cache holds every sentence, ``run --overwrite always``
+"""A warm rerun: when the embedding cache holds every sentence, ``run --overwrite always``
 recomputes every score without importing torch (or transformers, sentence-transformers, scipy,
 scikit-learn, huggingface_hub's download machinery), without opening a weight file, and without
 hashing one again; the digests it relies on are recomputed as soon as a file changes.
@@ -264,7 +264,8 @@ def test_cached_snapshot_is_what_snapshot_download_returns(tmp_path, monkeypatch
     assert cached_snapshot("fake-org/tiny-st") is None
 
 
-@pytest.mark.parametrize("model", ["sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/paraphrase-MiniLM-L3-v2"])
+@pytest.mark.parametrize("model", ["sentence-transformers/all-MiniLM-L6-v2",
+                                   "sentence-transformers/paraphrase-MiniLM-L3-v2"])
 def test_cached_snapshot_of_the_shared_minilms(model):
     from huggingface_hub import snapshot_download
 

@@ -134,7 +134,7 @@ def test_result_files_carry_a_schema_version_and_old_files_load_as_version_1(dat
     assert text == json.dumps(stored, indent=2) + "\n"  # the layout of version 1 files, one key more
     from benchharness.core.results import RESERVED_FOLDERS
 
-    committed = sorted(p for p in (Path(__file__).resolve().parent.parent / "results").glob("*/*.json")
+    committed = sorted(p for p in (Path(__file__).resolve().parents[3] / "results").glob("*/*.json")
                        if p.parent.name not in RESERVED_FOLDERS)  # results/analysis/ holds analysis reports
     old = [p for p in committed if "schema_version" not in json.loads(p.read_text())]
     assert old and all(read_result(p).schema_version == 1 for p in old)

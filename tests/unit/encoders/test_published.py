@@ -91,7 +91,7 @@ def by_hand(model: torch.nn.Module, tokenizer, texts: list[str], rule, **tok_kw)
 
 
 def encoder_from(name: str, **overrides) -> HFEncoder:
-    """What the registry builds for a published name (an ``hf`` spec)."""
+    """What the resolver builds for a published name (an ``hf`` spec)."""
     spec = {**published.published_spec(name), **overrides}
     assert spec.pop("type") == "hf"
     return HFEncoder(name, batch_size=3, **spec)
@@ -418,7 +418,7 @@ def test_drive_virus_scan_confirmation(tmp_path):
     assert not (tmp_path / "c").exists()
 
 
-# --------------------------------------------------------------------------- part 8: no random pooler
+# --------------------------------------------------------------------------- no random pooler
 
 
 def test_cls_pooling_refused_without_pooler_weights(tmp_path, tokenizer_dir):
@@ -441,7 +441,7 @@ def test_cls_pooling_refused_without_pooler_weights(tmp_path, tokenizer_dir):
 
 
 def test_cls_pooling_refused_on_paraphrase_minilm_l3():
-    # the issue's example, from the shared cache: its checkpoint has no pooler
+    # a real case from the shared cache: its checkpoint has no pooler
     with pytest.raises(ValueError, match="paraphrase-MiniLM-L3-v2: 'cls' is the output of BERT's pooler"):
         HFEncoder("t", MINILM_L3, pooling="cls")
 
@@ -454,7 +454,7 @@ def test_checkpoint_keys_from_a_sharded_index(tmp_path):
 
 
 def test_catalogue_names_resolve_through_the_registry():
-    """Published names are encoder names: the registry resolves them to the catalogue's spec and
+    """Published names are encoder names: the resolver maps them to the catalogue's spec and
     lists them, with no import of the catalogue module by the core."""
     from benchharness.encoders.published import CHECKPOINTS, published_spec
     from benchharness.evaluation.resolver import Resolver

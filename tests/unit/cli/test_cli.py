@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from benchharness.cli import main
 
 
@@ -52,7 +54,7 @@ def test_verify_recomputes_and_compares_with_the_stored_results(project, capsys)
     import shutil
     from pathlib import Path
 
-    stored = Path(__file__).resolve().parent.parent / "results" / "glove-50d"
+    stored = Path(__file__).resolve().parents[3] / "results" / "glove-50d"
     target = project / "results" / "glove-50d"
     target.mkdir(parents=True)
     for name in ("STS12", "STSBenchmark"):
@@ -70,3 +72,24 @@ def test_verify_recomputes_and_compares_with_the_stored_results(project, capsys)
     row = next(line for line in out.splitlines() if "| STS12" in line)
     assert "differs" in row and "0.5000" in row
     assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+
+
+def test_a_user_error_is_one_line_and_a_programming_error_keeps_its_traceback(monkeypatch, capsys):
+    from benchharness.cli import listing
+    from benchharness.core.errors import InvalidInputError
+
+    def user_error(args):
+        raise InvalidInputError("--tasks names no task")
+
+    monkeypatch.setattr(listing, "main", user_error)
+    assert main(["list", "tasks"]) == 2
+    assert capsys.readouterr().err == "benchharness: error: --tasks names no task\n"
+
+    def shape_mismatch(args):
+        import numpy as np
+
+        return np.ones(2) @ np.ones(3)
+
+    monkeypatch.setattr(listing, "main", shape_mismatch)
+    with pytest.raises(ValueError, match="mismatch"):
+        main(["list", "tasks"])

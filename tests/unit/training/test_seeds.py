@@ -10,7 +10,7 @@ from benchharness.cli import train as training_cli
 
 
 class RecordingMethod:
-    """Stands for one seed's training (``training_cli._train_one``: recipe, run folder, method)."""
+    """Stands for one seed's training (``benchharness.cli.train._train_one``: recipe, run folder, method)."""
 
     def __init__(self, status=0):
         self.calls, self.status = [], status
@@ -29,7 +29,8 @@ def test_each_seed_trains_in_its_own_folder_under_its_own_name(monkeypatch):
     fake = RecordingMethod()
     monkeypatch.setattr(training_cli, "_train_one", fake)
     assert training_cli.main(_args()) == 0
-    assert fake.calls == [(3, Path("runs/simcse-l3-s3"), "simcse-l3-s3"), (1, Path("runs/simcse-l3-s1"), "simcse-l3-s1")]
+    assert fake.calls == [(3, Path("runs/simcse-l3-s3"), "simcse-l3-s3"),
+                          (1, Path("runs/simcse-l3-s1"), "simcse-l3-s1")]
     fake.calls.clear()
     training_cli.main(_args(seeds="7", name="mine"))
     assert fake.calls == [(7, Path("runs/simcse-l3-s7"), "mine-s7")]
@@ -48,7 +49,7 @@ def test_a_failing_seed_makes_the_command_fail_and_bad_seed_lists_are_refused(mo
 
 def test_seeds_through_the_real_command_give_one_recipe_per_seed(capsys):
     """`train simcse --seeds 1,2 --show` derives the default recipe once per seed (the list itself
-    is no recipe setting: it once reached the method's options and was refused)."""
+    is no recipe setting: the method's options would refuse it)."""
     from benchharness.cli import main
 
     assert main(["train", "simcse", "--seeds", "1,2", "--show"]) == 0

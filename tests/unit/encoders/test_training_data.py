@@ -39,7 +39,8 @@ def test_jsonl_errors_name_file_and_line(tmp_path):
 
 def test_simcse_csv_gives_an_entailment_and_a_contradiction_per_row(tmp_path):
     path = tmp_path / "nli_for_simcse.csv"
-    path.write_text('sent0,sent1,hard_neg\n"A dog, wet, runs.",A dog runs.,A cat sleeps.\nTwo men talk.,Men speak.,Nobody talks.\n')
+    path.write_text('sent0,sent1,hard_neg\n"A dog, wet, runs.",A dog runs.,A cat sleeps.\n'
+                    'Two men talk.,Men speak.,Nobody talks.\n')
     pairs = load_nli(str(path))
     assert [(p.premise, p.hypothesis, p.label) for p in pairs] == [
         ("A dog, wet, runs.", "A dog runs.", E), ("A dog, wet, runs.", "A cat sleeps.", C),

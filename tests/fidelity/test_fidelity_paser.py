@@ -34,7 +34,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import DATA
-from fidelity import (
+from shared_steps import (
     APART,
     TOL,
     AdamW,

@@ -1,13 +1,14 @@
 """Encoders know no evaluation task: nothing under ``encoders/methods`` imports ``tasks``, the runner
-or the core's dev evaluator (issue #11); training gets its dev evaluation as a callback."""
+or the core's dev evaluator; training gets its dev evaluation as a callback."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("benchharness.tasks", "benchharness.evaluation.runner", "benchharness.training.dev_eval", "benchharness.cli.train")
+ROOT = Path(__file__).resolve().parents[3]
+FORBIDDEN = ("benchharness.tasks", "benchharness.evaluation.runner", "benchharness.training.dev_eval",
+             "benchharness.cli.train")
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -219,7 +219,8 @@ def test_run_stores_an_mteb_task_and_the_leaderboard_shows_it(project, in_memory
     board = capsys.readouterr().out
     section = board[board.index("## mteb tasks"):]
     assert "| XRun" in section.splitlines()[2]
-    assert f"{stored['main_score']:.2f}" in next(line for line in section.splitlines() if line.startswith("| glove-50d"))
+    assert f"{stored['main_score']:.2f}" in next(line for line in section.splitlines()
+                                                  if line.startswith("| glove-50d"))
     assert f"mteb:XRun: mteb-{mteb.__version__}" in section
 
 

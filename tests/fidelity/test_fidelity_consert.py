@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from fidelity import (
+from shared_steps import (
     APART,
     TOL,
     AdamW,

@@ -1,5 +1,5 @@
 """The embedding cache: exact keys, nothing re-encoded or rewritten on a rerun, damage quarantined,
-a killed run resumes, concurrent runs share work, file modes, non-finite rows refused, old shards.
+a killed run resumes, concurrent runs share work, file modes, non-finite rows refused, npz shards imported.
 
 Vectors come from a fake encoder that is a pure function of the text (``fake_vector``), so what
 the cache serves is checked against the encoder's own output computed without the cache.
@@ -24,6 +24,7 @@ from benchharness.core.encoder import Encoder
 from benchharness.evaluation.cache import DB_NAME, MAX_SMALL_CHUNKS, CachingEncoder, EmbeddingCache
 
 HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[3]
 DIM = 8
 
 
@@ -69,7 +70,7 @@ def sentences(n: int, prefix: str = "sentence") -> list[str]:
 
 
 def nul_sentences(count: int, trailing: int = 1) -> list[str]:
-    """Sentences whose sha1 digest ends in ``trailing`` NUL bytes (numpy S20 used to drop them)."""
+    """Sentences whose sha1 digest ends in ``trailing`` NUL bytes (numpy S20 strips them on access)."""
     found, i = [], 0
     while len(found) < count:
         s = f"nul probe {i}"
@@ -171,7 +172,7 @@ def test_damaged_database_is_quarantined_and_re_encoded(tmp_path, how):
 
 
 def _old_shard(folder: Path, texts: list[str], name: str) -> Path:
-    """A shard as the previous cache wrote it: keys as numpy S20, vectors float32."""
+    """A shard in the npz layout the cache imports: keys as numpy S20, vectors float32."""
     folder.mkdir(parents=True, exist_ok=True)
     keys = np.frombuffer(b"".join(hashlib.sha1(s.encode()).digest() for s in texts), dtype="S20")
     path = folder / name
@@ -229,7 +230,7 @@ print(json.dumps({{"encoded": wrapped.encoded, "sum": float(out.astype("float64"
 
 
 def _spawn(cache: Path, n: int, chunk: int, sleep: float, log: Path, wait: str = "") -> subprocess.Popen:
-    script = RUNNER.format(root=str(HERE.parent), tests=str(HERE), sleep=sleep, log=str(log),
+    script = RUNNER.format(root=str(ROOT), tests=str(HERE), sleep=sleep, log=str(log),
                            cache=str(cache), chunk=chunk, n=n, wait=wait)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

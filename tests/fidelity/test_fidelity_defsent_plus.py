@@ -8,7 +8,7 @@ model in train mode, so dropout on; legacy ``transformers.AdamW(lr, eps=1e-6)`` 
 decay, gradient norm clipped at 1.0, linear decay without warmup, one epoch); and progressive
 separate training (README, paper section 3.3): round k builds the entry matrix with round k-1's
 encoder and trains the *original* checkpoint against it. The protocol's defaults
-(``defsent_plus.DEFAULTS``) configure the official step; the loop's other optimizer
+(``defsent_plus.model.DEFAULTS``) configure the official step; the loop's other optimizer
 (``torch-adamw``) is checked against ``torch.optim.AdamW`` by hand too.
 """
 
@@ -19,7 +19,7 @@ import json
 
 import pytest
 import torch
-from fidelity import (
+from shared_steps import (
     APART,
     TOL,
     AdamW,

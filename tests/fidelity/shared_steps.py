@@ -1,4 +1,4 @@
-"""Shared pieces of the per-step fidelity tests (issue #12, part 7).
+"""Shared pieces of the per-step fidelity tests.
 
 Each ``test_fidelity_<method>.py`` computes one training step by hand, with plain torch ops on a
 second copy of the same tiny random BERT (loaded from the same folder, so the weights are equal),
@@ -180,7 +180,8 @@ def run_project_steps(method: torch.nn.Module, examples: list[Any], base: Path, 
                       **config: Any) -> list[Observed]:
     """Train ``method`` for ``steps`` steps with the project's loop (one batch = all ``examples``)
     and return each step's batch and the torch RNG state at the start of its forward pass."""
-    from benchharness.encoders.methods.training import TrainConfig, train  # the loop under test (training.py today)
+    # the loop under test, as training.py re-exports it
+    from benchharness.encoders.methods.training import TrainConfig, train
 
     seen: list[Observed] = []
     def observe(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
