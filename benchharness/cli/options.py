@@ -1,15 +1,19 @@
 """Flags and objects several commands share: the data, results and cache folders, and the resolver
-of encoder names with the embedding cache wrapped around it."""
+of encoder names with the embedding cache wrapped around it. Every command module imports this one
+to build the parser, so what the objects need is imported when they are built."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from benchharness.core.data_root import DataRoot
-from benchharness.core.results import ResultStore
 from benchharness.core.settings import load_config
-from benchharness.evaluation.resolver import Resolver
+
+if TYPE_CHECKING:
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.results import ResultStore
+    from benchharness.evaluation.resolver import Resolver
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
@@ -30,10 +34,14 @@ def results_root(args: argparse.Namespace) -> Path:
 
 
 def result_store(args: argparse.Namespace) -> ResultStore:
+    from benchharness.core.results import ResultStore
+
     return ResultStore(results_root(args))
 
 
 def data_root(args: argparse.Namespace) -> DataRoot:
+    from benchharness.core.data_root import DataRoot
+
     return DataRoot(args.data_dir, verify=not args.no_verify)
 
 
@@ -41,6 +49,7 @@ def resolver(args: argparse.Namespace, data: DataRoot, **options: bool) -> Resol
     """The resolver of encoder names with the flags' defaults, the embedding cache wrapped around
     every encoder it builds unless ``--no-cache``."""
     from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+    from benchharness.evaluation.resolver import Resolver
 
     folder = Path(args.cache_dir) if args.cache_dir else load_config().cache_dir
     cache = None if args.no_cache else EmbeddingCache(folder)
