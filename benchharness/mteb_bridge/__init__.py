@@ -7,7 +7,7 @@ runner, the resolver or the tasks, and this package imports nothing from mteb it
 
 - ``as_model``: ``MtebEncoder`` (an mteb ``AbsEncoder``) and ``model_meta`` (name and revision from
   the encoder identity);
-- ``run``: ``run_task`` runs one mteb task with a benchharness encoder and returns an
+- ``evaluate``: ``run_task`` runs one mteb task with a benchharness encoder and returns an
   ``MtebRecord``; ``MtebDataError`` names the dataset and revision missing offline;
 - ``memory``: mteb tasks built in memory from given pairs or rankings (cross-checks, benchmarks);
 - ``as_task``: ``MtebTask``, an mteb task as a benchharness task for the runner (``mteb:<Name>``);

@@ -2,14 +2,14 @@
 
 mteb's evaluators decide what to encode (a retrieval corpus, each split and subset), so the task
 is an ``EncoderDrivenTask``: the runner hands it the encoder the resolver built, wrapped in
-benchharness's embedding cache, and ``run.run_task`` evaluates it with mteb's own code. The
+benchharness's embedding cache, and ``evaluate.run_task`` evaluates it with mteb's own code. The
 stored result carries mteb's task name, dataset and revision and the mteb version in its protocol
 (variant ``mteb-<version>``), the main score x100 under mteb's main metric name and every mteb
 score x100 as ``split/subset/metric``.
 
 Loading fetches the dataset (mteb downloads it online into the Hugging Face cache); offline, a
 dataset missing from that cache fails this task alone, with the dataset, revision and cache
-folders named (``run.MtebDataError``).
+folders named (``evaluate.MtebDataError``).
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ import mteb
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.core.task import EncoderDrivenTask, Metrics, TaskMetadata
-from benchharness.mteb_bridge import run
+from benchharness.mteb_bridge import evaluate
 
 
 class MtebTask(EncoderDrivenTask):
     def __init__(self, name: str) -> None:
         super().__init__()
-        self.task = run.get_task(name)
+        self.task = evaluate.get_task(name)
         meta = self.task.metadata
         self.metadata = TaskMetadata(
-            name=run.PREFIX + meta.name, family="mteb", description=" ".join(meta.description.split())[:200],
-            split="+".join(meta.eval_splits), main_score=meta.main_score, protocol=run.variant(mteb.__version__),
+            name=evaluate.PREFIX + meta.name, family="mteb", description=" ".join(meta.description.split())[:200],
+            split="+".join(meta.eval_splits), main_score=meta.main_score, protocol=evaluate.variant(mteb.__version__),
             reference=meta.reference or "", protocol_details={
                 "mteb_task": meta.name, "type": str(meta.type), "dataset": meta.dataset["path"],
                 "dataset_revision": meta.dataset["revision"], "mteb_version": mteb.__version__,
@@ -38,15 +38,15 @@ class MtebTask(EncoderDrivenTask):
         )
 
     def _load(self, data: DataRoot) -> None:
-        run.load_task_data(self.task)
+        evaluate.load_task_data(self.task)
 
     def data_record(self) -> dict[str, object]:
         """The data are the Hugging Face dataset at the revision mteb pins (read by the datasets
         library, not as files under the data root, hence no sha256 of ours)."""
         dataset = self.task.metadata.dataset
-        return {"sha256": "", "root": run.cache_folders()["HF_DATASETS_CACHE"],
+        return {"sha256": "", "root": evaluate.cache_folders()["HF_DATASETS_CACHE"],
                 "files": [f"hf://datasets/{dataset['path']}@{dataset['revision']}"], "verified": False}
 
     def evaluate_encoder(self, encoder: Encoder, seed: int) -> Metrics:
-        record = run.run_task(encoder, self.task)
+        record = evaluate.run_task(encoder, self.task)
         return {**record.metrics, self.metadata.main_score: record.main_score}

@@ -9,7 +9,7 @@ loads the results beside its own. The model is named and versioned as ``as_model
 Only results whose protocol equals an mteb task's are exported: a number under an mteb task name
 must be the number mteb computes. ``EXPORTABLE`` is that allow-list, each with the evidence;
 ``NOT_EXPORTED`` gives the reason for every other benchharness task. Results of mteb tasks run
-through the bridge (``run.run_task``) are mteb's own evaluation and are exported as they are.
+through the bridge (``evaluate.run_task``) are mteb's own evaluation and are exported as they are.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from mteb.results import TaskResult
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
-from benchharness.mteb_bridge import run
+from benchharness.mteb_bridge import evaluate
 from benchharness.mteb_bridge.as_model import model_meta
 
 
@@ -136,8 +136,8 @@ def _mteb_scores(result: StoredResult) -> dict[str, dict[str, dict[str, Any]]]:
 def task_result(result: StoredResult) -> TaskResult | str:
     """The mteb ``TaskResult`` of a stored result, or the reason it has none."""
     variant = result.protocol.get("variant")
-    if run.is_mteb_variant(variant):
-        task = run.get_task(result.protocol["mteb_task"])
+    if evaluate.is_mteb_variant(variant):
+        task = evaluate.get_task(result.protocol["mteb_task"])
         built = TaskResult.from_task_results(task, _mteb_scores(result), evaluation_time=None,
                                              date=_date(result.date))
         return built.model_copy(update={"dataset_revision": result.protocol["dataset_revision"],

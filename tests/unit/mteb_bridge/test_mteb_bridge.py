@@ -25,7 +25,7 @@ from benchharness.evaluation.cache import EmbeddingCache  # noqa: E402
 from benchharness.mteb_bridge.as_model import MtebEncoder, hub_base, mteb_name  # noqa: E402
 from benchharness.mteb_bridge.export import EXPORTABLE, export_results, reason_not_exported  # noqa: E402
 from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
-from benchharness.mteb_bridge.run import MtebDataError, run_task  # noqa: E402
+from benchharness.mteb_bridge.evaluate import MtebDataError, run_task  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
 
 FIRST = ["a cat sits", "dogs run fast", "the sky is blue", "rain falls", "a man sings"]
@@ -155,7 +155,7 @@ def test_allow_list_is_the_protocol_equal_tasks():
 def in_memory_tasks(monkeypatch):
     """mteb task names resolve to in-memory tasks (``XRun``) or to a real mteb task whose dataset
     revision no cache holds (``STS12``); anything else is mteb's own lookup."""
-    from benchharness.mteb_bridge import run as bridge_run
+    from benchharness.mteb_bridge import evaluate as bridge_run
 
     real = bridge_run.get_task
 
