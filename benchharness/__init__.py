@@ -11,9 +11,46 @@ The package is layered; each layer imports only from the layers below it
 4. ``evaluation``: name resolution, the runner, the embedding cache, verification;
 5. ``training`` (recipes, run store, on-demand training, dev evaluation), ``tuning``,
    ``reporting`` (leaderboard, compare, analysis) and ``mteb_bridge``;
-6. ``cli``: one module per command.
+6. ``cli`` (one module per command) and ``api``, the Python face below.
+
+From Python::
+
+    import benchharness
+    results = benchharness.evaluate("minilm-l6", "sts")          # or a SentenceTransformer, a callable...
+    print(results); df = results.to_pandas()
+
+The names below are loaded on first use, so ``import benchharness`` stays cheap.
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 from benchharness.core.version import __version__
 
-__all__ = ["__version__"]
+#: public name -> the module that defines it
+_EXPORTS = {
+    "evaluate": "benchharness.api.evaluate",
+    "Results": "benchharness.api.results",
+    "as_encoder": "benchharness.api.models",
+    "STSEvaluator": "benchharness.api.evaluators",
+    "EvaluationCallback": "benchharness.api.evaluators",
+    "register_file_task": "benchharness.tasks.from_files",
+    "Encoder": "benchharness.core.encoder",
+    "Task": "benchharness.core.task",
+    "PLUGINS": "benchharness.core.plugins",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'benchharness' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,7 +1,8 @@
 """Tasks by name: the selection language of ``--tasks`` over every installed ``tasks`` plugin.
 
 Each task-family module here (``sts``, ``transfer``, ``qqp``, ``askubuntu``) exposes a
-:class:`~benchharness.core.task.TaskProvider`; they, and any other package's, are found through the
+:class:`~benchharness.core.task.TaskProvider` (or a function returning one, re-read at each
+lookup: tasks declared in the configuration); they, and any other package's, are found through the
 plugin registry (``benchharness.core.plugins``), so this package imports none of its own modules.
 A selection is a comma list of task names, group names (``sts``, ``transfer``) and aliases
 (``STS-B``), expanded in order without repeats; unknown names fail with the close matches.
@@ -51,7 +52,8 @@ class TaskTable:
 
 
 def catalogue() -> TaskTable:
-    providers = sorted(PLUGINS.load_all("tasks").items(), key=lambda item: item[1].order)
+    loaded = {name: plugin() if callable(plugin) else plugin for name, plugin in PLUGINS.load_all("tasks").items()}
+    providers = sorted(loaded.items(), key=lambda item: item[1].order)
     return TaskTable(dict(providers))
 
 

@@ -7,6 +7,7 @@ the shared cache or tiny randomly initialised BERTs built from a config with the
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,9 @@ SHARED = Path(os.environ.get("BENCHHARNESS_SHARED", ROOT.parent / "shared"))
 DATA = Path(os.environ.get("BENCHHARNESS_DATA", SHARED / "data"))
 HF_CACHE = Path(os.environ.get("HF_HUB_CACHE", SHARED / "hf" / "hub"))
 
+# no per-user configuration of the machine running the tests leaks into them
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="benchharness-tests-config-")
+os.environ.pop("BENCHHARNESS_CONFIG", None)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_CACHE", str(HF_CACHE))

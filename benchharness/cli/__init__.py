@@ -14,12 +14,14 @@ disk); any other exception keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from types import ModuleType
 
 from benchharness.cli import analyze, compare, data, export, leaderboard, listing, run, train, tune
 from benchharness.core.errors import UserError
-from benchharness.core.settings import apply_environment, load_config
+from benchharness.core.settings import CONFIG_ENV, apply_environment, load_config
 from benchharness.core.version import __version__
 
 #: command name -> its module
@@ -34,6 +36,8 @@ def build_parser(expand: str | None = None) -> argparse.ArgumentParser:
     sub-commands to build, which imports its plugins."""
     parser = argparse.ArgumentParser(prog="benchharness", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"benchharness {__version__}")
+    parser.add_argument("--config", metavar="FILE", help="configuration file (default: $BENCHHARNESS_CONFIG, else "
+                        "benchharness.toml here or in a parent folder, else ~/.config/benchharness/config.toml)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP)
@@ -45,11 +49,27 @@ def build_parser(expand: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _use_config(argv: list[str]) -> None:
+    """``--config FILE`` (before the command) is read before anything else, as the environment
+    variable it sets: every layer finds the configuration the same way."""
+    for i, arg in enumerate(argv):
+        value = arg.split("=", 1)[1] if arg.startswith("--config=") else (
+            argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
+        if value is not None:
+            os.environ[CONFIG_ENV] = str(Path(value).expanduser().resolve())
+            load_config.cache_clear()
+            return
+        if not arg.startswith("-"):
+            return  # the command: its own flags follow
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
+        _use_config(argv)
         apply_environment(load_config())  # a broken benchharness.toml is a user error too
-        command = next((a for a in argv if not a.startswith("-")), None)
+        command = next((a for i, a in enumerate(argv) if not a.startswith("-")
+                        and (i == 0 or argv[i - 1] != "--config")), None)
         args = build_parser(expand=command if command in PLUGIN_COMMANDS else None).parse_args(argv)
         return COMMANDS[args.command].main(args)
     except UserError as exc:

@@ -1,13 +1,16 @@
 """``benchharness run``: evaluate encoders on tasks and store one result per pair (or, with
-``--verify``, check that a fresh computation reproduces the stored results)."""
+``--verify``, check that a fresh computation reproduces the stored results). A thin layer over
+``benchharness.evaluate``: the shell and Python share one code path."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from benchharness.cli.options import add_data_options, data_root, resolver, result_store
+from benchharness.cli.options import add_data_options, result_store, results_root
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import non_negative_int, positive_int
+from benchharness.core.settings import load_config
 
 HELP = "evaluate encoders on tasks and store one result per pair"
 
@@ -37,66 +40,48 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from benchharness import tasks
+    from benchharness.api.evaluate import evaluate
     from benchharness.core.specs import split_outside_parentheses
-    from benchharness.evaluation.runner import run
 
     task_names = tasks.resolve(args.tasks)
     if not task_names:
         raise InvalidInputError(f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
                                 "(see `benchharness list tasks`)")
-    if args.device is not None:  # before any model loads: a typo or a missing GPU fails here
-        from benchharness.core.devices import pick_device
-
-        pick_device(args.device)
-    data = data_root(args)
-    names = resolver(args, data, train_missing=not args.no_train, progress=not args.quiet)
     encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
     if not encoder_names:
         raise InvalidInputError(f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "
                                 "(see `benchharness list encoders`)")
-    for name in encoder_names:  # fail fast on typos and missing folders, before any model is loaded
-        names.check(name)
-    store = result_store(args)
+    options = {"batch_size": args.batch_size, "device": args.device, "seed": args.seed, "data_dir": args.data_dir,
+               "verify_data": not args.no_verify, "train": not args.no_train, "show_progress": not args.quiet,
+               "log": print}
     if args.verify:
-        return _verify(encoder_names, task_names, names.defaults, data, store, args)
-    summary = run(encoder_names, task_names, names.get, tasks.get, data, store, overwrite=args.overwrite,
-                  seed=args.seed, show_progress=not args.quiet, add_items=args.add_items)
+        return _verify(encoder_names, task_names, options, args)
+    results_dir = results_root(args)
+    cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
+    results = evaluate(encoder_names, task_names, overwrite=args.overwrite, results_dir=results_dir,
+                       cache_dir=cache_dir, add_items=args.add_items, **options)
+    print(results.table())
+    print(f"results in {Path(results_dir).absolute()}")
+    return 1 if results.failed else 0
+
+
+def _verify(encoder_names: list[str], task_names: list[str], options: dict, args: argparse.Namespace) -> int:
+    """``run --verify``: encode and evaluate afresh, in memory (the embedding cache is bypassed, so
+    the models really run), then compare each result with the stored one."""
     from tabulate import tabulate
 
-    print(tabulate([[o.encoder, o.task, o.status, "" if o.main_score is None else f"{o.main_score:.2f}", o.message]
-                    for o in summary.outcomes], headers=["encoder", "task", "status", "main score", "note"],
-                   tablefmt="github"))
-    print(f"results in {store.root}")
-    return 1 if summary.failed else 0
-
-
-def _verify(encoder_names: list[str], task_names: list[str], defaults: dict, data, store, args: argparse.Namespace
-            ) -> int:
-    """``run --verify``: encode and evaluate afresh into a scratch store (the embedding cache is
-    bypassed, so the models really run), then compare each result with the stored one."""
-    import tempfile
-
-    from tabulate import tabulate
-
-    from benchharness import tasks
-    from benchharness.core.results import ResultStore
-    from benchharness.evaluation.resolver import Resolver
-    from benchharness.evaluation.runner import run
+    from benchharness.api.evaluate import evaluate
     from benchharness.evaluation.verify import TOLERANCE, compare
 
-    fresh = Resolver(defaults)  # same defaults, no caching wrapper
-    with tempfile.TemporaryDirectory(prefix="benchharness-verify-") as scratch:
-        fresh_store = ResultStore(scratch)
-        summary = run(encoder_names, task_names, fresh.get, tasks.get, data, fresh_store, overwrite="always",
-                      seed=args.seed, show_progress=not args.quiet)
-        checks = [compare(store.load(o.encoder, o.task), fresh_store.load(o.encoder, o.task))
-                  for o in summary.outcomes if o.status == "computed"]
+    store = result_store(args)
+    fresh = evaluate(encoder_names, task_names, overwrite="always", **options)
+    checks = [compare(store.load(r.encoder, r.task), r) for r in fresh]
     rows = [[c.encoder, c.task, "" if c.stored is None else f"{c.stored:.2f}", f"{c.fresh:.2f}",
              "" if c.max_deviation is None else f"{c.max_deviation:.4f}", c.verdict] for c in checks]
-    rows += [[o.encoder, o.task, "", "", "", f"failed: {o.message}"] for o in summary.failed]
+    rows += [[o.encoder, o.task, "", "", "", f"failed: {o.message}"] for o in fresh.failed]
     print(tabulate(rows, headers=["encoder", "task", "stored", "fresh", "max |diff| (all metrics)", "verdict"],
                    tablefmt="github", disable_numparse=True))
     good = sum(c.ok for c in checks)
-    print(f"{good} of {len(checks) + len(summary.failed)} stored results reproduced within {TOLERANCE} (x100) "
+    print(f"{good} of {len(checks) + len(fresh.failed)} stored results reproduced within {TOLERANCE} (x100) "
           f"from {store.root}; nothing was written there")
-    return 0 if good == len(checks) and not summary.failed else 1
+    return 0 if good == len(checks) and not fresh.failed else 1

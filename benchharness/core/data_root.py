@@ -103,6 +103,12 @@ class DataRoot:
     def path(self, rel: str, source: str) -> Path:
         """The path of ``rel`` under the root, checked for presence and (if pinned) integrity."""
         p = self.root / rel
+        if not self.root.is_dir():
+            raise DataError(
+                f"the data root {self.root.absolute()} does not exist: point --data-dir, ${ENV_VAR} or [paths] "
+                "data_dir of benchharness.toml at the evaluation data, or fetch it there with `benchharness data "
+                "download`"
+            )
         if not p.exists():
             src = SOURCES[source]
             raise DataError(

@@ -37,6 +37,9 @@ class Encoder(ABC):
     #: Run folders are not kept with the results, so each result carries its recipe; it is
     #: descriptive only and stays out of ``identity`` (the weights hash already pins the model).
     provenance: dict[str, Any] | None = None
+    #: whether ``identity`` ties the outputs to a model; an unpinned encoder (a plain callable
+    #: given no identity) is evaluated but never cached or stored
+    pinned: bool = True
 
     def __init__(self, name: str) -> None:
         self.name = name

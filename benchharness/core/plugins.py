@@ -34,6 +34,16 @@ class PluginError(UserError):
     """A plugin entry that cannot be loaded, or a kind that does not exist."""
 
 
+def load_object(target: str) -> Any:
+    """The object ``module[:attribute.path]`` names, importing the module: the one place where the
+    package imports a module by a computed name (plugins, and encoders named ``module:attribute``)."""
+    module, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
 @dataclass
 class Entry:
     """One named plugin: a ``module[:attribute]`` target, loaded on first use, or an object."""
@@ -48,15 +58,12 @@ class Entry:
     def load(self) -> Any:
         if not self.loaded:
             assert self.target is not None
-            module, _, attr = self.target.partition(":")
             try:
-                obj: Any = importlib.import_module(module)
-                for part in filter(None, attr.split(".")):
-                    obj = getattr(obj, part)
+                self.obj = load_object(self.target)
             except (ImportError, AttributeError) as exc:
                 raise PluginError(f"{self.kind} plugin {self.name!r} = {self.target!r} (from {self.source}) cannot be "
                                   f"loaded: {exc}") from exc
-            self.obj, self.loaded = obj, True
+            self.loaded = True
         return self.obj
 
 

@@ -1,7 +1,9 @@
-"""The project config file, ``benchharness.toml``, found in the working directory or a parent.
+"""The configuration file: ``$BENCHHARNESS_CONFIG`` (what ``--config`` sets), else
+``benchharness.toml`` in the working directory or a parent (a project's own), else the per-user
+``$XDG_CONFIG_HOME/benchharness/config.toml`` (``~/.config/...``); without any, the defaults.
 
 It holds the paths of this installation (data root, results, embedding cache, the Hugging Face
-cache and whether to stay offline) and user-registered encoders::
+cache and whether to stay offline), user-registered encoders and tasks declared from files::
 
     [paths]
     data_dir = "../shared/data"        # relative paths are relative to this file
@@ -11,6 +13,14 @@ cache and whether to stay offline) and user-registered encoders::
     [encoders.bert-avg]
     spec = "hf:bert-base-uncased?pooling=avg"
     description = "BERT-base, mean of the last layer"
+
+    [tasks.my-pairs]
+    file = "data/pairs.tsv"            # relative to this file
+    kind = "pairs"                     # or "labels" (see benchharness.tasks.from_files)
+
+Relative paths are relative to the file that names them, except that results go to ``./results``
+of the working directory when the configuration is the per-user one: a project's results stay in
+the project, and a checkout's stored baselines are written only from inside the checkout.
 
 Environment variables win over the file (``BENCHHARNESS_DATA``, ``HF_HUB_CACHE``,
 ``BENCHHARNESS_RUNS``...), so CI and users can point elsewhere without editing it.
@@ -33,7 +43,14 @@ import tomllib
 from benchharness.core.errors import InvalidInputError
 
 CONFIG_NAME = "benchharness.toml"
+CONFIG_ENV = "BENCHHARNESS_CONFIG"
 RUNS_ENV = "BENCHHARNESS_RUNS"
+
+
+def user_config() -> Path:
+    """The per-user configuration file, used when no project file is found."""
+    home = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(home) / "benchharness" / "config.toml"
 
 
 def default_runs_dir() -> Path:
@@ -52,15 +69,22 @@ class Config:
     hf_hub_cache: Path | None = None
     hf_offline: bool = False
     encoders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: tasks declared from files, by name (``file`` made absolute)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def find_config(start: Path | None = None) -> Path | None:
+    if os.environ.get(CONFIG_ENV):
+        path = Path(os.environ[CONFIG_ENV]).expanduser()
+        if not path.is_file():
+            raise InvalidInputError(f"configuration file {path} (--config / ${CONFIG_ENV}) does not exist")
+        return path.resolve()
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / CONFIG_NAME
         if candidate.is_file():
             return candidate
-    return None
+    return user_config() if user_config().is_file() else None
 
 
 @lru_cache(maxsize=8)
@@ -81,16 +105,23 @@ def load_config(path: Path | None = None) -> Config:
         return (base / value).resolve() if value is not None else default
 
     defaults = Config()
+    per_user = path == user_config()
+    tasks = {}
+    for name, entry in raw.get("tasks", {}).items():
+        if not isinstance(entry, dict) or "file" not in entry:
+            raise InvalidInputError(f"{path}: [tasks.{name}] needs a file = \"...\" (a pair or labelled-sentence file)")
+        tasks[name] = {**entry, "file": str((base / Path(entry["file"]).expanduser()).resolve())}
     return Config(
         file=path,
         data_dir=rel("data_dir", None),
-        results_dir=rel("results_dir", base / "results"),
+        results_dir=rel("results_dir", Path.cwd() / "results" if per_user else base / "results"),
         cache_dir=rel("cache_dir", defaults.cache_dir),
         runs_dir=Path(os.environ[RUNS_ENV]).expanduser() if os.environ.get(RUNS_ENV)
         else rel("runs_dir", default_runs_dir()),
         hf_hub_cache=rel("hf_hub_cache", None),
         hf_offline=bool(paths.get("hf_offline", False)),
         encoders=raw.get("encoders", {}),
+        tasks=tasks,
     )
 
 

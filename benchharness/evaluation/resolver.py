@@ -6,7 +6,7 @@ A name is resolved in this order:
    left);
 2. a built-in name (``minilm-l6``, ``minilm-l3``, ``glove-50d``);
 3. an encoder registered in ``benchharness.toml`` (``[encoders.NAME] spec = "..."``), which may
-   itself stand for a composition;
+   itself stand for a composition, or be ``module:attribute`` (an encoder defined in Python);
 4. a name of a ``catalogues`` plugin, in their order: trained recipes (``paser``, ``recipe:<key>``,
    trained on first use), then published checkpoints;
 5. a trained or tuned run: a folder holding ``manifest.json``, or the name a manifest under the
@@ -44,6 +44,9 @@ from benchharness.core.specs import (
     parse_params,
     split_composition,
 )
+
+#: a config spec ``module:attribute`` names an encoder defined in Python (the ``python`` family)
+MODULE_ATTRIBUTE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 #: hub ids of the MiniLMs every comparison here starts from (one place for the resolver and benchmarks)
 MINILMS: dict[str, str] = {
@@ -104,8 +107,10 @@ def check_spec(name: str, spec: EncoderSpec) -> Family:
                                           f"It accepts: {', '.join(accepted)}")
     for key in (family.target, "tokenizer"):
         value = spec.get(key)
-        if isinstance(value, str):
+        if isinstance(value, str) and family.check is None:
             check_local_path(value, f"encoder {name!r} ({key})")
+    if family.check is not None:
+        family.check(spec)
     return family
 
 
@@ -171,6 +176,9 @@ class Resolver:
             _refuse_cycle(name, chain, self.config.file)
             entry = dict(self.config.encoders[name])
             if "spec" in entry:
+                spec = entry["spec"]
+                if MODULE_ATTRIBUTE.fullmatch(spec) and PLUGINS.entry("families", spec.split(":")[0]) is None:
+                    return {"type": "python", "object": spec}, None, (*chain, name)
                 if len(split_composition(entry["spec"])) > 1:
                     return {"type": COMPOSE, "spec": entry["spec"]}, None, (*chain, name)
                 return self._resolve(entry["spec"], (*chain, name))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -245,8 +246,7 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
                             "evaluate_seconds": round(time.perf_counter() - t1, 3),
                             "peak_rss_mb": round(peak_rss_mib(), 1)}
         data_record = {"sha256": ctx.digests[task.name], "root": DATA_ROOT_LABEL,
-                       "files": sorted(str(f.relative_to(ctx.data.root)) for f in task.files),
-                       "verified": ctx.data.verify}
+                       "files": sorted(_file_label(f, ctx.data.root) for f in task.files), "verified": ctx.data.verify}
         confidence = _confidence(evaluation, task, ctx.seed, ctx.log,
                                  _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions))
         _store(task, enc_name, encoder, identity, evaluation, data_record, timings, ctx, zeros=zeros,
@@ -325,6 +325,15 @@ def _previous_confidence(store: ResultStore, stored: Result | None,
         return stored.confidence, store.load_items(stored)
     except (OSError, ValueError):  # items missing, damaged or another run's: bootstrap afresh
         return None
+
+
+def _file_label(path: Path, root: Path) -> str:
+    """How a result names a file it was computed on: relative to the data root, else by its name
+    alone (a task file may live anywhere; its sha256 pins it, and no machine path is stored)."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return path.name
 
 
 def _protocol(task: Task) -> ProtocolRecord:

@@ -4,7 +4,8 @@ Each section is a table of encoders x tasks (+ Avg. when a row has every column,
 average). Measured rows come from ``results/<encoder>/<task>.json``; published rows from
 ``results/published/*.csv`` and are marked ``published`` with paper and table, so nobody mistakes
 a number copied from a paper for one measured here. Results of mteb tasks run through the bridge
-(``mteb:<Name>``) get a section of their own, a column per task present.
+(``mteb:<Name>``) get a section of their own, a column per task present, and so do the results of
+tasks declared from files (``benchharness.tasks.from_files``), which no built-in section knows.
 
 Rows are grouped (the Source column): base encoders, post-processed (a ``+`` chain), trained (the
 result records training provenance, or its model is a local checkpoint), then published; within a
@@ -16,7 +17,9 @@ Uncertainty, without changing the score cells:
 
 - ``†`` after a score: not significantly different (paired test on the two results' stored
   per-item outputs, p >= 0.05, no multiplicity correction) from the best measured score of its
-  column; only for rows whose items are stored (``run --add-items``), never for published rows.
+  column; only for rows whose items are stored (``run --add-items``), never for published rows, and
+  only where the test is defined on the two (not on different items, as two runs on a task file
+  edited in between, nor against a perfect correlation, where Steiger's test divides by zero).
 - below each table, the 95% bootstrap intervals stored in the results, compactly as ``lo–hi``
   (one decimal); the Avg. interval is the normal approximation from the tasks' intervals
   (independent tasks: half-width ``sqrt(sum h_i^2) / n``); ``compare`` gives the exact one.
@@ -32,6 +35,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from benchharness.core.checkout import CHECKOUT
+from benchharness.core.errors import InvalidInputError
 from benchharness.core.results import Result, ResultStore
 from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
 
@@ -89,6 +93,20 @@ def mteb_section(results: list[Result]) -> Section | None:
         return None
     return Section("mteb tasks (mteb's own evaluation, main score x100)",
                    tuple(Column(n[len(MTEB_PREFIX):], n) for n in names), None, average=False)
+
+
+#: the protocol variants of tasks declared from files (``benchharness.tasks.from_files``) start with
+#: this; the leaderboard reads results without importing the tasks (nor numpy), hence the prefix
+FILE_PROTOCOL_PREFIX = "file-"
+
+
+def file_section(results: list[Result]) -> Section | None:
+    """One column per task declared from a file that has a stored result, main score x100 (the
+    Spearman of a pair file, the accuracy of a labelled one: no average over unrelated tasks)."""
+    names = sorted({r.task for r in results if str(r.protocol.get("variant", "")).startswith(FILE_PROTOCOL_PREFIX)})
+    if not names:
+        return None
+    return Section("Tasks from files (main score x100)", tuple(Column(n, n) for n in names), None, average=False)
 
 
 def _fmt(value: float | str | None) -> str:
@@ -251,7 +269,10 @@ def marks(section: Section, rows: list[Row], store: ResultStore) -> set[tuple[st
             if row is best or not store.has_items(result):
                 continue
             metric = column.metric or result.main_metric
-            p = column_test_p(column.task, metric, best_items, store.load_items(result))
+            try:
+                p = column_test_p(column.task, metric, best_items, store.load_items(result))
+            except InvalidInputError:  # no test defined on these two (see the module docstring): no mark
+                continue
             if p >= ALPHA:
                 out.add((row.encoder, i))
     return out
@@ -342,8 +363,8 @@ def render(store: ResultStore, published_dir: Path | None, papers: set[str] | No
              "a fold permutation test for transfer, a query permutation test for ranking; only where both "
              "results keep items). `mean ±std`: a recipe trained with several seeds. Below each table: the "
              "95% bootstrap intervals (`lo–hi`).", ""]
-    extra = mteb_section(results)
-    for section in (*SECTIONS, *([extra] if extra else [])):
+    extra = [s for s in (mteb_section(results), file_section(results)) if s is not None]
+    for section in (*SECTIONS, *extra):
         measured_table = measured_rows(section, results, store)
         published = published_rows(section, published_dir, papers)
         if not measured_table and not published:

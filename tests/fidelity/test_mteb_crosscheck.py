@@ -42,8 +42,8 @@ pytest.importorskip("mteb")
 
 from benchharness.core.data_root import DataRoot  # noqa: E402
 from benchharness.core.encoder import Encoder  # noqa: E402
-from benchharness.mteb_bridge.memory import reranking_task, sts_task  # noqa: E402
 from benchharness.mteb_bridge.evaluate import run_task  # noqa: E402
+from benchharness.mteb_bridge.memory import reranking_task, sts_task  # noqa: E402
 from benchharness.scoring.metrics import paired_cosine  # noqa: E402
 from benchharness.scoring.ranking import mean_metrics, ranked_relevance  # noqa: E402
 from benchharness.tasks import sts  # noqa: E402

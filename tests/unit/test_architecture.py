@@ -4,8 +4,9 @@ Each module is placed in a room (a folder of ``benchharness``; ``encoders/`` and
 as ``benchharness.encoders`` and ``benchharness.tasks``), each room in a layer, and every import
 must point to a lower layer or stay in its room; the few same-layer arrows between rooms are listed
 here with their reason. Imports are read with ``ast`` wherever they appear: at module level, inside
-functions, under ``TYPE_CHECKING``, and ``importlib.import_module`` calls with literal or
-``f"{__name__}..."`` names. Plugins are wired through entry points (``pyproject.toml``), which are
+functions, under ``TYPE_CHECKING``, ``importlib.import_module`` calls with literal or
+``f"{__name__}..."`` names, and string constants that name a module of the package (tables of lazy
+imports). Plugins are wired through entry points (``pyproject.toml``), which are
 checked to sit in the room of their kind. The import graph has no cycle at all.
 """
 
@@ -31,12 +32,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("encoders", "tasks"),
     ("evaluation",),
     ("training", "tuning", "reporting", "mteb_bridge"),
-    ("cli", ""),  # "": the package's own __init__, the public face
+    ("cli", "api", ""),  # "": the package's own __init__, which exports the api
 ]
 #: same-layer arrows between rooms, each with its reason
 SIDEWAYS = {
     ("tuning", "training"): "a tuner selects on the dev task training selects on (dev_eval.DEV_TASK)",
     ("reporting", "mteb_bridge"): "the leaderboard gives mteb tasks (mteb:<Name>) their own section",
+    ("cli", "api"): "`run` is a thin layer over benchharness.evaluate: one code path",
+    ("", "api"): "the package exports the Python API (loaded on first use)",
 }
 #: where each kind of plugin may live
 PLUGIN_ROOMS = {"families": {"encoders"}, "postprocessors": {"encoders"}, "methods": {"encoders"},
@@ -79,8 +82,12 @@ def imports(module: str, path: Path, known: set[str]) -> set[str]:
             elif (isinstance(arg, ast.JoinedStr) and isinstance(arg.values[0], ast.FormattedValue)
                   and getattr(arg.values[0].value, "id", None) == "__name__"):
                 names.update(m for m in known if m.startswith(module + "."))
-            else:
-                assert module == "benchharness.core.plugins", f"{module}: import_module of a computed name"
+            else:  # the plugin loader, and the package's lazy exports (their module names are literals below)
+                assert module in ("benchharness.core.plugins", "benchharness"), \
+                    f"{module}: import_module of a computed name"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value \
+                and node.value in known:
+            names.add(node.value)  # a module named by a string constant, e.g. in a table of lazy imports
     out = set()
     for name in names:
         while name and name not in known:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -32,9 +33,13 @@ def test_the_package_list_is_every_folder_under_its_import_name():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    """A wheel built from a copy of the sources (an in-tree build/ folder could hold stale files)."""
+    source = tmp_path_factory.mktemp("source") / "benchharness"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "results", "runs", ".cache",
+                                                                "*.egg-info", "__pycache__", ".pytest_cache"))
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(ROOT)], check=True, capture_output=True, timeout=300)
+                    str(source)], check=True, capture_output=True, timeout=300)
     return next(out.glob("benchharness-*.whl"))
 
 

@@ -93,3 +93,25 @@ def test_a_plugin_registered_from_python_wins_and_is_removed_again(register_plug
 def test_an_unknown_kind_is_refused():
     with pytest.raises(PluginError, match="unknown plugin kind 'widgets'"):
         PLUGINS.names("widgets")
+
+
+def test_the_example_plugin_package_adds_a_post_processor_to_the_command_line(tmp_path, data_dir):
+    """docs/examples/abtt-plugin, installed as a user would (its own folder), used by `benchharness run`."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[3] / "docs" / "examples" / "abtt-plugin"
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
+                    str(site), str(example)], check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+           "BENCHHARNESS_DATA": str(data_dir)}
+    out = subprocess.run([sys.executable, "-m", "benchharness.cli", "run", "--encoders", "glove-50d+abtt(d=1)",
+                          "--tasks", "STSBenchmark", "--results-dir", str(tmp_path / "results"), "--no-cache",
+                          "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    [result] = (tmp_path / "results").glob("*/STSBenchmark.json")
+    stored = json.loads(result.read_text())
+    assert stored["encoder_identity"]["postprocessor"] == "abtt" and stored["encoder_identity"]["params"] == {"d": 1}

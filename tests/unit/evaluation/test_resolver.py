@@ -75,3 +75,30 @@ def test_corrupt_manifest_names_file_and_line(isolated):
     (run / "manifest.json").write_text('{"encoder": {\n  "type": "hf",\n  oops\n}')
     with pytest.raises(ValueError, match=r"manifest.json: invalid JSON at line 3"):
         Resolver().get(str(run))
+
+
+def test_an_encoder_defined_in_python_is_named_module_attribute_in_the_config(project, monkeypatch, capsys):
+    from benchharness.cli import main
+    from benchharness.core import settings
+
+    (project / "bh_config_encoder.py").write_text(
+        "import numpy as np\n"
+        "from benchharness.core.encoder import Encoder\n\n\n"
+        "class Letters(Encoder):\n"
+        "    def encode(self, sentences, show_progress=False):\n"
+        "        counts = [np.bincount([ord(c) % 16 for c in s], minlength=16) for s in sentences]\n"
+        "        return np.stack(counts).astype('f4')\n\n"
+        "    def identity_info(self):\n"
+        "        return {'family': 'letters'}\n")
+    monkeypatch.syspath_prepend(str(project))
+    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[encoders.letters]\n'
+                                               'spec = "bh_config_encoder:Letters"\n')
+    settings.load_config.cache_clear()
+    assert main(["run", "--encoders", "letters,python:bh_config_encoder:Letters", "--tasks", "STSBenchmark",
+                 "--quiet"]) == 0
+    stored = [json.loads((project / "results" / folder / "STSBenchmark.json").read_text())
+              for folder in ("letters", "python_bh_config_encoder_Letters")]
+    assert stored[0]["main_score"] == stored[1]["main_score"]
+    assert stored[0]["encoder_identity"]["family"] == "letters"
+    assert main(["run", "--encoders", "python:bh_config_encoder:Nope", "--tasks", "STSBenchmark"]) == 2
+    assert "cannot load encoder 'bh_config_encoder:Nope'" in capsys.readouterr().err

@@ -23,9 +23,9 @@ mteb = pytest.importorskip("mteb")
 
 from benchharness.evaluation.cache import EmbeddingCache  # noqa: E402
 from benchharness.mteb_bridge.as_model import MtebEncoder, hub_base, mteb_name  # noqa: E402
+from benchharness.mteb_bridge.evaluate import MtebDataError, run_task  # noqa: E402
 from benchharness.mteb_bridge.export import EXPORTABLE, export_results, reason_not_exported  # noqa: E402
 from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
-from benchharness.mteb_bridge.evaluate import MtebDataError, run_task  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
 
 FIRST = ["a cat sits", "dogs run fast", "the sky is blue", "rain falls", "a man sings"]

@@ -1,0 +1,101 @@
+"""The harness's protocols inside a training loop.
+
+- :class:`STSEvaluator`, a sentence-transformers ``SentenceEvaluator``: pass it as ``evaluator=`` to
+  ``SentenceTransformerTrainer`` (or ``fit``); it scores the model being trained on benchharness
+  tasks (STS-B dev by default) exactly as ``benchharness run`` scores a saved checkpoint.
+- :class:`EvaluationCallback`, a ``transformers.TrainerCallback`` for plain transformers models:
+  at each evaluation (and every ``every_steps`` steps if asked) it scores the model with the given
+  tokenizer and pooling and adds the scores to the logged metrics.
+
+Both call :func:`benchharness.evaluate` on the model object itself (its weights are fingerprinted
+at each call), in memory, so the numbers are those of the one evaluation code path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from benchharness.api.evaluate import evaluate
+from benchharness.api.results import Results
+
+try:  # sentence-transformers >= 5.2 moved its evaluators
+    from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+except ImportError:  # pragma: no cover - older sentence-transformers
+    from sentence_transformers.evaluation import SentenceEvaluator
+from transformers import TrainerCallback
+
+#: the dev split training selects on (a test split must never steer training)
+DEFAULT_TASKS = ("STSBenchmark-dev",)
+
+
+def metrics_of(results: Results, scale: float = 1.0) -> dict[str, float]:
+    """Flat metrics ``<task>_<metric>`` of every result (correlations as fractions with ``scale``
+    0.01, the sentence-transformers convention), plus ``<task>_main``."""
+    out: dict[str, float] = {}
+    for r in results:
+        for key, value in r.metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not key.startswith("n_"):
+                out[f"{r.task}_{key.replace('.', '_')}"] = float(value) * scale
+        out[f"{r.task}_main"] = r.main_score * scale
+    return out
+
+
+class STSEvaluator(SentenceEvaluator):
+    """benchharness tasks as a sentence-transformers evaluator.
+
+    Metrics are named ``<name>_<task>_<metric>`` with sentence-transformers' fractions (0.8203, not
+    82.03); ``primary_metric`` is the first task's main score (Spearman for STS), which the trainer
+    uses for ``load_best_model_at_end`` and ``metric_for_best_model="eval_<name>_<task>_main"``.
+    """
+
+    def __init__(self, tasks: Sequence[str] | str = DEFAULT_TASKS, name: str = "benchharness",
+                 batch_size: int | None = None, data_dir: str | None = None, seed: int | None = None) -> None:
+        super().__init__()
+        self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+        self.name, self.batch_size, self.data_dir, self.seed = name, batch_size, data_dir, seed
+        self.primary_metric = f"{self.tasks[0]}_main"
+        self.greater_is_better = True
+        #: every evaluation's Results, with the step it was taken at
+        self.history: list[tuple[int, Results]] = []
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
+                 ) -> dict[str, float]:
+        options = {} if self.seed is None else {"seed": self.seed}
+        results = evaluate(model, self.tasks, name=f"{self.name}@step{steps}", batch_size=self.batch_size,
+                           data_dir=self.data_dir, **options)
+        self.history.append((steps, results))
+        metrics = self.prefix_name_to_metrics(metrics_of(results, 0.01), self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics
+
+
+class EvaluationCallback(TrainerCallback):
+    """benchharness tasks scored on a transformers model during ``Trainer.train``.
+
+    The model is encoded with ``tokenizer`` and ``pooling`` (a name of ``hf:``'s poolings), as
+    ``hf:<saved checkpoint>?pooling=<pooling>`` would encode it. Scores (x100, benchharness's
+    scale) are added to the evaluation metrics as ``eval_benchharness_<task>_<metric>``; with
+    ``every_steps`` they are also taken every that many steps and appended to the trainer's log.
+    """
+
+    def __init__(self, tokenizer: Any, pooling: str, tasks: Sequence[str] | str = DEFAULT_TASKS,
+                 every_steps: int | None = None, batch_size: int | None = None, data_dir: str | None = None) -> None:
+        self.tokenizer, self.pooling = tokenizer, pooling
+        self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+        self.every_steps, self.batch_size, self.data_dir = every_steps, batch_size, data_dir
+        self.history: list[tuple[int, Results]] = []
+
+    def score(self, model: Any, step: int) -> dict[str, float]:
+        results = evaluate(model, self.tasks, name=f"model@step{step}", tokenizer=self.tokenizer,
+                           pooling=self.pooling, batch_size=self.batch_size, data_dir=self.data_dir)
+        self.history.append((step, results))
+        return {f"benchharness_{k}": v for k, v in metrics_of(results).items()}
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, model: Any = None, metrics: dict | None = None,
+                    **kwargs: Any) -> None:
+        if model is not None and metrics is not None:
+            metrics.update({f"eval_{k}": v for k, v in self.score(model, state.global_step).items()})
+
+    def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        if self.every_steps and model is not None and state.global_step % self.every_steps == 0:
+            state.log_history.append({**self.score(model, state.global_step), "step": state.global_step})

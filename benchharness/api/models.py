@@ -1,0 +1,75 @@
+"""Whatever a researcher holds, as an :class:`~benchharness.core.encoder.Encoder`.
+
+``as_encoder`` accepts a resolver name or spec (``"minilm-l6+whitening"``), an ``Encoder``, a
+``SentenceTransformer``, a transformers model (with ``tokenizer=`` and ``pooling=``), or any
+callable from a list of sentences to vectors (pinned by ``identity=``, else unpinned).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.evaluation.resolver import Resolver
+
+#: what ``evaluate`` and the evaluators accept as a model
+ModelLike = Any
+
+
+def _is_sentence_transformer(model: Any) -> bool:
+    return any(c.__name__ == "SentenceTransformer" and c.__module__.startswith("sentence_transformers")
+               for c in type(model).__mro__)
+
+
+def _is_transformers_model(model: Any) -> bool:
+    return any(c.__name__ == "PreTrainedModel" and c.__module__.startswith("transformers")
+               for c in type(model).__mro__)
+
+
+def default_name(model: ModelLike) -> str:
+    """The name results carry when the caller gives none."""
+    if isinstance(model, str):
+        return model
+    if isinstance(model, Encoder):
+        return model.name
+    if _is_sentence_transformer(model):
+        origin = getattr(model[0].auto_model.config, "_name_or_path", "") if len(model) else ""
+        return f"st-object:{origin or type(model).__name__}"
+    if _is_transformers_model(model):
+        return f"hf-object:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
+    return f"callable:{getattr(model, '__qualname__', type(model).__name__)}"
+
+
+def as_encoder(model: ModelLike, *, name: str | None = None, tokenizer: Any = None, pooling: str | None = None,
+               identity: str | None = None, batch_size: int | None = None, device: str | None = None,
+               resolver: Resolver | None = None, **options: Any) -> Encoder:
+    """The encoder ``model`` stands for; ``options`` go to the in-memory encoder (``max_length``,
+    ``normalize``, ``precision``...)."""
+    name = name or default_name(model)
+    sizes = {} if batch_size is None else {"batch_size": batch_size}
+    if isinstance(model, str):
+        resolver = resolver or Resolver({"device": device, "batch_size": batch_size})
+        resolver.check(model)
+        return resolver.get(model)
+    if isinstance(model, Encoder):
+        return model
+    if _is_sentence_transformer(model):
+        from benchharness.encoders.in_memory import SentenceTransformerObjectEncoder
+
+        return SentenceTransformerObjectEncoder(name, model, device=device, **sizes, **options)
+    if _is_transformers_model(model):
+        if tokenizer is None or pooling is None:
+            raise InvalidInputError("a transformers model needs tokenizer= and pooling= (cls, cls_before_pooler, "
+                                    "avg, avg_top2, avg_first_last, max, prompt)")
+        from benchharness.encoders.in_memory import TransformersModelEncoder
+
+        return TransformersModelEncoder(name, model, tokenizer, pooling, device=device, **sizes, **options)
+    if callable(model):
+        from benchharness.encoders.in_memory import CallableEncoder
+
+        fn: Callable[[list[str]], Any] = model
+        return CallableEncoder(name, fn, identity=identity, **sizes)
+    raise InvalidInputError(f"cannot evaluate a {type(model).__name__}: pass a name or spec, an Encoder, a "
+                            "SentenceTransformer, a transformers model with tokenizer= and pooling=, or a callable "
+                            "from a list of sentences to vectors")

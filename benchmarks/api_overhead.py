@@ -1,0 +1,92 @@
+"""The Python API against the command line: the same score, and what the API costs on top.
+
+For each kind of model ``benchharness.evaluate`` accepts, STS-B (test) of all-MiniLM-L6-v2 is
+computed in a fresh process, cold (no embedding cache, nothing stored), and compared with
+``benchharness run --encoders minilm-l6 --tasks STSBenchmark --no-cache`` in a fresh process too:
+
+- ``name``: ``evaluate("minilm-l6", ...)``;
+- ``encoder``: ``evaluate(as_encoder("minilm-l6"), ...)``;
+- ``sentence-transformer``: a ``SentenceTransformer`` object;
+- ``transformers``: ``AutoModel`` + ``AutoTokenizer`` with ``pooling="avg"`` (the model's own mean
+  pooling; its normalisation does not change cosines);
+- ``callable``: ``lambda batch: st.encode(batch)`` with an ``identity``.
+
+Each process times the evaluation itself (model load included, interpreter start excluded), and
+the CLI's wall time from outside is reported beside its own in-process figure. Run from the
+checkout root on an idle machine:
+
+    python benchmarks/api_overhead.py [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+KINDS = ("cli", "name", "encoder", "sentence-transformer", "transformers", "callable")
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+kind, out = sys.argv[1], sys.argv[2]
+if kind == "cli":
+    from benchharness.cli import main
+    main(["run", "--encoders", "minilm-l6", "--tasks", "STSBenchmark", "--no-cache", "--quiet", "--results-dir", out])
+    score = json.load(open(out + "/minilm-l6/STSBenchmark.json"))["main_score"]
+else:
+    import benchharness
+    from huggingface_hub import snapshot_download
+    path = snapshot_download(%(model)r, local_files_only=True)
+    if kind == "name":
+        model, options = "minilm-l6", {}
+    elif kind == "encoder":
+        model, options = benchharness.as_encoder("minilm-l6"), {}
+    elif kind in ("sentence-transformer", "callable"):
+        from sentence_transformers import SentenceTransformer
+        st = SentenceTransformer(path, device="cpu")
+        model, options = (st, {}) if kind == "sentence-transformer" else (lambda b: st.encode(b), {"identity": "l6"})
+    else:
+        from transformers import AutoModel, AutoTokenizer
+        model = AutoModel.from_pretrained(path)
+        options = {"tokenizer": AutoTokenizer.from_pretrained(path), "pooling": "avg"}
+    score = benchharness.evaluate(model, "STSBenchmark", **options).results[0].main_score
+print(json.dumps({"score": score, "seconds": time.perf_counter() - t0}))
+""" % {"model": MODEL}
+
+
+def once(kind: str) -> dict:
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", CHILD, kind, out], capture_output=True, text=True, check=True,
+                              env={**os.environ, "TQDM_DISABLE": "1"})
+        wall = time.perf_counter() - t0
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "wall": wall}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    rows = {}
+    for _ in range(args.repeats):
+        for kind in KINDS:
+            rows.setdefault(kind, []).append(once(kind))
+    cli = min(r["seconds"] for r in rows["cli"])
+    print(f"{'model kind':22s} {'STS-B':>9s} {'best s':>8s} {'median s':>9s} {'wall s':>7s} {'vs cli':>7s}")
+    for kind in KINDS:
+        best = min(r["seconds"] for r in rows[kind])
+        median = statistics.median(r["seconds"] for r in rows[kind])
+        wall = min(r["wall"] for r in rows[kind])
+        print(f"{kind:22s} {rows[kind][0]['score']:9.4f} {best:8.2f} {median:9.2f} {wall:7.2f} {best / cli:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

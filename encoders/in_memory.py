@@ -1,0 +1,188 @@
+"""Encoders around objects a user already holds in memory: a ``SentenceTransformer``, a transformers
+model with its tokenizer and a pooling name, or any callable from sentences to vectors.
+
+They encode exactly as the ``st:`` and ``hf:`` families do (the same engine, modules and pooling),
+so an in-memory model scores what the same model loaded by name scores. Their identity pins the
+weights themselves (every parameter and buffer, hashed as they are now) and the pooling, so one
+more training step gives another identity, and cached vectors or stored results are never served
+for other weights. A plain callable has no weights to hash: it is pinned only by an ``identity``
+its owner gives, and without one it is *unpinned* (``pinned`` False), which the harness never
+caches or stores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.encoders import hub
+from benchharness.encoders.huggingface import HFEncoder
+from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE
+from benchharness.encoders.sbert import SentenceTransformerEncoder
+from benchharness.encoders.transformer import TransformerEncoder
+
+if TYPE_CHECKING:
+    import torch
+
+
+def module_fingerprint(module: torch.nn.Module) -> str:
+    """sha256 over every parameter and buffer of ``module`` (name, dtype, shape and bytes), in name
+    order: equal weights give equal fingerprints on any device, any change gives another."""
+    import torch
+
+    digest = hashlib.sha256()
+    tensors = dict(module.named_parameters())
+    tensors.update(module.named_buffers())
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().to("cpu").contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def evaluating(model: torch.nn.Module) -> Iterator[None]:
+    """The model in eval mode (no dropout) while it encodes, then back in the mode it was in: a
+    model being trained is evaluated in place."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _name_or_path(model: Any) -> str | None:
+    """Where a model came from, when it says (descriptive only: the weights are hashed)."""
+    config = getattr(model, "config", None)
+    return getattr(config, "_name_or_path", None) or getattr(model, "name_or_path", None) or None
+
+
+class SentenceTransformerObjectEncoder(SentenceTransformerEncoder):
+    """A loaded ``SentenceTransformer``, run by its own modules like ``st:`` (the engine where the
+    model's shape allows, else ``SentenceTransformer.encode``)."""
+
+    def __init__(self, name: str, model: Any, batch_size: int = 64, device: str | None = None,
+                 precision: str = "fp32", backend: str | None = None) -> None:
+        TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
+        self._model = model.to(self.device)
+        origin = _name_or_path(model[0].auto_model) or name
+        self.source = hub.ModelSource(origin, Path(origin), None)
+
+    def _declared_mask_token(self) -> str | None:
+        return None  # the tokenizer is loaded already
+
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        with evaluating(self._model):
+            return super().encode(sentences, show_progress)
+
+    def _module_configs(self) -> dict[str, Any]:
+        """Each module's class and configuration (pooling mode, normalisation, max sequence length)."""
+        configs: dict[str, Any] = {"modules": [f"{type(m).__module__}.{type(m).__name__}" for m in self._model]}
+        for index, module in enumerate(self._model):
+            get = getattr(module, "get_config_dict", None)
+            if get is not None:
+                configs[f"{index}/config"] = get()
+        return configs
+
+    def identity_info(self) -> dict[str, Any]:
+        return {"family": "sentence-transformers-object", "model": self.source.name,
+                "weights_sha256": module_fingerprint(self._model), "modules": self._module_configs(),
+                **({"precision": self.precision} if self.precision != "fp32" else {})}
+
+
+class TransformersModelEncoder(HFEncoder):
+    """A loaded transformers model and tokenizer with one of the ``hf:`` poolings, encoded exactly
+    as ``hf:<model>?pooling=...`` encodes."""
+
+    def __init__(self, name: str, model: Any, tokenizer: Any, pooling: str = "avg", first_layer: int = 1,
+                 max_length: int = 512, batch_size: int = 64, device: str | None = None, precision: str = "fp32",
+                 normalize: bool = False, prompt: str = PROMPT_TEMPLATE, backend: str | None = None) -> None:
+        if pooling not in POOLINGS:
+            raise InvalidInputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+        if pooling == "cls" and getattr(model, "pooler", None) is None:
+            raise InvalidInputError(f"pooling 'cls' needs the model's pooler, and {type(model).__name__} has none: "
+                                    "use cls_before_pooler")
+        TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
+        origin = _name_or_path(model) or name
+        self.source = hub.ModelSource(origin, Path(origin), None)
+        self.tokenizer_source = None
+        self.pooling, self.first_layer, self.max_length = pooling, int(first_layer), int(max_length)
+        self.normalize, self.prompt = bool(normalize), prompt
+        self._model = model.to(self.device)
+        self._tokenizer = tokenizer
+
+    def _declared_mask_token(self) -> str | None:
+        return None  # the tokenizer is loaded already
+
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        with evaluating(self._model):
+            return super().encode(sentences, show_progress)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._model.config.hidden_size)
+
+    def identity_info(self) -> dict[str, Any]:
+        info = super().identity_info()
+        info.update({"family": "transformers-object", "revision": None,
+                     "weights_sha256": module_fingerprint(self._model),
+                     "tokenizer": {"class": type(self._tokenizer).__name__, "vocabulary_size": len(self._tokenizer)}})
+        return info
+
+
+class CallableEncoder(Encoder):
+    """Any function from a list of sentences to vectors (numpy, torch or nested lists), called on
+    batches of ``batch_size`` sentences in the order given."""
+
+    def __init__(self, name: str, fn: Callable[[list[str]], Any], batch_size: int = 64,
+                 identity: str | None = None) -> None:
+        super().__init__(name)
+        self.fn, self.batch_size, self.given_identity = fn, int(batch_size), identity
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the outputs are tied to a stated identity (else never cached nor stored)."""
+        return self.given_identity is not None
+
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        from tqdm.auto import tqdm
+
+        rows = []
+        starts = range(0, len(sentences), self.batch_size)
+        for start in tqdm(starts, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
+            batch = list(sentences[start:start + self.batch_size])
+            rows.append(as_vectors(self.fn(batch), len(batch), self.name))
+        return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+    def identity_info(self) -> dict[str, Any]:
+        if self.given_identity is None:
+            return {"family": "callable", "unpinned": f"{type(self.fn).__qualname__}@{id(self.fn):x}"}
+        return {"family": "callable", "identity": self.given_identity}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {**super().metadata, "callable": getattr(self.fn, "__qualname__", type(self.fn).__name__),
+                "pinned": self.pinned}
+
+
+def as_vectors(value: Any, n: int, name: str) -> np.ndarray:
+    """A callable's output as a float32 (n, d) array: numpy arrays, torch tensors (any device or
+    dtype) and nested lists are accepted; anything else is refused with what came back."""
+    if hasattr(value, "detach"):
+        value = value.detach().float().cpu().numpy()
+    try:
+        array = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"encoder {name!r} returned {type(value).__name__}, not vectors") from None
+    if array.ndim != 2 or len(array) != n:
+        raise InvalidInputError(f"encoder {name!r} returned an array of shape {array.shape} for {n} sentences; "
+                                "expected one row per sentence")
+    return array
+

@@ -1,0 +1,43 @@
+"""The ``python`` family: an encoder defined in any importable module, named ``module:attribute``.
+
+``python:mypkg.models:MyEncoder`` on the command line, or ``spec = "mypkg.models:MyEncoder"`` in
+``benchharness.toml``: the attribute is an :class:`~benchharness.core.encoder.Encoder` instance, or
+a callable (an ``Encoder`` subclass, a factory) that takes the encoder's ``name`` and returns one.
+The encoder's own ``identity_info`` pins its outputs; the target is recorded beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.plugins import load_object
+from benchharness.core.specs import Defaults, EncoderSpec, Family
+
+#: ``module:attribute`` (dotted both sides)
+TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def load_target(target: str) -> Any:
+    if not TARGET.fullmatch(target):
+        raise InvalidInputError(f"{target!r} is not module:attribute (e.g. mypkg.models:MyEncoder)")
+    try:
+        return load_object(target)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidInputError(f"cannot load encoder {target!r}: {exc}") from None
+
+
+def build(name: str, spec: EncoderSpec, defaults: Defaults) -> Encoder:
+    target = spec["object"]  # type: ignore[typeddict-item]
+    obj = load_target(target)
+    encoder = obj if isinstance(obj, Encoder) else obj(name) if callable(obj) else None
+    if not isinstance(encoder, Encoder):
+        raise InvalidInputError(f"{target} is neither an Encoder nor a callable that returns one for a name "
+                                f"(got {type(obj).__name__})")
+    return encoder
+
+
+FAMILY = Family.of("python", build, target="object", accepts=(), usage="python:<module:attribute>",
+                   check=lambda spec: load_target(spec["object"]))  # type: ignore[typeddict-item]
