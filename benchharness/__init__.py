@@ -11,7 +11,7 @@ The package is layered; each layer imports only from the layers below it
 4. ``evaluation``: name resolution, the runner, the embedding cache, verification;
 5. ``training`` (recipes, run store, on-demand training, dev evaluation), ``tuning``,
    ``reporting`` (leaderboard, compare, analysis) and ``mteb_bridge``;
-6. ``cli`` (one module per command) and ``api``, the Python face below.
+6. ``cli``: one module per command; and this module, the Python face below.
 
 From Python::
 
@@ -30,11 +30,11 @@ from benchharness.core.version import __version__
 
 #: public name -> the module that defines it
 _EXPORTS = {
-    "evaluate": "benchharness.api.evaluate",
-    "Results": "benchharness.api.results",
-    "as_encoder": "benchharness.api.models",
-    "STSEvaluator": "benchharness.api.evaluators",
-    "EvaluationCallback": "benchharness.api.evaluators",
+    "evaluate": "benchharness.evaluation.evaluate",
+    "Results": "benchharness.evaluation.results",
+    "as_encoder": "benchharness.evaluation.models",
+    "STSEvaluator": "benchharness.training.evaluators",
+    "EvaluationCallback": "benchharness.training.evaluators",
     "register_file_task": "benchharness.tasks.from_files",
     "Encoder": "benchharness.core.encoder",
     "Task": "benchharness.core.task",

@@ -40,8 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from benchharness import tasks
-    from benchharness.api.evaluate import evaluate
     from benchharness.core.specs import split_outside_parentheses
+    from benchharness.evaluation.evaluate import evaluate
 
     task_names = tasks.resolve(args.tasks)
     if not task_names:
@@ -70,7 +70,7 @@ def _verify(encoder_names: list[str], task_names: list[str], options: dict, args
     the models really run), then compare each result with the stored one."""
     from tabulate import tabulate
 
-    from benchharness.api.evaluate import evaluate
+    from benchharness.evaluation.evaluate import evaluate
     from benchharness.evaluation.verify import TOLERANCE, compare
 
     store = result_store(args)

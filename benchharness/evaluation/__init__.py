@@ -1,3 +1,4 @@
-"""Layer 4, evaluation: names to encoders (``resolver``), the run of encoders over tasks
-(``runner``), the embedding cache (``cache``) and the check that stored results reproduce
-(``verify``)."""
+"""Layer 4, evaluation: names to encoders (``resolver``), whatever a caller holds as an encoder
+(``models``), the run of encoders over tasks (``runner``) behind ``benchharness.evaluate``
+(``evaluate``, returning ``results.Results``), the embedding cache (``cache``) and the check that
+stored results reproduce (``verify``)."""

@@ -109,6 +109,8 @@ class _Context:
     versions: dict[str, str | None]
     summary: Summary
     log: Callable[[str], None]
+    #: bootstrap intervals for each result (a training loop's evaluations go without)
+    intervals: bool = True
     #: sha256 of each loaded task's data
     digests: dict[str, str] = field(default_factory=dict)
 
@@ -140,10 +142,11 @@ def run(
     show_progress: bool = True,
     log: Callable[[str], None] = print,
     add_items: bool = False,
+    intervals: bool = True,
 ) -> Summary:
     if overwrite not in OVERWRITE:
         raise InvalidInputError(f"overwrite must be one of {', '.join(OVERWRITE)}")
-    ctx = _Context(data, store, seed, versions(), Summary(), log)
+    ctx = _Context(data, store, seed, versions(), Summary(), log, intervals)
     tasks = _load_tasks(task_names, get_task, encoder_names, ctx)
     for enc_name in encoder_names:
         try:
@@ -247,8 +250,9 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
                             "peak_rss_mb": round(peak_rss_mib(), 1)}
         data_record = {"sha256": ctx.digests[task.name], "root": DATA_ROOT_LABEL,
                        "files": sorted(_file_label(f, ctx.data.root) for f in task.files), "verified": ctx.data.verify}
-        confidence = _confidence(evaluation, task, ctx.seed, ctx.log,
-                                 _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions))
+        confidence = None if not ctx.intervals else _confidence(
+            evaluation, task, ctx.seed, ctx.log, _previous_confidence(ctx.store, plan.replaced.get(task.name),
+                                                                      ctx.versions))
         _store(task, enc_name, encoder, identity, evaluation, data_record, timings, ctx, zeros=zeros,
                confidence=confidence, previous=plan.previous.get(task.name))
 
@@ -287,7 +291,7 @@ def _store(task: Task, enc_name: str, encoder: Encoder, identity: dict, evaluati
     )
     try:
         ctx.store.save(result, evaluation if evaluation.items else None)
-    except ValueError as exc:  # e.g. a NaN metric, which JSON cannot hold
+    except (ValueError, OSError) as exc:  # a NaN metric (JSON cannot hold it); a full or read-only disk
         ctx.fail(enc_name, task.name, f"storing: {exc}", f"[{enc_name}/{task.name}] cannot store the result: {exc}")
         return
     notes = [f"{zeros:,} zero vectors"] if zeros else []

@@ -1,11 +1,11 @@
 """STS-B dev evaluation of an encoder while it trains, scored exactly as the harness scores it.
 
 The training loop (``benchharness.encoders.methods.loop``) knows no task: ``benchharness train``
-builds a :class:`DevEvaluator` here and hands it to the loop as a callback. The evaluator encodes
-through the one inference engine (``benchharness.encoders.inference``: exact token-length batches)
-with the pooling and truncation the registered encoder will use, and hands the task the runner's
-embedding store, so the dev score in a manifest is the score ``benchharness run`` reproduces for
-the saved encoder.
+builds a :class:`DevEvaluator` here and hands it to the loop as a callback. The evaluator wraps the
+module being trained as an in-memory encoder with the pooling and truncation the registered
+encoder will use and scores it with :func:`benchharness.evaluate`, the one evaluation code path
+(the same engine, pooling and task as ``benchharness run``; no bootstrap intervals), so the dev
+score in a manifest is the score ``benchharness run`` reproduces for the saved encoder.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from benchharness import tasks
 from benchharness.core.data_root import DataRoot
 from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
-from benchharness.encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, tokenize
-from benchharness.encoders.pooling import needs_hidden_states, pool
-from benchharness.evaluation.runner import EmbeddingStore
+from benchharness.encoders.in_memory import TransformersModelEncoder
+from benchharness.evaluation.evaluate import evaluate
 
 if TYPE_CHECKING:
     from benchharness.encoders.methods.method import TrainingMethod
@@ -33,9 +32,8 @@ DEV_TASK = "STSBenchmark-dev"
 
 
 class DevEvaluator:
-    """The dev score of an encoder module (STS-B dev Spearman by default), computed as the harness
-    would: the task's unique sentences tokenized once, encoded by the engine in eval mode, pooled
-    with the registered encoder's pooling, and scored by the task's own ``evaluate``."""
+    """The dev score of an encoder module (STS-B dev Spearman by default), computed by
+    ``benchharness.evaluate`` on the module itself."""
 
     def __init__(self, tokenizer: Any, pooling: str, max_length: int, batch_size: int, device: torch.device,
                  precision: str, task_name: str = DEV_TASK, data: DataRoot | None = None) -> None:
@@ -43,29 +41,27 @@ class DevEvaluator:
             raise InvalidInputError("dev evaluation with pooling 'prompt' is not supported by the training loop")
         self.task_name = task_name
         self.task = tasks.get(task_name)
-        self.task.load(data or DataRoot())
+        self.data = data or DataRoot()
+        self.task.load(self.data)
         self.sentences = list(dict.fromkeys(self.task.sentences()))
         self.tokenizer, self.pooling, self.max_length = tokenizer, pooling, max_length
-        self.device, self.precision = device, precision
-        self.token_budget = batch_size * TOKENS_PER_SENTENCE
-        self.tokens = tokenize(tokenizer, self.sentences, max_length)
+        self.batch_size, self.device, self.precision = batch_size, device, precision
 
-    def embed_all(self, encoder: nn.Module) -> np.ndarray:
+    def encoder(self, module: nn.Module) -> TransformersModelEncoder:
+        """The module as the encoder its saved run will be: same pooling, truncation and precision."""
+        return TransformersModelEncoder("dev", module, self.tokenizer, self.pooling, max_length=self.max_length,
+                                        batch_size=self.batch_size, device=str(self.device), precision=self.precision)
+
+    def embed_all(self, module: nn.Module) -> np.ndarray:
         """Embeddings of ``self.sentences``, in eval mode (the training mode is restored)."""
-        engine = TransformerEngine(encoder, self.tokenizer, self.max_length, self.device, self.precision,
-                                   token_budget=self.token_budget)
-        was_training = encoder.training
-        encoder.eval()
-        try:
-            return engine.encode_tokens(self.tokens, lambda outputs, features: pool(
-                self.pooling, outputs, features["attention_mask"]), needs_hidden_states(self.pooling))
-        finally:
-            encoder.train(was_training)
+        return self.encoder(module).encode(self.sentences)
 
-    def __call__(self, encoder: nn.Module) -> float:
-        store = EmbeddingStore(self.sentences, self.embed_all(encoder))
-        metrics = self.task.evaluate(store.embed, seed=0)
-        return float(metrics[self.task.metadata.main_score])
+    def __call__(self, module: nn.Module) -> float:
+        results = evaluate(self.encoder(module), [self.task], data_dir=self.data.root, verify_data=self.data.verify,
+                           seed=0, intervals=False)
+        if results.failed:
+            raise RuntimeError(f"dev evaluation on {self.task_name} failed: {results.failed[0].message}")
+        return results.results[0].main_score
 
 
 def for_training(method: TrainingMethod, config: TrainConfig) -> DevEvaluator:

@@ -32,14 +32,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("encoders", "tasks"),
     ("evaluation",),
     ("training", "tuning", "reporting", "mteb_bridge"),
-    ("cli", "api", ""),  # "": the package's own __init__, which exports the api
+    ("cli", ""),  # "": the package's own __init__, which exports the Python API (loaded on first use)
 ]
 #: same-layer arrows between rooms, each with its reason
 SIDEWAYS = {
     ("tuning", "training"): "a tuner selects on the dev task training selects on (dev_eval.DEV_TASK)",
     ("reporting", "mteb_bridge"): "the leaderboard gives mteb tasks (mteb:<Name>) their own section",
-    ("cli", "api"): "`run` is a thin layer over benchharness.evaluate: one code path",
-    ("", "api"): "the package exports the Python API (loaded on first use)",
 }
 #: where each kind of plugin may live
 PLUGIN_ROOMS = {"families": {"encoders"}, "postprocessors": {"encoders"}, "methods": {"encoders"},

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import benchharness
-from benchharness.api.models import as_encoder
 from benchharness.encoders.in_memory import module_fingerprint
+from benchharness.evaluation.models import as_encoder
 
 TASK = "STSBenchmark-dev"
 

@@ -8,7 +8,7 @@ import types
 import pytest
 
 import benchharness
-from benchharness.api.evaluators import EvaluationCallback, STSEvaluator
+from benchharness.training.evaluators import EvaluationCallback, STSEvaluator
 
 TASK = "STSBenchmark-dev"
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from benchharness.api.evaluate import evaluate
-from benchharness.api.results import Results
+from benchharness.evaluation.evaluate import evaluate
+from benchharness.evaluation.results import Results
 
 try:  # sentence-transformers >= 5.2 moved its evaluators
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
@@ -62,7 +62,7 @@ class STSEvaluator(SentenceEvaluator):
                  ) -> dict[str, float]:
         options = {} if self.seed is None else {"seed": self.seed}
         results = evaluate(model, self.tasks, name=f"{self.name}@step{steps}", batch_size=self.batch_size,
-                           data_dir=self.data_dir, **options)
+                           data_dir=self.data_dir, intervals=False, **options)
         self.history.append((steps, results))
         metrics = self.prefix_name_to_metrics(metrics_of(results, 0.01), self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
@@ -87,7 +87,7 @@ class EvaluationCallback(TrainerCallback):
 
     def score(self, model: Any, step: int) -> dict[str, float]:
         results = evaluate(model, self.tasks, name=f"model@step{step}", tokenizer=self.tokenizer,
-                           pooling=self.pooling, batch_size=self.batch_size, data_dir=self.data_dir)
+                           pooling=self.pooling, batch_size=self.batch_size, data_dir=self.data_dir, intervals=False)
         self.history.append((step, results))
         return {f"benchharness_{k}": v for k, v in metrics_of(results).items()}
 

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchharness import tasks as task_registry
-from benchharness.api.models import ModelLike, as_encoder, default_name
-from benchharness.api.results import Results
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.results import ResultStore
 from benchharness.core.task import Task
+from benchharness.evaluation.models import ModelLike, as_encoder, default_name
 from benchharness.evaluation.resolver import Resolver
+from benchharness.evaluation.results import Results
 from benchharness.evaluation.runner import DEFAULT_SEED, run
 
 TaskLike = Any  # a name, a group, a comma list of them, or a Task object
@@ -76,6 +76,7 @@ def evaluate(
     add_items: bool = False,
     show_progress: bool = False,
     log: Callable[[str], None] | None = None,
+    intervals: bool = True,
 ) -> Results:
     """Evaluate ``model`` on ``tasks`` and return the results.
 
@@ -86,6 +87,7 @@ def evaluate(
     single in-memory model in the results. ``tasks``: names, groups (``"sts"``, ``"transfer"``), a
     comma list of them, or Task objects. The harness batches for the caller (``batch_size``).
     ``overwrite`` (``reuse``, ``stale``, ``always``) applies to results already in ``results_dir``.
+    ``intervals=False`` skips the bootstrap intervals (a training loop's frequent evaluations).
     """
     if device is not None:  # before any model loads: a typo or a missing GPU fails here
         from benchharness.core.devices import pick_device
@@ -124,7 +126,7 @@ def evaluate(
         store = ResultStore(Path(results_dir) if results_dir is not None and pinned else Path(scratch))
         summary = run(names, task_names, lambda n: built[n] if n in built else resolver.get(n), get_task, data,
                       store, overwrite=overwrite, seed=seed, show_progress=show_progress,
-                      log=log or (lambda _: None), add_items=add_items)
+                      log=log or (lambda _: None), add_items=add_items, intervals=intervals)
         results = [store.load(o.encoder, o.task) for o in summary.outcomes if o.status in ("computed", "reused")]
     return Results(results, summary.outcomes, pinned)
 
