@@ -82,7 +82,7 @@ def slug(name: str) -> str:
     ``encoder`` field.
     """
     safe = re.sub(r"[^A-Za-z0-9._+=,()-]+", "_", name).strip("_") or "encoder"
-    if len(safe) <= SLUG_MAX:
+    if len(safe) <= SLUG_MAX and safe.strip("."):  # "." and ".." would leave the results folder
         return safe
     digest = hashlib.sha256(name.encode()).hexdigest()[:12]
     return f"{safe[: SLUG_MAX - len(digest) - 1]}-{digest}"
@@ -127,6 +127,8 @@ class ResultStore:
         self.root = Path(root)
 
     def path(self, encoder: str, task: str) -> Path:
+        if not task.strip(".") or any(c in task for c in "/\\\0"):
+            raise InvalidInputError(f"task name {task!r} cannot name a result file (separators, NUL, '.' or '..')")
         folder = slug(encoder)
         if folder in RESERVED_FOLDERS:
             raise InvalidInputError(f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import sys
 import time
 import warnings
 import zipfile
@@ -55,6 +56,11 @@ _CORRUPTION_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 def sentence_key(sentence: str) -> bytes:
     return hashlib.sha1(sentence.encode("utf8")).digest()
+
+
+class CacheWriteError(UserError):
+    """The cache cannot take more rows (a full disk, a read-only folder): the message names the file
+    and SQLite's cause; what is stored stays intact."""
 
 
 class DamagedCacheError(UserError):
@@ -111,6 +117,9 @@ def _read(path: Path, con: sqlite3.Connection) -> CachedRows:
         raise sqlite3.DatabaseError(f"embedding cache {path}: {exc}") from exc
     if "format" not in meta:
         raise DamagedCacheError("no format in its meta table")
+    if meta.get("identity", path.parent.name) != path.parent.name:  # a file copied from another encoder
+        raise DamagedCacheError(f"it holds the vectors of encoder identity {meta['identity']}, "
+                                f"not {path.parent.name}")
     if meta["format"] != FORMAT:  # a newer harness's cache is not damaged: leave it alone
         raise InvalidInputError(f"embedding cache {path} has format {meta['format']!r}; this version reads "
                          f"format {FORMAT!r}. Use another cache folder (--cache-dir) or update benchharness")
@@ -148,6 +157,7 @@ def _create(path: Path) -> None:
             con.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
                         "keys BLOB NOT NULL, vecs BLOB NOT NULL, crc INTEGER NOT NULL)")
             con.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+            con.execute("INSERT INTO meta VALUES ('identity', ?)", (path.parent.name,))
             con.execute("COMMIT")
         finally:
             con.close()  # checkpoints and removes tmp's -wal/-shm
@@ -175,7 +185,13 @@ def _locked(path: Path) -> Iterator[None]:
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another process that is writing the embedding cache {path.parent}: it holds "
+                  f"{path.name} until it has encoded what the cache lacks (its progress bar says how long)",
+                  file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         _held[path] = 1
         try:
             yield
@@ -237,11 +253,16 @@ class CacheWriter:
         try:
             if self._dim is None:
                 self.con.execute("INSERT INTO meta VALUES ('dim', ?)", (str(vectors.shape[1]),))
+            # a database made before identities were recorded takes its folder's at its next write
+            self.con.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (self.path.parent.name,))
             self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
                              (len(fresh), keys_blob, vecs_blob, _crc(keys_blob, vecs_blob)))
             self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
+        except BaseException as exc:
+            if self.con.in_transaction:  # SQLite has already rolled back a COMMIT that failed (disk full)
+                self.con.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise CacheWriteError(f"cannot write the embedding cache {self.path}: {exc}") from None
             raise
         self._dim = vectors.shape[1]
         start = len(self._index)
@@ -271,8 +292,11 @@ class CacheWriter:
                 self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
                                  (len(k) // KEY_BYTES, k, v, _crc(k, v)))
             self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
+        except BaseException as exc:
+            if self.con.in_transaction:  # SQLite has already rolled back a COMMIT that failed (disk full)
+                self.con.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise CacheWriteError(f"cannot write the embedding cache {self.path}: {exc}") from None
             raise
 
 
@@ -419,44 +443,60 @@ class CachingEncoder(Encoder):
         if self._rows is None:
             self._rows = self.cache.lookup(identity)
         keys = [sentence_key(s) for s in sentences]
-        unserved: dict[bytes, np.ndarray] = {}  # non-finite rows: returned as encoded, never stored
+        #: vectors encoded by this call that the cache does not serve: non-finite rows (never
+        #: stored) and, when the cache cannot be written, everything encoded after that
+        fresh: dict[bytes, np.ndarray] = {}
+        unserved = 0
         if any(k not in self._rows.index for k in keys):
-            with self.cache.writer(identity) as writer:
-                # read after taking the lock: a concurrent run may have encoded some meanwhile
-                index = writer.rows.index
-                missing = list(dict.fromkeys(s for s, k in zip(sentences, keys) if k not in index))
-                # Chunks cut from one stable longest-first order (by characters, as the HF encoder
-                # sorts): an inner encoder that sorts each chunk the same way then forms exactly the
-                # batches of a single call whenever its batch size divides the chunk size (64 and
-                # 2048 by default), so vectors are bit-identical to encoding all at once. Otherwise
-                # (or when an encoder breaks length ties differently, as sentence-transformers'
-                # unstable sort may) only batches at chunk edges change, and with them the padding,
-                # which can move vectors in their last float bits.
-                missing.sort(key=len, reverse=True)
-                for start in range(0, len(missing), self.chunk_size):
-                    chunk = missing[start : start + self.chunk_size]
-                    vecs = np.asarray(self.inner.encode(chunk, show_progress=show_progress), dtype=np.float32)
-                    if vecs.ndim != 2 or len(vecs) != len(chunk):
-                        raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape "
-                                                f"{vecs.shape}")
-                    self.encoded += len(chunk)
-                    finite = np.isfinite(vecs).all(axis=1)
-                    chunk_keys = [sentence_key(s) for s in chunk]
-                    writer.add_keys([k for k, ok in zip(chunk_keys, finite) if ok], vecs[finite])
-                    unserved.update((k, v) for k, v, ok in zip(chunk_keys, vecs, finite) if not ok)
-                self._rows = writer.rows
+            try:
+                with self.cache.writer(identity) as writer:
+                    # read after taking the lock: a concurrent run may have encoded some meanwhile
+                    index = writer.rows.index
+                    for chunk, vecs, finite in self._encode_missing(sentences, keys, index, fresh, show_progress):
+                        writer.add_keys([sentence_key(s) for s, ok in zip(chunk, finite) if ok], vecs[finite])
+                        unserved += int((~finite).sum())
+                        fresh.update((sentence_key(s), v) for s, v, ok in zip(chunk, vecs, finite) if not ok)
+                    self._rows = writer.rows
+            except (CacheWriteError, sqlite3.OperationalError, OSError) as exc:
+                warnings.warn(f"{self.name}: the embedding cache cannot be written ({exc}); the rest is encoded "
+                              "without it", RuntimeWarning, stacklevel=2)
+                for chunk, vecs, _ in self._encode_missing(sentences, keys, self._rows.index, fresh, show_progress):
+                    fresh.update(zip((sentence_key(s) for s in chunk), vecs))
             if unserved:
-                warnings.warn(f"{self.name}: {len(unserved)} sentence(s) encoded to non-finite vectors; "
+                warnings.warn(f"{self.name}: {unserved} sentence(s) encoded to non-finite vectors; "
                               "returned as they are, not cached", RuntimeWarning, stacklevel=2)
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
         rows = self._rows
-        if not unserved:
+        if not fresh:
             return rows.vectors[np.fromiter((rows.index[k] for k in keys), dtype=np.intp, count=len(keys))]
-        out = np.empty((len(keys), next(iter(unserved.values())).shape[0]), dtype=np.float32)
+        out = np.empty((len(keys), next(iter(fresh.values())).shape[0]), dtype=np.float32)
         for i, k in enumerate(keys):
-            out[i] = unserved[k] if k in unserved else rows.vectors[rows.index[k]]
+            out[i] = fresh[k] if k in fresh else rows.vectors[rows.index[k]]
         return out
+
+    def _encode_missing(self, sentences: Sequence[str], keys: Sequence[bytes], index: dict[bytes, int],
+                        fresh: dict[bytes, np.ndarray], show_progress: bool
+                        ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
+        """Encode, chunk by chunk, the sentences neither ``index`` nor ``fresh`` holds; yields each
+        chunk, its vectors and which rows are finite.
+
+        Chunks are cut from one stable longest-first order (by characters, as the HF encoder sorts):
+        an inner encoder that sorts each chunk the same way then forms exactly the batches of a
+        single call whenever its batch size divides the chunk size (64 and 2048 by default), so
+        vectors are bit-identical to encoding all at once. Otherwise (or when an encoder breaks
+        length ties differently, as sentence-transformers' unstable sort may) only batches at chunk
+        edges change, and with them the padding, which can move vectors in their last float bits.
+        """
+        missing = list(dict.fromkeys(s for s, k in zip(sentences, keys) if k not in index and k not in fresh))
+        missing.sort(key=len, reverse=True)
+        for start in range(0, len(missing), self.chunk_size):
+            chunk = missing[start : start + self.chunk_size]
+            vecs = np.asarray(self.inner.encode(chunk, show_progress=show_progress), dtype=np.float32)
+            if vecs.ndim != 2 or len(vecs) != len(chunk):
+                raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape {vecs.shape}")
+            self.encoded += len(chunk)
+            yield chunk, vecs, np.isfinite(vecs).all(axis=1)
 
     def identity_info(self) -> dict[str, Any]:
         return self.inner.identity_info()

@@ -183,6 +183,12 @@ class Resolver:
                     return {"type": COMPOSE, "spec": entry["spec"]}, None, (*chain, name)
                 return self._resolve(entry["spec"], (*chain, name))
             entry.pop("description", None)
+            if "type" not in entry:
+                close = difflib.get_close_matches(next(iter(entry), ""), ["spec", "type", "description"], n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close and entry else ""
+                raise UnknownEncoderError(f"{self.config.file or 'benchharness.toml'}: [encoders.{name}] needs "
+                                          f"spec = \"...\" or a family type = \"...\"; it has "
+                                          f"{', '.join(sorted(entry)) or 'nothing'}{hint}")
             return entry, None, (*chain, name)  # type: ignore[return-value]
         for catalogue in catalogues():
             found = catalogue.resolve(name, train=self.train_missing, progress=self.progress)

@@ -153,13 +153,14 @@ class RecipeBook:
     def names(self) -> list[str]:
         return list(self.entries)
 
-    def lookup(self, name: str) -> Recipe | None:
-        """The recipe a name stands for: an entry, or ``<DefSent+ entry>-r<k>``; None if neither."""
+    def lookup(self, name: str, bases: tuple[str, ...] = ()) -> Recipe | None:
+        """The recipe a name stands for: an entry, or ``<DefSent+ entry>-r<k>``; None if neither.
+        ``bases`` are the recipes whose ``base`` led here, to refuse a cycle through bases."""
         if name in self.entries:
-            return self.resolve(name)
+            return self.resolve(name, bases)
         m = re.fullmatch(r"(.+)-r(\d+)", name)
         if m and m.group(1) in self.entries:
-            recipe = self.resolve(m.group(1))
+            recipe = self.resolve(m.group(1), bases)
             if recipe.rounds is not None:
                 return with_round(recipe, int(m.group(2)), name)
         return None
@@ -189,15 +190,21 @@ class RecipeBook:
             merged.pop("description", None)
         return merged
 
-    def resolve(self, name: str) -> Recipe:
+    def resolve(self, name: str, bases: tuple[str, ...] = ()) -> Recipe:
+        if name in bases:
+            raise RecipeError(f"{self.path}: recipe {name!r} is its own base "
+                              f"({' -> '.join(f'recipe:{b}' for b in (*bases, name))}); point one base at a model")
         src = self.source(name)
         where = f"{self.path}: recipe {name!r}"
         if "method" not in src or "base" not in src:
             raise RecipeError(f"{where} needs 'method' and 'base' (directly or through 'extends')")
         try:
             return build(src["method"], src["base"], src.get("preset"), src["options"], revision=src.get("revision"),
-                         name=name, round=src.get("round"), description=src.get("description", ""), book=self)
+                         name=name, round=src.get("round"), description=src.get("description", ""), book=self,
+                         bases=(*bases, name))
         except RecipeError as exc:
+            if str(exc).startswith(f"{self.path}:"):  # already names the file and recipe (a base's error)
+                raise
             raise RecipeError(f"{where}: {exc}") from None
 
 
@@ -316,7 +323,7 @@ def cached_revision(hub_id: str) -> str | None:
 
 def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, revision: str | None = None,
           name: str | None = None, round: int | None = None, description: str = "",
-          book: RecipeBook | None = None) -> Recipe:
+          book: RecipeBook | None = None, bases: tuple[str, ...] = ()) -> Recipe:
     """A recipe from its written form; a base ``recipe:<name>`` is resolved through ``book``.
 
     A hub base takes ``revision`` (pinned), else the one the cache holds now; a folder base is
@@ -329,7 +336,7 @@ def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, 
     base_recipe = None
     fingerprint = None
     if base.startswith(RECIPE_PREFIX):
-        base_recipe = base_recipe_named(base[len(RECIPE_PREFIX):], book or load_book())
+        base_recipe = base_recipe_named(base[len(RECIPE_PREFIX):], book or load_book(), bases)
         revision = None
     else:
         from benchharness.encoders.methods.base_model import base_folder
@@ -350,9 +357,9 @@ def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, 
     return recipe
 
 
-def base_recipe_named(name: str, book: RecipeBook) -> Recipe:
+def base_recipe_named(name: str, book: RecipeBook, bases: tuple[str, ...] = ()) -> Recipe:
     """The recipe a ``recipe:<name>`` base names: a recipe of the file, else a key in the run store."""
-    recipe = book.lookup(name) or stored_recipe(RunStore(), name, book)
+    recipe = book.lookup(name, bases) or stored_recipe(RunStore(), name, book)
     if recipe is None:
         raise RecipeError(f"base recipe:{name} is neither a recipe of {book.path} nor a key in the run store")
     return recipe

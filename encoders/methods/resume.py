@@ -51,7 +51,12 @@ def prepare_out(config: TrainConfig) -> Path | None:
 
 
 def rng_state() -> dict[str, Any]:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Every generator's state as tensors and plain values, which ``torch.load(weights_only=True)``
+    reads back without unpickling arbitrary objects (numpy's key array travels as a tensor)."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"python": random.getstate(), "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss,
+                                                    cached),
+             "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -59,7 +64,8 @@ def rng_state() -> dict[str, Any]:
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -80,7 +86,12 @@ def load_checkpoint(path: Path, config: TrainConfig, method: TrainingMethod, opt
                     scaler: torch.amp.GradScaler) -> dict[str, Any]:
     """Restore a checkpoint made with the same settings into the given objects and the RNGs;
     returns the loop state. Other settings are refused: the resumed run would be neither."""
-    saved = torch.load(path, map_location="cpu", weights_only=False)
+    try:  # weights_only: a checkpoint is data, and one from a shared runs folder must not run code
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # unpickling refused, truncated or random bytes: torch raises several kinds
+        raise InvalidInputError(f"{path}: not a checkpoint this harness can resume safely ({type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0][:200]}); delete {path.parent} to train from the start"
+                                ) from None
     # a checkpoint that does not record a setting was made with that setting's default behaviour
     # (``optimizer``: torch-adamw)
     made_with = {**FIELD_DEFAULTS, **saved["config"]}

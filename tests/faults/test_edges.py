@@ -1,0 +1,155 @@
+"""Hostile names and files, full and read-only disks: through the real command line where it
+matters, with a small tmpfs and a read-only bind mount where this machine lets the test make them
+(it runs as root here; elsewhere those tests say why they are skipped)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchharness.cli import main
+from benchharness.core import settings
+from benchharness.core.results import ResultStore
+from benchharness.training.recipes import RecipeError, read_book
+
+HOSTILE = ["..", ".", "...", "../escape", "a/../../b", "/etc/passwd", "x\0y", "C:\\windows", "~", "-rf", " ",
+           "a" * 400, "名前", "a\nb", "$HOME", "*"]
+
+
+def test_no_encoder_name_leaves_the_results_folder(tmp_path):
+    """Names that share a folder (the mapping is lossy) are told apart by the encoder name stored
+    in each file, which ``load`` checks (tests/faults/test_errors.py)."""
+    store = ResultStore(tmp_path / "results")
+    paths = {}
+    for name in HOSTILE:
+        path = store.path(name, "STSBenchmark").resolve()
+        assert path.parent.parent == (tmp_path / "results").resolve(), name
+        assert len(path.parent.name) <= 160
+        paths.setdefault(path, []).append(name)
+    for task in ("..", ".", "a/b", "x\0y"):
+        with pytest.raises(ValueError, match="cannot name a result file"):
+            store.path("glove-50d", task)
+
+
+def test_a_dotdot_encoder_registered_in_the_config_writes_inside_results(project):
+    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[encoders.".."]\nspec = "glove-50d"\n')
+    settings.load_config.cache_clear()
+    assert main(["run", "--encoders", "..", "--tasks", "STSBenchmark", "--quiet"]) == 0
+    written = sorted(p.relative_to(project) for p in project.rglob("STSBenchmark.json"))
+    assert len(written) == 1 and written[0].parts[0] == "results" and len(written[0].parts) == 3
+
+
+def test_a_typo_in_an_encoder_table_is_one_line_with_the_close_key(project, capsys):
+    (project / "benchharness.toml").write_text('[encoders.g]\nspce = "glove-50d"\n')
+    settings.load_config.cache_clear()
+    assert main(["run", "--encoders", "g", "--tasks", "STSBenchmark"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "[encoders.g] needs spec" in err and "did you mean 'spec'?" in err
+
+
+def test_a_recipe_that_is_its_own_base_is_refused_through_every_link(tmp_path):
+    book = tmp_path / "recipes.toml"
+    book.write_text('[recipes.selfbase]\nmethod = "simcse"\nbase = "recipe:selfbase"\n'
+                    '[recipes.a]\nmethod = "simcse"\nbase = "recipe:b"\n[recipes.b]\nmethod = "simcse"\nbase = "recipe:a"\n')
+    with pytest.raises(RecipeError, match=r"'selfbase' is its own base \(recipe:selfbase -> recipe:selfbase\)"):
+        read_book(book).get("selfbase")
+    with pytest.raises(RecipeError, match=r"'a' is its own base \(recipe:a -> recipe:b -> recipe:a\)"):
+        read_book(book).get("a")
+
+
+class _Payload:
+    """Unpickling this creates a file: the proof that a checkpoint ran code."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.marker), "code ran"))
+
+
+def test_a_crafted_checkpoint_is_refused_without_running_its_code(tiny_bert, tmp_path):
+    import torch
+
+    from benchharness.encoders.methods.resume import CHECKPOINT_DIR, CHECKPOINT_FILE, load_checkpoint
+    from benchharness.encoders.methods.train_config import TrainConfig
+
+    marker = tmp_path / "pwned"
+    state = tmp_path / CHECKPOINT_DIR / CHECKPOINT_FILE
+    state.parent.mkdir()
+    with open(state, "wb") as fh:
+        pickle.dump({"config": _Payload(str(marker))}, fh)
+    config = TrainConfig(base=str(tiny_bert), out=tmp_path)
+    with pytest.raises(ValueError, match="not a checkpoint this harness can resume safely"):
+        load_checkpoint(state, config, torch.nn.Linear(1, 1), None, None, None)  # type: ignore[arg-type]
+    assert not marker.exists()
+    state.write_bytes(os.urandom(4096))
+    with pytest.raises(ValueError, match=f"delete {state.parent}"):
+        load_checkpoint(state, config, torch.nn.Linear(1, 1), None, None, None)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def mounted(kind: str, target: Path, source: Path | None = None):
+    """A tmpfs of 256 KiB, or a read-only bind mount of ``source``, at ``target``; skips the test
+    with the reason where mounting is not allowed (not root, no mount namespace)."""
+    target.mkdir(parents=True, exist_ok=True)
+    command = (["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(target)] if kind == "tmpfs"
+               else ["mount", "--bind", str(source), str(target)])
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        pytest.skip("no mount command on this machine: the full-disk and read-only tests need one")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here ({done.stderr.strip()}): the full-disk and read-only tests need root")
+    try:
+        if kind == "ro":
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(target)], check=True, capture_output=True)
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], capture_output=True)
+
+
+def test_a_full_cache_disk_is_named_and_the_run_goes_on_without_it(project, capsys, data_dir):
+    import json as json_module
+
+    with mounted("tmpfs", project / "cache"):
+        (project / "cache" / "filler").write_bytes(b"\0" * (200 * 1024))  # leaves too little for the vectors
+        with pytest.warns(RuntimeWarning, match="the embedding cache cannot be written .*disk is full"):
+            code = main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark,SICKRelatedness",
+                         "--cache-dir", "cache", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and "cannot rollback" not in out
+    stored = json_module.loads((project / "results" / "glove-50d" / "STSBenchmark.json").read_text())
+    committed = json_module.loads((Path(__file__).resolve().parents[2] / "results" / "glove-50d" /
+                                   "STSBenchmark.json").read_text())
+    assert stored["main_score"] == pytest.approx(committed["main_score"], abs=0.17)
+
+
+def test_a_read_only_results_folder_is_reported_per_result_and_the_summary_printed(project, capsys):
+    (project / "results_src").mkdir()
+    with mounted("ro", project / "results", project / "results_src"):
+        code = main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark,SICKRelatedness", "--no-cache",
+                     "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    rows = [line for line in out.splitlines() if line.startswith("| glove-50d")]
+    assert len(rows) == 2 and all("failed" in r and "Read-only file system" in r for r in rows)
+    assert "results in" in out
+
+
+def test_a_cache_database_of_another_identity_is_quarantined_not_served(tmp_path):
+    import numpy as np
+
+    from benchharness.evaluation.cache import EmbeddingCache
+
+    cache = EmbeddingCache(tmp_path)
+    cache.add("aaaa", ["a dog"], np.ones((1, 3), np.float32))
+    cache.add("bbbb", ["a cat"], np.full((1, 3), 2, np.float32))
+    (tmp_path / "aaaa" / "embeddings.sqlite").replace(tmp_path / "bbbb" / "embeddings.sqlite")  # planted
+    with pytest.warns(RuntimeWarning, match="holds the vectors of encoder identity aaaa, not bbbb"):
+        rows = cache.lookup("bbbb")
+    assert len(rows) == 0  # nothing of encoder aaaa is served as bbbb's
