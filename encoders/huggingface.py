@@ -69,6 +69,9 @@ class HFEncoder(TransformerEncoder):
             self.source = dataclasses.replace(self.source, name=model_name)
         self.pooling = pooling
         self.first_layer = int(first_layer)
+        if int(max_length) < 1:
+            raise InvalidInputError(f"encoder {name!r}: max_length must be a positive number of tokens, "
+                                    f"got {max_length}")
         self.max_length = int(max_length)
         self.normalize = bool(normalize)
         self.prompt = prompt
@@ -203,5 +206,13 @@ def build(name: str, spec: EncoderSpec, defaults: Defaults) -> HFEncoder:
     return HFEncoder(name, **{**allowed, **spec})
 
 
-FAMILY = Family.of("hf", build, accepts=HFEncoder, usage="hf:<model>?pooling=" + "|".join(POOLINGS)
+def check(spec: EncoderSpec) -> None:
+    """Numbers that cannot work, refused before any model loads."""
+    for key in ("max_length", "batch_size"):
+        value = spec.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise InvalidInputError(f"hf: {key} must be a positive integer, got {value!r}")
+
+
+FAMILY = Family.of("hf", build, accepts=HFEncoder, check=check, usage="hf:<model>?pooling=" + "|".join(POOLINGS)
                     + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16")

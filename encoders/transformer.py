@@ -36,6 +36,8 @@ class TransformerEncoder(Encoder):
     def __init__(self, name: str, batch_size: int, device: str | None, precision: str,
                  backend: str | None) -> None:
         super().__init__(name)
+        if int(batch_size) < 1:
+            raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
         self.batch_size = int(batch_size)
         self._device = DeviceChoice(device)
         # fp32 needs no device; reduced precision is checked against it now (that imports torch)

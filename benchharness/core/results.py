@@ -167,8 +167,20 @@ class ResultStore:
         """The per-item outputs of a stored result; the error names the command that produces them."""
         from benchharness.core.items import load_items
 
-        hint = f"benchharness run --encoders '{result.encoder}' --tasks {result.task} --add-items"
-        return load_items(self.path(result.encoder, result.task), result.items, hint)
+        return load_items(self.path(result.encoder, result.task), result.items,
+                          self.run_command(result.encoder, result.task, "--add-items"))
+
+    def run_command(self, encoder: str, task: str, *flags: str) -> str:
+        """The command that (re)computes ``encoder`` on ``task`` into this store, ready to paste."""
+        import shlex
+
+        from benchharness.core.settings import load_config
+
+        quoted = f"'{encoder}'" if "'" not in encoder else shlex.quote(encoder)  # a spec holds ?, & and ()
+        command = " ".join(["benchharness run --encoders", quoted, "--tasks", shlex.quote(task), *flags])
+        if self.root.absolute() != load_config().results_dir.absolute():
+            command += f" --results-dir {shlex.quote(str(self.root))}"
+        return command
 
     def __iter__(self) -> Iterator[Result]:
         for p in sorted(self.root.glob("*/*.json")):

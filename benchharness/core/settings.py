@@ -97,6 +97,7 @@ def load_config(path: Path | None = None) -> Config:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInputError(f"{path}: invalid TOML: {exc}") from None
+    _refuse_unknown(path, raw)
     base = path.parent
     paths = raw.get("paths", {})
 
@@ -123,6 +124,30 @@ def load_config(path: Path | None = None) -> Config:
         encoders=raw.get("encoders", {}),
         tasks=tasks,
     )
+
+
+TABLES = ("paths", "encoders", "tasks")
+PATH_KEYS = ("data_dir", "results_dir", "cache_dir", "runs_dir", "hf_hub_cache", "hf_offline")
+
+
+def _refuse_unknown(path: Path, raw: dict[str, Any]) -> None:
+    """A misspelt table or key would otherwise be ignored without a word: one line naming the file,
+    the table and the key, with the close match."""
+    import difflib
+
+    def refuse(where: str, key: str, known: tuple[str, ...]) -> None:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(known)}"
+        raise InvalidInputError(f"{path}: unknown {where} {key!r}{hint}")
+
+    for table in raw:
+        if table not in TABLES:
+            refuse("table", table, TABLES)
+    if not isinstance(raw.get("paths", {}), dict):
+        raise InvalidInputError(f"{path}: paths must be a table ([paths])")
+    for key in raw.get("paths", {}):
+        if key not in PATH_KEYS:
+            refuse("key in [paths]", key, PATH_KEYS)
 
 
 def offline_cache_missing(cfg: Config) -> bool:

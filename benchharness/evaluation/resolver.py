@@ -107,7 +107,7 @@ def check_spec(name: str, spec: EncoderSpec) -> Family:
                                           f"It accepts: {', '.join(accepted)}")
     for key in (family.target, "tokenizer"):
         value = spec.get(key)
-        if isinstance(value, str) and family.check is None:
+        if isinstance(value, str):
             check_local_path(value, f"encoder {name!r} ({key})")
     if family.check is not None:
         family.check(spec)

@@ -31,7 +31,7 @@ import numpy as np
 
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder
-from benchharness.core.errors import InvalidInputError
+from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.provenance import now, versions
 from benchharness.core.resources import peak_rss_mib
 from benchharness.core.results import OVERWRITE, ProtocolRecord, Result, ResultStore, Timings, fingerprint
@@ -222,7 +222,7 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
     except Exception as exc:
         for task in todo:
             ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
-        ctx.log(f"[{enc_name}] encoding failed: {exc}\n{traceback.format_exc()}")
+        ctx.log(f"[{enc_name}] encoding failed: {exc}{_trace(exc)}")
         return
     encode_seconds = time.perf_counter() - t0
     problem = non_finite_message(enc_name, sentences, vectors)
@@ -234,15 +234,19 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
     newly_encoded = encoder.encoded - encoded_before if isinstance(encoder, CachingEncoder) else len(sentences)
     embeddings = EmbeddingStore(sentences, vectors)
     for task in todo:
+        zeros = zero_vectors(embeddings, task)
+        if zeros and zeros == len(set(task.sentences())):
+            ctx.fail(enc_name, task.name, f"every one of the {zeros:,} sentences is encoded as a zero vector "
+                     "(e.g. every word out of a word-vector vocabulary): cosine similarity, hence the score, is "
+                     "undefined", f"[{enc_name}/{task.name}] failed: every sentence is a zero vector")
+            continue
         seed_everything(ctx.seed)
         t1 = time.perf_counter()
         try:
             evaluation = task.evaluate_items(embeddings.embed, ctx.seed)
         except Exception as exc:
-            ctx.fail(enc_name, task.name, f"evaluation: {exc}",
-                     f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
+            ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}{_trace(exc)}")
             continue
-        zeros = zero_vectors(embeddings, task)
         timings: Timings = {"encode_seconds_all_tasks": round(encode_seconds, 3),
                             "sentences_encoded_all_tasks": len(sentences),
                             "sentences_not_from_cache": newly_encoded,
@@ -266,8 +270,7 @@ def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, i
     try:
         metrics = task.evaluate_encoder(encoder, ctx.seed)
     except Exception as exc:
-        ctx.fail(enc_name, task.name, f"evaluation: {exc}",
-                 f"[{enc_name}/{task.name}] failed: {exc}\n{traceback.format_exc()}")
+        ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}{_trace(exc)}")
         return
     timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": round(peak_rss_mib(), 1)}
     if encoded_before is not None:
@@ -329,6 +332,11 @@ def _previous_confidence(store: ResultStore, stored: Result | None,
         return stored.confidence, store.load_items(stored)
     except (OSError, ValueError):  # items missing, damaged or another run's: bootstrap afresh
         return None
+
+
+def _trace(exc: Exception) -> str:
+    """The traceback of an unexpected error, for the log; a user error's message says it all."""
+    return "" if isinstance(exc, UserError) else "\n" + traceback.format_exc()
 
 
 def _file_label(path: Path, root: Path) -> str:

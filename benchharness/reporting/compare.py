@@ -40,7 +40,7 @@ def _load(store: ResultStore, encoder: str, task: str) -> Result:
     result = store.load(encoder, task)
     if result is None:
         raise MissingFileError(f"no stored result for {encoder} on {task} under {store.root}; produce it with: "
-                                f"benchharness run --encoders '{encoder}' --tasks {task}")
+                               f"{store.run_command(encoder, task)}")
     return result
 
 

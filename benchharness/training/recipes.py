@@ -87,16 +87,23 @@ class Recipe:
     description: str = ""
     base_recipe: Recipe | None = None  # when ``base`` is another recipe
     base_fingerprint: str | None = field(default=None, compare=False)  # weights sha256 of a folder base
+    #: sha256 of the training files the ``data`` option names (``text:<path>``, a .jsonl/.csv file);
+    #: None for the named corpora of the data root, which its pinned checksums already fix
+    data_digest: str | None = field(default=None, compare=False)
 
     def canonical(self) -> dict[str, Any]:
-        """What the key hashes: the method, the base as a machine-independent identity, every option."""
+        """What the key hashes: the method, the base as a machine-independent identity, every option,
+        and the content of the training files it names (an edited file is another recipe)."""
         if self.base_recipe is not None:
             base: Any = {"recipe": self.base_recipe.key}
         elif self.base_fingerprint is not None:
             base = {"weights_sha256": self.base_fingerprint}
         else:
             base = self.base
-        return {"method": self.method, "base": base, "base_revision": self.base_revision, "options": self.options}
+        canonical = {"method": self.method, "base": base, "base_revision": self.base_revision, "options": self.options}
+        if self.data_digest is not None:
+            canonical["data_sha256"] = self.data_digest
+        return canonical
 
     @property
     def key(self) -> str:
@@ -351,10 +358,27 @@ def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, 
             revision = cached_revision(base)
     options = resolve_options(method, flags, preset)
     recipe = Recipe(method, base, revision, options.pop("preset", None) or preset, flags, options, name, round,
-                    description, base_recipe, fingerprint)
+                    description, base_recipe, fingerprint, training_files_digest(options.get("data")))
     if round is not None:
         recipe = with_round(recipe, round, name)
     return recipe
+
+
+def training_files_digest(data: Any) -> str | None:
+    """sha256 over the local files a ``data`` option names (``+``-joined parts; ``text:<path>`` or a
+    path), or None when it names none (a corpus of the data root)."""
+    if not isinstance(data, str):
+        return None
+    files = []
+    for part in (p.strip() for p in data.split("+")):
+        path = Path(part.removeprefix("text:")).expanduser()
+        if path.is_file():
+            files.append(path)
+    if not files:
+        return None
+    from benchharness.core.digests import sha256_file
+
+    return stable_hash([[f.name, sha256_file(f)] for f in files])
 
 
 def base_recipe_named(name: str, book: RecipeBook, bases: tuple[str, ...] = ()) -> Recipe:
@@ -412,7 +436,7 @@ def from_record(record: dict[str, Any], book: RecipeBook | None = None) -> Recip
                    book=book)
     if recipe.key != record["key"]:
         raise RecipeError(f"the recipe stored as {record['key']} now resolves to key {recipe.key}: the method's "
-                          "defaults or the base changed since it was trained")
+                          "defaults, the base or the content of its training files changed since it was trained")
     return recipe
 
 

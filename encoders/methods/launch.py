@@ -8,6 +8,7 @@ dev evaluation without one is refused by the loop rather than silently trained w
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Callable, Protocol, Sequence
 
 from torch import nn
@@ -61,5 +62,7 @@ def report(result: TrainResult) -> int:
           f"{t['train_seconds']} s, {t['sentences_per_second']} sentences/s, peak RSS {t['peak_rss_mib']} MiB")
     if result.best_dev is not None:
         print(f"best STS-B dev spearman {result.best_dev:.2f} at step {result.best_step}")
-    print(f"encoder registered: {result.out} (benchharness run --encoders {m['name']} --tasks sts)")
+    # the folder itself always resolves (its manifest.json), wherever it is; its name only under the runs folder
+    print(f"encoder registered: {result.out} ({m['name']}); evaluate it with: benchharness run --encoders "
+          f"{shlex.quote(str(result.out))} --tasks sts")
     return 0

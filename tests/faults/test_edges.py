@@ -153,3 +153,97 @@ def test_a_cache_database_of_another_identity_is_quarantined_not_served(tmp_path
     with pytest.warns(RuntimeWarning, match="holds the vectors of encoder identity aaaa, not bbbb"):
         rows = cache.lookup("bbbb")
     assert len(rows) == 0  # nothing of encoder aaaa is served as bbbb's
+
+
+def test_unknown_tables_and_keys_of_the_config_are_one_line_with_the_close_match(project, capsys):
+    for text, expected in (('[paths]\ndta_dir = "x"\n', "unknown key in [paths] 'dta_dir' (did you mean 'data_dir'?)"),
+                           ('[encodrs.g]\nspec = "glove-50d"\n', "unknown table 'encodrs' (did you mean 'encoders'?)")):
+        (project / "benchharness.toml").write_text(text)
+        settings.load_config.cache_clear()
+        assert main(["list", "tasks"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and expected in err and "benchharness.toml" in err
+
+
+def test_numbers_that_cannot_work_are_refused_before_any_model_loads(project, capsys):
+    for value in ("0", "-3"):
+        assert main(["run", "--encoders", f"hf:sentence-transformers/all-MiniLM-L6-v2?pooling=avg&max_length={value}",
+                     "--tasks", "STSBenchmark"]) == 2
+        assert f"max_length must be a positive integer, got {value}" in capsys.readouterr().err
+
+
+def test_an_encoder_with_no_word_in_its_vocabulary_says_so_and_stores_nothing(project, capsys, tmp_path):
+    vectors = tmp_path / "tiny.glove.txt"
+    vectors.write_text("zzzz 0.1 0.2\nyyyy 0.3 0.1\n")
+    assert main(["run", "--encoders", f"glove:{vectors}", "--tasks", "STSBenchmark", "--no-cache", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "every one of the 2,551 sentences is encoded as a zero vector" in out and "Traceback" not in out
+    assert not list((project / "results").rglob("*.json"))
+
+
+def test_a_bad_line_of_a_word_vector_file_is_named_without_a_traceback(project, capsys, tmp_path):
+    vectors = tmp_path / "bad.glove.txt"
+    vectors.write_text("zzzz 0.1 0.2\nyyyy 0.3\n")
+    assert main(["run", "--encoders", f"glove:{vectors}", "--tasks", "STSBenchmark", "--no-cache"]) == 1
+    out = capsys.readouterr().out
+    assert f"{vectors}:2: 1 values, expected 2" in out and "Traceback" not in out
+
+
+def test_a_cache_path_that_is_a_file_is_named_and_the_run_goes_on(project, capsys):
+    (project / "cachefile").write_text("not a folder")
+    with pytest.warns(RuntimeWarning, match="the embedding cache cannot be written .*Not a directory"):
+        assert main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--cache-dir", "cachefile",
+                     "--quiet"]) == 0
+    assert (project / "results" / "glove-50d" / "STSBenchmark.json").is_file()
+
+
+def test_the_command_compare_prints_for_missing_items_works_when_pasted(project, capsys):
+    import shlex
+
+    store = project / "elsewhere"
+    for encoder in ("glove-50d", "glove-50d+whitening"):
+        assert main(["run", "--encoders", encoder, "--tasks", "STSBenchmark", "--results-dir", str(store),
+                     "--quiet"]) == 0
+    items = next((store / "glove-50d").glob("STSBenchmark.items*"))
+    items.unlink()
+    capsys.readouterr()
+    assert main(["compare", "glove-50d", "glove-50d+whitening", "--tasks", "STSBenchmark",
+                 "--results-dir", str(store)]) == 2
+    err = capsys.readouterr().err
+    printed = err[err.index("benchharness run"):].split(";")[0].split(" (")[0].strip().rstrip(".")
+    words = shlex.split(printed)
+    assert "--results-dir" in words and main(words[1:]) == 0
+    assert main(["compare", "glove-50d", "glove-50d+whitening", "--tasks", "STSBenchmark",
+                 "--results-dir", str(store)]) == 0
+
+
+def test_the_command_train_out_prints_works_when_pasted(project, capsys, tiny_bert, tmp_path):
+    import shlex
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\n"
+                      "a child reads a book\n")
+    out = tmp_path / "my-run"
+    assert main(["train", "simcse", "--base", str(tiny_bert), "--out", str(out), "--data", str(corpus),
+                 "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--threads", "1", "--quiet"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if "evaluate it with:" in line][-1]
+    words = shlex.split(printed.split("evaluate it with:", 1)[1])
+    assert words[:2] == ["benchharness", "run"]
+    assert main([*words[1:], "--quiet", "--no-cache"]) == 0
+    assert (project / "results").is_dir() and list((project / "results").rglob("STS*.json"))
+
+
+def test_editing_a_training_file_makes_another_recipe(tmp_path, tiny_bert):
+    from benchharness.training.recipes import derive, method_parser
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\n")
+
+    def key() -> str:
+        args = method_parser("simcse").parse_args(["--data", f"text:{corpus}", "--base", str(tiny_bert)])
+        return derive("simcse", args).key
+
+    first = key()
+    assert key() == first  # the same content, the same recipe
+    corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\na child reads\n")
+    assert key() != first  # a stale run of the old file is never reused

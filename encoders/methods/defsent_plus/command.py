@@ -6,6 +6,7 @@ interrupted one. The method (pooler, frozen entry head, loss) is ``benchharness.
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -242,7 +243,9 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
         update_manifest(previous.parent, entry_space_after_plot="entry_space_after.png")
     print(f"DefSent+ done in {time.perf_counter() - started:.0f} s: "
           + ", ".join(f"{name}-r{r}" for r in range(1, run.rounds + 1))
-          + f" (benchharness run --encoders {','.join(f'{name}-r{r}' for r in range(1, run.rounds + 1))} --tasks sts)")
+          + "; evaluate them with: benchharness run --encoders "
+          + shlex.quote(",".join(str(base_config.out.with_name(f"{base_config.out.name}-r{r}"))
+                                 for r in range(1, run.rounds + 1))) + " --tasks sts")
     return 0
 
 
