@@ -64,7 +64,21 @@ def _name_or_path(model: Any) -> str | None:
     return getattr(config, "_name_or_path", None) or getattr(model, "name_or_path", None) or None
 
 
-class SentenceTransformerObjectEncoder(SentenceTransformerEncoder):
+class _HeldModel:
+    """What the in-memory encoders share: the tokenizer is loaded already, and the model encodes
+    in eval mode and is handed back in the mode it was in."""
+
+    _model: Any
+
+    def _declared_mask_token(self) -> str | None:
+        return None
+
+    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        with evaluating(self._model):
+            return super().encode(sentences, show_progress)  # type: ignore[misc]
+
+
+class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
     """A loaded ``SentenceTransformer``, run by its own modules like ``st:`` (the engine where the
     model's shape allows, else ``SentenceTransformer.encode``)."""
 
@@ -75,12 +89,6 @@ class SentenceTransformerObjectEncoder(SentenceTransformerEncoder):
         origin = _name_or_path(model[0].auto_model) or name
         self.source = hub.ModelSource(origin, Path(origin), None)
 
-    def _declared_mask_token(self) -> str | None:
-        return None  # the tokenizer is loaded already
-
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        with evaluating(self._model):
-            return super().encode(sentences, show_progress)
 
     def _module_configs(self) -> dict[str, Any]:
         """Each module's class and configuration (pooling mode, normalisation, max sequence length)."""
@@ -97,7 +105,7 @@ class SentenceTransformerObjectEncoder(SentenceTransformerEncoder):
                 **({"precision": self.precision} if self.precision != "fp32" else {})}
 
 
-class TransformersModelEncoder(HFEncoder):
+class TransformersModelEncoder(_HeldModel, HFEncoder):
     """A loaded transformers model and tokenizer with one of the ``hf:`` poolings, encoded exactly
     as ``hf:<model>?pooling=...`` encodes."""
 
@@ -118,12 +126,6 @@ class TransformersModelEncoder(HFEncoder):
         self._model = model.to(self.device)
         self._tokenizer = tokenizer
 
-    def _declared_mask_token(self) -> str | None:
-        return None  # the tokenizer is loaded already
-
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        with evaluating(self._model):
-            return super().encode(sentences, show_progress)
 
     @property
     def dimension(self) -> int:

@@ -8,20 +8,16 @@ The encoder's own ``identity_info`` pins its outputs; the target is recorded bes
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import load_object
-from benchharness.core.specs import Defaults, EncoderSpec, Family
-
-#: ``module:attribute`` (dotted both sides)
-TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+from benchharness.core.specs import MODULE_ATTRIBUTE, Defaults, EncoderSpec, Family
 
 
 def load_target(target: str) -> Any:
-    if not TARGET.fullmatch(target):
+    if not MODULE_ATTRIBUTE.fullmatch(target):
         raise InvalidInputError(f"{target!r} is not module:attribute (e.g. mypkg.models:MyEncoder)")
     try:
         return load_object(target)

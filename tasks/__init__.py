@@ -76,8 +76,9 @@ def resolve(selection: str | list[str]) -> list[str]:
         if not item:
             continue
         item = aliases.get(item, aliases.get(item.upper(), item))
-        if cat.prefixed(item) is not None:
-            prefix = cat.prefixed(item).prefix or ""  # type: ignore[union-attr]
+        prefixed = cat.prefixed(item)
+        if prefixed is not None:
+            prefix = prefixed.prefix or ""
             expanded = [prefix + item[len(prefix):].strip()]
         elif item in group_table:
             expanded = group_table[item]

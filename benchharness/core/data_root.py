@@ -131,9 +131,13 @@ class DataRoot:
         """One sha256 over the (relative name, sha256) of every file a task read."""
         h = hashlib.sha256()
         for f in sorted(files):
-            rel = str(f.relative_to(self.root)) if f.is_relative_to(self.root) else f.name
-            h.update(f"{rel}:{file_sha256(f)}\n".encode())
+            h.update(f"{self.label(f)}:{file_sha256(f)}\n".encode())
         return h.hexdigest()
+
+    def label(self, path: Path) -> str:
+        """How results name a file they were computed on: relative to the root, else by its name
+        alone (a task file may live anywhere; its sha256 pins it, and no machine path is stored)."""
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else path.name
 
     def status(self) -> list[dict[str, str]]:
         """One row per pinned file and per known dataset folder: present, ok, corrupt or missing."""

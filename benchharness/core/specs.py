@@ -8,6 +8,7 @@ Pure data and parsing: nothing here builds or loads a model. The resolver
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Required, TypedDict
 from urllib.parse import parse_qsl
@@ -17,6 +18,8 @@ from benchharness.core.errors import UserError
 
 #: spec type of a name that stands for a composition string (a tuned post-processor chain)
 COMPOSE = "compose"
+#: ``module:attribute`` (dotted on both sides): an object defined in Python (the ``python`` family)
+MODULE_ATTRIBUTE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 class UnknownEncoderError(UserError, KeyError):

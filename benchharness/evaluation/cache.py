@@ -249,21 +249,13 @@ class CacheWriter:
             return 0
         rows = vectors[list(fresh.values())]
         keys_blob, vecs_blob = b"".join(fresh), rows.tobytes()
-        self.con.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             if self._dim is None:
                 self.con.execute("INSERT INTO meta VALUES ('dim', ?)", (str(vectors.shape[1]),))
             # a database made before identities were recorded takes its folder's at its next write
             self.con.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (self.path.parent.name,))
             self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
                              (len(fresh), keys_blob, vecs_blob, _crc(keys_blob, vecs_blob)))
-            self.con.execute("COMMIT")
-        except BaseException as exc:
-            if self.con.in_transaction:  # SQLite has already rolled back a COMMIT that failed (disk full)
-                self.con.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError):
-                raise CacheWriteError(f"cannot write the embedding cache {self.path}: {exc}") from None
-            raise
         self._dim = vectors.shape[1]
         start = len(self._index)
         self._index.update(zip(fresh, range(start, start + len(fresh))))
@@ -276,8 +268,7 @@ class CacheWriter:
         if len(small) <= MAX_SMALL_CHUNKS:
             return
         ids = [i for (i,) in small]
-        self.con.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             marks = ",".join("?" * len(ids))
             got = self.con.execute(f"SELECT keys, vecs, crc FROM chunks WHERE id IN ({marks}) ORDER BY id",
                                    ids).fetchall()
@@ -291,6 +282,14 @@ class CacheWriter:
                 v = vecs[start * row_bytes : (start + MERGED_CHUNK) * row_bytes]
                 self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
                                  (len(k) // KEY_BYTES, k, v, _crc(k, v)))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction; a failure rolls back (unless SQLite already has, as after a COMMIT
+        that found the disk full) and a write SQLite refuses is named with the file and its cause."""
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
             self.con.execute("COMMIT")
         except BaseException as exc:
             if self.con.in_transaction:  # SQLite has already rolled back a COMMIT that failed (disk full)

@@ -114,11 +114,11 @@ def evaluate(
             continue
         encoder = as_encoder(m, name=name or default_name(m), tokenizer=tokenizer, pooling=pooling,
                              identity=identity, batch_size=batch_size, device=device)
-        if _pinned(encoder) and cache is not None:
+        if encoder.pinned and cache is not None:
             encoder = _caching(cache)(encoder)
         built[encoder.name] = encoder
         names.append(encoder.name)
-    pinned = all(_pinned(e) for e in built.values())
+    pinned = all(e.pinned for e in built.values())
     if not pinned and results_dir is not None:
         warnings.warn("a model without identity (a callable without identity=) is evaluated but not stored: "
                       f"nothing is written to {results_dir}", stacklevel=2)
@@ -135,7 +135,3 @@ def _caching(cache: Any) -> Callable[[Encoder], Encoder]:
     from benchharness.evaluation.cache import CachingEncoder
 
     return lambda encoder: CachingEncoder(encoder, cache)
-
-
-def _pinned(encoder: Encoder) -> bool:
-    return encoder.pinned

@@ -36,6 +36,7 @@ from benchharness.core.plugins import PLUGINS
 from benchharness.core.settings import apply_environment, load_config
 from benchharness.core.specs import (
     COMPOSE,
+    MODULE_ATTRIBUTE,
     Catalogue,
     Defaults,
     EncoderSpec,
@@ -44,9 +45,6 @@ from benchharness.core.specs import (
     parse_params,
     split_composition,
 )
-
-#: a config spec ``module:attribute`` names an encoder defined in Python (the ``python`` family)
-MODULE_ATTRIBUTE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 #: hub ids of the MiniLMs every comparison here starts from (one place for the resolver and benchmarks)
 MINILMS: dict[str, str] = {

@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -253,7 +252,7 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
                             "evaluate_seconds": round(time.perf_counter() - t1, 3),
                             "peak_rss_mb": round(peak_rss_mib(), 1)}
         data_record = {"sha256": ctx.digests[task.name], "root": DATA_ROOT_LABEL,
-                       "files": sorted(_file_label(f, ctx.data.root) for f in task.files), "verified": ctx.data.verify}
+                       "files": sorted(ctx.data.label(f) for f in task.files), "verified": ctx.data.verify}
         confidence = None if not ctx.intervals else _confidence(
             evaluation, task, ctx.seed, ctx.log, _previous_confidence(ctx.store, plan.replaced.get(task.name),
                                                                       ctx.versions))
@@ -337,15 +336,6 @@ def _previous_confidence(store: ResultStore, stored: Result | None,
 def _trace(exc: Exception) -> str:
     """The traceback of an unexpected error, for the log; a user error's message says it all."""
     return "" if isinstance(exc, UserError) else "\n" + traceback.format_exc()
-
-
-def _file_label(path: Path, root: Path) -> str:
-    """How a result names a file it was computed on: relative to the data root, else by its name
-    alone (a task file may live anywhere; its sha256 pins it, and no machine path is stored)."""
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return path.name
 
 
 def _protocol(task: Task) -> ProtocolRecord:
