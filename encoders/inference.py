@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from benchharness.core.cpu_share import shared_threads
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders.backends import Backend, Features, make_backend
 
@@ -156,8 +157,9 @@ def encode_tokens(
 
     batches = list(token_batches(tokens.lengths, token_budget))
     out: np.ndarray | None = None
-    with torch.inference_mode():
+    with torch.inference_mode(), shared_threads(device) as threads:
         for idx in progress(iter(batches), len(batches)) if progress else batches:
+            threads.adjust()  # cores a busy neighbour holds are given back: see core.cpu_share
             vecs = run_batch(batch_features(tokens, idx, device)).float().cpu().numpy()
             if out is None:
                 out = np.empty((len(tokens), vecs.shape[1]), dtype=np.float32)

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from sklearn.model_selection import StratifiedKFold
 
+from benchharness.core.cpu_share import shared_threads
 from benchharness.core.devices import pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.tasks.senteval_config import L2_GRID, VALIDATION_SPLIT, ClassifierConfig
@@ -127,30 +128,32 @@ class BatchedLogReg:
         dev_rows, dev_mask = _padded([f.dev for f in fits], dev)
         n_dev = np.array([len(f.dev) for f in fits])
 
-        nepoch = 0
-        while alive.any() and nepoch <= cfg.max_epoch:
-            ga = np.flatnonzero(alive.any(1))
-            gat = torch.as_tensor(ga, device=dev)
-            sub = {k: v[gat] for k, v in state.items()}
-            live = torch.as_tensor(alive[ga], dtype=dt, device=dev).repeat_interleave(C, 1).unsqueeze(1)
-            for _ in range(cfg.epoch_size):
-                self._one_pass(sub, [fits[g] for g in ga], decay[gat], live)
-            for k, v in sub.items():
-                state[k][gat] = v
-            nepoch += cfg.epoch_size
-            correct = self._correct(sub["W"], dev_rows[gat], dev_mask[gat], K)
-            acc = correct / n_dev[ga, None]
-            was_alive = alive[ga]
-            improved = was_alive & (acc > best[ga])
-            nonimproving = was_alive & ~improved
-            stopping = nonimproving & (count[ga] >= cfg.tenacity)  # SentEval: counter never reset
-            count[ga] += nonimproving
-            best[ga] = np.where(improved, acc, best[ga])
-            if improved.any():
-                keep = torch.as_tensor(improved, device=dev).repeat_interleave(C, 1).unsqueeze(1)
-                best_W[gat] = torch.where(keep, sub["W"], best_W[gat])
-            alive[ga] = was_alive & ~stopping
-            stop_epoch[ga] = np.where(was_alive, nepoch, stop_epoch[ga])
+        with shared_threads(dev) as threads:
+            nepoch = 0
+            while alive.any() and nepoch <= cfg.max_epoch:
+                threads.adjust()  # a busy neighbour makes lock-stepped threads spin: see cpu_share
+                ga = np.flatnonzero(alive.any(1))
+                gat = torch.as_tensor(ga, device=dev)
+                sub = {k: v[gat] for k, v in state.items()}
+                live = torch.as_tensor(alive[ga], dtype=dt, device=dev).repeat_interleave(C, 1).unsqueeze(1)
+                for _ in range(cfg.epoch_size):
+                    self._one_pass(sub, [fits[g] for g in ga], decay[gat], live)
+                for k, v in sub.items():
+                    state[k][gat] = v
+                nepoch += cfg.epoch_size
+                correct = self._correct(sub["W"], dev_rows[gat], dev_mask[gat], K)
+                acc = correct / n_dev[ga, None]
+                was_alive = alive[ga]
+                improved = was_alive & (acc > best[ga])
+                nonimproving = was_alive & ~improved
+                stopping = nonimproving & (count[ga] >= cfg.tenacity)  # SentEval: counter never reset
+                count[ga] += nonimproving
+                best[ga] = np.where(improved, acc, best[ga])
+                if improved.any():
+                    keep = torch.as_tensor(improved, device=dev).repeat_interleave(C, 1).unsqueeze(1)
+                    best_W[gat] = torch.where(keep, sub["W"], best_W[gat])
+                alive[ga] = was_alive & ~stopping
+                stop_epoch[ga] = np.where(was_alive, nepoch, stop_epoch[ga])
         per_model = best_W.view(G, d + 1, K, C).permute(0, 2, 1, 3)
         return Trained(per_model[:, :, :d].contiguous(), per_model[:, :, d].contiguous(), best, stop_epoch)
 
