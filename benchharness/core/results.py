@@ -34,7 +34,7 @@ from benchharness.core.task import Evaluation, Metrics
 
 OVERWRITE = ("reuse", "stale", "always")
 #: folders of the results directory that hold other outputs (``benchharness analyze``), not encoders
-RESERVED_FOLDERS = ("analysis",)
+RESERVED_FOLDERS = ("analysis", "benchmarks", "figures", "published")
 #: written into every new result file; a file without the key is version 1
 SCHEMA_VERSION = 2
 
@@ -73,19 +73,33 @@ SLUG_MAX = 150
 
 
 def slug(name: str) -> str:
-    """A file-system-safe folder name for an encoder name or spec.
+    """The folder name of an encoder name or spec: one-to-one, and never leaving its parent.
 
-    A name whose slug would be longer than ``SLUG_MAX`` keeps a prefix and gets a short hash of the
-    whole name, so that two long names differing only at the end do not share a folder; shorter
-    names (every folder committed so far) keep their plain slug. The mapping is still lossy
-    (``hf:a/b`` and ``hf_a_b`` share a folder), which is why ``ResultStore.load`` checks the stored
-    ``encoder`` field.
+    A name made only of lowercase letters, digits and ``._+=,()-`` (every method and alias) is its
+    own folder. Any other name (a spec with ``:``, ``/``, ``?``, capitals, ``.`` or ``..``, an
+    overlong one) keeps a readable prefix of it and gets ``@`` and 12 hex digits of its sha256.
+    ``@`` never occurs in a plain folder, so a plain name cannot meet a hashed one, and two hashed
+    names meet only if their digests do; capitals are hashed so that names differing in case stay
+    apart on case-insensitive file systems too. ``legacy_slug`` is the mapping of results stored
+    before, which ``ResultStore`` moves on first use.
     """
+    if _PLAIN.fullmatch(name) and name.strip(".") and len(name) <= SLUG_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    readable = re.sub(r"[^A-Za-z0-9._+=,()-]+", "_", name).strip("_.")[: SLUG_MAX - len(digest) - 1]
+    return f"{readable}@{digest}" if readable else digest
+
+
+def legacy_slug(name: str) -> str:
+    """The lossy folder name of results written before ``slug`` became one-to-one."""
     safe = re.sub(r"[^A-Za-z0-9._+=,()-]+", "_", name).strip("_") or "encoder"
-    if len(safe) <= SLUG_MAX and safe.strip("."):  # "." and ".." would leave the results folder
+    if len(safe) <= SLUG_MAX and safe.strip("."):
         return safe
     digest = hashlib.sha256(name.encode()).hexdigest()[:12]
     return f"{safe[: SLUG_MAX - len(digest) - 1]}-{digest}"
+
+
+_PLAIN = re.compile(r"[a-z0-9._+=,()-]+")
 
 
 @dataclass
@@ -133,18 +147,31 @@ class ResultStore:
         if folder in RESERVED_FOLDERS:
             raise InvalidInputError(f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "
                              "register the encoder under another name")
+        self._move_legacy(encoder, folder)
         return self.root / folder / f"{task}.json"
+
+    def _move_legacy(self, encoder: str, folder: str) -> None:
+        """Move a folder stored under ``legacy_slug`` to ``slug``'s name, once, when every result in
+        it is this encoder's; a shared or unmovable one stays where it is (and is not read)."""
+        old = self.root / legacy_slug(encoder)
+        if old.name == folder or old.name in RESERVED_FOLDERS or not old.is_dir() or (self.root / folder).exists():
+            return
+        try:
+            if all(read_result(p).encoder == encoder for p in old.glob("*.json")):
+                old.rename(self.root / folder)
+        except (InvalidInputError, OSError):
+            return
 
     def load(self, encoder: str, task: str) -> Result | None:
         """The stored result of ``encoder`` on ``task``, or None. A file there that holds another
-        encoder's result (folder names are lossy) raises ``ResultMismatchError``."""
+        encoder's or task's result (copied or renamed by hand) raises ``ResultMismatchError``."""
         p = self.path(encoder, task)
         if not p.exists():
             return None
         result = read_result(p)
         if result.encoder != encoder or result.task != task:
             raise ResultMismatchError(f"{p} holds the result of encoder {result.encoder!r} on {result.task!r}, "
-                                      f"not {encoder!r} on {task!r} (their folder names coincide); it is "
+                                      f"not {encoder!r} on {task!r} (moved there by hand?); it is "
                                       "treated as not stored")
         return result
 

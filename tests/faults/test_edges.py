@@ -5,6 +5,7 @@ matters, with a small tmpfs and a read-only bind mount where this machine lets t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import subprocess
@@ -21,20 +22,38 @@ HOSTILE = ["..", ".", "...", "../escape", "a/../../b", "/etc/passwd", "x\0y", "C
            "a" * 400, "名前", "a\nb", "$HOME", "*"]
 
 
-def test_no_encoder_name_leaves_the_results_folder(tmp_path):
-    """Names that share a folder (the mapping is lossy) are told apart by the encoder name stored
-    in each file, which ``load`` checks (tests/faults/test_errors.py)."""
+def test_no_encoder_name_leaves_the_results_folder_and_no_two_share_one(tmp_path):
     store = ResultStore(tmp_path / "results")
-    paths = {}
-    for name in HOSTILE:
+    names = HOSTILE + ["hf:a/b", "hf_a_b", "hf_a_b@0", "MiniLM", "minilm", "a" * 401, "glove-50d"]
+    folders: dict[str, str] = {}
+    for name in names:
         path = store.path(name, "STSBenchmark").resolve()
         assert path.parent.parent == (tmp_path / "results").resolve(), name
-        assert len(path.parent.name) <= 160
-        paths.setdefault(path, []).append(name)
+        assert len(path.parent.name.encode()) <= 160 and "\0" not in path.parent.name
+        folders.setdefault(path.parent.name.lower(), name)  # case-insensitive file systems too
+    assert len(folders) == len(names)
+    assert store.path("glove-50d", "STSBenchmark").parent.name == "glove-50d"  # plain names are their folder
     for task in ("..", ".", "a/b", "x\0y"):
         with pytest.raises(ValueError, match="cannot name a result file"):
             store.path("glove-50d", task)
 
+
+def test_results_stored_under_the_old_lossy_folder_move_once_and_shared_ones_stay(tmp_path):
+    root = tmp_path / "results"
+    store = ResultStore(root)
+    old = root / "hf_a_b"  # where "hf:a/b" was stored before folders became one-to-one
+    old.mkdir(parents=True)
+    result = {"encoder": "hf:a/b", "task": "STSBenchmark", "main_score": 80.0, "main_metric": "spearman",
+              "metrics": {}, "protocol": {}, "encoder_identity": {}, "encoder_metadata": {}, "data": {},
+              "seed": 0, "timings": {}, "versions": {}, "date": "2026-01-01"}
+    (old / "STSBenchmark.json").write_text(json.dumps(result))
+    assert store.load("hf:a/b", "STSBenchmark").main_score == 80.0
+    assert not old.exists() and store.path("hf:a/b", "STSBenchmark").exists()
+    shared = root / "hf_c_d"
+    shared.mkdir()
+    (shared / "STSBenchmark.json").write_text(json.dumps({**result, "encoder": "hf:c/d"}))
+    (shared / "STS12.json").write_text(json.dumps({**result, "encoder": "hf_c:d", "task": "STS12"}))
+    assert store.load("hf:c/d", "STSBenchmark") is None and shared.is_dir()  # not this encoder's alone
 
 def test_a_dotdot_encoder_registered_in_the_config_writes_inside_results(project):
     (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[encoders.".."]\nspec = "glove-50d"\n')
