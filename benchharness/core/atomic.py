@@ -11,12 +11,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterator
 
 from benchharness.core.errors import InvalidInputError
+
+
+def _renamed(exc: OSError, path: Path) -> OSError:
+    """An error about the temporary sibling (or about no file: a full disk on ``write``) as one
+    about ``path``, which is what the user named and what the one-line error must show."""
+    if exc.filename is not None and not Path(exc.filename).name.startswith(f".{path.name}."):
+        return exc
+    return OSError(exc.errno, exc.strerror or str(exc), str(path))
 
 
 def _umask() -> int:
@@ -32,7 +41,10 @@ def atomic_file(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
         raise InvalidInputError(f"atomic_file writes whole files: mode 'w' or 'wb', not {mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _renamed(exc, path) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, **({"encoding": "utf8"} if mode == "w" else {})) as fh:
@@ -40,6 +52,9 @@ def atomic_file(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _renamed(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -60,7 +75,10 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Fill a temporary sibling folder; on success it replaces ``path`` (a saved model, say)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise _renamed(exc, path) from None
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
@@ -73,6 +91,14 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
             shutil.rmtree(old)
         else:
             os.replace(tmp, path)
-    except BaseException:
+    except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        raise _renamed(exc, path) from None
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        # safetensors (every saved model's writer) reports a failed write as its own error type,
+        # with the OS error number in the text: "... I/O error: No space left on device (os error 28)"
+        code = re.search(r"\(os error (\d+)\)", str(exc)) if isinstance(exc, Exception) else None
+        if code:
+            raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from None
         raise

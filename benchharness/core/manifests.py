@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Required, TypedDict
 
-from benchharness.core.errors import InvalidInputError
+from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.specs import EncoderSpec
 
 MANIFEST = "manifest.json"
@@ -25,6 +25,8 @@ class RunManifest(TypedDict, total=False):
     date: str
     #: a tuned run's dev-set grid and choice (``benchharness tune``)
     tuning: dict[str, Any]
+    #: a trained run's recipe, with the ``command`` that trains it
+    recipe: dict[str, Any]
 
 
 def read_manifest(folder: Path) -> RunManifest:
@@ -39,12 +41,28 @@ def read_manifest(folder: Path) -> RunManifest:
 
 
 def manifest_spec(folder: Path, manifest: RunManifest) -> EncoderSpec:
-    """A trained run's encoder spec with its model path made absolute."""
+    """A trained run's encoder spec with its model path made absolute. A run whose weights are gone
+    (the folder kept, ``model/`` deleted) is refused here with the command that trains it again,
+    before a model loader reads the path as a hub id."""
     spec: EncoderSpec = dict(manifest["encoder"])  # type: ignore[assignment]
     for key in ("model", "file"):
         if key in spec and not Path(spec[key]).is_absolute():
-            spec[key] = str((folder / spec[key]).resolve())
+            path = folder / spec[key]
+            if not path.exists():
+                raise MissingFileError(f"{folder}: the run's {spec[key]} is gone (deleted or moved); "
+                                       f"{_retrain_hint(folder, manifest)}")
+            spec[key] = str(path.resolve())
     return spec
+
+
+def _retrain_hint(folder: Path, manifest: RunManifest) -> str:
+    import shlex
+
+    recipe = manifest.get("recipe") or {}
+    if "command" not in recipe:
+        return f"train it again into {folder}, or delete the folder"
+    return (f"train it again with: {recipe['command']} --out {shlex.quote(str(folder))} --overwrite "
+            "(from the folder it was trained in), or delete the folder")
 
 
 def registered_runs(runs_dir: Path) -> dict[str, Path]:

@@ -125,8 +125,13 @@ def total_steps(n_examples: int, config: TrainConfig) -> int:
 
 
 def _log(path: Path, record: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf8") as fh:
-        fh.write(json.dumps(record) + "\n")
+    """Append one line of the metrics log; a full disk is named as this file's (the write that fails
+    may be the flush at ``close``, whose error carries no file name)."""
+    try:
+        with path.open("a", encoding="utf8") as fh:
+            fh.write(json.dumps(record) + "\n")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
 def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, *,

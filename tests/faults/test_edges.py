@@ -266,3 +266,63 @@ def test_editing_a_training_file_makes_another_recipe(tmp_path, tiny_bert):
     assert key() == first  # the same content, the same recipe
     corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\na child reads\n")
     assert key() != first  # a stale run of the old file is never reused
+
+
+# ---- through the real command line, in a subprocess ------------------------------------------------
+def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """``benchharness ARGS`` run as a user would, in ``cwd``, with this test's environment."""
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
+    errors = [line for line in done.stderr.splitlines() if line.startswith("benchharness: error:")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(errors) == 1 and all(n in errors[0] for n in needles), done.stderr
+
+
+def _train_tiny(project: Path, tiny_bert: Path, out: str) -> subprocess.CompletedProcess:
+    corpus = project / "corpus.txt"
+    corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\n"
+                      "a child reads a book\n")
+    return cli(project, "train", "simcse", "--base", str(tiny_bert), "--out", out, "--data", "corpus.txt",
+               "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--threads", "1", "--quiet")
+
+
+def test_exports_to_a_full_or_read_only_folder_are_one_line_and_keep_what_was_there(project):
+    (project / "frozen").mkdir()
+    (project / "frozen" / "LEADERBOARD.md").write_text("kept\n")
+    with mounted("ro", project / "ro", project / "frozen"):
+        one_line_error(cli(project, "leaderboard", "-o", "ro/LEADERBOARD.md"), "ro/LEADERBOARD.md",
+                       "Read-only file system")
+        assert (project / "ro" / "LEADERBOARD.md").read_text() == "kept\n"
+    with mounted("tmpfs", project / "full"):
+        (project / "full" / "filler").write_bytes(b"\0" * (248 * 1024))
+        one_line_error(cli(project, "leaderboard", "-o", "full/LEADERBOARD.md"), "full/LEADERBOARD.md",
+                       "No space left on device")
+        one_line_error(cli(project, "export", "mteb", "--out", "full/mteb", "--encoders", "glove-50d",
+                           "--results-dir", str(Path(__file__).resolve().parents[2] / "results")),
+                       "full/mteb", "No space left on device")
+        assert not [p for p in (project / "full").rglob(".*.tmp")]  # no temporary file left behind
+
+
+def test_training_onto_a_full_disk_names_the_file_that_did_not_fit(project, tiny_bert):
+    with mounted("tmpfs", project / "full"):
+        (project / "full" / "filler").write_bytes(b"\0" * (200 * 1024))  # room for the log, not the model
+        one_line_error(_train_tiny(project, tiny_bert, "full/run"), "full/run/", "No space left on device")
+
+
+def test_a_run_whose_model_was_deleted_prints_a_retrain_command_that_works_when_pasted(project, tiny_bert):
+    import shlex
+    import shutil
+
+    assert _train_tiny(project, tiny_bert, "my-run").returncode == 0
+    shutil.rmtree(project / "my-run" / "model")
+    done = cli(project, "run", "--encoders", "my-run", "--tasks", "STSBenchmark", "--quiet", "--no-cache")
+    one_line_error(done, "my-run: the run's model is gone", "--overwrite")
+    printed = done.stderr.split("train it again with:", 1)[1].split(" (from the folder")[0]
+    assert cli(project, *shlex.split(printed)[1:], "--quiet").returncode == 0
+    assert cli(project, "run", "--encoders", "my-run", "--tasks", "STSBenchmark", "--quiet",
+               "--no-cache").returncode == 0
