@@ -28,6 +28,7 @@ Uncertainty, without changing the score cells:
 from __future__ import annotations
 
 import csv
+import fnmatch
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,9 +251,11 @@ def _sort_key(row: Row, section: Section) -> tuple[float, str]:
     return (-value if value is not None else float("inf"), row.encoder)
 
 
-def marks(section: Section, rows: list[Row], store: ResultStore) -> set[tuple[str, int]]:
-    """(encoder, column index) of the scores not significantly different from their column's best."""
+def marks(section: Section, rows: list[Row], store: ResultStore) -> tuple[set[tuple[str, int]], dict[str, str]]:
+    """(encoder, column index) of the scores not significantly different from their column's best,
+    and by encoder, a line on the columns where no test could be made, saying why and how to allow it."""
     out: set[tuple[str, int]] = set()
+    missing: dict[str, list[str]] = {}  # encoder -> columns where its items were needed
     for i, column in enumerate(section.columns):
         scored = [r for r in rows if r.cells[i] is not None and column.task in r.results]
         if len(scored) < 2:
@@ -260,13 +263,17 @@ def marks(section: Section, rows: list[Row], store: ResultStore) -> set[tuple[st
         best = max(scored, key=lambda r: r.cells[i])
         best_result = best.results[column.task]
         if not store.has_items(best_result):
+            missing.setdefault(best.encoder, []).append(column.header)
             continue
         from benchharness.scoring.confidence import column_test_p  # numpy and scipy: only when items are there
 
         best_items = store.load_items(best_result)
         for row in scored:
             result = row.results[column.task]
-            if row is best or not store.has_items(result):
+            if row is best:
+                continue
+            if not store.has_items(result):
+                missing.setdefault(row.encoder, []).append(column.header)
                 continue
             metric = column.metric or result.main_metric
             try:
@@ -275,7 +282,15 @@ def marks(section: Section, rows: list[Row], store: ResultStore) -> set[tuple[st
                 continue
             if p >= ALPHA:
                 out.add((row.encoder, i))
-    return out
+    notes = {encoder: f"No paired test for {encoder} in {', '.join(columns)}: its results keep no per-item "
+             f"outputs (`benchharness run --encoders '{encoder}' --tasks {section_tasks(section, columns)} "
+             "--add-items`)." for encoder, columns in sorted(missing.items())}
+    return out, notes
+
+
+def section_tasks(section: Section, headers: list[str]) -> str:
+    tasks = dict.fromkeys(c.task for c in section.columns if c.header in headers)
+    return ",".join(tasks)
 
 
 def _interval(result: Result | None, column: Column) -> tuple[float, float] | None:
@@ -287,101 +302,150 @@ def _interval(result: Result | None, column: Column) -> tuple[float, float] | No
     return (iv["low"], iv["high"]) if iv else None
 
 
-def _ci_text(iv: tuple[float, float] | None) -> str:
+def ci_text(iv: tuple[float, float] | None) -> str:
     return "" if iv is None else f"{iv[0]:.1f}–{iv[1]:.1f}"
 
 
-def _average_interval(row: Row, section: Section) -> str:
+def _average_interval(row: Row, section: Section) -> tuple[float, float] | None:
     ivs = [_interval(row.results.get(c.task), c) for c in section.columns]
     if row.average is None or any(iv is None for iv in ivs):
-        return ""
-    half = sum(((hi - lo) / 2) ** 2 for lo, hi in ivs) ** 0.5 / len(ivs)
-    return _ci_text((row.average - half, row.average + half))
+        return None
+    half = sum(((hi - lo) / 2) ** 2 for lo, hi in ivs) ** 0.5 / len(ivs)  # type: ignore[misc]
+    return (row.average - half, row.average + half)
 
 
-def measured_rows(section: Section, results: list[Result], store: ResultStore | None = None) -> list[list[str]]:
-    """Table rows for the measured encoders: grouped, sorted by Avg., marked where items allow."""
+@dataclass
+class Cell:
+    """One score of a table: its value, how it prints, its interval and marks."""
+
+    value: float | None
+    text: str
+    interval: tuple[float, float] | None = None
+    marked: bool = False  # not significantly different from the column's best measured score
+    best: bool = False  # the best value of its column among the rows shown
+
+
+@dataclass
+class Line:
+    """One row of a leaderboard table."""
+
+    encoder: str
+    group: str  # one of ROW_GROUPS
+    source: str  # the Source column: group, and the recipe or the paper and table
+    cells: list[Cell]  # one per column, then Avg. where the section averages
+    results: dict[str, Result]  # by task; empty for published rows and seed aggregates
+
+
+@dataclass
+class Table:
+    section: Section
+    headers: list[str]  # the score columns, then "Avg." where the section averages
+    lines: list[Line]
+    notes: list[str]  # why a mark could not be computed
+    variants: list[str]  # the protocol variants of the measured results
+
+    @property
+    def has_intervals(self) -> bool:
+        return any(c.interval for line in self.lines for c in line.cells)
+
+
+@dataclass
+class Board:
+    tables: list[Table]
+    results_label: str  # the results folder read, as the header names it
+
+
+ROW_GROUPS = (*GROUPS, "published")
+
+
+def _measured_lines(section: Section, results: list[Result],
+                    store: ResultStore) -> tuple[list[Line], dict[str, str]]:
     rows = sorted(measured(section, results), key=lambda r: (GROUPS.index(r.group), *_sort_key(r, section)))
-    marked = marks(section, rows, store) if store is not None else set()
-    table = []
+    marked, notes = marks(section, rows, store)
+    lines = []
     for row in rows:
-        if row.text is not None:
-            cells = list(row.text)
-        else:
-            cells = [_fmt(v) + (MARK if (row.encoder, i) in marked else "") for i, v in enumerate(row.cells)]
+        cells = []
+        for i, (column, value) in enumerate(zip(section.columns, row.cells)):
+            text = row.text[i] if row.text is not None else _fmt(value)
+            interval = None if row.text is not None else _interval(row.results.get(column.task), column)
+            cells.append(Cell(value, text, interval, (row.encoder, i) in marked))
+        if section.average:
+            avg = None if row.text is not None else _average_interval(row, section)
+            cells.append(Cell(row.average, _fmt(row.average), avg))
         note = row.note if row.note is not None else (
             recipe_note(list(row.results.values())) if row.group == "trained" else "")
-        line = [row.encoder, f"{row.group}; {note}" if note else row.group, *cells]
-        if section.average:
-            line.append(_fmt(row.average))
-        table.append(line)
-    return table
+        lines.append(Line(row.encoder, row.group, f"{row.group}; {note}" if note else row.group, cells,
+                          dict(row.results)))
+    return lines, notes
 
 
-def interval_rows(section: Section, results: list[Result]) -> list[list[str]]:
-    """The stored 95% intervals of the measured rows, in the main table's order."""
-    rows = sorted(measured(section, results), key=lambda r: (GROUPS.index(r.group), *_sort_key(r, section)))
-    table = []
-    for row in rows:
-        if row.text is not None:  # a seed aggregate: its spread is the ±std in the main table
-            continue
-        cells = [_ci_text(_interval(row.results.get(c.task), c)) for c in section.columns]
-        if section.average:
-            cells.append(_average_interval(row, section))
-        if any(cells):
-            table.append([row.encoder, *cells])
-    return table
-
-
-def published_rows(section: Section, published_dir: Path | None, papers: set[str] | None) -> list[list[str]]:
+def _published_lines(section: Section, published_dir: Path | None, papers: set[str] | None) -> list[Line]:
     if published_dir is None or section.published_csv is None or not (published_dir / section.published_csv).exists():
         return []
-    rows = []
+    lines = []
     with open(published_dir / section.published_csv, newline="") as fh:
         for rec in csv.DictReader(fh):
             if papers is not None and rec["paper"] not in papers:
                 continue
-            cells = [_fmt(rec.get(c.published or "")) for c in section.columns]
-            if not any(cells):
+            values = [_number(rec.get(c.published or "")) for c in section.columns]
+            if all(v is None for v in values):
                 continue
-            row = [rec["model"], f"published: {rec['paper']} {rec['table']}", *cells]
             if section.average:
-                row.append(_fmt(rec.get("Avg")))
-            rows.append(row)
-    return rows
+                values.append(_number(rec.get("Avg")))
+            lines.append(Line(rec["model"], "published", f"published: {rec['paper']} {rec['table']}",
+                              [Cell(v, _fmt(v)) for v in values], {}))
+    return lines
 
 
-def render(store: ResultStore, published_dir: Path | None, papers: set[str] | None = None) -> str:
-    results = list(store)
-    parts = ["# benchharness leaderboard", "",
-             "Generated by `benchharness leaderboard` from the result files under `results/`. "
-             "Rows marked *published* are copied from the method papers (`results/published/`, "
-             "BERT/RoBERTa backbones) and were not measured here.", "",
-             f"Rows are grouped by source (base, post-processed, trained, published) and sorted by Avg. "
-             f"within each group. {MARK}: not significantly different from the best measured score of its "
-             f"column (paired test on the stored per-item outputs, p >= {ALPHA}: Steiger for STS, McNemar or "
-             "a fold permutation test for transfer, a query permutation test for ranking; only where both "
-             "results keep items). `mean ±std`: a recipe trained with several seeds. Below each table: the "
-             "95% bootstrap intervals (`lo–hi`).", ""]
+def _number(value: str | None) -> float | None:
+    return float(value) if value not in (None, "") else None
+
+
+def _mark_best(lines: list[Line]) -> None:
+    for i in range(max((len(line.cells) for line in lines), default=0)):
+        values = [line.cells[i].value for line in lines if line.cells[i].value is not None]
+        if values:
+            top = max(values)
+            for line in lines:
+                line.cells[i].best = line.cells[i].value == top
+
+
+def _select(section: Section, tasks: set[str] | None) -> Section | None:
+    """The section with only the columns of ``tasks``; its average is kept only when every column
+    is (the papers average over the whole suite)."""
+    if tasks is None:
+        return section
+    columns = tuple(c for c in section.columns if c.task in tasks)
+    if not columns:
+        return None
+    return Section(section.title, columns, section.published_csv, section.average and columns == section.columns)
+
+
+def build(store: ResultStore, published_dir: Path | None, papers: set[str] | None = None, *,
+          encoders: list[str] | None = None, tasks: set[str] | None = None,
+          groups: set[str] | None = None, results_label: str | None = None) -> Board:
+    """Every table of the leaderboard, filtered: ``encoders`` are names or shell patterns
+    (``minilm-*``), ``tasks`` task names, ``groups`` row groups (``ROW_GROUPS``)."""
+    if groups is not None and (unknown := sorted(groups - set(ROW_GROUPS))):
+        raise InvalidInputError(f"unknown row group(s) {', '.join(unknown)}; choose from {', '.join(ROW_GROUPS)}")
+    results = [r for r in store if encoders is None or any(fnmatch.fnmatchcase(r.encoder, e) for e in encoders)]
+    show_published = (groups is None or "published" in groups) and encoders is None
+    tables = []
     extra = [s for s in (mteb_section(results), file_section(results)) if s is not None]
-    for section in (*SECTIONS, *extra):
-        measured_table = measured_rows(section, results, store)
-        published = published_rows(section, published_dir, papers)
-        if not measured_table and not published:
+    for full in (*SECTIONS, *extra):
+        section = _select(full, tasks)
+        if section is None:
             continue
-        headers = ["Encoder", "Source", *(c.header for c in section.columns)]
-        if section.average:
-            headers.append("Avg.")
-        parts += [f"## {section.title}", "", tabulate(measured_table + published, headers=headers,
-                                                      tablefmt="github", disable_numparse=True), ""]
-        intervals = interval_rows(section, results)
-        if intervals:
-            parts += ["95% confidence intervals (percentile bootstrap over pairs, test items or outer folds, "
-                      "queries, as each result records):", "",
-                      tabulate(intervals, headers=["Encoder", *headers[2:]], tablefmt="github",
-                               disable_numparse=True), ""]
+        lines, notes = _measured_lines(section, results, store)
+        lines = [line for line in lines if groups is None or line.group in groups]
+        if show_published:
+            lines += _published_lines(section, published_dir, papers)
+        if not lines:
+            continue
+        _mark_best(lines)
+        headers = [c.header for c in section.columns] + (["Avg."] if section.average else [])
+        shown = {line.encoder for line in lines}
         variants = sorted({f"{r.task}: {r.protocol.get('variant')}" for r in results
-                           if r.task in {c.task for c in section.columns}})
-        if variants:
-            parts += ["Protocol variants measured: " + "; ".join(variants), ""]
-    return "\n".join(parts)
+                           if r.task in {c.task for c in section.columns} and r.encoder in shown})
+        tables.append(Table(section, headers, lines, [n for e, n in notes.items() if e in shown], variants))
+    return Board(tables, results_label or store.root.name + "/")

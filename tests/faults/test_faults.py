@@ -31,6 +31,8 @@ import pytest
 from tests.conftest import DATA, HF_CACHE, MINILM_L3, ROOT, needs_data
 from tests.fakes import HashEncoder
 
+from benchharness.core.results import ResultStore
+
 STSB = "senteval/STS/STSBenchmark/sts-test.csv"
 PLUGIN = ROOT / "tests" / "faults_plugin.py"
 ENCODER = "faults-hash:8"
@@ -123,8 +125,8 @@ def run_args(*tasks: str, results: str = "results") -> list[str]:
     return ["run", "--encoders", ENCODER, "--tasks", ",".join(tasks), "--quiet", "--results-dir", results]
 
 
-def result(project: Path, task: str, results: str = "results", encoder_dir: str = "faults-hash_8") -> dict:
-    return json.loads((project / results / encoder_dir / f"{task}.json").read_text())
+def result(project: Path, task: str, results: str = "results") -> dict:
+    return json.loads(ResultStore(project / results).path(ENCODER, f"{task}").read_text())
 
 
 def database(project: Path) -> Path:
@@ -179,7 +181,6 @@ def test_kill_during_encoding_then_rerun_encodes_only_the_uncommitted_rest(tmp_p
 def test_kill_while_writing_a_result_then_rerun_reuses_the_written_one(tmp_path):
     """SIGKILL with the second result half-written: the first stays whole and is reused, the
     second is computed by the rerun, and the half-written file is never read as a result."""
-    from benchharness.core.results import ResultStore
 
     project = make_project(tmp_path / "p")
     marker = tmp_path / "hanging"
@@ -192,7 +193,7 @@ def test_kill_while_writing_a_result_then_rerun_reuses_the_written_one(tmp_path)
     finally:
         if proc.poll() is None:
             kill(proc)
-    folder = project / "results" / "faults-hash_8"
+    folder = ResultStore(project / "results").path(ENCODER, "STSBenchmark").parent
     written = sorted(p.name for p in folder.glob("*.json"))
     assert len(written) == 1, written
     first = written[0].removesuffix(".json")

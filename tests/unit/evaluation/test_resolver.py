@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from benchharness.core.results import ResultStore
 from benchharness.core import settings as config_mod
 from benchharness.core.manifests import registered_runs
 from benchharness.core.specs import UnknownEncoderError, split_composition
@@ -96,8 +97,8 @@ def test_an_encoder_defined_in_python_is_named_module_attribute_in_the_config(pr
     settings.load_config.cache_clear()
     assert main(["run", "--encoders", "letters,python:bh_config_encoder:Letters", "--tasks", "STSBenchmark",
                  "--quiet"]) == 0
-    stored = [json.loads((project / "results" / folder / "STSBenchmark.json").read_text())
-              for folder in ("letters", "python_bh_config_encoder_Letters")]
+    stored = [json.loads(ResultStore(project / "results").path(name, "STSBenchmark").read_text())
+              for name in ("letters", "python:bh_config_encoder:Letters")]
     assert stored[0]["main_score"] == stored[1]["main_score"]
     assert stored[0]["encoder_identity"]["family"] == "letters"
     assert main(["run", "--encoders", "python:bh_config_encoder:Nope", "--tasks", "STSBenchmark"]) == 2

@@ -38,7 +38,7 @@ def test_model_meta_names_the_encoder_and_versions_it_by_identity():
     assert a.mteb_model_meta.name == "benchharness/hash"
     assert a.mteb_model_meta.revision == HashEncoder("hash", salt="a").identity
     assert a.mteb_model_meta.revision != b.mteb_model_meta.revision  # mteb's cache cannot mix them up
-    assert mteb_name("hf:org/model?pooling=avg") == "benchharness/hf_org_model_pooling=avg"
+    assert mteb_name("hf:org/model?pooling=avg").startswith("benchharness/hf_org_model_pooling=avg")
     assert mteb_name("minilm-l6+whitening(fit=sts-unlabeled)").count("/") == 1
 
 

@@ -5,7 +5,8 @@ from scipy.stats import spearmanr
 
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.task import Evaluation
-from benchharness.reporting.leaderboard import SECTIONS, render
+from benchharness.reporting.leaderboard import SECTIONS
+from benchharness.reporting.table_formats import markdown_leaderboard as render
 from benchharness.scoring.stats import steiger_spearman
 
 STS = SECTIONS[0]

@@ -23,7 +23,8 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.settings import load_config
 from benchharness.core.task import Evaluation
-from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX, render
+from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX
+from benchharness.reporting.table_formats import markdown_leaderboard as render
 from benchharness.tasks import from_files
 from benchharness.tasks.from_files import register_file_task
 
