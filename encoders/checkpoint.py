@@ -14,9 +14,10 @@ Three cases are refused here:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 
@@ -97,6 +98,27 @@ def refuse_missing_tokenizer(folder: Path, model: str) -> None:
     )
 
 
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers' weight-loading progress bars and load reports silenced while a model loads.
+
+    The report transformers prints lists weights it initialised at random; the harness checks them
+    itself (``load_complete`` refuses any but the pooler, and ``refuse_random_pooler`` keeps
+    ``pooling=cls`` away from a missing one), so the report only repeats, at length, what is either
+    refused in one line or unused."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load_complete(folder: Path, model: str) -> nn.Module:
     """``AutoModel`` from ``folder``, refusing any encoder weight the checkpoint does not hold.
 
@@ -105,14 +127,9 @@ def load_complete(folder: Path, model: str) -> nn.Module:
     checkpoint are the expected unused weights and are dropped.
     """
     from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
 
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # the load report is checked below instead of printed
-    try:
+    with quiet_loading():  # the load report is checked below instead of printed
         loaded, info = AutoModel.from_pretrained(str(folder), output_loading_info=True)
-    finally:
-        hf_logging.set_verbosity(verbosity)
     missing = sorted(k for k in info["missing_keys"] if not k.startswith(POOLER_PREFIX))
     if missing or info.get("mismatched_keys"):
         shown = missing or [str(k) for k in info["mismatched_keys"]]

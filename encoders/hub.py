@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from benchharness.core.digests import remembered, update_with_file
-from benchharness.core.errors import MissingFileError
+from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.local_paths import check_local_path
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -71,10 +71,14 @@ def resolve(name_or_path: str) -> ModelSource:
     if cached is not None:
         return ModelSource(name_or_path, cached, cached.name)
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     try:
         folder = snapshot_download(name_or_path, local_files_only=True)
+    except HFValidationError:
+        hint = f"; without the prefix: {name_or_path.split(':', 1)[1]!r}" if ":" in name_or_path else ""
+        raise InvalidInputError(f"model {name_or_path!r} is neither a local folder nor a Hugging Face hub id "
+                                f"(owner/name){hint}") from None
     except LocalEntryNotFoundError:
         if offline():
             raise MissingFileError(

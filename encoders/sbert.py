@@ -11,6 +11,7 @@ import numpy as np
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.specs import Defaults, EncoderSpec, Family
 from benchharness.encoders import hub
+from benchharness.encoders.checkpoint import quiet_loading
 from benchharness.encoders.backends import REFERENCE, changes_outputs
 from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 from benchharness.encoders.transformer import TransformerEncoder
@@ -37,7 +38,8 @@ class SentenceTransformerEncoder(TransformerEncoder):
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(str(self.source.path), device=str(self.device))
+            with quiet_loading():  # ST's pooling never reads the BERT pooler that MiniLM-L3 lacks
+                self._model = SentenceTransformer(str(self.source.path), device=str(self.device))
         return self._model
 
     def _declared_mask_token(self) -> str | None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from benchharness.core.atomic import atomic_dir
 from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.checkpoint import quiet_loading
 
 #: poolings that map to a module stack (see the module docstring)
 EXPORTABLE = ("cls", "cls_before_pooler", "avg", "max", "avg_top2", "avg_first_last")
@@ -35,20 +36,20 @@ def module_stack(model_dir: Path, pooling: str, max_length: int | None, normaliz
     if pooling not in EXPORTABLE:
         raise InvalidInputError(f"pooling {pooling!r} has no sentence-transformers equivalent (exportable: "
                                 f"{', '.join(EXPORTABLE)}); the run stays a benchharness encoder only")
-    from sentence_transformers import models
+    import torch
+    from sentence_transformers.sentence_transformer import modules as models
     from transformers import AutoConfig
 
     layered = pooling in ("avg_top2", "avg_first_last")
     config = AutoConfig.from_pretrained(model_dir)
-    transformer = models.Transformer(str(model_dir), max_seq_length=max_length,
-                                     config_kwargs={"output_hidden_states": True} if layered else None)
+    with quiet_loading():
+        transformer = models.Transformer(str(model_dir), max_seq_length=max_length,
+                                         config_kwargs={"output_hidden_states": True} if layered else None)
     dim = transformer.get_embedding_dimension()
     modules: list[Any] = [transformer]
     if layered:
         layers = config.num_hidden_layers  # hidden states 0 (embeddings) .. layers
         start = layers - 1 if pooling == "avg_top2" else first_layer
-        import torch
-
         weights = torch.zeros(layers + 1 - start)
         weights[0] = weights[-1] = 1.0
         modules.append(models.WeightedLayerPooling(dim, layers, start, torch.nn.Parameter(weights)))
@@ -59,7 +60,7 @@ def module_stack(model_dir: Path, pooling: str, max_length: int | None, normaliz
         pooler = getattr(transformer.auto_model, "pooler", None)
         if pooler is None:
             raise InvalidInputError(f"{model_dir}: pooling 'cls' needs the model's pooler, which it has not")
-        dense = models.Dense(dim, dim, activation_function=__import__("torch").nn.Tanh())
+        dense = models.Dense(dim, dim, activation_function=torch.nn.Tanh())
         dense.linear.load_state_dict(pooler.dense.state_dict())
         modules.append(dense)
     if normalize:

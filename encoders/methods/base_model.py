@@ -16,6 +16,7 @@ from torch import nn
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders import hub
+from benchharness.encoders.checkpoint import quiet_loading
 
 
 def base_folder(base: str) -> str:
@@ -57,14 +58,9 @@ def _run_model(folder: Path, manifest: Path) -> Path:
 def load_base(base: str) -> tuple[nn.Module, Any, hub.ModelSource]:
     """The base encoder (``AutoModel``), its tokenizer and where they came from."""
     from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     source = hub.resolve(base_folder(base))
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # a pooler-less checkpoint (MiniLM-L3) warns; pooler unused
-    try:
+    with quiet_loading():  # a pooler-less checkpoint (MiniLM-L3) reports it; the pooler is unused
         model = AutoModel.from_pretrained(str(source.path))
-    finally:
-        hf_logging.set_verbosity(verbosity)
     tokenizer = AutoTokenizer.from_pretrained(str(source.path))
     return model, tokenizer, source

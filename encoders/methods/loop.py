@@ -50,6 +50,7 @@ from benchharness.encoders.methods.resume import (
     save_encoder,
 )
 from benchharness.encoders.methods.train_config import TrainConfig
+from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
 
 #: a dev evaluation: the encoder being trained -> its score, higher is better
 DevScore = Callable[[nn.Module], float]
@@ -265,6 +266,8 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     if state["step"] == 0 or not (out / MODEL_DIR).is_dir():  # a manifest makes the folder an encoder
         raise RuntimeError(f"{out}: the run trained {state['step']} steps and saved no model in {out / MODEL_DIR}; "
                            "it is not registered (no manifest.json written)")
+    if pooling in EXPORTABLE:  # loadable by SentenceTransformer(path), pooled as evaluated
+        save_as_sentence_transformer(out / MODEL_DIR, {"pooling": pooling, "max_length": config.eval_max_length})
     manifest = build_manifest(method, config, state, data, base_source or hub.resolve(base_folder(config.base)),
                               pooling, steps, warmup, device, precision, dev_task)
     write_manifest(out, manifest)

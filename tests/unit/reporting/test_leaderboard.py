@@ -1,6 +1,7 @@
 """Leaderboard grouping, sorting, seed aggregation, marks and intervals on synthetic result files."""
 
 import numpy as np
+import pytest
 from scipy.stats import spearmanr
 
 from benchharness.core.results import Result, ResultStore
@@ -91,3 +92,92 @@ def test_a_seed_aggregate_is_named_after_its_recipe_name_not_a_derived_key(tmp_p
     _store_all(store, "simcse", [66.0] * 7, metadata=_training(42))
     rows = _table(render(store, tmp_path / "none"), STS.title)
     assert rows[0][0] == "simcse (seeds 1,42)" and rows[0][1].endswith("other seeds: recipe:0123456789ab")
+
+
+# ---- formats and filters ------------------------------------------------------------------------------
+def _two_encoders(tmp_path):
+    store = ResultStore(tmp_path / "results")
+    conf = {"main": [58.0, 62.0]}
+    _store_all(store, "under_score", [60.0, 61.0, 62.0, 63.0, 64.0, 65.0, 66.0], confidence=conf)
+    _store_all(store, "plain", [70.0, 51.0, 52.0, 53.0, 54.0, 55.0, 56.0], confidence=conf)
+    return store
+
+
+def test_csv_is_long_with_one_line_per_row_and_column_that_pandas_reads(tmp_path):
+    import io
+
+    import pandas as pd
+
+    from benchharness.reporting.leaderboard import build
+    from benchharness.reporting.table_formats import to_csv
+
+    frame = pd.read_csv(io.StringIO(to_csv(build(_two_encoders(tmp_path), None))))
+    sts = frame[frame.section == STS.title]
+    assert len(sts) == 2 * 8  # 7 columns and Avg. for each of two rows
+    row = sts[(sts.encoder == "plain") & (sts.column == "STS12")].iloc[0]
+    assert row.score == 70.0 and row.best_in_column == 1 and (row.ci_low, row.ci_high) == (58.0, 62.0)
+    avg = sts[(sts.encoder == "under_score") & (sts.column == "Avg.")].iloc[0]
+    assert avg.score == pytest.approx(63.0) and avg.best_in_column == 1  # 441/7 against 391/7
+
+
+def test_latex_is_booktabs_with_the_best_in_bold_and_compiles(tmp_path):
+    import shutil
+    import subprocess
+
+    from benchharness.reporting.leaderboard import build
+    from benchharness.reporting.table_formats import latex
+
+    text = latex(build(_two_encoders(tmp_path), None), intervals=True)
+    assert r"\toprule" in text and r"\midrule" in text and r"\bottomrule" in text
+    assert r"under\_score & 60.00 & \textbf{61.00}" in text  # escaped name; best of STS13 in bold
+    assert r"plain & \textbf{70.00}" in text and "58.0--62.0" in text  # the interval table
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed (Debian: texlive-latex-base texlive-latex-recommended)")
+    doc = tmp_path / "doc.tex"
+    (tmp_path / "board.tex").write_text(text)
+    doc.write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[utf8]{inputenc}\n"
+                   "\\begin{document}\n\\input{board.tex}\n\\end{document}\n")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert (tmp_path / "doc.pdf").stat().st_size > 1000
+
+
+def test_filters_keep_the_named_encoders_tasks_and_groups(tmp_path):
+    from benchharness.reporting.leaderboard import build
+
+    store = _two_encoders(tmp_path)
+    _store_all(store, "plain+whitening", [71.0] * 7)
+    board = build(store, None, encoders=["plain*"], tasks={"STS12", "STSBenchmark"})
+    (table,) = board.tables
+    assert table.headers == ["STS12", "STS-B"]  # no Avg. over a partial suite
+    assert [line.encoder for line in table.lines] == ["plain", "plain+whitening"]
+    board = build(store, None, groups={"post-processed"})
+    assert [line.encoder for line in board.tables[0].lines] == ["plain+whitening"]
+    with pytest.raises(ValueError, match="unknown row group"):
+        build(store, None, groups={"tuned"})
+
+
+def test_published_rows_are_a_group_that_can_be_left_out(tmp_path):
+    from benchharness.reporting.leaderboard import build
+
+    published = tmp_path / "published"
+    published.mkdir()
+    (published / "sts.csv").write_text("paper,table,model,STS12,STS13,STS14,STS15,STS16,STSB,SICKR,Avg\n"
+                                       "simcse,5,SimCSE-BERTbase,68.40,82.41,74.38,80.91,78.56,76.85,72.23,76.25\n")
+    store = _two_encoders(tmp_path)
+    lines = build(store, published).tables[0].lines
+    assert [line.group for line in lines] == ["base", "base", "published"]
+    assert lines[-1].cells[1].best  # 82.41 is the best STS13 of all rows shown
+    assert all(line.group != "published" for line in build(store, published, groups={"base"}).tables[0].lines)
+
+
+def test_the_header_names_the_results_folder_read(tmp_path, monkeypatch, capsys):
+    from benchharness.cli import main
+
+    _two_encoders(tmp_path / "elsewhere")
+    monkeypatch.chdir(tmp_path)
+    assert main(["leaderboard", "--results-dir", "elsewhere/results", "--no-published"]) == 0
+    assert "from the result files under `elsewhere/results/`" in capsys.readouterr().out
+    assert main(["leaderboard", "--results-dir", "elsewhere/results", "-o", "board.tex"]) == 0
+    assert (tmp_path / "board.tex").read_text().startswith("% benchharness leaderboard from elsewhere/results/")

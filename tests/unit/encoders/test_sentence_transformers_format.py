@@ -1,0 +1,89 @@
+"""A trained run loads with ``SentenceTransformer(path)`` and gives the harness's vectors and scores."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+from conftest import HF_CACHE, MINILM_L3
+
+from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
+from benchharness.evaluation.resolver import Resolver
+
+SENTENCES = ["a man is playing a guitar .", "the red car hit a bus", "two dogs run in the field",
+             "a child reads a book about the sea and the old lighthouse on the hill"]
+
+
+@pytest.mark.parametrize("pooling", EXPORTABLE)
+def test_every_exportable_pooling_gives_the_harness_vectors(tiny_bert, tmp_path, pooling):
+    from sentence_transformers import SentenceTransformer
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_bert, folder)
+    expected = Resolver().get(f"hf:{folder}?pooling={pooling}").encode(SENTENCES)
+    save_as_sentence_transformer(folder, {"pooling": pooling, "max_length": 512})
+    assert json.loads((folder / "modules.json").read_text())[0]["type"].endswith("Transformer")
+    got = SentenceTransformer(str(folder), device="cpu").encode(SENTENCES, convert_to_numpy=True)
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_prompt_pooling_is_refused_with_the_reason(tiny_bert, tmp_path):
+    with pytest.raises(ValueError, match="no sentence-transformers equivalent"):
+        save_as_sentence_transformer(tiny_bert, {"pooling": "prompt"})
+
+
+def _train_and_run(project: Path, base: str) -> dict:
+    """``train simcse`` for 2 steps into ``run/``, then ``run`` it on STS-B: the stored result."""
+    corpus = project / "corpus.txt"
+    corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\n"
+                      "a child reads a book\n")
+    train = subprocess.run([sys.executable, "-m", "benchharness.cli", "train", "simcse", "--base", base,
+                            "--out", "run", "--data", "corpus.txt", "--batch-size", "2", "--max-steps", "2",
+                            "--eval-every", "0", "--threads", "1", "--quiet"], cwd=project, capture_output=True,
+                           text=True, timeout=300)
+    assert train.returncode == 0, train.stderr
+    evaluate = subprocess.run([sys.executable, "-m", "benchharness.cli", "run", "--encoders", "run", "--tasks",
+                               "STSBenchmark", "--quiet", "--no-cache", "--add-items"], cwd=project,
+                              capture_output=True, text=True, timeout=300)
+    assert evaluate.returncode == 0, evaluate.stderr
+    return json.loads(next((project / "results").rglob("STSBenchmark.json")).read_text())
+
+
+def _cosines(project: Path, data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Cosines of STS-B test pairs from ``SentenceTransformer("run/model")``, and the gold scores."""
+    from sentence_transformers import SentenceTransformer
+
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+
+    task = tasks.get("STSBenchmark")
+    task.load(DataRoot(data_dir))
+    first, second, gold = task.subsets["test"]  # the sentences as the harness's protocol reads them
+    model = SentenceTransformer(str(project / "run" / "model"), device="cpu")
+    a, b = (model.encode(list(s), convert_to_numpy=True, batch_size=64) for s in (first, second))
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1), np.asarray(gold)
+
+
+def test_a_trained_tiny_run_gives_its_stored_cosines_through_sentence_transformers(project, tiny_bert, data_dir):
+    """A random tiny model puts every STS-B cosine within 3e-5 of 1, where float noise of 1e-7 reorders
+    ranks and moves Spearman by 0.05: the per-pair cosines stored with the result are what must
+    agree. The score itself is checked on a real model below."""
+    result = _train_and_run(project, str(tiny_bert))
+    stored = np.load(next((project / "results").rglob("STSBenchmark.items*.npz")))["cosine"]
+    cosine, _ = _cosines(project, data_dir)
+    np.testing.assert_allclose(cosine, stored, atol=1e-6)
+    assert result["encoder_metadata"]["training"]["method"] == "simcse"
+
+
+@pytest.mark.skipif(not (HF_CACHE / f"models--{MINILM_L3.replace('/', '--')}").is_dir(),
+                    reason=f"{MINILM_L3} is not in the hub cache {HF_CACHE}")
+def test_a_trained_minilm_run_reproduces_its_stored_sts_score_through_sentence_transformers(project, data_dir):
+    result = _train_and_run(project, MINILM_L3)
+    cosine, gold = _cosines(project, data_dir)
+    assert 100 * spearmanr(cosine, gold)[0] == pytest.approx(result["main_score"], abs=0.01)
