@@ -298,7 +298,8 @@ def _store(task: Task, enc_name: str, encoder: Encoder, identity: dict, evaluati
         return
     notes = [f"{zeros:,} zero vectors"] if zeros else []
     if previous is not None and previous != result.main_score:
-        notes.append(f"items added; the score moved from the stored {previous!r}")
+        notes.append(f"items added; the score moved by {result.main_score - previous:+.2g} from the stored "
+                     f"{previous:.4f} (reproducibility tolerance 0.01)")
         ctx.log(f"[{enc_name}/{task.name}] warning: {notes[-1]}")
     ctx.summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score, "; ".join(notes)))
     ctx.log(f"[{enc_name}/{task.name}] {task.metadata.main_score} = {result.main_score:.2f}"

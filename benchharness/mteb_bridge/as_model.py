@@ -49,12 +49,43 @@ def hub_base(identity_info: dict[str, Any]) -> str | None:
     return model if isinstance(model, str) and _HUB_ID.fullmatch(model) else None
 
 
+#: identity keys of a sentence-transformers model loaded as published, with no option of ours
+_PLAIN_HUB_KEYS = {"hash", "family", "model", "revision", "weights_sha256", "modules"}
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def export_name(name: str, identity: str, identity_info: dict[str, Any]) -> tuple[str, str, str]:
+    """(mteb name, revision, why) for exporting an encoder's results.
+
+    A sentence-transformers model used as published (no post-processor, no option that changes its
+    vectors, a known hub commit) computes what mteb's own run of it computes, so it exports under
+    its hub id and commit and its rows sit beside the official ones. Anything else is another
+    model: ``benchharness/<name>`` at its identity hash, with the reason."""
+    info = identity_info
+    if info.get("family") != "sentence-transformers":
+        why = ("post-processed or composed" if "base" in info
+               else f"family {info.get('family', '?')!r} is not a published sentence-transformers model")
+    elif set(info) - _PLAIN_HUB_KEYS:
+        why = f"options that change its vectors: {', '.join(sorted(set(info) - _PLAIN_HUB_KEYS))}"
+    elif not (isinstance(info.get("model"), str) and _HUB_ID.fullmatch(info["model"])):
+        why = "a local model, not a hub id"
+    elif not _COMMIT.fullmatch(str(info.get("revision", ""))):
+        why = "no hub commit recorded"
+    else:
+        return info["model"], info["revision"], "the hub model as published, at its commit"
+    return mteb_name(name), identity, f"not the published model ({why}); revision is the encoder identity"
+
+
 def model_meta(name: str, identity: str, identity_info: dict[str, Any], similarity: str = "cosine",
-               embed_dim: int | None = None) -> ModelMeta:
+               embed_dim: int | None = None, export: bool = False) -> ModelMeta:
     """mteb metadata for a benchharness encoder (also used to export stored results, where only
-    the name and identity recorded in the result exist, not the encoder)."""
+    the name and identity recorded in the result exist, not the encoder). Evaluation through mteb
+    always uses ``benchharness/<name>`` (mteb's cache must never mix our vectors with its own);
+    ``export`` names a plain hub model by its hub id (``export_name``)."""
+    mteb_model, revision = (export_name(name, identity, identity_info)[:2] if export
+                            else (mteb_name(name), identity))
     return ModelMeta(
-        loader=None, name=mteb_name(name), revision=identity, release_date=None, languages=None,
+        loader=None, name=mteb_model, revision=revision, release_date=None, languages=None,
         n_parameters=None, memory_usage_mb=None, max_tokens=None, embed_dim=embed_dim, license=None,
         open_weights=None, public_training_code=None, public_training_data=None, framework=["NumPy"],
         similarity_fn_name=ScoringFunction(similarity), use_instructions=False, training_datasets=None,

@@ -25,7 +25,7 @@ from mteb.results import TaskResult
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
 from benchharness.mteb_bridge import evaluate
-from benchharness.mteb_bridge.as_model import model_meta
+from benchharness.mteb_bridge.as_model import export_name, model_meta
 
 
 @dataclass(frozen=True)
@@ -161,12 +161,15 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
         if isinstance(converted, str):
             report.skipped.append({"encoder": result.encoder, "task": result.task, "reason": converted})
             continue
-        meta = model_meta(result.encoder, result.encoder_identity["hash"], result.encoder_identity,
-                          result.encoder_metadata.get("similarity", "cosine"))
+        identity = result.encoder_identity["hash"]
+        meta = model_meta(result.encoder, identity, result.encoder_identity,
+                          result.encoder_metadata.get("similarity", "cosine"), export=True)
         folder = out / meta.model_name_as_path() / str(meta.revision)
         path = folder / f"{converted.task_name}.json"
         write_json(path, converted.model_dump(mode="json"))
-        write_json(folder / "model_meta.json", meta.to_dict())
+        why = export_name(result.encoder, identity, result.encoder_identity)[2]
+        write_json(folder / "model_meta.json", {**meta.to_dict(), "benchharness": {
+            "encoder": result.encoder, "identity": identity, "name_reason": why}})
         report.exported.append({"encoder": result.encoder, "task": result.task,
                                 "mteb_task": converted.task_name, "path": str(path)})
     return report

@@ -107,19 +107,32 @@ def test_export_is_loaded_by_mteb_result_cache(tmp_path):
     assert [r["task"] for r in report.exported] == ["STS12", "STS16"]
     assert {r["task"]: r["reason"] for r in report.skipped} == {t: reason_not_exported(t)
                                                                for t in ("STSBenchmark", "SICKRelatedness", "MR")}
-    revision = stored[0].encoder_identity["hash"]
-    folder = tmp_path / "results" / "benchharness__minilm-l6" / revision
+    # a sentence-transformers model used as published exports under its hub id and commit, beside
+    # mteb's own rows for it
+    revision = stored[0].encoder_identity["revision"]
+    assert len(revision) == 40
+    folder = tmp_path / "results" / "sentence-transformers__all-MiniLM-L6-v2" / revision
     assert sorted(p.name for p in folder.iterdir()) == ["STS12.json", "STS16.json", "model_meta.json"]
+    assert json.loads((folder / "model_meta.json").read_text())["benchharness"]["encoder"] == "minilm-l6"
 
     cache = mteb.ResultCache(tmp_path)
-    assert cache.get_models() == [("benchharness__minilm-l6", revision)]
-    loaded = cache.load_task_result("STS12", "benchharness/minilm-l6", revision)
+    assert cache.get_models() == [("sentence-transformers__all-MiniLM-L6-v2", revision)]
+    loaded = cache.load_task_result("STS12", "sentence-transformers/all-MiniLM-L6-v2", revision)
     assert loaded.get_score() == pytest.approx(stored[0].metrics["all.spearman"] / 100)
     assert loaded.dataset_revision == mteb.get_task("STS12").metadata.revision
     on_disk = mteb.TaskResult.from_disk(folder / "STS16.json")
     assert on_disk.scores["test"][0]["cosine_pearson"] == pytest.approx(stored[1].metrics["all.pearson"] / 100)
-    results = cache.load_results(models=["benchharness/minilm-l6"])
+    results = cache.load_results(models=["sentence-transformers/all-MiniLM-L6-v2"])
     assert sorted(r.task_name for m in results.model_results for r in m.task_results) == ["STS12", "STS16"]
+
+
+def test_an_encoder_that_is_not_the_published_model_exports_under_its_own_name_with_the_reason(tmp_path):
+    composed = _stored("minilm-l6+whitening", "STS12")
+    export_results([composed], tmp_path)
+    folder = tmp_path / "benchharness__minilm-l6+whitening" / composed.encoder_identity["hash"]
+    meta = json.loads((folder / "model_meta.json").read_text())
+    assert meta["name"] == "benchharness/minilm-l6+whitening"
+    assert "post-processed" in meta["benchharness"]["name_reason"]
 
 
 def test_export_refuses_a_result_stored_under_another_protocol(tmp_path):
@@ -270,10 +283,10 @@ def test_export_command_writes_mteb_layout_and_says_what_it_left_out(tmp_path, c
     assert set(skipped) == stored - set(EXPORTABLE)
     if "SICKRelatedness" in skipped:
         assert reason_not_exported("SICKRelatedness") in skipped["SICKRelatedness"]
-    revision = _stored("minilm-l6", "STS12").encoder_identity["hash"]
+    revision = _stored("minilm-l6", "STS12").encoder_identity["revision"]
     cache = mteb.ResultCache(tmp_path)
-    assert cache.get_models() == [("benchharness__minilm-l6", revision)]
-    names = {r.task_name for m in cache.load_results(models=["benchharness/minilm-l6"]).model_results
+    assert cache.get_models() == [("sentence-transformers__all-MiniLM-L6-v2", revision)]
+    names = {r.task_name for m in cache.load_results(models=["sentence-transformers/all-MiniLM-L6-v2"]).model_results
              for r in m.task_results}
     assert names == {EXPORTABLE[t].mteb_task for t in exported}
 
