@@ -87,3 +87,31 @@ def test_a_trained_minilm_run_reproduces_its_stored_sts_score_through_sentence_t
     result = _train_and_run(project, MINILM_L3)
     cosine, gold = _cosines(project, data_dir)
     assert 100 * spearmanr(cosine, gold)[0] == pytest.approx(result["main_score"], abs=0.01)
+
+
+def test_push_stages_a_loadable_model_with_a_card_whose_model_index_holds_the_stored_scores(
+        project, tiny_bert, data_dir):
+    import yaml
+
+    from sentence_transformers import SentenceTransformer
+
+    result = _train_and_run(project, str(tiny_bert))
+    done = subprocess.run([sys.executable, "-m", "benchharness.cli", "push", "run", "--stage-only", "--stage",
+                           "upload"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    staged = project / "upload"
+    assert {"modules.json", "README.md", "benchharness_manifest.json", "config.json"} <= {
+        p.name for p in staged.iterdir()}
+    model = SentenceTransformer(str(staged), device="cpu")
+    expected = SentenceTransformer(str(project / "run" / "model"), device="cpu").encode(SENTENCES)
+    np.testing.assert_allclose(model.encode(SENTENCES), expected, atol=1e-6)
+    text = (staged / "README.md").read_text()
+    front = yaml.safe_load(text.split("---")[1])
+    (entry,) = front["model-index"]
+    (sts_b,) = [r for r in entry["results"] if r["dataset"]["name"] == "STSBenchmark"]
+    assert sts_b["metrics"][0]["value"] == round(result["main_score"], 2)
+    assert front["library_name"] == "sentence-transformers"
+    assert "benchharness train simcse" in text and f"{result['main_score']:.2f}" in text
+    missing = subprocess.run([sys.executable, "-m", "benchharness.cli", "push", "run"], cwd=project,
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and "--repo-id" in missing.stderr

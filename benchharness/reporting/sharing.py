@@ -1,0 +1,53 @@
+"""A trained run as the folder that goes to the Hugging Face hub, and the upload.
+
+The staged folder is what ``benchharness push`` uploads and what the tests check: the run's model
+as a sentence-transformers model (converted here when the run predates that format), its
+``manifest.json``, and the model card (``reporting.model_card``). Uploading needs the network and
+a token (``huggingface-cli login`` or ``HF_TOKEN``); staging needs neither.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from benchharness.core.atomic import write_text
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.manifests import MANIFEST, RunManifest, read_manifest
+from benchharness.core.results import ResultStore
+
+
+def run_folder(spec: dict) -> Path:
+    """The run folder behind a trained encoder's spec (its ``model`` is ``<run>/model``)."""
+    model = spec.get("model")
+    if spec.get("type") != "hf" or not model or not (Path(model).parent / MANIFEST).is_file():
+        raise InvalidInputError("only a trained run can be pushed (a run folder, its registered name or a "
+                                f"recipe that has been trained); this encoder is {spec.get('type', '?')}:{model}")
+    return Path(model).parent
+
+
+def stage(name: str, folder: Path, store: ResultStore, out: Path) -> Path:
+    """Fill ``out`` with the run ``folder`` as it is shared under ``name``; returns ``out``."""
+    from benchharness.encoders.sentence_transformers_format import save_as_sentence_transformer
+    from benchharness.reporting.model_card import card
+
+    manifest: RunManifest = read_manifest(folder)
+    if out.exists() and any(out.iterdir()):
+        raise InvalidInputError(f"{out} is not empty; stage into a new folder")
+    shutil.copytree(folder / manifest["encoder"]["model"], out, dirs_exist_ok=True)
+    if not (out / "modules.json").is_file():
+        save_as_sentence_transformer(out, dict(manifest["encoder"]))
+    shutil.copy2(folder / MANIFEST, out / "benchharness_manifest.json")
+    write_text(out / "README.md", card(name, manifest, store) + "\n")
+    return out
+
+
+def push(staged: Path, repo_id: str, private: bool = False) -> str:
+    """Upload ``staged`` to the hub repository ``repo_id`` (created if missing); its URL."""
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    api.create_repo(repo_id, private=private, exist_ok=True)
+    commit = api.upload_folder(repo_id=repo_id, folder_path=str(staged),
+                               commit_message="Upload a benchharness-trained sentence encoder")
+    return str(getattr(commit, "commit_url", f"https://huggingface.co/{repo_id}"))
