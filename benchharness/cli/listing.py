@@ -7,8 +7,34 @@ import argparse
 HELP = "list encoders or tasks"
 
 
+#: the terminal width the short listing fits
+WIDTH = 100
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", choices=["encoders", "tasks"])
+    p.add_argument("--long", action="store_true", help="every column in full (sources, settings), however wide")
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def short_rows(rows: list[dict[str, str]], width: int = WIDTH) -> list[list[str]]:
+    """Name, the first words of the source and the description, clipped to fit ``width`` columns of
+    a GitHub-style table (3 columns: 10 characters of borders and padding)."""
+    name_w = min(36, max(len(r["name"]) for r in rows))
+    source_w = min(18, max(len(r["source"]) for r in rows))
+    rest = max(20, width - 10 - name_w - source_w)
+    return [[_clip(r["name"], name_w), _clip(_short_source(r["source"]), source_w), _clip(r["description"], rest)]
+            for r in rows]
+
+
+def _short_source(source: str) -> str:
+    """A file named as the source (a config, a runs folder) by its last part: ``--long`` has the path."""
+    head, sep, tail = source.partition(" ")
+    return (head.rstrip("/").rsplit("/", 1)[-1] + sep + tail) if "/" in head else source
 
 
 def main(args: argparse.Namespace) -> int:
@@ -18,10 +44,17 @@ def main(args: argparse.Namespace) -> int:
         from benchharness.evaluation.resolver import Resolver, families
 
         rows = Resolver().describe()
-        print(tabulate([[r["name"], r["source"], r["description"], r["settings"]] for r in rows],
-                       headers=["name", "source", "description", "settings"], tablefmt="github"))
-        print(f"\nAd-hoc specs: {', '.join(f.usage for f in families().values())}; "
-              "compose post-processors with base+post(k=v,...).")
+        if args.long:
+            print(tabulate([[r["name"], r["source"], r["description"], r["settings"]] for r in rows],
+                           headers=["name", "source", "description", "settings"], tablefmt="github"))
+        else:
+            print(tabulate(short_rows(rows), headers=["name", "source", "description"], tablefmt="github"))
+            print("(clipped to 100 columns; --long for sources and settings in full)")
+        import textwrap
+
+        print("\n" + textwrap.fill(f"Ad-hoc specs: {', '.join(f.usage for f in families().values())}; compose "
+                                   "post-processors with base+post(k=v,...).", WIDTH if not args.long else 10**6,
+                                   break_on_hyphens=False))
         return 0
     from benchharness import tasks
     table = tasks.catalogue()

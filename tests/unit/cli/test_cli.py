@@ -93,3 +93,13 @@ def test_a_user_error_is_one_line_and_a_programming_error_keeps_its_traceback(mo
     monkeypatch.setattr(listing, "main", shape_mismatch)
     with pytest.raises(ValueError, match="mismatch"):
         main(["list", "tasks"])
+
+
+def test_list_encoders_fits_a_100_column_terminal_and_long_keeps_everything(capsys):
+    assert main(["list", "encoders"]) == 0
+    short = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in short) <= 100
+    assert main(["list", "encoders", "--long"]) == 0
+    long = capsys.readouterr().out
+    assert "settings" in long.splitlines()[0] and all(line.split("|")[1].strip().rstrip("…") in long
+                                                      for line in short[2:] if line.startswith("|"))
