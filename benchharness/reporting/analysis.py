@@ -170,30 +170,50 @@ def _pyplot():
     return plt
 
 
+#: figure formats ``benchharness analyze`` writes: PNG for screens, SVG and PDF for papers
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
 def _save(fig, path: str | Path) -> Path:
+    """Write ``fig`` in the format its suffix names (png, svg, pdf), atomically."""
     path = Path(path)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in FIGURE_FORMATS:
+        raise InvalidInputError(f"{path}: figures are written as {', '.join(FIGURE_FORMATS)}")
     with atomic_file(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=150, bbox_inches="tight")
+        # the date in PDF/SVG metadata would make every rewrite differ
+        fig.savefig(fh, format=fmt, dpi=150, bbox_inches="tight",
+                    metadata={"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt])
     return path
 
 
-def plot_cosine_levels(cosine: np.ndarray, gold: np.ndarray, path: str | Path, title: str = "",
+def plot_cosine_levels(cosines: Mapping[str, np.ndarray], gold: np.ndarray, path: str | Path, title: str = "",
                        edges: Sequence[float] = PASER_LEVEL_EDGES) -> Path:
-    """Histogram (density) of the pair cosine per gold level, one panel per level, as PaSeR's Fig. 5."""
+    """Density of the pair cosine per gold level (rows, as PaSeR's Fig. 5), one column per encoder, on
+    shared axes so that encoders compare at a glance: a good encoder moves its mass right as the
+    gold level rises."""
     plt = _pyplot()
-    cosine = np.asarray(cosine, dtype=np.float64)
-    stats = cosine_by_gold_level(cosine, gold, edges)
+    if not cosines:
+        raise InvalidInputError("no encoders to plot")
+    names = list(cosines)
     level = gold_levels(gold, edges)
-    fig, axes = plt.subplots(len(stats), 1, figsize=(5, 1.2 * len(stats)), sharex=True)
-    axes = np.atleast_1d(axes)
-    bins = np.linspace(min(-0.1, cosine.min()), 1.0, 41)
-    for k, (ax, st) in enumerate(zip(axes, stats)):
-        ax.hist(cosine[level == k], bins=bins, density=True, color="tab:blue", alpha=0.7)
-        ax.set_ylabel(st.level, rotation=0, labelpad=18)
-        ax.set_yticks([])
-    axes[-1].set_xlabel("cosine similarity")
+    stats = cosine_by_gold_level(np.asarray(cosines[names[0]], dtype=np.float64), gold, edges)
+    low = min(-0.1, *(float(np.min(c)) for c in cosines.values()))
+    bins = np.linspace(low, 1.0, 41)
+    fig, axes = plt.subplots(len(stats), len(names), figsize=(2.6 * len(names) + 0.8, 1.15 * len(stats) + 0.6),
+                             sharex=True, sharey="col", squeeze=False)
+    for j, name in enumerate(names):
+        cosine = np.asarray(cosines[name], dtype=np.float64)
+        for k, st in enumerate(stats):
+            ax = axes[k, j]
+            ax.hist(cosine[level == k], bins=bins, density=True, color=f"C{j}", alpha=0.75)
+            ax.axvline(float(cosine[level == k].mean()), color="black", linewidth=0.8)
+            if j == 0:
+                ax.set_ylabel(f"gold {st.level}\ndensity", fontsize=8)
+        axes[0, j].set_title(name, fontsize=9)
+        axes[-1, j].set_xlabel("cosine similarity")
     if title:
-        axes[0].set_title(title)
+        fig.suptitle(title)
     try:
         return _save(fig, path)
     finally:
@@ -201,17 +221,18 @@ def plot_cosine_levels(cosine: np.ndarray, gold: np.ndarray, path: str | Path, t
 
 
 def plot_alignment_uniformity(points: Mapping[str, tuple[float, float]], path: str | Path) -> Path:
-    """Scatter of encoders, ``points[name] = (alignment, uniformity)``, uniformity on the x axis and
-    alignment on the y axis as in SimCSE's Fig. 2 (lower left is better)."""
+    """The alignment-uniformity plane, one point per encoder, uniformity on the x axis and alignment
+    on the y axis as in SimCSE's Fig. 2 (lower left is better)."""
     if not points:
         raise InvalidInputError("no encoders to plot")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
-    for name, (align, unif) in points.items():
-        ax.scatter([unif], [align])
+    for j, (name, (align, unif)) in enumerate(points.items()):
+        ax.scatter([unif], [align], color=f"C{j}", label=name)
         ax.annotate(name, (unif, align), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.set_xlabel("uniformity")
-    ax.set_ylabel("alignment")
+    ax.set_xlabel(r"$\ell_{uniform}$")
+    ax.set_ylabel(r"$\ell_{align}$")
+    ax.margins(0.15)
     try:
         return _save(fig, path)
     finally:

@@ -1,11 +1,13 @@
-"""``benchharness analyze X``: the geometry of one encoder's space on STS-B test, stored and plotted.
+"""``benchharness analyze A B ...``: the geometry of encoders' spaces on STS-B test, stored and plotted.
 
 Numbers (``benchharness.reporting.analysis``): alignment and uniformity (Wang & Isola, as SimCSE reports
 them: positives are the STS-B pairs with gold >= 4, uniformity over all STS-B sentences), the
 mean/variance of the pair cosine per gold level (PaSeR's table), and isotropy (the mean cosine of
 random sentence pairs; the variance share of the top 1 and 10 principal components). They are
-written to ``<out>/analysis/<encoder>.json`` and the plots to
-``<out>/figures/analysis-<encoder>-{cosine-levels,alignment-uniformity}.png``.
+written to ``<out>/<encoder>.json``, and the figures, every encoder in each, to
+``<out>/alignment-uniformity.<fmt>`` (one point per encoder, as SimCSE's Fig. 2) and
+``<out>/cosine-levels.<fmt>`` (the cosine densities per gold level, a column per encoder), as PNG,
+SVG and PDF. Nothing is written outside ``out``.
 
 The encoder comes from the resolver, wrapped by the embedding cache, like ``run``, so a second
 analysis of the same encoder encodes nothing. The pairs are those of the ``STSBenchmark`` task
@@ -30,9 +32,9 @@ RANDOM_PAIRS = 100_000
 SEED = 0
 
 
-def analyze(encoder: Encoder, name: str, first: list[str], second: list[str], gold: np.ndarray,
-            out: Path) -> dict[str, Any]:
-    """Compute, store and plot the analysis of ``encoder`` on the given scored pairs."""
+def analyze(encoder: Encoder, name: str, first: list[str], second: list[str],
+            gold: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
+    """The analysis of ``encoder`` on the given scored pairs, and the pairs' cosines."""
     sentences = list(dict.fromkeys([*first, *second]))
     vectors = encoder.encode(sentences, show_progress=False)
     row = {s: i for i, s in enumerate(sentences)}
@@ -57,13 +59,21 @@ def analyze(encoder: Encoder, name: str, first: list[str], second: list[str], go
         "versions": versions(),
         "date": now(),
     }
-    stem = slug(name)
-    figures = out / "figures"
-    report["figures"] = [
-        str(analysis.plot_cosine_levels(cosine, gold, figures / f"analysis-{stem}-cosine-levels.png",
-                                        title=f"{name}: STS-B test cosine per gold level").relative_to(out)),
-        str(analysis.plot_alignment_uniformity({name: (report["alignment"], report["uniformity"])},
-                                               figures / f"analysis-{stem}-alignment-uniformity.png").relative_to(out)),
-    ]
-    write_json(out / "analysis" / f"{stem}.json", report)
-    return report
+    return report, cosine
+
+
+def write(reports: list[tuple[dict[str, Any], np.ndarray]], gold: np.ndarray, out: Path,
+          formats: tuple[str, ...] = analysis.FIGURE_FORMATS) -> list[Path]:
+    """Each report as ``<out>/<encoder>.json``, and the two figures of all encoders in each format."""
+    written = []
+    for report, _ in reports:
+        path = out / f"{slug(report['encoder'])}.json"
+        write_json(path, report)
+        written.append(path)
+    points = {r["encoder"]: (r["alignment"], r["uniformity"]) for r, _ in reports}
+    cosines = {r["encoder"]: cosine for r, cosine in reports}
+    for fmt in formats:
+        written.append(analysis.plot_alignment_uniformity(points, out / f"alignment-uniformity.{fmt}"))
+        written.append(analysis.plot_cosine_levels(cosines, gold, out / f"cosine-levels.{fmt}",
+                                                   title="STS-B test: cosine per gold level"))
+    return written

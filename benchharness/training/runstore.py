@@ -107,7 +107,9 @@ class RunStore:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                print(f"waiting for another process that trains {recipe.display_name} ({folder})", file=sys.stderr)
+                print(f"waiting for another process that trains {recipe.display_name} ({folder}) until it finishes, "
+                      "with no time limit (its progress is in the run's metrics.jsonl); Ctrl-C stops only this "
+                      "wait, the other process goes on", file=sys.stderr)
                 fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield

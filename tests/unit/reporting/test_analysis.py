@@ -104,7 +104,7 @@ def test_plots_write_png(tmp_path):
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 200)
     cos = gold / 5 + rng.normal(0, 0.1, 200)
-    levels = analysis.plot_cosine_levels(cos, gold, tmp_path / "levels.png", title="test")
+    levels = analysis.plot_cosine_levels({"a": cos, "b": cos / 2}, gold, tmp_path / "levels.png", title="test")
     scatter = analysis.plot_alignment_uniformity({"a": (0.2, -2.0), "b": (0.3, -3.1)}, tmp_path / "au.png")
     for path in (levels, scatter):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
