@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 _SUFFIXES = {".md": "md", ".csv": "csv", ".tex": "latex", ".html": "html", ".htm": "html"}
 
 
-def _label(root: Path) -> str:
+def results_label(root: Path) -> str:
     """The results folder as the header names it: relative to here when inside, never a machine path
     for the default."""
     try:
@@ -44,7 +44,7 @@ def _label(root: Path) -> str:
         return f"{os.path.normpath(root)}/"
 
 
-def _tasks(selection: list[str], stored: set[str]) -> set[str]:
+def task_selection(selection: list[str], stored: set[str]) -> set[str]:
     """Task and group names expanded; a stored task no provider knows (an mteb or file task) as is."""
     from benchharness import tasks
 
@@ -73,9 +73,9 @@ def main(args: argparse.Namespace) -> int:
         from benchharness.reporting.leaderboard import GROUPS
 
         groups = (groups or set(GROUPS)) - {"published"}
-    tasks = _tasks(args.tasks, {r.task for r in store}) if args.tasks else None
+    tasks = task_selection(args.tasks, {r.task for r in store}) if args.tasks else None
     board = build(store, published, papers, encoders=args.encoders, tasks=tasks, groups=groups,
-                  results_label=_label(store.root))
+                  results_label=results_label(store.root))
     intervals = args.intervals if args.intervals is not None else fmt != "latex"
     text = render(board, fmt, intervals)
     if args.output:

@@ -191,6 +191,10 @@ def test_the_runner_knows_no_plugin_family(graph):
     assert not {t for t in runner if room(t) in ("encoders", "tasks")}
 
 
+#: the leaderboard's marks are paired tests on stored per-item outputs: numpy and scipy, never a model
+ALLOWED = {"leaderboard": {"numpy", "scipy"}}
+
+
 @pytest.mark.parametrize("argv", [["list", "tasks"], ["list", "encoders"], ["leaderboard"], ["data", "status"],
                                   ["--help"]])
 def test_quick_commands_import_no_heavy_library(argv):
@@ -207,4 +211,4 @@ print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert set(json.loads(out.stdout.strip().splitlines()[-1])) <= ALLOWED.get(argv[0], set())

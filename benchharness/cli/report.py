@@ -1,0 +1,36 @@
+"""``benchharness report``: one self-contained HTML page of the stored results (works offline)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from benchharness.cli.leaderboard import comma_list
+
+HELP = "one self-contained HTML page: leaderboard, bars with intervals, significance, analysis, provenance"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="folder to write index.html into")
+    p.add_argument("--results-dir")
+    p.add_argument("--encoders", type=comma_list, help="comma list of encoder names or shell patterns")
+    p.add_argument("--tasks", type=comma_list, help="comma list of tasks and task groups")
+    p.add_argument("--no-published", action="store_true", help="leave out the papers' published rows")
+    p.add_argument("--published-dir", help="folder of published-number CSVs (default: this checkout's)")
+    p.add_argument("--analysis", help="a folder written by `benchharness analyze` whose figures to include")
+
+
+def main(args: argparse.Namespace) -> int:
+    from benchharness.cli.leaderboard import results_label, task_selection
+    from benchharness.cli.options import result_store
+    from benchharness.reporting.html_report import write_report
+    from benchharness.reporting.leaderboard import GROUPS, PUBLISHED_DIR
+
+    store = result_store(args)
+    published = Path(args.published_dir) if args.published_dir else PUBLISHED_DIR
+    tasks = task_selection(args.tasks, {r.task for r in store}) if args.tasks else None
+    path = write_report(store, Path(args.out), published, analysis_dir=Path(args.analysis) if args.analysis else None,
+                        results_label=results_label(store.root), encoders=args.encoders, tasks=tasks,
+                        groups=set(GROUPS) if args.no_published else None)
+    print(f"written: {path}")
+    return 0
