@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from benchharness.cli import analyze, compare, data, export, leaderboard, listing, push, report, run, train, tune
+from benchharness.cli import (analyze, compare, data, export, leaderboard, listing, protocols, push, report, run,
+                              train, tune)
 from benchharness.core.errors import UserError
 from benchharness.core.settings import CONFIG_ENV, apply_environment, load_config
 from benchharness.core.version import __version__
@@ -27,7 +28,7 @@ from benchharness.core.version import __version__
 #: command name -> its module
 COMMANDS: dict[str, ModuleType] = {"list": listing, "run": run, "leaderboard": leaderboard, "export": export,
                                    "compare": compare, "analyze": analyze, "data": data, "train": train, "tune": tune,
-                                   "push": push, "report": report}
+                                   "push": push, "report": report, "protocols": protocols}
 #: commands whose sub-commands come from plugins that import torch: built only when named
 PLUGIN_COMMANDS = ("train", "tune")
 

@@ -10,7 +10,8 @@ the figures as inline SVG drawn by matplotlib. The page holds, per leaderboard s
   is significantly better than B (the leaderboard's paired tests, p < 0.05, no multiplicity
   correction), over the results that keep per-item outputs;
 
-then the analysis figures of ``benchharness analyze`` (when its folder is given) and, per encoder,
+then each base encoder's protocol spread (``reporting.protocol_spread``), the analysis figures of
+``benchharness analyze`` (when its folder is given) and, per encoder,
 its provenance: identity, model and revision, recipe, versions, protocol variants and date.
 
 The sort and filter state can be set from the address (``#sort=<table>:<column>:asc|desc`` and
@@ -204,6 +205,29 @@ def _analysis(folder: Path | None) -> str:
     return "\n".join(shown) or f'<p class="note">{html.escape(str(folder))} holds no analysis figures (SVG).</p>'
 
 
+def protocol_tables(board: Board, store: ResultStore) -> str:
+    """The protocol spread (``reporting.protocol_spread``) of each base encoder shown: its score
+    under every variant papers report, with the distance from the harness's default."""
+    from benchharness.reporting.protocol_spread import PAPERS, delta_text, spread
+
+    encoders = list(dict.fromkeys(line.encoder for t in board.tables for line in t.lines if line.group == "base"))
+    parts = []
+    for encoder in encoders:
+        rows, default = [], None
+        for v in spread(store, encoder):
+            if v.score is None:
+                continue
+            default = v.score if v.default else default
+            delta = "" if v.default or default is None else delta_text(v.score - default)
+            rows.append(f"<tr><td>{html.escape(v.task)}</td><td>{html.escape(v.variant)}"
+                        f"{' (default)' if v.default else ''}</td><td>{v.score:.2f}</td><td>{delta}</td></tr>")
+        parts.append(f"<details><summary>{html.escape(encoder)}</summary><table><thead><tr><th>task</th>"
+                     f"<th>variant</th><th>score</th><th>vs default</th></tr></thead><tbody>{''.join(rows)}"
+                     "</tbody></table></details>")
+    papers = "".join(f"<li>{html.escape(p)}: {html.escape(t)}</li>" for p, t in PAPERS.items())
+    return "\n".join(parts) + f'<p class="note">Variants the published rows report:</p><ul class="note">{papers}</ul>'
+
+
 def render(board: Board, store: ResultStore, analysis_dir: Path | None = None) -> str:
     """The whole page."""
     sections = []
@@ -234,6 +258,8 @@ bootstrap interval. Click a column to sort.</p>
 <div class="controls">Filter encoders: <input id="filter" type="search" placeholder="name contains...">
 {checks}</div>
 {"".join(sections)}
+<h2>Why papers disagree: the protocol spread</h2>
+{protocol_tables(board, store)}
 <h2>Analysis</h2>
 {_analysis(analysis_dir)}
 <h2>Provenance</h2>
