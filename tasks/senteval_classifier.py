@@ -36,10 +36,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from sklearn.model_selection import StratifiedKFold
+from tqdm.auto import tqdm
 
 from benchharness.core.cpu_share import shared_threads
 from benchharness.core.devices import pick_device
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.progress import shown
 from benchharness.tasks.senteval_config import L2_GRID, VALIDATION_SPLIT, ClassifierConfig
 
 
@@ -128,7 +130,9 @@ class BatchedLogReg:
         dev_rows, dev_mask = _padded([f.dev for f in fits], dev)
         n_dev = np.array([len(f.dev) for f in fits])
 
-        with shared_threads(dev) as threads:
+        bar = tqdm(total=cfg.max_epoch, desc=f"classifiers ({G * K} fits)", unit="epoch", leave=False,
+                   disable=not shown())
+        with shared_threads(dev) as threads, bar:
             nepoch = 0
             while alive.any() and nepoch <= cfg.max_epoch:
                 threads.adjust()  # a busy neighbour makes lock-stepped threads spin: see cpu_share
@@ -154,6 +158,8 @@ class BatchedLogReg:
                     best_W[gat] = torch.where(keep, sub["W"], best_W[gat])
                 alive[ga] = was_alive & ~stopping
                 stop_epoch[ga] = np.where(was_alive, nepoch, stop_epoch[ga])
+                bar.update(cfg.epoch_size)
+                bar.set_postfix(training=int(alive.sum()), refresh=False)
         per_model = best_W.view(G, d + 1, K, C).permute(0, 2, 1, 3)
         return Trained(per_model[:, :, :d].contiguous(), per_model[:, :, d].contiguous(), best, stop_epoch)
 

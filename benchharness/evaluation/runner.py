@@ -32,6 +32,7 @@ from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.provenance import now, versions
+from benchharness.core.progress import progress_shown
 from benchharness.core.resources import peak_rss_mib
 from benchharness.core.results import OVERWRITE, ProtocolRecord, Result, ResultStore, Timings, fingerprint
 from benchharness.core.seeding import seed_everything
@@ -242,7 +243,8 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
         seed_everything(ctx.seed)
         t1 = time.perf_counter()
         try:
-            evaluation = task.evaluate_items(embeddings.embed, ctx.seed)
+            with progress_shown(show_progress):
+                evaluation = task.evaluate_items(embeddings.embed, ctx.seed)
         except Exception as exc:
             ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}{_trace(exc)}")
             continue
