@@ -199,9 +199,11 @@ def _analysis(folder: Path | None) -> str:
     if folder is None:
         return ('<p class="note">No analysis folder given: <code>benchharness analyze A B ... --out DIR</code>, '
                 'then <code>benchharness report --analysis DIR</code>.</p>')
-    figures = [folder / name for name in ("alignment-uniformity.svg", "cosine-levels.svg")]
-    shown = [f"<figure>{p.read_text()[p.read_text().index('<svg'):]}<figcaption>{p.name}</figcaption></figure>"
-             for p in figures if p.is_file()]
+    shown = []
+    for name in ("alignment-uniformity.svg", "cosine-levels.svg"):
+        if (folder / name).is_file():
+            svg = (folder / name).read_text()
+            shown.append(f"<figure>{svg[svg.index('<svg'):]}<figcaption>{name}</figcaption></figure>")
     return "\n".join(shown) or f'<p class="note">{html.escape(str(folder))} holds no analysis figures (SVG).</p>'
 
 

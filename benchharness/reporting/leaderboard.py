@@ -1,4 +1,5 @@
-"""Markdown leaderboard from stored results, with the papers' published numbers beside them.
+"""The leaderboard of stored results, with the papers' published numbers beside them, as a ``Board``
+of tables (``build``) that ``reporting.table_formats`` prints as Markdown, CSV, LaTeX or HTML.
 
 Each section is a table of encoders x tasks (+ Avg. when a row has every column, as the papers
 average). Measured rows come from ``results/<encoder>/<task>.json``; published rows from
