@@ -37,7 +37,9 @@ h1{font-size:1.4em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #c
 table{border-collapse:collapse;font-size:12px;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;white-space:nowrap}
 th{background:#f4f4f4;cursor:pointer;position:sticky;top:0}th.sorted-asc:after{content:" \\25B2"}
-th.sorted-desc:after{content:" \\25BC"}td:first-child,td:nth-child(2){text-align:left}
+th.sorted-desc:after{content:" \\25BC"}
+td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){text-align:left;white-space:normal;max-width:20em;
+overflow-wrap:anywhere}
 td.best{font-weight:bold}td .ci{display:block;color:#888;font-size:10px}
 tr[data-group=published] td{color:#666;font-style:italic}
 .controls{position:sticky;top:0;background:#fff;padding:.5em 0;z-index:2;border-bottom:1px solid #eee}
