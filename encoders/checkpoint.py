@@ -100,7 +100,7 @@ def refuse_missing_tokenizer(folder: Path, model: str) -> None:
 
 @contextlib.contextmanager
 def quiet_loading() -> Iterator[None]:
-    """transformers' weight-loading progress bars and load reports silenced while a model loads.
+    """transformers' weight-loading (and -saving) progress bars and load reports silenced.
 
     The report transformers prints lists weights it initialised at random; the harness checks them
     itself (``load_complete`` refuses any but the pooler, and ``refuse_random_pooler`` keeps

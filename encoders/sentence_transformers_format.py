@@ -77,5 +77,5 @@ def save_as_sentence_transformer(model_dir: Path, spec: dict[str, Any]) -> None:
                                                      bool(spec.get("normalize")), int(spec.get("first_layer", 1))),
                                 device="cpu")
     model.similarity_fn_name = "cosine"
-    with atomic_dir(model_dir) as tmp:
+    with atomic_dir(model_dir) as tmp, quiet_loading():  # no "Writing model shards" bar
         model.save(str(tmp))

@@ -65,6 +65,7 @@ class Throughput:
     machine: str
     command: str
     date: str
+    cpu: str = ""  # the CPU kind of a cpu row (``on_demand.cpu_kind``): "avx512-bf16", "avx2"; "" for any
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,7 @@ def read_book(path: Path) -> RecipeBook:
         missing = [k for k in THROUGHPUT_KEYS if k not in row]
         if missing:
             raise RecipeError(f"{path}: throughput entry {i + 1} lacks {', '.join(missing)}")
-        measured.append(Throughput(**{k: row[k] for k in THROUGHPUT_KEYS}))
+        measured.append(Throughput(**{k: row[k] for k in THROUGHPUT_KEYS}, cpu=str(row.get("cpu", ""))))
     return RecipeBook(path, entries, tuple(measured))
 
 

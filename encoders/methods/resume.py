@@ -19,6 +19,7 @@ import torch
 
 from benchharness.core.atomic import atomic_dir, atomic_file
 from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.checkpoint import quiet_loading
 from benchharness.encoders.methods.method import TrainingMethod
 from benchharness.encoders.methods.train_config import TrainConfig
 
@@ -115,6 +116,6 @@ def remove_checkpoint(out: Path) -> None:
 
 def save_encoder(method: TrainingMethod, out: Path) -> None:
     """The encoder and tokenizer (never the training heads) into ``<out>/model``, replaced whole."""
-    with atomic_dir(out / MODEL_DIR) as tmp:
+    with atomic_dir(out / MODEL_DIR) as tmp, quiet_loading():  # no "Writing model shards" bar
         method.encoder.save_pretrained(tmp)
         method.tokenizer.save_pretrained(tmp)

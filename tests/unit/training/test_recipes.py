@@ -270,3 +270,20 @@ def test_estimate_is_steps_times_the_measured_seconds_per_step():
     bigger = recipes.derive("paser", _train_args("paser", ["--batch-size", "64"]), book)
     per_step64, _, scaled64 = on_demand.measured(bigger, book, "cpu")
     assert scaled64 and per_step64 == pytest.approx(2 * row.seconds_per_step)
+
+
+@pytest.mark.parametrize("flags, kind", [("fpu avx avx2 avx512f avx512_bf16", "avx512-bf16"),
+                                         ("fpu avx avx2 amx_bf16", "avx512-bf16"), ("fpu avx avx2", "avx2"),
+                                         ("fpu sse2", "other")])
+def test_the_estimate_uses_the_throughput_row_of_this_cpu_kind(tmp_path, monkeypatch, flags, kind):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    assert on_demand.cpu_kind(cpuinfo) == kind
+    book = recipes.load_book()
+    simcse = book.get("simcse")
+    rows = {t.cpu: t for t in book.throughput if t.method == "simcse" and t.device == "cpu"}
+    assert set(rows) == {"avx2", "avx512-bf16"}
+    monkeypatch.setattr(on_demand, "cpu_kind", lambda: kind)
+    per_step, row, _ = on_demand.measured(simcse, book, "cpu")
+    assert row is rows.get(kind, rows["avx2"])  # another kind: the file's first row
+    assert per_step == row.seconds_per_step
