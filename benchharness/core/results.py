@@ -139,6 +139,9 @@ def fingerprint(identity: str, data_sha256: str, protocol: ProtocolRecord) -> tu
 class ResultStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        #: per-item outputs already read, by file and digest: the leaderboard's marks, the report's
+        #: significance matrix and the protocol spread each ask for the same ones
+        self._items: dict[tuple[Path, str], Evaluation] = {}
 
     def path(self, encoder: str, task: str) -> Path:
         if not task.strip(".") or any(c in task for c in "/\\\0"):
@@ -194,8 +197,12 @@ class ResultStore:
         """The per-item outputs of a stored result; the error names the command that produces them."""
         from benchharness.core.items import load_items
 
-        return load_items(self.path(result.encoder, result.task), result.items,
-                          self.run_command(result.encoder, result.task, "--add-items"))
+        path = self.path(result.encoder, result.task)
+        key = (path, str((result.items or {}).get("sha256")))
+        if key not in self._items:
+            self._items[key] = load_items(path, result.items,
+                                          self.run_command(result.encoder, result.task, "--add-items"))
+        return self._items[key]
 
     def run_command(self, encoder: str, task: str, *flags: str) -> str:
         """The command that (re)computes ``encoder`` on ``task`` into this store, ready to paste."""

@@ -161,7 +161,7 @@ def top_pc_variance_share(x: np.ndarray, k: int = 1) -> float:
     return float(s2[:k].sum() / total)
 
 
-def _pyplot():
+def pyplot_agg():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -192,7 +192,7 @@ def plot_cosine_levels(cosines: Mapping[str, np.ndarray], gold: np.ndarray, path
     """Density of the pair cosine per gold level (rows, as PaSeR's Fig. 5), one column per encoder, on
     shared axes so that encoders compare at a glance: a good encoder moves its mass right as the
     gold level rises."""
-    plt = _pyplot()
+    plt = pyplot_agg()
     if not cosines:
         raise InvalidInputError("no encoders to plot")
     names = list(cosines)
@@ -225,7 +225,7 @@ def plot_alignment_uniformity(points: Mapping[str, tuple[float, float]], path: s
     on the y axis as in SimCSE's Fig. 2 (lower left is better)."""
     if not points:
         raise InvalidInputError("no encoders to plot")
-    plt = _pyplot()
+    plt = pyplot_agg()
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
     for j, (name, (align, unif)) in enumerate(points.items()):
         ax.scatter([unif], [align], color=f"C{j}", label=name)

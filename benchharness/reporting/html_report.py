@@ -98,9 +98,9 @@ def _svg(fig) -> str:
 
 def bars(table: Table) -> str:
     """Per-task horizontal bars of the measured rows with their 95% interval whiskers, as SVG."""
-    from benchharness.reporting.analysis import _pyplot
+    from benchharness.reporting.analysis import pyplot_agg
 
-    plt = _pyplot()
+    plt = pyplot_agg()
     lines = [line for line in table.lines if line.group != "published"]
     if not lines:
         return ""

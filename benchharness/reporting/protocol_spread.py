@@ -62,12 +62,15 @@ def spread(store: ResultStore, encoder: str) -> list[Variant]:
     """Every variant of every task for ``encoder`` (stored or with the command that stores it)."""
     stored = {r.task: r for r in store if r.encoder == encoder}
 
-    def stored_or_missing(task: str, label: str, key: str | None = None, default: bool = False) -> Variant:
+    def stored_or_missing(task: str, label: str, key: str | None = None, default: bool = False,
+                          shown_as: str | None = None) -> Variant:
+        """The variant stored as ``task`` (a metric ``key`` of it, else its main score), shown under
+        ``shown_as`` (the task it is a variant of), or the command that stores it."""
         result = stored.get(task)
         if result is None:
-            return Variant(task, label, None, default, store.run_command(encoder, task))
+            return Variant(shown_as or task, label, None, default, store.run_command(encoder, task))
         score = result.main_score if key is None else result.metrics.get(key)
-        return Variant(task, label, None if score is None else float(score), default)
+        return Variant(shown_as or task, label, None if score is None else float(score), default)
 
     out: list[Variant] = []
     for year in STS_YEARS:
@@ -82,14 +85,10 @@ def spread(store: ResultStore, encoder: str) -> list[Variant]:
         out.append(stored_or_missing(task, default_label, None, True))
         if task in stored:
             out.append(Variant(task, "float32 cosines (mteb)", _float32_score(store, stored[task])))
-        variant = stored_or_missing(other, other_label)
-        variant.task = task
-        out.append(variant)
+        out.append(stored_or_missing(other, other_label, shown_as=task))
     for task in TRANSFER:
         out.append(stored_or_missing(task, "SentEval default config", None, True))
-        variant = stored_or_missing(f"{task}-fast", "fast config")
-        variant.task = task
-        out.append(variant)
+        out.append(stored_or_missing(f"{task}-fast", "fast config", shown_as=task))
     return out
 
 
