@@ -3,8 +3,8 @@
 A synthetic corpus of 400k unit vectors of dimension 384 (the MiniLMs' size; QQP has ~300k unique
 question2 texts) and a few thousand queries. The NumPy baseline is what one writes by hand: the
 full query x corpus score matrix, then argpartition + argsort for the top k. The faiss path is
-``benchharness.tasks.qqp.search``: an ``IndexFlatIP`` searched in query blocks, so memory holds the corpus and
-one block of scores. Each runs in its own subprocess so that its peak memory is its own; the
+``benchharness.scoring.top_k.top_k``, as QQP runs it: an ``IndexFlatIP`` per block of 65,536 documents,
+searched in query blocks, so memory holds one block of documents and one block of scores. Each runs in its own subprocess so that its peak memory is its own; the
 script checks that both return the same top-k ids.
 
     python benchmarks/faiss_search.py [--corpus 400000] [--queries 1000] [--dim 384] [--k 100]
@@ -41,9 +41,10 @@ def numpy_topk(corpus: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
 
 
 def faiss_topk(corpus: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
-    from benchharness.tasks.qqp import search
+    from benchharness.scoring.top_k import top_k
+    from benchharness.tasks.qqp import DOC_BLOCK
 
-    return search(corpus, queries, k)[1]
+    return top_k(queries, (corpus[i : i + DOC_BLOCK] for i in range(0, len(corpus), DOC_BLOCK)), k)[1]
 
 
 def worker(tool: str, n: int, q: int, dim: int, k: int) -> None:

@@ -42,8 +42,9 @@ from benchharness import tasks
 from benchharness.core.data_root import DataRoot  # noqa: E402
 from benchharness.core.encoder import Encoder  # noqa: E402
 from benchharness.core.results import ResultStore  # noqa: E402
+from benchharness.evaluation.embeddings import unique_sentences  # noqa: E402
 from benchharness.evaluation.resolver import Resolver  # noqa: E402
-from benchharness.evaluation.runner import run, unique_sentences  # noqa: E402
+from benchharness.evaluation.runner import run  # noqa: E402
 from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
 from benchharness.mteb_bridge.run import run_task  # noqa: E402
 

@@ -18,10 +18,11 @@ docs/PROTOCOLS.md leaves three points open; the choices, recorded in every resul
 3. **MAP cutoff**: MAP@100 over the top 100, each query's sum divided by min(100, relevant),
    as sentence-transformers' InformationRetrievalEvaluator does; MRR@10 as usual.
 
-Search: embeddings are L2-normalised (cosine; a zero vector stays zero) and searched exactly with
-a faiss ``IndexFlatIP`` in query blocks, so memory holds the corpus, one block of queries and their
-top-k lists, never a query x corpus score matrix. Each top list is re-sorted by (score desc,
-corpus order) so that ties follow the shared rule of ``benchharness.scoring.ranking``.
+Search: embeddings are L2-normalised (cosine; a zero vector stays zero) and searched exactly
+(``benchharness.scoring.top_k``: faiss ``IndexFlatIP``) one block of corpus documents at a time,
+embedded as it is searched, so memory holds the queries, one block of documents and the top-k
+lists, never the corpus or a query x corpus score matrix. Ties follow the shared rule of
+``benchharness.scoring.ranking``: score desc, then corpus order.
 """
 
 from __future__ import annotations
@@ -36,10 +37,13 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
 from benchharness.scoring.ranking import average_precision, reciprocal_rank
+from benchharness.scoring.top_k import top_k
 
 REL = "qqp/quora_duplicate_questions.tsv"
 HEADER = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
 MAP_K, MRR_K = 100, 10
+#: corpus documents embedded and searched at a time: memory holds one block, not the corpus
+DOC_BLOCK = 65_536
 
 
 def read_pairs(path: Path) -> list[tuple[str, str, int]]:
@@ -82,31 +86,6 @@ def normalise(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms > 0, norms, 1.0)
 
 
-def search(corpus: np.ndarray, queries: np.ndarray, k: int, block: int = 1024,
-           exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-k inner product, in query blocks. ``exclude[i]`` (a corpus id or -1) is removed
-    from query i's list (one extra hit is fetched for it). Ties: score desc, then corpus order."""
-    import faiss
-
-    index = faiss.IndexFlatIP(corpus.shape[1])
-    index.add(np.ascontiguousarray(corpus, dtype=np.float32))
-    fetch = min(k + (exclude is not None), len(corpus))
-    ids_out = np.full((len(queries), k), -1, dtype=np.int64)
-    scores_out = np.full((len(queries), k), -np.inf, dtype=np.float32)
-    for start in range(0, len(queries), block):
-        q = np.ascontiguousarray(queries[start:start + block], dtype=np.float32)
-        scores, ids = index.search(q, fetch)
-        for j in range(len(q)):
-            keep = ids[j] >= 0
-            if exclude is not None:
-                keep &= ids[j] != exclude[start + j]
-            s, i = scores[j][keep], ids[j][keep]
-            order = np.lexsort((i, -s))[:k]
-            ids_out[start + j, : len(order)] = i[order]
-            scores_out[start + j, : len(order)] = s[order]
-    return scores_out, ids_out
-
-
 class QQP(Task):
     def __init__(self) -> None:
         super().__init__()
@@ -141,7 +120,8 @@ class QQP(Task):
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the AP@100 (under both names it is reported as) and RR@10."""
-        _, ids = search(normalise(embed(self.corpus)), normalise(embed(self.queries)), MAP_K, exclude=self.own)
+        blocks = (normalise(embed(self.corpus[i : i + DOC_BLOCK])) for i in range(0, len(self.corpus), DOC_BLOCK))
+        _, ids = top_k(normalise(embed(self.queries)), blocks, MAP_K, exclude=self.own)
         ap, rr = [], []
         for top, rel in zip(ids, self.relevant):
             hits = np.isin(top, rel)

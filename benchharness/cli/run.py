@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchharness.cli.options import add_data_options, result_store, results_root
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.flag_types import non_negative_int, positive_int
+from benchharness.core.flag_types import non_negative_int, positive_float, positive_int
 from benchharness.core.settings import load_config
 
 HELP = "evaluate encoders on tasks and store one result per pair"
@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=positive_int)
     p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
+    p.add_argument("--embedding-memory", type=positive_float, metavar="MIB",
+                   help="an encoder's vectors larger than this (MiB) go to a file beside the cache and are read a "
+                        "block at a time (default 4096)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--verify", action="store_true",
                    help="recompute everything from scratch (no cache, nothing stored) and check that it reproduces "
@@ -59,7 +62,8 @@ def main(args: argparse.Namespace) -> int:
     results_dir = results_root(args)
     cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
     results = evaluate(encoder_names, task_names, overwrite=args.overwrite, results_dir=results_dir,
-                       cache_dir=cache_dir, add_items=args.add_items, **options)
+                       cache_dir=cache_dir, add_items=args.add_items, **options,
+                       **({} if args.embedding_memory is None else {"embedding_memory_mib": args.embedding_memory}))
     print(results.table())
     print(f"results in {Path(results_dir).absolute()}")
     return 1 if results.failed else 0

@@ -32,7 +32,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -69,13 +69,19 @@ class DamagedCacheError(UserError):
 
 @dataclass
 class CachedRows:
-    """Everything cached for one identity: ``vectors[index[key]]`` is the row of ``key``."""
+    """Which sentences are cached for one identity (their keys), not their vectors: those are read
+    chunk by chunk while the table is scanned (``EmbeddingCache.lookup``'s ``visit``), so serving a
+    corpus never holds more than one stored chunk beside what the caller asked for."""
 
-    index: dict[bytes, int]
-    vectors: np.ndarray
+    index: set[bytes]
+    dim: int | None = None
 
     def __len__(self) -> int:
         return len(self.index)
+
+
+#: called with each stored chunk's keys and rows, in storage order, while the table is scanned
+Visit = Callable[[list[bytes], np.ndarray], None]
 
 
 def _crc(keys: bytes, vecs: bytes) -> int:
@@ -103,40 +109,40 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
     return (code & 0xFF) in _CORRUPTION_CODES
 
 
-def _read(path: Path, con: sqlite3.Connection) -> CachedRows:
-    """All rows of an open database, every chunk's length and crc32 checked."""
+def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None) -> CachedRows:
+    """The keys of an open database, every chunk's length and crc32 checked; ``visit`` sees each
+    chunk's rows. One statement, so one consistent snapshot, stepped row by row: one chunk is in
+    memory at a time."""
     try:
         tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not {"meta", "chunks"} <= tables:
             raise DamagedCacheError(f"no meta/chunks tables (found {sorted(tables)})")
         meta = dict(con.execute("SELECT name, value FROM meta").fetchall())
-        chunks = con.execute("SELECT n, keys, vecs, crc FROM chunks ORDER BY id").fetchall()
+        if "format" not in meta:
+            raise DamagedCacheError("no format in its meta table")
+        if meta.get("identity", path.parent.name) != path.parent.name:  # a file copied from another encoder
+            raise DamagedCacheError(f"it holds the vectors of encoder identity {meta['identity']}, "
+                                    f"not {path.parent.name}")
+        if meta["format"] != FORMAT:  # a newer harness's cache is not damaged: leave it alone
+            raise InvalidInputError(f"embedding cache {path} has format {meta['format']!r}; this version reads "
+                                    f"format {FORMAT!r}. Use another cache folder (--cache-dir) or update benchharness")
+        dim = int(meta["dim"]) if "dim" in meta else None
+        index: set[bytes] = set()
+        for n, keys, vecs, crc in con.execute("SELECT n, keys, vecs, crc FROM chunks ORDER BY id"):
+            if len(keys) != n * KEY_BYTES or len(vecs) != n * (dim or 0) * 4 or _crc(keys, vecs) != crc:
+                raise DamagedCacheError(f"a chunk of {n} rows fails its length or crc32 check")
+            chunk_keys = [keys[i : i + KEY_BYTES] for i in range(0, len(keys), KEY_BYTES)]
+            before = len(index)
+            index.update(chunk_keys)
+            if len(index) != before + n:
+                raise DamagedCacheError("a key is stored twice")  # writers skip known keys
+            if visit is not None:
+                visit(chunk_keys, np.frombuffer(vecs, dtype=np.float32).reshape(n, dim or 0))
     except sqlite3.DatabaseError as exc:
         if _is_corruption(exc):
             raise DamagedCacheError(str(exc)) from exc
         raise sqlite3.DatabaseError(f"embedding cache {path}: {exc}") from exc
-    if "format" not in meta:
-        raise DamagedCacheError("no format in its meta table")
-    if meta.get("identity", path.parent.name) != path.parent.name:  # a file copied from another encoder
-        raise DamagedCacheError(f"it holds the vectors of encoder identity {meta['identity']}, "
-                                f"not {path.parent.name}")
-    if meta["format"] != FORMAT:  # a newer harness's cache is not damaged: leave it alone
-        raise InvalidInputError(f"embedding cache {path} has format {meta['format']!r}; this version reads "
-                         f"format {FORMAT!r}. Use another cache folder (--cache-dir) or update benchharness")
-    dim = int(meta.get("dim", 0))
-    index: dict[bytes, int] = {}
-    parts = []
-    for n, keys, vecs, crc in chunks:
-        if len(keys) != n * KEY_BYTES or len(vecs) != n * dim * 4 or _crc(keys, vecs) != crc:
-            raise DamagedCacheError(f"a chunk of {n} rows fails its length or crc32 check")
-        start = len(index)
-        index.update(zip((keys[i : i + KEY_BYTES] for i in range(0, len(keys), KEY_BYTES)),
-                         range(start, start + n)))
-        if len(index) != start + n:
-            raise DamagedCacheError("a key is stored twice")  # writers skip known keys
-        parts.append(np.frombuffer(vecs, dtype=np.float32))
-    vectors = np.concatenate(parts).reshape(-1, dim) if parts else np.zeros((0, dim), np.float32)
-    return CachedRows(index, vectors)
+    return CachedRows(index, dim)
 
 
 def _create(path: Path) -> None:
@@ -206,20 +212,17 @@ class CacheWriter:
 
     def __init__(self, path: Path, con: sqlite3.Connection, rows: CachedRows) -> None:
         self.path, self.con = path, con
-        self._index = dict(rows.index)
-        self._parts = [rows.vectors] if len(rows) else []
-        self._dim: int | None = rows.vectors.shape[1] if len(rows) else None
-        if self._dim is None:
-            stored = con.execute("SELECT value FROM meta WHERE name='dim'").fetchone()
-            self._dim = int(stored[0]) if stored else None
+        self._keys = set(rows.index)
+        self._dim = rows.dim
 
     @property
     def rows(self) -> CachedRows:
         """What the database holds now, including what this writer committed."""
-        if len(self._parts) > 1:
-            self._parts = [np.concatenate(self._parts)]
-        vectors = self._parts[0] if self._parts else np.zeros((0, self._dim or 0), np.float32)
-        return CachedRows(dict(self._index), vectors)
+        return CachedRows(set(self._keys), self._dim)
+
+    def read(self, visit: Visit) -> None:
+        """Scan the stored rows under the lock (what a concurrent run committed before we took it)."""
+        _read(self.path, self.con, visit)
 
     def add(self, sentences: Sequence[str], vectors: np.ndarray) -> int:
         return self.add_keys([sentence_key(s) for s in sentences], vectors)
@@ -243,7 +246,7 @@ class CacheWriter:
                              f"the cache holds dimension {self._dim}")
         fresh: dict[bytes, int] = {}
         for i, k in enumerate(keys):
-            if k not in self._index and k not in fresh:
+            if k not in self._keys and k not in fresh:
                 fresh[k] = i
         if not fresh:
             return 0
@@ -257,9 +260,7 @@ class CacheWriter:
             self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
                              (len(fresh), keys_blob, vecs_blob, _crc(keys_blob, vecs_blob)))
         self._dim = vectors.shape[1]
-        start = len(self._index)
-        self._index.update(zip(fresh, range(start, start + len(fresh))))
-        self._parts.append(rows)
+        self._keys.update(fresh)
         return len(fresh)
 
     def compact(self) -> None:
@@ -308,26 +309,33 @@ class EmbeddingCache:
     def _folder(self, identity: str) -> Path:
         return self.root / identity
 
-    def lookup(self, identity: str) -> CachedRows:
-        """Everything cached for ``identity``: one query, one vectorised decode, no lock.
+    def lookup(self, identity: str, visit: Visit | None = None,
+               restart: Callable[[], None] | None = None) -> CachedRows:
+        """What is cached for ``identity``: one scan of its table, no lock; ``visit`` sees each stored
+        chunk's keys and rows as the scan passes them.
 
         Only if something needs repair (a damaged database, old shards to import) does it take
-        the identity's lock through :meth:`writer`.
+        the identity's lock through :meth:`writer`; the scan then starts again on the repaired
+        table, after ``restart`` has told the caller to forget what ``visit`` was shown of the
+        damaged one (its chunks passed their crc32, but they are no longer cached).
         """
         folder = self._folder(identity)
         path = folder / DB_NAME
         if not (folder.is_dir() and any(folder.glob("shard-*.npz"))):
             if not path.exists():
-                return CachedRows({}, np.zeros((0, 0), np.float32))
+                return CachedRows(set())
             try:
                 con = _connect(path)
                 try:
-                    return _read(path, con)
+                    return _read(path, con, visit)
                 finally:
                     con.close()
             except DamagedCacheError:
-                pass  # the writer re-checks under the lock, then quarantines
+                if restart is not None:
+                    restart()  # the writer re-checks under the lock, then quarantines
         with self.writer(identity) as writer:
+            if visit is not None:
+                writer.read(visit)
             return writer.rows
 
     @contextlib.contextmanager
@@ -422,11 +430,40 @@ class EmbeddingCache:
             shard.unlink()
 
 
+#: makes the array a call fills, once the vectors' dimension is known (``np.empty`` by default; the
+#: runner hands a disk-backed allocator for passes too large for memory)
+Allocate = Callable[[int], Any]
+
+
+class _Filler:
+    """Copies the cached rows of the sentences asked for into the output while the table is scanned."""
+
+    def __init__(self, where: dict[bytes, int], allocate: Allocate) -> None:
+        self.where, self.allocate = where, allocate
+        self.out: Any = None
+        self.filled = np.zeros(len(where), dtype=bool)
+
+    def __call__(self, keys: list[bytes], rows: np.ndarray) -> None:
+        hits = [(j, self.where[k]) for j, k in enumerate(keys) if k in self.where]
+        if not hits:
+            return
+        if self.out is None:
+            self.out = self.allocate(rows.shape[1])
+        src, dst = (np.fromiter(col, dtype=np.intp, count=len(hits)) for col in zip(*hits))
+        self.out[dst] = rows[src]
+        self.filled[dst] = True
+
+    def clear(self) -> None:
+        self.filled[:] = False
+
+
 class CachingEncoder(Encoder):
     """Serves what the cache holds and encodes (then stores) only the rest.
 
     It is transparent: name, identity, metadata and mask token are the wrapped encoder's, so a
-    post-processor built on top of it fits on cached base vectors.
+    post-processor built on top of it fits on cached base vectors. It keeps no rows between calls:
+    each call scans the cache once, copying out the rows it was asked for, so its memory is the
+    answer plus one stored chunk, whatever the size of the cache.
     """
 
     def __init__(self, inner: Encoder, cache: EmbeddingCache, chunk_size: int = ENCODE_CHUNK) -> None:
@@ -434,51 +471,51 @@ class CachingEncoder(Encoder):
         self.inner = inner
         self.cache = cache
         self.chunk_size = chunk_size
-        self._rows: CachedRows | None = None
         self.encoded = 0  # sentences actually encoded (not served from the cache)
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        if not sentences:
+            return np.zeros((0, 0), dtype=np.float32)
+        unique = list(dict.fromkeys(sentences))
+        vectors = self.encode_into(unique, lambda dim: np.empty((len(unique), dim), np.float32), show_progress)
+        if len(unique) == len(sentences):
+            return vectors
+        row = {s: i for i, s in enumerate(unique)}
+        return vectors[np.fromiter((row[s] for s in sentences), dtype=np.intp, count=len(sentences))]
+
+    def encode_into(self, sentences: Sequence[str], allocate: Allocate, show_progress: bool = False) -> Any:
+        """The vectors of distinct ``sentences``, in order, in the array ``allocate(dim)`` makes: cached
+        rows are copied in during one scan of the cache, the rest encoded chunk by chunk, committed
+        and copied in. Non-finite vectors are returned as they are and never cached."""
         identity = self.inner.identity
-        if self._rows is None:
-            self._rows = self.cache.lookup(identity)
-        keys = [sentence_key(s) for s in sentences]
-        #: vectors encoded by this call that the cache does not serve: non-finite rows (never
-        #: stored) and, when the cache cannot be written, everything encoded after that
-        fresh: dict[bytes, np.ndarray] = {}
+        where = {sentence_key(s): i for i, s in enumerate(sentences)}
+        if len(where) != len(sentences):
+            raise InvalidInputError(f"{self.name}: encode_into takes distinct sentences")
+        fill = _Filler(where, allocate)
+        self.cache.lookup(identity, fill, fill.clear)
         unserved = 0
-        if any(k not in self._rows.index for k in keys):
+        if not fill.filled.all():
             try:
                 with self.cache.writer(identity) as writer:
-                    # read after taking the lock: a concurrent run may have encoded some meanwhile
-                    index = writer.rows.index
-                    for chunk, vecs, finite in self._encode_missing(sentences, keys, index, fresh, show_progress):
-                        writer.add_keys([sentence_key(s) for s, ok in zip(chunk, finite) if ok], vecs[finite])
+                    if any(sentence_key(sentences[i]) in writer.rows.index for i in np.flatnonzero(~fill.filled)):
+                        writer.read(fill)  # a concurrent run encoded some while we scanned
+                    for chunk, vecs, finite in self._encode_missing(sentences, fill, show_progress):
+                        writer.add_keys([sentence_key(chunk[i]) for i in np.flatnonzero(finite)], vecs[finite])
                         unserved += int((~finite).sum())
-                        fresh.update((sentence_key(s), v) for s, v, ok in zip(chunk, vecs, finite) if not ok)
-                    self._rows = writer.rows
             except (CacheWriteError, sqlite3.OperationalError, OSError) as exc:
                 warnings.warn(f"{self.name}: the embedding cache cannot be written ({exc}); the rest is encoded "
                               "without it", RuntimeWarning, stacklevel=2)
-                for chunk, vecs, _ in self._encode_missing(sentences, keys, self._rows.index, fresh, show_progress):
-                    fresh.update(zip((sentence_key(s) for s in chunk), vecs))
+                for _ in self._encode_missing(sentences, fill, show_progress):
+                    pass
             if unserved:
                 warnings.warn(f"{self.name}: {unserved} sentence(s) encoded to non-finite vectors; "
                               "returned as they are, not cached", RuntimeWarning, stacklevel=2)
-        if not keys:
-            return np.zeros((0, 0), dtype=np.float32)
-        rows = self._rows
-        if not fresh:
-            return rows.vectors[np.fromiter((rows.index[k] for k in keys), dtype=np.intp, count=len(keys))]
-        out = np.empty((len(keys), next(iter(fresh.values())).shape[0]), dtype=np.float32)
-        for i, k in enumerate(keys):
-            out[i] = fresh[k] if k in fresh else rows.vectors[rows.index[k]]
-        return out
+        return fill.out
 
-    def _encode_missing(self, sentences: Sequence[str], keys: Sequence[bytes], index: dict[bytes, int],
-                        fresh: dict[bytes, np.ndarray], show_progress: bool
+    def _encode_missing(self, sentences: Sequence[str], fill: _Filler, show_progress: bool
                         ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
-        """Encode, chunk by chunk, the sentences neither ``index`` nor ``fresh`` holds; yields each
-        chunk, its vectors and which rows are finite.
+        """Encode, chunk by chunk, the sentences ``fill`` lacks, copying each chunk's vectors in;
+        yields each chunk, its vectors and which rows are finite.
 
         Chunks are cut from one stable longest-first order (by characters, as the HF encoder sorts):
         an inner encoder that sorts each chunk the same way then forms exactly the batches of a
@@ -487,14 +524,18 @@ class CachingEncoder(Encoder):
         length ties differently, as sentence-transformers' unstable sort may) only batches at chunk
         edges change, and with them the padding, which can move vectors in their last float bits.
         """
-        missing = list(dict.fromkeys(s for s, k in zip(sentences, keys) if k not in index and k not in fresh))
-        missing.sort(key=len, reverse=True)
+        missing = sorted(np.flatnonzero(~fill.filled).tolist(), key=lambda i: len(sentences[i]), reverse=True)
         for start in range(0, len(missing), self.chunk_size):
-            chunk = missing[start : start + self.chunk_size]
+            rows = np.asarray(missing[start : start + self.chunk_size], dtype=np.intp)
+            chunk = [sentences[i] for i in rows]
             vecs = np.asarray(self.inner.encode(chunk, show_progress=show_progress), dtype=np.float32)
             if vecs.ndim != 2 or len(vecs) != len(chunk):
                 raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape {vecs.shape}")
             self.encoded += len(chunk)
+            if fill.out is None:
+                fill.out = fill.allocate(vecs.shape[1])
+            fill.out[rows] = vecs
+            fill.filled[rows] = True
             yield chunk, vecs, np.isfinite(vecs).all(axis=1)
 
     def identity_info(self) -> dict[str, Any]:

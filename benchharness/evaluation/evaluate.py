@@ -19,6 +19,7 @@ from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.results import ResultStore
 from benchharness.core.task import Task
+from benchharness.evaluation.embeddings import DEFAULT_MEMORY_MIB
 from benchharness.evaluation.models import ModelLike, as_encoder, default_name
 from benchharness.evaluation.resolver import Resolver
 from benchharness.evaluation.results import Results
@@ -77,6 +78,7 @@ def evaluate(
     show_progress: bool = False,
     log: Callable[[str], None] | None = None,
     intervals: bool = True,
+    embedding_memory_mib: float = DEFAULT_MEMORY_MIB,
 ) -> Results:
     """Evaluate ``model`` on ``tasks`` and return the results.
 
@@ -88,6 +90,9 @@ def evaluate(
     comma list of them, or Task objects. The harness batches for the caller (``batch_size``).
     ``overwrite`` (``reuse``, ``stale``, ``always``) applies to results already in ``results_dir``.
     ``intervals=False`` skips the bootstrap intervals (a training loop's frequent evaluations).
+    ``embedding_memory_mib`` bounds the memory of one encoder's vectors: a larger pass (a big
+    retrieval corpus) is written to a file beside the cache (or in the temporary folder) and read
+    back a block at a time, with the same scores.
     """
     if device is not None:  # before any model loads: a typo or a missing GPU fails here
         from benchharness.core.devices import pick_device
@@ -126,7 +131,8 @@ def evaluate(
         store = ResultStore(Path(results_dir) if results_dir is not None and pinned else Path(scratch))
         summary = run(names, task_names, lambda n: built[n] if n in built else resolver.get(n), get_task, data,
                       store, overwrite=overwrite, seed=seed, show_progress=show_progress,
-                      log=log or (lambda _: None), add_items=add_items, intervals=intervals)
+                      log=log or (lambda _: None), add_items=add_items, intervals=intervals,
+                      memory_mib=embedding_memory_mib, scratch=None if cache_dir is None else Path(cache_dir))
         results = [store.load(o.encoder, o.task) for o in summary.outcomes if o.status in ("computed", "reused")]
     return Results(results, summary.outcomes, pinned)
 

@@ -24,20 +24,28 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable
-
-import numpy as np
+from pathlib import Path
+from typing import Any, Callable
 
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
-from benchharness.core.provenance import now, versions
 from benchharness.core.progress import progress_shown
+from benchharness.core.provenance import now, versions
 from benchharness.core.resources import peak_rss_mib
 from benchharness.core.results import OVERWRITE, ProtocolRecord, Result, ResultStore, Timings, fingerprint
 from benchharness.core.seeding import seed_everything
 from benchharness.core.task import EncoderDrivenTask, Evaluation, Task
 from benchharness.evaluation.cache import CachingEncoder
+from benchharness.evaluation.embeddings import (
+    DEFAULT_MEMORY_MIB,
+    EmbeddingStore,
+    PassMemory,
+    encode_pass,
+    non_finite_message,
+    unique_sentences,
+    zero_vectors,
+)
 from benchharness.scoring.confidence import confidence_record
 
 DEFAULT_SEED = 1111  # SentEval's seed, used by every task that draws random numbers
@@ -61,44 +69,6 @@ class Summary:
         return [o for o in self.outcomes if o.status == "failed"]
 
 
-class EmbeddingStore:
-    """Sentence -> row lookup over one encoding pass; ``embed`` is what tasks receive."""
-
-    def __init__(self, sentences: list[str], vectors: np.ndarray) -> None:
-        self.index = {s: i for i, s in enumerate(sentences)}
-        self.vectors = vectors
-
-    def embed(self, sentences: list[str]) -> np.ndarray:
-        try:
-            return self.vectors[[self.index[s] for s in sentences]]
-        except KeyError as exc:
-            raise KeyError(f"task asked for a sentence it did not declare: {exc.args[0][:80]!r}") from None
-
-
-def unique_sentences(loaded: list[Task]) -> list[str]:
-    return list(dict.fromkeys(s for t in loaded for s in t.sentences()))
-
-
-def non_finite_message(encoder: str, sentences: list[str], vectors: np.ndarray) -> str | None:
-    """Why these vectors cannot be scored (rows holding NaN or inf), or None when all are finite."""
-    if vectors.ndim != 2 or len(vectors) != len(sentences):
-        return f"encoder {encoder!r} returned an array of shape {vectors.shape} for {len(sentences):,} sentences"
-    bad = ~np.isfinite(vectors).all(axis=1)
-    if not bad.any():
-        return None
-    first = sentences[int(np.argmax(bad))]
-    return (f"encoder {encoder!r} returned {int(bad.sum()):,} non-finite vectors (NaN or inf) of {len(sentences):,} "
-            f"(first: {first[:60]!r}); nothing was scored or stored. Check the model's weights and its "
-            "precision (fp16 overflows), or its input handling for such sentences")
-
-
-def zero_vectors(embeddings: EmbeddingStore, task: Task) -> int:
-    """How many of the task's sentences are encoded as all-zero vectors (e.g. every word out of a
-    word-vector vocabulary): cosine similarity is undefined for them, so the result reports them."""
-    sentences = list(dict.fromkeys(task.sentences()))
-    return int((~embeddings.embed(sentences).any(axis=1)).sum()) if sentences else 0
-
-
 @dataclass
 class _Context:
     """What every step of a run shares."""
@@ -113,6 +83,9 @@ class _Context:
     intervals: bool = True
     #: sha256 of each loaded task's data
     digests: dict[str, str] = field(default_factory=dict)
+    #: a pass's vectors larger than this go to a file in ``scratch`` (the system's temporary folder if None)
+    memory_mib: float = DEFAULT_MEMORY_MIB
+    scratch: Path | None = None
 
     def fail(self, encoder: str, task: str, message: str, log_line: str) -> None:
         self.summary.outcomes.append(Outcome(encoder, task, "failed", message=message))
@@ -143,10 +116,14 @@ def run(
     log: Callable[[str], None] = print,
     add_items: bool = False,
     intervals: bool = True,
+    memory_mib: float = DEFAULT_MEMORY_MIB,
+    scratch: Path | None = None,
 ) -> Summary:
+    """Evaluate every encoder on every task, storing one result per pair; ``memory_mib`` bounds the
+    memory of one encoding pass's vectors (a larger pass is written to a file in ``scratch``)."""
     if overwrite not in OVERWRITE:
         raise InvalidInputError(f"overwrite must be one of {', '.join(OVERWRITE)}")
-    ctx = _Context(data, store, seed, versions(), Summary(), log, intervals)
+    ctx = _Context(data, store, seed, versions(), Summary(), log, intervals, memory_mib=memory_mib, scratch=scratch)
     tasks = _load_tasks(task_names, get_task, encoder_names, ctx)
     for enc_name in encoder_names:
         try:
@@ -217,24 +194,35 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
     ctx.log(f"[{enc_name}] encoding {len(sentences)} unique sentences for {len(todo)} task(s)")
     t0 = time.perf_counter()
     encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else 0
-    try:
-        vectors = np.asarray(encoder.encode(sentences, show_progress=show_progress))
-    except Exception as exc:
-        for task in todo:
-            ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
-        ctx.log(f"[{enc_name}] encoding failed: {exc}{_trace(exc)}")
-        return
-    encode_seconds = time.perf_counter() - t0
+    with PassMemory(len(sentences), ctx.memory_mib, ctx.scratch) as memory:
+        try:
+            vectors = encode_pass(encoder, sentences, memory, show_progress)
+        except Exception as exc:
+            for task in todo:
+                ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
+            ctx.log(f"[{enc_name}] encoding failed: {exc}{_trace(exc)}")
+            return
+        encode_seconds = time.perf_counter() - t0
+        newly_encoded = encoder.encoded - encoded_before if isinstance(encoder, CachingEncoder) else len(sentences)
+        _evaluate_tasks(todo, enc_name, encoder, identity, plan, show_progress, ctx, sentences, vectors,
+                        {"encode_seconds_all_tasks": round(encode_seconds, 3),
+                         "sentences_encoded_all_tasks": len(sentences), "sentences_not_from_cache": newly_encoded})
+
+
+def _evaluate_tasks(todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan,
+                    show_progress: bool, ctx: _Context, sentences: list[str], vectors: Any,
+                    pass_timings: Timings) -> None:
+    """Each task evaluated from the pass's vectors and stored; vectors that cannot be scored fail
+    them all."""
     problem = non_finite_message(enc_name, sentences, vectors)
     if problem is not None:
         for task in todo:
             ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=problem))
         ctx.log(f"[{enc_name}] {problem}")
         return
-    newly_encoded = encoder.encoded - encoded_before if isinstance(encoder, CachingEncoder) else len(sentences)
     embeddings = EmbeddingStore(sentences, vectors)
     for task in todo:
-        zeros = zero_vectors(embeddings, task)
+        zeros = zero_vectors(embeddings, task.sentences())
         if zeros and zeros == len(set(task.sentences())):
             ctx.fail(enc_name, task.name, f"every one of the {zeros:,} sentences is encoded as a zero vector "
                      "(e.g. every word out of a word-vector vocabulary): cosine similarity, hence the score, is "
@@ -248,10 +236,7 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
         except Exception as exc:
             ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}{_trace(exc)}")
             continue
-        timings: Timings = {"encode_seconds_all_tasks": round(encode_seconds, 3),
-                            "sentences_encoded_all_tasks": len(sentences),
-                            "sentences_not_from_cache": newly_encoded,
-                            "evaluate_seconds": round(time.perf_counter() - t1, 3),
+        timings: Timings = {**pass_timings, "evaluate_seconds": round(time.perf_counter() - t1, 3),
                             "peak_rss_mb": round(peak_rss_mib(), 1)}
         data_record = {"sha256": ctx.digests[task.name], "root": DATA_ROOT_LABEL,
                        "files": sorted(ctx.data.label(f) for f in task.files), "verified": ctx.data.verify}

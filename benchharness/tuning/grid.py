@@ -26,8 +26,9 @@ from benchharness.core.manifests import MANIFEST, RunManifest
 from benchharness.core.provenance import now
 from benchharness.core.specs import COMPOSE
 from benchharness.encoders.postprocess.fitting import DEFAULT_FIT
+from benchharness.evaluation.embeddings import EmbeddingStore
 from benchharness.evaluation.resolver import Resolver
-from benchharness.evaluation.runner import DEFAULT_SEED, EmbeddingStore
+from benchharness.evaluation.runner import DEFAULT_SEED
 from benchharness.training.dev_eval import DEV_TASK
 
 

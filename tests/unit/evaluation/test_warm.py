@@ -83,8 +83,8 @@ def fill_cache(project: Path, spec: str) -> str:
     from benchharness import tasks
     from benchharness.core.data_root import DataRoot
     from benchharness.evaluation.cache import EmbeddingCache
+    from benchharness.evaluation.embeddings import unique_sentences
     from benchharness.evaluation.resolver import Resolver
-    from benchharness.evaluation.runner import unique_sentences
 
     identity = Resolver({"data_dir": DATA}).get(spec).identity
     task = tasks.get(TASK)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.tasks.qqp import QQP, read_pairs, search
+from benchharness.scoring.top_k import top_k
+from benchharness.tasks.qqp import QQP, read_pairs
 
 ROWS = [
     ("1", "1", "2", "how do i learn python", "best way to learn python", "1"),
@@ -67,15 +68,36 @@ def test_search_matches_brute_force_with_exclusion_and_ties():
     queries[0] = corpus[3]
     exclude = rng.integers(-1, 300, size=37)
     exclude[0] = -1
-    scores, ids = search(corpus, queries, k=5, block=10, exclude=exclude)
     full = queries @ corpus.T
-    for i in range(37):
-        s = full[i].astype(np.float64)
-        if exclude[i] >= 0:
-            s[exclude[i]] = -np.inf
-        expected = sorted(range(300), key=lambda j: (-s[j], j))[:5]
-        assert ids[i].tolist() == expected
-    assert ids[0, :2].tolist() == [3, 10]
+    for doc_block in (300, 7, 64):  # 7: the tied documents 3 and 10 fall in different blocks
+        scores, ids = top_k(queries, (corpus[i : i + doc_block] for i in range(0, 300, doc_block)), k=5,
+                            exclude=exclude, query_block=10)
+        for i in range(37):
+            s = full[i].astype(np.float64)
+            if exclude[i] >= 0:
+                s[exclude[i]] = -np.inf
+            expected = sorted(range(300), key=lambda j: (-s[j], j))[:5]
+            assert ids[i].tolist() == expected
+            np.testing.assert_allclose(scores[i], s[expected], rtol=0, atol=1e-6)
+        assert ids[0, :2].tolist() == [3, 10]
+
+
+def test_block_wise_search_gives_the_whole_corpus_search_bit_for_bit():
+    """Cutting the corpus into blocks changes neither ids nor scores: each dot product is the same
+    faiss computation (its reduction runs over the dimension, not the documents)."""
+    rng = np.random.default_rng(1)
+    corpus = rng.standard_normal((5000, 384), dtype=np.float32)
+    queries = rng.standard_normal((300, 384), dtype=np.float32)
+    whole = top_k(queries, [corpus], k=100)
+    blocks = top_k(queries, (corpus[i : i + 999] for i in range(0, 5000, 999)), k=100)
+    np.testing.assert_array_equal(whole[1], blocks[1])
+    np.testing.assert_array_equal(whole[0], blocks[0])
+
+
+def test_a_corpus_smaller_than_k_pads_with_minus_one():
+    scores, ids = top_k(np.eye(2, dtype=np.float32), [np.eye(2, dtype=np.float32)], k=4, exclude=np.array([1, -1]))
+    assert ids.tolist() == [[0, -1, -1, -1], [1, 0, -1, -1]]
+    assert np.isneginf(scores[0, 1:]).all()
 
 
 def test_missing_file_says_how_to_get_it(tmp_path):

@@ -1,0 +1,210 @@
+"""One encoding pass's vectors, and how tasks read them: in memory, or on disk once the pass is too
+large for memory.
+
+Tasks read vectors through ``EmbeddingStore.embed`` (sentences -> rows) whichever way they are held,
+so a task that reads its corpus a block at a time (QQP's search) keeps the run's memory bounded by
+a block: the pass is filled chunk by chunk (``CachingEncoder.encode_into``, or ``encode_pass``'s own
+chunks for an encoder without cache) and never exists as one array.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from benchharness.core.encoder import Encoder
+from benchharness.evaluation.cache import ENCODE_CHUNK, CachingEncoder
+
+#: vectors of a pass larger than this many MiB live in a file, not in memory
+DEFAULT_MEMORY_MIB = 4096
+#: sentences above which an encoder without cache encodes a pass in chunks (longest first, as the
+#: cache does), so that it can be written to disk as it goes; below, one call as it always has
+LARGE_PASS = 262_144
+#: rows read at a time where a whole pass is checked (non-finite rows, zero vectors)
+READ_BLOCK = 65_536
+
+
+class RowFile:
+    """float32 rows in a file, written and read by position with ``pwrite``/``pread``.
+
+    Not a memory map: mapped pages that were touched count in the process's resident memory until
+    they are unmapped, and bounding that memory is why the rows are on disk. Indexing with an array
+    of positions reads (or writes) each run of consecutive rows with one call.
+    """
+
+    def __init__(self, path: Path, n: int, dim: int) -> None:
+        self.path = path
+        self.shape = (n, dim)
+        self.dtype = np.dtype(np.float32)
+        self._row = dim * self.dtype.itemsize
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.ftruncate(self._fd, n * self._row)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _positions(self, key: Any) -> np.ndarray:
+        if isinstance(key, slice):
+            return np.arange(*key.indices(self.shape[0]), dtype=np.intp)
+        positions = np.asarray(key, dtype=np.intp).reshape(-1)
+        if len(positions) and (positions.min() < 0 or positions.max() >= self.shape[0]):
+            raise IndexError(f"row positions outside 0..{self.shape[0] - 1}")
+        return positions
+
+    @staticmethod
+    def _runs(sorted_positions: np.ndarray) -> Iterator[tuple[int, int]]:
+        """(start, stop) slices of ``sorted_positions`` over which the rows are consecutive."""
+        breaks = np.flatnonzero(np.diff(sorted_positions) != 1) + 1
+        edges = np.concatenate([[0], breaks, [len(sorted_positions)]])
+        return zip(edges[:-1].tolist(), edges[1:].tolist())
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        positions = self._positions(key)
+        order = np.argsort(positions, kind="stable")
+        ordered = positions[order]
+        out = np.empty((len(positions), self.shape[1]), dtype=self.dtype)
+        for a, b in self._runs(ordered):
+            size = (b - a) * self._row
+            data = os.pread(self._fd, size, int(ordered[a]) * self._row)
+            if len(data) != size:
+                raise OSError(f"{self.path}: short read")
+            out[order[a:b]] = np.frombuffer(data, dtype=self.dtype).reshape(b - a, self.shape[1])
+        return out
+
+    def __setitem__(self, key: Any, rows: np.ndarray) -> None:
+        positions = self._positions(key)
+        rows = np.ascontiguousarray(np.broadcast_to(rows, (len(positions), self.shape[1])), dtype=self.dtype)
+        order = np.argsort(positions, kind="stable")
+        ordered, rows = positions[order], rows[order]
+        for a, b in self._runs(ordered):
+            os.pwrite(self._fd, rows[a:b].tobytes(), int(ordered[a]) * self._row)
+
+    def blocks(self, size: int = READ_BLOCK) -> Iterator[np.ndarray]:
+        for start in range(0, self.shape[0], size):
+            yield self[slice(start, min(start + size, self.shape[0]))]
+
+
+Vectors = Any  # an np.ndarray or a RowFile: both index by an array of positions
+
+
+class PassMemory:
+    """Where one pass's vectors go: an array when they fit ``memory_mib``, else a ``RowFile`` in a
+    private folder (under ``folder``, the system's temporary folder by default), removed on close."""
+
+    def __init__(self, n: int, memory_mib: float = DEFAULT_MEMORY_MIB, folder: Path | None = None) -> None:
+        self.n, self.memory_mib, self.folder = n, memory_mib, folder
+        self._scratch: tempfile.TemporaryDirectory | None = None
+        self._file: RowFile | None = None
+
+    def fits(self, dim: int) -> bool:
+        return self.n * dim * 4 <= self.memory_mib * 2**20
+
+    def allocate(self, dim: int) -> Vectors:
+        if self.fits(dim):
+            return np.empty((self.n, dim), dtype=np.float32)
+        if self.folder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        self._scratch = tempfile.TemporaryDirectory(prefix="benchharness-pass-", dir=self.folder)
+        self._file = RowFile(Path(self._scratch.name) / "vectors.f32", self.n, dim)
+        return self._file
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+
+    def __enter__(self) -> PassMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory, show_progress: bool) -> Vectors:
+    """Every (distinct) sentence's vector, in order, in the array ``allocate`` makes.
+
+    Through the cache, rows are copied in as the cache is scanned and as chunks are encoded. An
+    encoder without cache encodes a pass of up to ``LARGE_PASS`` sentences in one call, as it always
+    has; a larger one in chunks of the cache's size, longest first (the cache's order, so the
+    batches are those of one call; see ``CachingEncoder._encode_missing``).
+    """
+    if isinstance(encoder, CachingEncoder):
+        return encoder.encode_into(sentences, memory.allocate, show_progress)
+    if len(sentences) <= LARGE_PASS:
+        vectors = np.asarray(encoder.encode(list(sentences), show_progress=show_progress))
+        if vectors.ndim != 2 or len(vectors) != len(sentences):
+            return vectors  # the caller names the bad shape
+        if memory.fits(vectors.shape[1]):
+            return vectors.astype(np.float32, copy=False)
+        out = memory.allocate(vectors.shape[1])
+        out[slice(0, len(sentences))] = vectors
+        return out
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]), reverse=True)
+    out = None
+    for start in range(0, len(order), ENCODE_CHUNK):
+        rows = np.asarray(order[start : start + ENCODE_CHUNK], dtype=np.intp)
+        vecs = np.asarray(encoder.encode([sentences[i] for i in rows], show_progress=show_progress), np.float32)
+        if vecs.ndim != 2 or len(vecs) != len(rows):
+            return vecs  # the caller names the bad shape
+        if out is None:
+            out = memory.allocate(vecs.shape[1])
+        out[rows] = vecs
+    return out
+
+
+class EmbeddingStore:
+    """Sentence -> row lookup over one encoding pass; ``embed`` is what tasks receive."""
+
+    def __init__(self, sentences: list[str], vectors: Vectors) -> None:
+        self.index = {s: i for i, s in enumerate(sentences)}
+        self.vectors = vectors
+
+    def positions(self, sentences: Sequence[str]) -> np.ndarray:
+        try:
+            return np.fromiter((self.index[s] for s in sentences), dtype=np.intp, count=len(sentences))
+        except KeyError as exc:
+            raise KeyError(f"task asked for a sentence it did not declare: {exc.args[0][:80]!r}") from None
+
+    def embed(self, sentences: Sequence[str]) -> np.ndarray:
+        return self.vectors[self.positions(sentences)]
+
+
+def unique_sentences(loaded: Sequence[Any]) -> list[str]:
+    return list(dict.fromkeys(s for t in loaded for s in t.sentences()))
+
+
+def non_finite_message(encoder: str, sentences: list[str], vectors: Vectors) -> str | None:
+    """Why these vectors cannot be scored (rows holding NaN or inf), or None when all are finite."""
+    if getattr(vectors, "ndim", None) != 2 or len(vectors) != len(sentences):
+        return f"encoder {encoder!r} returned an array of shape {vectors.shape} for {len(sentences):,} sentences"
+    blocks = [vectors] if isinstance(vectors, np.ndarray) else vectors.blocks()
+    bad = np.concatenate([~np.isfinite(block).all(axis=1) for block in blocks])
+    if not bad.any():
+        return None
+    first = sentences[int(np.argmax(bad))]
+    return (f"encoder {encoder!r} returned {int(bad.sum()):,} non-finite vectors (NaN or inf) of {len(sentences):,} "
+            f"(first: {first[:60]!r}); nothing was scored or stored. Check the model's weights and its "
+            "precision (fp16 overflows), or its input handling for such sentences")
+
+
+def zero_vectors(embeddings: EmbeddingStore, sentences: Sequence[str]) -> int:
+    """How many of the distinct ``sentences`` are encoded as all-zero vectors (e.g. every word out of
+    a word-vector vocabulary): cosine similarity is undefined for them, so the result reports them.
+    Read a block at a time."""
+    distinct = list(dict.fromkeys(sentences))
+    return sum(int((~embeddings.embed(distinct[i : i + READ_BLOCK]).any(axis=1)).sum())
+               for i in range(0, len(distinct), READ_BLOCK))

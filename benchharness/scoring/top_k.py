@@ -1,0 +1,66 @@
+"""Exact top-k inner-product search over a corpus that arrives a block of documents at a time.
+
+Each block is searched with a faiss ``IndexFlatIP`` (exact) and its best hits are merged into the
+running top-k lists, so memory holds the queries, one block of documents and the lists, never the
+corpus or a query x corpus score matrix. Ties follow ``benchharness.scoring.ranking``'s rule: score
+descending, then corpus order; the merge sorts by exactly that key, so the lists do not depend on
+how the corpus is cut into blocks (a block's dot products are the same numbers faiss computes for
+the whole corpus: the reduction runs over the dimension, not over documents).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+#: queries searched against a block at a time (bounds faiss's score buffer)
+QUERY_BLOCK = 1024
+_NO_ID = np.iinfo(np.int64).max  # sorts after every real id
+
+
+def top_k(queries: np.ndarray, doc_blocks: Iterable[np.ndarray], k: int, exclude: np.ndarray | None = None,
+          query_block: int = QUERY_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and corpus ids (offsets over the blocks, in order) of each query's ``k`` best
+    documents; ``exclude[i]`` (a corpus id or -1) never appears in query i's list. Lists shorter
+    than ``k`` are padded with id -1 and score -inf."""
+    import faiss
+
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    n = len(queries)
+    best_s = np.full((n, 0), -np.inf, dtype=np.float32)
+    best_i = np.full((n, 0), -1, dtype=np.int64)
+    offset = 0
+    for docs in doc_blocks:
+        docs = np.ascontiguousarray(docs, dtype=np.float32)
+        if not len(docs):
+            continue
+        index = faiss.IndexFlatIP(docs.shape[1])
+        index.add(docs)
+        fetch = min(k + (exclude is not None), len(docs))  # one more, in case it is the excluded one
+        s = np.empty((n, fetch), dtype=np.float32)
+        i = np.empty((n, fetch), dtype=np.int64)
+        for start in range(0, n, query_block):
+            s[start : start + query_block], i[start : start + query_block] = index.search(
+                queries[start : start + query_block], fetch)
+        i = np.where(i >= 0, i + offset, -1)
+        best_s, best_i = _merge(np.hstack([best_s, s]), np.hstack([best_i, i]), k, exclude)
+        offset += len(docs)
+    if best_s.shape[1] < k:
+        pad = k - best_s.shape[1]
+        best_s = np.hstack([best_s, np.full((n, pad), -np.inf, np.float32)])
+        best_i = np.hstack([best_i, np.full((n, pad), -1, np.int64)])
+    return best_s, best_i
+
+
+def _merge(scores: np.ndarray, ids: np.ndarray, k: int, exclude: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best ``k`` candidates by (score desc, id asc); missing and excluded ids drop out."""
+    invalid = ids < 0
+    if exclude is not None:
+        invalid |= ids == np.asarray(exclude, dtype=np.int64)[:, None]
+    scores = np.where(invalid, -np.inf, scores)
+    ids = np.where(invalid, _NO_ID, ids)
+    order = np.lexsort((ids, -scores), axis=-1)[:, :k]
+    top_s = np.take_along_axis(scores, order, axis=1)
+    top_i = np.take_along_axis(ids, order, axis=1)
+    return top_s, np.where(top_i == _NO_ID, -1, top_i)

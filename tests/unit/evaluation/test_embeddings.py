@@ -1,0 +1,91 @@
+"""A pass too large for memory goes to disk and gives the same scores: RowFile against a NumPy
+array, the spill threshold, chunked encoding without a cache, and a whole QQP run both ways."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fakes import HashEncoder
+
+from benchharness.evaluation import embeddings
+from benchharness.evaluation.embeddings import DEFAULT_MEMORY_MIB, PassMemory, RowFile, encode_pass
+
+
+def test_row_file_reads_and_writes_like_an_array(tmp_path):
+    rng = np.random.default_rng(0)
+    reference = np.zeros((500, 7), np.float32)
+    rows = RowFile(tmp_path / "v.f32", 500, 7)
+    for _ in range(20):  # scattered writes, with runs of consecutive rows among them
+        at = rng.choice(500, size=40, replace=False)
+        at[:10] = np.arange(100, 110)
+        values = rng.standard_normal((40, 7)).astype(np.float32)
+        reference[at] = values
+        rows[at] = values
+    asked = rng.integers(0, 500, size=300)  # any order, duplicates
+    np.testing.assert_array_equal(rows[asked], reference[asked])
+    np.testing.assert_array_equal(rows[slice(37, 401)], reference[37:401])
+    np.testing.assert_array_equal(np.concatenate(list(rows.blocks(64))), reference)
+    with pytest.raises(IndexError):
+        rows[np.array([500])]
+    rows.close()
+
+
+def test_a_pass_spills_to_a_file_only_above_the_budget_and_the_file_is_removed(tmp_path):
+    with PassMemory(1000, memory_mib=1, folder=tmp_path) as memory:
+        assert isinstance(memory.allocate(256), np.ndarray)  # 1000 x 256 x 4 bytes < 1 MiB
+    with PassMemory(1000, memory_mib=0.5, folder=tmp_path) as memory:
+        spilled = memory.allocate(256)
+        assert isinstance(spilled, RowFile) and spilled.path.is_file()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_encoder_without_cache_encodes_a_large_pass_in_longest_first_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr(embeddings, "LARGE_PASS", 10)
+    monkeypatch.setattr(embeddings, "ENCODE_CHUNK", 4)
+    texts = [f"sentence {'x' * (i % 7)} {i}" for i in range(23)]
+    encoder = HashEncoder()
+    with PassMemory(len(texts), memory_mib=1e-6, folder=tmp_path) as memory:
+        vectors = encode_pass(encoder, texts, memory, show_progress=False)
+        np.testing.assert_array_equal(vectors[np.arange(23)], HashEncoder().encode(texts))
+    assert [len(c) for c in encoder.calls] == [4, 4, 4, 4, 4, 3]
+    lengths = [len(s) for call in encoder.calls for s in call]
+    assert lengths == sorted(lengths, reverse=True)
+
+
+def test_the_cli_default_is_the_library_default(capsys):
+    from benchharness.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert f"(default {DEFAULT_MEMORY_MIB})" in " ".join(capsys.readouterr().out.split())
+
+
+def _qqp_files(root, n_rows: int) -> None:
+    rng = np.random.default_rng(3)
+    lines = ["id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate"]
+    for i in range(n_rows):
+        dup = int(rng.random() < 0.3)
+        lines.append(f"{i}\t{2 * i}\t{2 * i + 1}\tquestion {i % 997} about {i % 13}?\tanswer text {i}\t{dup}")
+    (root / "qqp").mkdir(parents=True)
+    (root / "qqp" / "quora_duplicate_questions.tsv").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_qqp_run_from_disk_scores_what_the_in_memory_run_scores(tmp_path, cached):
+    """QQP embeds its corpus a block at a time (DOC_BLOCK shrunk to 1,000 here) from a pass held in a
+    file: every metric and every per-query item equal the in-memory run's."""
+    from benchharness.evaluation.evaluate import evaluate
+    from benchharness.tasks import qqp
+
+    _qqp_files(tmp_path / "data", 5000)
+    qqp.DOC_BLOCK, old = 1000, qqp.DOC_BLOCK
+    try:
+        runs = [evaluate(HashEncoder(dim=16), [qqp.QQP()], data_dir=tmp_path / "data", verify_data=False,
+                         embedding_memory_mib=mib, cache_dir=tmp_path / f"cache-{mib}" if cached else None,
+                         intervals=False)
+                for mib in (DEFAULT_MEMORY_MIB, 0.01)]
+    finally:
+        qqp.DOC_BLOCK = old
+    memory, disk = (list(r)[0] for r in runs)
+    assert memory.metrics["n_corpus"] == 5000 and memory.metrics["n_queries"] > 100
+    assert disk.metrics == memory.metrics
