@@ -35,6 +35,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--add-items", action="store_true",
                    help="also recompute stored results that lack per-item outputs (needed by `compare` and the "
                         "leaderboard's marks); their scores do not change")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: one encoder after another in this process (default); ray: each base encoder's pass "
+                        "as a Ray task (needs the 'distributed' extra), results written here")
+    p.add_argument("--address", help="with --executor ray or --encode-actors: the Ray cluster to join (default: start a "
+                                     "local one)")
+    p.add_argument("--encode-actors", type=positive_int, metavar="N",
+                   help="encode what the embedding cache lacks with N Ray actors (one per GPU or CPU slot); this "
+                        "process stays the cache's only writer")
     p.add_argument("--no-train", action="store_true",
                    help="fail on a training recipe that has no run yet (printing the command that trains it) "
                         "instead of training it first")
@@ -57,16 +65,50 @@ def main(args: argparse.Namespace) -> int:
     options = {"batch_size": args.batch_size, "device": args.device, "seed": args.seed, "data_dir": args.data_dir,
                "verify_data": not args.no_verify, "train": not args.no_train, "show_progress": not args.quiet,
                "log": print}
+    distributed = args.executor == "ray" or args.encode_actors
+    if args.verify and distributed:
+        raise InvalidInputError("--verify recomputes in this process; leave out --executor ray and --encode-actors")
+    if args.address and not distributed:
+        raise InvalidInputError("--address names a Ray cluster for --executor ray or --encode-actors; give one of them")
     if args.verify:
         return _verify(encoder_names, task_names, options, args)
     results_dir = results_root(args)
     cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
-    results = evaluate(encoder_names, task_names, overwrite=args.overwrite, results_dir=results_dir,
-                       cache_dir=cache_dir, add_items=args.add_items, **options,
-                       **({} if args.embedding_memory is None else {"embedding_memory_mib": args.embedding_memory}))
+    if args.encode_actors and cache_dir is None:
+        raise InvalidInputError("--encode-actors fills the embedding cache; leave out --no-cache")
+    if args.executor == "ray" and args.encode_actors:
+        raise InvalidInputError("--executor ray already spreads the encoders over the cluster; --encode-actors spreads "
+                                "one encoder's sentences: choose one")
+    memory = {} if args.embedding_memory is None else {"embedding_memory_mib": args.embedding_memory}
+    if args.executor == "ray":
+        results = _sweep(encoder_names, task_names, options, args, results_dir, cache_dir, memory)
+    else:
+        actors = {"encode_actors": args.encode_actors, "ray_address": args.address} if args.encode_actors else {}
+        results = evaluate(encoder_names, task_names, overwrite=args.overwrite, results_dir=results_dir,
+                           cache_dir=cache_dir, add_items=args.add_items, **options, **memory, **actors)
     print(results.table())
     print(f"results in {Path(results_dir).absolute()}")
     return 1 if results.failed else 0
+
+
+def _sweep(encoder_names: list[str], task_names: list[str], options: dict, args: argparse.Namespace,
+           results_dir: Path, cache_dir: Path | None, memory: dict):
+    """``--executor ray``: the names checked here, before any worker starts, then the sweep."""
+    from benchharness.core.data_root import DataRoot
+    from benchharness.evaluation.embeddings import DEFAULT_MEMORY_MIB
+    from benchharness.evaluation.run_resolver import resolver_for
+    from benchharness.evaluation.sweep import sweep
+
+    data = DataRoot(options["data_dir"], verify=False)
+    resolver = resolver_for({}, data)
+    for name in encoder_names:
+        resolver.check(name)
+    settings = {**{k: v for k, v in options.items() if k not in ("log", "show_progress")},
+                "data_dir": str(data.root.absolute()),
+                "overwrite": args.overwrite, "add_items": args.add_items, "intervals": True,
+                "cache_dir": None if cache_dir is None else str(Path(cache_dir).absolute()),
+                "embedding_memory_mib": memory.get("embedding_memory_mib", DEFAULT_MEMORY_MIB)}
+    return sweep(encoder_names, task_names, settings, Path(results_dir), address=args.address)
 
 
 def _verify(encoder_names: list[str], task_names: list[str], options: dict, args: argparse.Namespace) -> int:

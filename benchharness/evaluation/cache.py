@@ -32,7 +32,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -466,11 +466,14 @@ class CachingEncoder(Encoder):
     answer plus one stored chunk, whatever the size of the cache.
     """
 
-    def __init__(self, inner: Encoder, cache: EmbeddingCache, chunk_size: int = ENCODE_CHUNK) -> None:
+    def __init__(self, inner: Encoder, cache: EmbeddingCache, chunk_size: int = ENCODE_CHUNK,
+                 encode_chunks: Callable[[Iterable[list[str]]], Iterator[np.ndarray]] | None = None) -> None:
         super().__init__(inner.name)
         self.inner = inner
         self.cache = cache
         self.chunk_size = chunk_size
+        #: encodes a stream of chunks elsewhere (a pool of Ray actors), yielding their vectors in order
+        self.encode_chunks = encode_chunks
         self.encoded = 0  # sentences actually encoded (not served from the cache)
 
     def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
@@ -525,17 +528,22 @@ class CachingEncoder(Encoder):
         edges change, and with them the padding, which can move vectors in their last float bits.
         """
         missing = sorted(np.flatnonzero(~fill.filled).tolist(), key=lambda i: len(sentences[i]), reverse=True)
-        for start in range(0, len(missing), self.chunk_size):
-            rows = np.asarray(missing[start : start + self.chunk_size], dtype=np.intp)
-            chunk = [sentences[i] for i in rows]
-            vecs = np.asarray(self.inner.encode(chunk, show_progress=show_progress), dtype=np.float32)
+        rows = [np.asarray(missing[a : a + self.chunk_size], dtype=np.intp)
+                for a in range(0, len(missing), self.chunk_size)]
+        chunks = [[sentences[i] for i in r] for r in rows]
+        if self.encode_chunks is not None:
+            encoded = self.encode_chunks(chunks)
+        else:
+            encoded = (self.inner.encode(chunk, show_progress=show_progress) for chunk in chunks)
+        for at, chunk, vecs in zip(rows, chunks, encoded):
+            vecs = np.asarray(vecs, dtype=np.float32)
             if vecs.ndim != 2 or len(vecs) != len(chunk):
                 raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape {vecs.shape}")
             self.encoded += len(chunk)
             if fill.out is None:
                 fill.out = fill.allocate(vecs.shape[1])
-            fill.out[rows] = vecs
-            fill.filled[rows] = True
+            fill.out[at] = vecs
+            fill.filled[at] = True
             yield chunk, vecs, np.isfinite(vecs).all(axis=1)
 
     def identity_info(self) -> dict[str, Any]:

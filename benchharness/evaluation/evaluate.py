@@ -21,8 +21,8 @@ from benchharness.core.results import ResultStore
 from benchharness.core.task import Task
 from benchharness.evaluation.embeddings import DEFAULT_MEMORY_MIB
 from benchharness.evaluation.models import ModelLike, as_encoder, default_name
-from benchharness.evaluation.resolver import Resolver
 from benchharness.evaluation.results import Results
+from benchharness.evaluation.run_resolver import cache_at, caching, resolver_for
 from benchharness.evaluation.runner import DEFAULT_SEED, run
 
 TaskLike = Any  # a name, a group, a comma list of them, or a Task object
@@ -79,6 +79,8 @@ def evaluate(
     log: Callable[[str], None] | None = None,
     intervals: bool = True,
     embedding_memory_mib: float = DEFAULT_MEMORY_MIB,
+    encode_actors: int = 0,
+    ray_address: str | None = None,
 ) -> Results:
     """Evaluate ``model`` on ``tasks`` and return the results.
 
@@ -92,21 +94,42 @@ def evaluate(
     ``intervals=False`` skips the bootstrap intervals (a training loop's frequent evaluations).
     ``embedding_memory_mib`` bounds the memory of one encoder's vectors: a larger pass (a big
     retrieval corpus) is written to a file beside the cache (or in the temporary folder) and read
-    back a block at a time, with the same scores.
+    back a block at a time, with the same scores. ``encode_actors`` encodes what the cache lacks
+    with that many Ray actors (``benchharness.evaluation.encode_pool``; needs ``cache_dir``), at
+    ``ray_address`` or on a local Ray started for the purpose.
     """
     if device is not None:  # before any model loads: a typo or a missing GPU fails here
         from benchharness.core.devices import pick_device
 
         pick_device(device)
     data = DataRoot(data_dir, verify=verify_data)
-    task_names, get_task = _task_table(tasks)
-    cache = None
-    if cache_dir is not None:
-        from benchharness.evaluation.cache import EmbeddingCache
+    cache = None if cache_dir is None else cache_at(cache_dir)
+    settings = {"device": device, "batch_size": batch_size, "cache_dir": cache_dir, "train": train,
+                "show_progress": show_progress, "data_dir": data_dir}
+    pools = None
+    if encode_actors:
+        if cache is None:
+            raise InvalidInputError("encode_actors= fills the embedding cache; give cache_dir= too")
+        from benchharness.evaluation.encode_pool import ActorPools
 
-        cache = EmbeddingCache(Path(cache_dir))
-    resolver = Resolver({"device": device, "batch_size": batch_size, "data_dir": data.root},
-                        wrap=None if cache is None else _caching(cache), train_missing=train, progress=show_progress)
+        pools = ActorPools(encode_actors, {**settings, "data_dir": str(data.root)}, ray_address)
+    try:
+        return _evaluate(model, tasks, settings, data, cache, pools, name=name, tokenizer=tokenizer, pooling=pooling,
+                         identity=identity, seed=seed, overwrite=overwrite, results_dir=results_dir,
+                         add_items=add_items, log=log, intervals=intervals, embedding_memory_mib=embedding_memory_mib)
+    finally:
+        if pools is not None:
+            pools.close()
+
+
+def _evaluate(model: Any, tasks: Any, settings: dict[str, Any], data: DataRoot, cache: Any, pools: Any, *,
+              name: str | None, tokenizer: Any, pooling: str | None, identity: str | None, seed: int, overwrite: str,
+              results_dir: str | Path | None, add_items: bool, log: Callable[[str], None] | None, intervals: bool,
+              embedding_memory_mib: float) -> Results:
+    """``evaluate`` once its cache and actor pools are set up."""
+    task_names, get_task = _task_table(tasks)
+    batch_size, device, show_progress = settings["batch_size"], settings["device"], settings["show_progress"]
+    resolver = resolver_for(settings, data, pools)
     models = _models(model)
     if name is not None and len(models) != 1:
         raise InvalidInputError("name= names one model; give each of several models as a name or an Encoder")
@@ -120,7 +143,7 @@ def evaluate(
         encoder = as_encoder(m, name=name or default_name(m), tokenizer=tokenizer, pooling=pooling,
                              identity=identity, batch_size=batch_size, device=device)
         if encoder.pinned and cache is not None:
-            encoder = _caching(cache)(encoder)
+            encoder = caching(cache)(encoder)
         built[encoder.name] = encoder
         names.append(encoder.name)
     pinned = all(e.pinned for e in built.values())
@@ -132,12 +155,6 @@ def evaluate(
         summary = run(names, task_names, lambda n: built[n] if n in built else resolver.get(n), get_task, data,
                       store, overwrite=overwrite, seed=seed, show_progress=show_progress,
                       log=log or (lambda _: None), add_items=add_items, intervals=intervals,
-                      memory_mib=embedding_memory_mib, scratch=None if cache_dir is None else Path(cache_dir))
+                      memory_mib=embedding_memory_mib, scratch=None if cache is None else cache.root)
         results = [store.load(o.encoder, o.task) for o in summary.outcomes if o.status in ("computed", "reused")]
     return Results(results, summary.outcomes, pinned)
-
-
-def _caching(cache: Any) -> Callable[[Encoder], Encoder]:
-    from benchharness.evaluation.cache import CachingEncoder
-
-    return lambda encoder: CachingEncoder(encoder, cache)

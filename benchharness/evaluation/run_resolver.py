@@ -1,0 +1,40 @@
+"""The resolver of one run's settings: encoders built by name, through the run's embedding cache
+and, for ``encode_actors``, its pools of Ray actors. Shared by ``evaluate``, the sweep's workers and
+the actors themselves, so that every process builds an encoder the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from benchharness.core.data_root import DataRoot
+from benchharness.core.encoder import Encoder
+from benchharness.evaluation.resolver import Resolver
+
+
+def resolver_for(settings: dict[str, Any], data: DataRoot, pools: Any = None) -> Resolver:
+    """The resolver of a run with these settings (``evaluate``'s keyword arguments): its encoders go
+    through the embedding cache when there is one, base encoders' missing chunks through ``pools``."""
+    cache_dir = settings.get("cache_dir")
+    return Resolver({"device": settings.get("device"), "batch_size": settings.get("batch_size"), "data_dir": data.root},
+                    wrap=None if cache_dir is None else caching(cache_at(cache_dir), pools),
+                    train_missing=settings.get("train", True), progress=settings.get("show_progress", False))
+
+
+def cache_at(cache_dir: str | Path) -> Any:
+    from benchharness.evaluation.cache import EmbeddingCache
+
+    return EmbeddingCache(Path(cache_dir))
+
+
+def caching(cache: Any, pools: Any = None) -> Callable[[Encoder], Encoder]:
+    """Wraps each encoder in the cache; a post-processor's rows are computed from its base's, so
+    only base encoders encode through the pools."""
+    from benchharness.encoders.postprocess.fitting import PostProcessor
+    from benchharness.evaluation.cache import CachingEncoder
+
+    def wrap(encoder: Encoder) -> Encoder:
+        chunks = None if pools is None or isinstance(encoder, PostProcessor) else pools.for_encoder(encoder)
+        return CachingEncoder(encoder, cache, encode_chunks=chunks)
+
+    return wrap
