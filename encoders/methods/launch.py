@@ -16,6 +16,7 @@ from torch import nn
 from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.local_paths import check_local_path
 from benchharness.encoders import hub
+from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import base_folder
 from benchharness.encoders.methods.loop import TrainResult, total_steps, train
 from benchharness.encoders.methods.method import TrainingMethod
@@ -37,8 +38,11 @@ DevFactory = Callable[[TrainingMethod, TrainConfig], DevEvaluation]
 def preflight(config: TrainConfig, n_examples: int | None = None) -> None:
     """Refuse now what the loop would refuse only after the base model has loaded (and a step-0
     dev evaluation has run): a device or precision this machine lacks, a ``--base`` folder that
-    does not exist, too few examples for one batch."""
-    check_precision(config.precision, pick_device(config.device))
+    does not exist, too few examples for one batch, a data-parallel run outside torchrun or in a
+    torchrun of another size."""
+    device = pick_device(config.device)
+    check_precision(config.precision, device)
+    data_parallel.check_launch(config.nproc, device)
     check_local_path(base_folder(config.base), "--base")
     if n_examples is not None:
         total_steps(n_examples, config)

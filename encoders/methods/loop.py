@@ -13,6 +13,11 @@ progress; ``metrics.jsonl``; a resumable checkpoint (``resume.py``); and the out
     <out>/manifest.json   the run's typed record (``manifest.py``), which makes the folder an encoder
     <out>/metrics.jsonl   one JSON object per logged step / evaluation
 
+Data-parallel runs (``config.nproc`` > 1, started by torchrun; ``data_parallel.py``): each process
+trains on its contiguous slice of every global batch, DDP averages the gradients; rank 0 alone
+evaluates and writes (metrics, checkpoints, model, manifest) and broadcasts its decisions (early
+stopping, the best step), so that every rank takes the same steps.
+
 The loop knows no evaluation task: the caller hands it ``dev``, a function from the encoder being
 trained to a score (higher is better); ``benchharness train`` passes the harness's STS-B dev
 evaluator (``benchharness.training.dev_eval``), so a dev score is the one the harness reproduces.
@@ -37,15 +42,17 @@ from benchharness.core.devices import autocast, check_precision, pick_device
 from benchharness.core.errors import DivergedError, InvalidInputError
 from benchharness.core.seeding import seed_everything
 from benchharness.encoders import hub
+from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import base_folder
 from benchharness.encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
-from benchharness.encoders.methods.method import TrainingMethod
+from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.methods.optim import LegacyAdamW
 from benchharness.encoders.methods.resume import (
     MODEL_DIR,
     load_checkpoint,
     prepare_out,
     remove_checkpoint,
+    rng_state,
     save_checkpoint,
     save_encoder,
 )
@@ -63,7 +70,7 @@ class TrainResult:
     completed: bool  # False when stopped by ``stop_after`` (resumable)
     best_step: int | None
     best_dev: float | None
-    manifest: RunManifest | None
+    manifest: RunManifest | None  # None on the ranks > 0 of a data-parallel run (rank 0 writes it)
 
 
 def to_device(batch: Any, device: torch.device) -> Any:
@@ -122,7 +129,29 @@ def total_steps(n_examples: int, config: TrainConfig) -> int:
     per_epoch = n_examples // config.batch_size if config.drop_last else math.ceil(n_examples / config.batch_size)
     if per_epoch < 1:
         raise InvalidInputError(f"{n_examples} training examples give no full batch of {config.batch_size}")
+    last = n_examples % config.batch_size
+    if not config.drop_last and 0 < last < config.nproc:
+        raise InvalidInputError(f"the last batch of {n_examples} examples holds {last}, fewer than one per process "
+                                f"(--nproc {config.nproc}); choose another --batch-size or --nproc")
     return config.max_steps if config.max_steps is not None else per_epoch * config.epochs
+
+
+def local_loss(model: nn.Module, method: TrainingMethod, chunk: list[Any], n_global: int, device: torch.device,
+               precision: str, ctx: data_parallel.Context | None) -> tuple[LossOutput, Any, torch.Tensor]:
+    """One process's forward on its rows ``chunk`` of a global batch of ``n_global`` examples:
+    collate, run ``model`` (``method``, in DDP when data-parallel), and the loss to back-propagate.
+
+    Each rank's loss is a mean over its own rows, which DDP's gradient average turns into the mean
+    over the global batch when the slices are equal; a last partial batch split unevenly is
+    weighted by each slice's size (``data_parallel.example_share``). Returns the output, the batch
+    and that loss."""
+    batch = to_device(method.collate(chunk), device)
+    with autocast(device, precision):
+        output = model(batch)
+    loss = output.loss
+    if ctx is not None and len(chunk) * ctx.world_size != n_global:
+        loss = loss * data_parallel.example_share(len(chunk), n_global, ctx)
+    return output, batch, loss
 
 
 def _log(path: Path, record: dict[str, Any]) -> None:
@@ -154,17 +183,22 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     code_version()  # pin the version of the code now running (see code_version)
     if config.threads:
         torch.set_num_threads(config.threads)
-    device = pick_device(config.device)
+    ctx = data_parallel.start(config.nproc, config.negatives, pick_device(config.device))
+    main = ctx is None or ctx.rank == 0  # the process that evaluates and writes
+    device = ctx.device if ctx is not None else pick_device(config.device)
     precision = check_precision(config.precision, device)
     pooling = config.eval_pooling or method.eval_pooling
-    resume_from = prepare_out(config)
+    if ctx is not None and method.in_batch_negatives and not config.drop_last and len(examples) % config.batch_size:
+        raise InvalidInputError(f"{method.method_name} gathers in-batch negatives, which needs equal slices of every "
+                                "batch: a data-parallel run of it keeps full batches only (drop_last)")
+    resume_from = data_parallel.from_main(lambda: prepare_out(config), ctx)
     out = config.out
     metrics_path = out / "metrics.jsonl"
     steps = total_steps(len(examples), config)
     warmup = math.ceil(config.warmup_ratio * steps)  # ConSERT rounds up; 0 stays 0
     checkpoint_every = config.checkpoint_every or config.eval_every or 500
 
-    seed_everything(config.seed)
+    seed_everything(data_parallel.rank_seed(config.seed, ctx))
     method.to(device)
     method.train()
     optimizer = make_optimizer(method, config)
@@ -175,28 +209,41 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
                              "best_dev": None, "bad_evals": 0, "train_seconds": 0.0, "sentences": 0,
                              "stopped_early": False}
     if resume_from is not None:
-        state = load_checkpoint(resume_from, config, method, optimizer, scheduler, scaler)
-        print(f"resuming {out} at step {state['step']}/{steps}", file=sys.stderr)
+        state = load_checkpoint(resume_from, config, method, optimizer, scheduler, scaler,
+                                ctx.rank if ctx is not None else 0)
+        if main:
+            print(f"resuming {out} at step {state['step']}/{steps}", file=sys.stderr)
+    # DDP copies rank 0's parameters to every rank here (the same ones: same base, seed and checkpoint)
+    model = data_parallel.wrap(method, ctx) if ctx is not None else method
 
     def evaluate(step: int) -> bool:
-        """Record a dev score; save the encoder if it is the best so far. True = stop early."""
-        score = dev(method.encoder)
-        state["dev_curve"].append([step, score])
-        record = {"step": step, "dev_spearman": score}
-        if step > 0:  # the untrained base (step 0) is recorded, never selected
-            if state["best_dev"] is None or score > state["best_dev"]:
-                state["best_dev"], state["best_step"], state["bad_evals"] = score, step, 0
-                save_encoder(method, out)
-                record["best"] = True
-            else:
-                state["bad_evals"] += 1
-        _log(metrics_path, record)
-        bar.write(f"step {step}: STS-B dev spearman {score:.2f} (best {state['best_dev'] or float('nan'):.2f} "
-                  f"at step {state['best_step']})")
+        """Record a dev score; save the encoder if it is the best so far. True = stop early. Rank 0
+        evaluates; the others wait for its bookkeeping, so that every rank stops at the same step."""
+        if main:
+            score = dev(method.encoder)
+            state["dev_curve"].append([step, score])
+            record = {"step": step, "dev_spearman": score}
+            if step > 0:  # the untrained base (step 0) is recorded, never selected
+                if state["best_dev"] is None or score > state["best_dev"]:
+                    state["best_dev"], state["best_step"], state["bad_evals"] = score, step, 0
+                    save_encoder(method, out)
+                    record["best"] = True
+                else:
+                    state["bad_evals"] += 1
+            _log(metrics_path, record)
+            bar.write(f"step {step}: STS-B dev spearman {score:.2f} (best {state['best_dev'] or float('nan'):.2f} "
+                      f"at step {state['best_step']})")
+        state.update(data_parallel.broadcast({k: state[k] for k in EVALUATION_STATE}, ctx))
         return config.patience is not None and state["bad_evals"] >= config.patience
 
+    def checkpoint() -> None:
+        """Rank 0 saves, with every rank's random generators."""
+        rngs = data_parallel.gather_objects(rng_state(), ctx) if ctx is not None else None
+        if main:
+            save_checkpoint(out, config, method, optimizer, scheduler, scaler, state, rngs)
+
     bar = tqdm(total=steps, initial=state["step"], desc=f"train {method.method_name}", unit="step",
-               disable=not config.progress, dynamic_ncols=True)
+               disable=not (config.progress and main), dynamic_ncols=True)
     if state["step"] == 0 and config.eval_at_start and dev is not None and not state["dev_curve"]:
         evaluate(0)
     window: dict[str, list[float]] = {}
@@ -205,13 +252,12 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
         batches = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, state["epoch"])
         while state["batch_in_epoch"] < len(batches) and state["step"] < steps:
             idx = batches[state["batch_in_epoch"]]
-            chunk = [examples[int(i)] for i in idx]
+            rows = data_parallel.local_rows(idx, ctx) if ctx is not None else idx
+            chunk = [examples[int(i)] for i in rows]
             t0 = time.perf_counter()
-            batch = to_device(method.collate(chunk), device)
-            with autocast(device, precision):
-                output = method(batch)
+            output, batch, loss = local_loss(model, method, chunk, len(idx), device, precision, ctx)
             optimizer.zero_grad(set_to_none=True)
-            scaler.scale(output.loss).backward()
+            scaler.scale(loss).backward()
             if config.grad_clip is not None:
                 scaler.unscale_(optimizer)
                 torch.nn.utils.clip_grad_norm_(method.parameters(), config.grad_clip)
@@ -221,29 +267,35 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             state["train_seconds"] += time.perf_counter() - t0
-            state["sentences"] += method.size(batch, chunk)
+            logs = {"loss": float(loss.detach()), **{k: float(v) for k, v in output.logs.items()}}
+            sentences = method.size(batch, chunk)
+            if ctx is not None:  # the global batch's: the mean of the ranks' losses, every rank's sentences
+                *sums, sentences = data_parallel.sum_over_ranks([*logs.values(), sentences], ctx)
+                logs = {k: v / ctx.world_size for k, v in zip(logs, sums)}
+            state["sentences"] += int(sentences)
             state["step"] += 1
             state["batch_in_epoch"] += 1
             step = state["step"]
-            loss = float(output.loss.detach())
-            if not math.isfinite(loss):
-                raise DivergedError(f"loss is {loss} at step {step}; lower --lr or use fp32")
-            for k, v in {"loss": loss, **output.logs}.items():
-                window.setdefault(k, []).append(float(v))
+            if not math.isfinite(logs["loss"]):
+                raise DivergedError(f"loss is {logs['loss']} at step {step}; lower --lr or use fp32")
+            for k, v in logs.items():
+                window.setdefault(k, []).append(v)
             bar.update(1)
-            bar.set_postfix(loss=f"{loss:.4f}")
-            if step % config.log_every == 0 or step == steps:
+            bar.set_postfix(loss=f"{logs['loss']:.4f}")
+            if main and (step % config.log_every == 0 or step == steps):
                 _log(metrics_path, {"step": step, "epoch": state["epoch"], "lr": scheduler.get_last_lr()[0],
                                     **{k: float(np.mean(v)) for k, v in window.items()},
                                     "sentences_per_second": state["sentences"] / max(state["train_seconds"], 1e-9)})
+            if step % config.log_every == 0 or step == steps:
                 window = {}
             if config.eval_every is not None and dev is not None and (step % config.eval_every == 0 or step == steps):
                 if evaluate(step):
                     state["stopped_early"] = True
-                    bar.write(f"early stop: no dev improvement in {config.patience} evaluations")
+                    if main:
+                        bar.write(f"early stop: no dev improvement in {config.patience} evaluations")
                     break
             if step % checkpoint_every == 0 and step < steps:
-                save_checkpoint(out, config, method, optimizer, scheduler, scaler, state)
+                checkpoint()
             if config.stop_after is not None and step >= config.stop_after and step < steps:
                 halted = True
                 break
@@ -254,15 +306,32 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
             state["batch_in_epoch"] = 0
     bar.close()
     if halted:
-        save_checkpoint(out, config, method, optimizer, scheduler, scaler, state)
-        print(f"stopped after step {state['step']}; rerun the same command to resume", file=sys.stderr)
+        checkpoint()
+        data_parallel.barrier(ctx)
+        if main:
+            print(f"stopped after step {state['step']}; rerun the same command to resume", file=sys.stderr)
         return TrainResult(out, state["step"], False, state["best_step"], state["best_dev"], None)
 
+    manifest = data_parallel.from_main(lambda: finish(method, config, state, data, base_source, dev, dev_task,
+                                                      pooling, steps, warmup, device, precision), ctx)
+    return TrainResult(out, state["step"], True, state["best_step"], state["best_dev"], manifest if main else None)
+
+
+#: the loop state that an evaluation changes, which rank 0 sends to the other ranks
+EVALUATION_STATE = ("dev_curve", "best_step", "best_dev", "bad_evals")
+
+
+def finish(method: TrainingMethod, config: TrainConfig, state: dict[str, Any], data: dict[str, Any],
+           base_source: hub.ModelSource | None, dev: DevScore | None, dev_task: str | None, pooling: str,
+           steps: int, warmup: int, device: torch.device, precision: str) -> RunManifest:
+    """The end of a completed run (rank 0's): the final encoder when there was no dev selection,
+    the sentence-transformers files, the manifest; the checkpoint is removed unless kept."""
+    out = config.out
     if config.eval_every is None or dev is None:
         save_encoder(method, out)  # no dev selection: the final weights are the encoder
         if dev is not None:
             state["dev_curve"].append([state["step"], dev(method.encoder)])
-            _log(metrics_path, {"step": state["step"], "dev_spearman": state["dev_curve"][-1][1]})
+            _log(out / "metrics.jsonl", {"step": state["step"], "dev_spearman": state["dev_curve"][-1][1]})
     if state["step"] == 0 or not (out / MODEL_DIR).is_dir():  # a manifest makes the folder an encoder
         raise RuntimeError(f"{out}: the run trained {state['step']} steps and saved no model in {out / MODEL_DIR}; "
                            "it is not registered (no manifest.json written)")
@@ -273,4 +342,4 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     write_manifest(out, manifest)
     if not config.keep_checkpoint:
         remove_checkpoint(out)
-    return TrainResult(out, state["step"], True, state["best_step"], state["best_dev"], manifest)
+    return manifest

@@ -37,6 +37,9 @@ class TrainingMethod(nn.Module):
     method_name: str = ""
     #: pooling at evaluation (and in the manifest)
     eval_pooling: str = "avg"
+    #: whether the loss scores rows against the batch's other rows (``data_parallel.in_batch``), which a
+    #: data-parallel run can only gather from equal slices of every batch
+    in_batch_negatives: bool = False
 
     def __init__(self, encoder: nn.Module, tokenizer: Any) -> None:
         super().__init__()

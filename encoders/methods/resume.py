@@ -74,19 +74,26 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def save_checkpoint(out: Path, config: TrainConfig, method: TrainingMethod, optimizer: torch.optim.Optimizer,
                     scheduler: torch.optim.lr_scheduler.LRScheduler, scaler: torch.amp.GradScaler,
-                    state: dict[str, Any]) -> None:
-    """Everything the loop needs to continue exactly where it is, in ``<out>/checkpoint/state.pt``."""
+                    state: dict[str, Any], rank_rngs: list[dict[str, Any]] | None = None) -> None:
+    """Everything the loop needs to continue exactly where it is, in ``<out>/checkpoint/state.pt``.
+
+    A data-parallel run saves from rank 0 (model and optimizer are the same on every rank) with
+    ``rank_rngs``, every rank's generators in rank order: each rank draws its own dropout and
+    augmentations, and resumes them from its own state."""
+    saved = {"config": config.to_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),
+             "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "state": state, "rng": rng_state()}
+    if rank_rngs is not None:
+        saved["rank_rngs"] = rank_rngs
     with atomic_file(out / CHECKPOINT_DIR / CHECKPOINT_FILE, "wb") as fh:
-        torch.save({"config": config.to_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "state": state,
-                    "rng": rng_state()}, fh)
+        torch.save(saved, fh)
 
 
 def load_checkpoint(path: Path, config: TrainConfig, method: TrainingMethod, optimizer: torch.optim.Optimizer,
-                    scheduler: torch.optim.lr_scheduler.LRScheduler,
-                    scaler: torch.amp.GradScaler) -> dict[str, Any]:
-    """Restore a checkpoint made with the same settings into the given objects and the RNGs;
-    returns the loop state. Other settings are refused: the resumed run would be neither."""
+                    scheduler: torch.optim.lr_scheduler.LRScheduler, scaler: torch.amp.GradScaler,
+                    rank: int = 0) -> dict[str, Any]:
+    """Restore a checkpoint made with the same settings into the given objects and the RNGs (``rank``'s
+    own, in a data-parallel run); returns the loop state. Other settings are refused: the resumed run
+    would be neither."""
     try:  # weights_only: a checkpoint is data, and one from a shared runs folder must not run code
         saved = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # unpickling refused, truncated or random bytes: torch raises several kinds
@@ -95,9 +102,11 @@ def load_checkpoint(path: Path, config: TrainConfig, method: TrainingMethod, opt
                                 ) from None
     # a checkpoint that does not record a setting was made with that setting's default behaviour
     # (``optimizer``: torch-adamw)
+    # (``nproc``: 1, which a single-process config leaves out of its record, on both sides)
     made_with = {**FIELD_DEFAULTS, **saved["config"]}
-    diffs = [f"{k}: {made_with.get(k)!r} -> {v!r}" for k, v in config.to_dict().items()
-             if k not in RESUMABLE_CHANGES and made_with.get(k) != v]
+    now = {**FIELD_DEFAULTS, **config.to_dict()}
+    diffs = [f"{k}: {made_with.get(k)!r} -> {now.get(k)!r}" for k in dict.fromkeys([*now, *made_with])
+             if k not in RESUMABLE_CHANGES and made_with.get(k) != now.get(k)]
     if diffs:
         raise InvalidInputError(f"{path}: the checkpoint was made with other settings ({'; '.join(diffs)}); "
                          "pass the same settings to resume, or --overwrite to start again")
@@ -105,7 +114,7 @@ def load_checkpoint(path: Path, config: TrainConfig, method: TrainingMethod, opt
     optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])
     scaler.load_state_dict(saved["scaler"])
-    set_rng_state(saved["rng"])
+    set_rng_state(saved["rank_rngs"][rank] if "rank_rngs" in saved else saved["rng"])
     return saved["state"]
 
 

@@ -20,11 +20,18 @@ from benchharness.encoders.pooling import POOLINGS
 #: fields that must be integers >= 1 when set (``max_steps=0`` would train nothing, ``limit=0``
 #: would silently mean "no limit"); ``eval_every=0`` is turned into None ("no dev") by the flags
 POSITIVE_INTS = ("batch_size", "max_length", "epochs", "max_steps", "limit", "eval_every", "patience",
-                 "eval_max_length", "eval_batch_size", "checkpoint_every", "log_every", "threads", "stop_after")
+                 "eval_max_length", "eval_batch_size", "checkpoint_every", "log_every", "threads", "stop_after",
+                 "nproc")
 POSITIVE_FLOATS = ("adam_eps", "grad_clip")
 #: the optimizers ``loop.make_optimizer`` builds: ``torch.optim.AdamW``, or the legacy
 #: ``transformers.AdamW`` that the official code of every method here steps with (``optim.py``)
 OPTIMIZERS = ("torch-adamw", "adamw-legacy")
+#: how a data-parallel run's contrastive losses see the other processes' rows (``data_parallel.in_batch``):
+#: gathered with gradients (exactly the single-process gradient), or as SimCSE's official code does
+NEGATIVES = ("gather-grad", "gather-detached")
+#: settings of data-parallel runs only: a single-process config records none of them (``to_dict``), so its
+#: checkpoint, manifest and recipe key are exactly what they were before data-parallel training existed
+DATA_PARALLEL_FIELDS = ("nproc", "negatives")
 
 
 @dataclass
@@ -64,6 +71,8 @@ class TrainConfig:
     stop_after: int | None = None  # end this invocation after this step, resumable (time-boxing)
     overwrite: bool = False  # discard an existing finished run or checkpoint in ``out``
     progress: bool = True
+    nproc: int = 1  # processes of a data-parallel run (torchrun, one per device); the global batch is split
+    negatives: str = "gather-grad"  # data-parallel runs: one of NEGATIVES
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -96,6 +105,14 @@ class TrainConfig:
             raise InvalidInputError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise InvalidInputError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if self.negatives not in NEGATIVES:
+            raise InvalidInputError(f"unknown negatives {self.negatives!r}; choose one of {', '.join(NEGATIVES)}")
+        if self.nproc == 1 and self.negatives != NEGATIVES[0]:
+            raise InvalidInputError(f"negatives {self.negatives} applies to data-parallel runs only; add --nproc N "
+                                    "(N > 1) or drop --negatives")
+        if self.batch_size % self.nproc:
+            raise InvalidInputError(f"batch size {self.batch_size} does not split into {self.nproc} equal slices, "
+                                    f"one per process; choose a batch size divisible by --nproc {self.nproc}")
 
     @property
     def wants_dev(self) -> bool:
@@ -103,7 +120,9 @@ class TrainConfig:
         return self.eval_every is not None or self.eval_at_start
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
+        """Every setting; a single-process run leaves out ``DATA_PARALLEL_FIELDS``."""
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()
+                if self.nproc > 1 or k not in DATA_PARALLEL_FIELDS}
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -152,6 +171,13 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
     g.add_argument("--seed", type=non_negative_int)
     g.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
     g.add_argument("--precision", choices=PRECISIONS, help="fp16/bf16 mixed precision (CUDA only)")
+    g.add_argument("--nproc", type=positive_int,
+                   help="data-parallel training in N processes (torchrun, DDP; one per GPU on CUDA); the batch "
+                        "size is the global batch, split evenly. Part of the recipe when N > 1")
+    g.add_argument("--negatives", choices=NEGATIVES,
+                   help="with --nproc: contrastive losses gather the other processes' rows with gradients "
+                        "(gather-grad, default: the single-process gradient) or as SimCSE's code does "
+                        "(gather-detached: only local rows carry gradient)")
     g.add_argument("--threads", type=positive_int, help="torch CPU threads")
     g.add_argument("--stop-after", type=positive_int, help="stop this invocation after step N (resumable)")
     g.add_argument("--keep-checkpoint", action="store_true", default=None, help="keep the resumable checkpoint")
