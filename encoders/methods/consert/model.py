@@ -49,6 +49,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.methods.train_data import NLI_LABELS, NLIPair
 from benchharness.encoders.pooling import POOLINGS, masked_mean, needs_hidden_states, pool
@@ -91,20 +92,32 @@ PRESETS: dict[str, dict[str, Any]] = {
 # loss
 
 
-def nt_xent_directions(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+def nt_xent_directions(z1: torch.Tensor, z2: torch.Tensor, temperature: float, all1: torch.Tensor | None = None,
+                       all2: torch.Tensor | None = None, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """The two halves of NT-Xent over 2N views: for view-1 anchors, the mean cross-entropy of
     picking their view-2 partner among the N view-2 and N-1 other view-1 embeddings, and the same
-    for view-2 anchors. Cosine similarity divided by ``temperature``."""
+    for view-2 anchors. Cosine similarity divided by ``temperature``.
+
+    In a data-parallel run ``z1``, ``z2`` are this process's anchors and ``all1``, ``all2`` every
+    process's views, of which the anchors are rows ``offset`` on (``data_parallel.in_batch``);
+    by default (or when they are the anchors themselves) the anchors are the whole batch."""
+    whole = all1 is None or all2 is None or (all1 is z1 and all2 is z2)
     z1 = F.normalize(z1.float(), dim=-1)
     z2 = F.normalize(z2.float(), dim=-1)
     n = z1.shape[0]
-    self_mask = torch.eye(n, dtype=torch.bool, device=z1.device)
-    labels = torch.arange(n, device=z1.device)
-    logits_11 = (z1 @ z1.T / temperature).masked_fill(self_mask, float("-inf"))
-    logits_22 = (z2 @ z2.T / temperature).masked_fill(self_mask, float("-inf"))
-    logits_12 = z1 @ z2.T / temperature
+    labels = torch.arange(n, device=z1.device) + offset
+    if whole:
+        all1, all2 = z1, z2
+        self_mask = torch.eye(n, dtype=torch.bool, device=z1.device)
+    else:
+        all1, all2 = F.normalize(all1.float(), dim=-1), F.normalize(all2.float(), dim=-1)
+        self_mask = F.one_hot(labels, all1.shape[0]).bool()
+    logits_11 = (z1 @ all1.T / temperature).masked_fill(self_mask, float("-inf"))
+    logits_22 = (z2 @ all2.T / temperature).masked_fill(self_mask, float("-inf"))
+    logits_12 = z1 @ all2.T / temperature
+    logits_21 = logits_12.T if whole else z2 @ all1.T / temperature
     loss_1 = F.cross_entropy(torch.cat([logits_12, logits_11], dim=1), labels)
-    loss_2 = F.cross_entropy(torch.cat([logits_12.T, logits_22], dim=1), labels)
+    loss_2 = F.cross_entropy(torch.cat([logits_21, logits_22], dim=1), labels)
     return loss_1, loss_2
 
 
@@ -204,6 +217,7 @@ def disable_dropout(encoder: nn.Module) -> dict[str, float]:
 class ConSERT(TrainingMethod):
     method_name = "consert"
     eval_pooling = "avg_top2"
+    in_batch_negatives = True
 
     def __init__(self, encoder: nn.Module, tokenizer, objective: str = "unsup", view1: str = "feature_cutoff",
                  rate1: float | None = None, view2: str = "shuffle", rate2: float | None = None,
@@ -260,10 +274,12 @@ class ConSERT(TrainingMethod):
         return pool(self.train_pooling, outputs, features["attention_mask"], first_layer=0)
 
     def contrastive(self, features: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The reference's contrastive term (sum of both directions) and the paper's NT-Xent mean."""
+        """The reference's contrastive term (sum of both directions) and the paper's NT-Xent mean;
+        in a data-parallel run, against every process's views (``data_parallel.in_batch``)."""
         (v1, r1), (v2, r2) = self.views
-        loss_1, loss_2 = nt_xent_directions(self.embed(features, v1, r1), self.embed(features, v2, r2),
-                                            self.temperature)
+        (a1, a2), (c1, c2), offset = data_parallel.in_batch(self.embed(features, v1, r1),
+                                                            self.embed(features, v2, r2))
+        loss_1, loss_2 = nt_xent_directions(a1, a2, self.temperature, c1, c2, offset)
         return loss_1 + loss_2, (loss_1 + loss_2) / 2
 
     def classify(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -18,6 +18,7 @@ from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import non_negative_float, non_negative_int, positive_int
 from benchharness.core.seeding import seed_everything
+from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import load_base
 from benchharness.encoders.methods.defsent_plus.dictionary import (
     Dictionary,
@@ -154,6 +155,9 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
                          f"--{', --'.join(k.replace('_', '-') for k in given)} cannot be used with it")
     if getattr(args, "data", None) is not None:
         raise InvalidInputError("DefSent+ trains on a dictionary: use --dictionary, not --data")
+    if getattr(args, "negatives", None) is not None:
+        raise InvalidInputError("DefSent+ classifies definitions into entries and has no in-batch negatives to "
+                                "gather: drop --negatives")
     opts = resolve_options(args, None, {**DEFAULTS, **COMMAND_DEFAULTS})
     if opts["rounds"] < 1:
         raise InvalidInputError("--rounds must be >= 1")
@@ -205,8 +209,10 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
         builder = encoder if previous is None else load_base(str(previous))[0]
         builder.to(device)
         print(f"round {r}: entry embeddings ({run.entry_type.upper()}) with {previous or base_config.base}")
+        # every rank of a data-parallel run builds the same matrix (DDP then copies rank 0's once); one bar
         matrix = entry_embeddings(builder, tokenizer, dictionary, run.entry_type, base_config.max_length,
-                                  run.entry_batch_size, device, precision, base_config.progress)
+                                  run.entry_batch_size, device, precision,
+                                  base_config.progress and data_parallel.is_main())
         entry_seconds = time.perf_counter() - t_round
         space = run.entry_type.upper()
         if r in ica_rounds:
@@ -227,13 +233,16 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
         result = train_with_dev(method, examples, config, data, source, dev)
         if not result.completed:
             return 0  # paused by --stop-after; rerunning resumes this round
-        plot_entry_space(matrix, out / "entry_space.png", f"{name} round {r}: {space} entry space")
-        update_manifest(out, entry_space_plot="entry_space.png",
-                        round_seconds={"entry_embeddings": round(entry_seconds, 1),
-                                       "total": round(time.perf_counter() - t_round, 1)})
-        print(f"round {r}: registered {name}-r{r} ({out}); {time.perf_counter() - t_round:.0f} s")
+        if data_parallel.is_main():  # rank 0 writes; the round's model is complete on every rank's return
+            plot_entry_space(matrix, out / "entry_space.png", f"{name} round {r}: {space} entry space")
+            update_manifest(out, entry_space_plot="entry_space.png",
+                            round_seconds={"entry_embeddings": round(entry_seconds, 1),
+                                           "total": round(time.perf_counter() - t_round, 1)})
+            print(f"round {r}: registered {name}-r{r} ({out}); {time.perf_counter() - t_round:.0f} s")
         previous = out / "model"
         encoder = None
+    if not data_parallel.is_main():
+        return 0
     if previous is not None and not run.no_final_space:
         final = load_base(str(previous))[0].to(device)
         matrix = entry_embeddings(final, tokenizer, dictionary, run.entry_type, base_config.max_length,

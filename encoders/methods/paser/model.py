@@ -62,6 +62,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from benchharness.core.errors import InvalidInputError
+from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.methods.optim import (
     HF_TRAINER_STEP as OFFICIAL_STEP,  # the official code trains through the Trainer
@@ -262,6 +263,7 @@ def nli_triples(pairs) -> list[tuple[str, str, str]]:
 
 class PaSeR(TrainingMethod):
     method_name = "paser"
+    in_batch_negatives = True  # the supervised variant's contrastive loss
 
     def __init__(self, encoder: nn.Module, tokenizer, *, pooling: str = "cls_before_pooler", max_length: int = 32,
                  top_k: int = 3, augment: str = "sr", augment_ratio: float = 0.5, signal: str = "paper",
@@ -372,9 +374,10 @@ class PaSeR(TrainingMethod):
                                                                 dtype=torch.long)).last_hidden_state
         keep = dec_labels != -100
         if not keep.any():
-            return hidden.sum() * 0.0
-        # logits only where there is a label: the same loss as the full softmax with ignore_index
-        return F.cross_entropy(self.lm_head(hidden[keep]).float(), dec_labels[keep])
+            loss = hidden.sum() * 0.0
+        else:  # logits only where there is a label: the same loss as the full softmax with ignore_index
+            loss = F.cross_entropy(self.lm_head(hidden[keep]).float(), dec_labels[keep])
+        return data_parallel.global_mean(loss, int(keep.sum()))  # a mean over every process's tokens
 
     def mlm_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         n = batch["mlm_input_ids"].shape[0]
@@ -384,8 +387,10 @@ class PaSeR(TrainingMethod):
         keep = batch["mlm_labels"] != -100
         hidden = self.encoder(**enc).last_hidden_state
         if not keep.any():
-            return hidden.sum() * 0.0
-        return F.cross_entropy(self.lm_head(hidden[keep]).float(), batch["mlm_labels"][keep])
+            loss = hidden.sum() * 0.0
+        else:
+            loss = F.cross_entropy(self.lm_head(hidden[keep]).float(), batch["mlm_labels"][keep])
+        return data_parallel.global_mean(loss, int(keep.sum()))  # a mean over every process's tokens
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         keys = ("input_ids", "attention_mask", "token_type_ids")
@@ -401,7 +406,9 @@ class PaSeR(TrainingMethod):
             loss = loss + self.mlm_weight * mlm
         if self.supervised:
             other = self.embed(batch["nli"])
-            con = supervised_contrastive(z1, other[:n], other[n:], self.temperature)
+            # the other processes' positives and hard negatives, if any (data_parallel.in_batch)
+            (anchor, _, _), (_, positive, negative), offset = data_parallel.in_batch(z1, other[:n], other[n:])
+            con = supervised_contrastive(anchor, positive, negative, self.temperature, offset)
             logs["contrastive"] = float(con.detach())
             loss = loss + con
         return LossOutput(loss, logs)
@@ -430,9 +437,11 @@ class PaSeR(TrainingMethod):
 
 
 def supervised_contrastive(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
-                           temperature: float) -> torch.Tensor:
+                           temperature: float, offset: int = 0) -> torch.Tensor:
     """SimCSE's supervised loss: anchor i against all positives and all hard negatives (2N columns),
-    the target is positive i."""
+    the target is positive ``offset + i`` (``offset``: where this process's rows start among the
+    gathered positives of a data-parallel run)."""
     sim = torch.cat([F.cosine_similarity(anchor.unsqueeze(1), positive.unsqueeze(0), dim=-1),
                      F.cosine_similarity(anchor.unsqueeze(1), negative.unsqueeze(0), dim=-1)], dim=1)
-    return F.cross_entropy((sim / temperature).float(), torch.arange(anchor.shape[0], device=anchor.device))
+    return F.cross_entropy((sim / temperature).float(),
+                           torch.arange(anchor.shape[0], device=anchor.device) + offset)

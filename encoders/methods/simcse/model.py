@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.methods.optim import (
     HF_TRAINER_STEP as OFFICIAL_STEP,  # the official code trains through the Trainer
@@ -43,15 +44,17 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Tensor:
-    """SimCSE's loss: row i of ``cos(z1, z2) / t`` should pick column i."""
+def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, offset: int = 0) -> torch.Tensor:
+    """SimCSE's loss: row i of ``cos(z1, z2) / t`` should pick column ``offset + i`` (``offset``: where
+    this process's rows start among the gathered columns of a data-parallel run)."""
     sim = F.cosine_similarity(z1.unsqueeze(1), z2.unsqueeze(0), dim=-1) / temperature
-    return F.cross_entropy(sim.float(), torch.arange(z1.shape[0], device=z1.device))
+    return F.cross_entropy(sim.float(), torch.arange(z1.shape[0], device=z1.device) + offset)
 
 
 class SimCSE(TrainingMethod):
     method_name = "simcse"
     eval_pooling = "cls_before_pooler"
+    in_batch_negatives = True
 
     def __init__(self, encoder: nn.Module, tokenizer, temperature: float = 0.05, max_length: int = 32) -> None:
         super().__init__(encoder, tokenizer)
@@ -77,7 +80,8 @@ class SimCSE(TrainingMethod):
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         z1, z2 = self.views(batch)
-        return LossOutput(info_nce(z1, z2, self.temperature))
+        (a1, _), (_, c2), offset = data_parallel.in_batch(z1, z2)  # the other processes' rows, if any
+        return LossOutput(info_nce(a1, c2, self.temperature, offset))
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "views": "dropout x2 (one forward pass of the doubled batch)",
