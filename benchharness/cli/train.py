@@ -7,6 +7,11 @@ Without ``--out`` the recipe trains into its run-store folder (``benchharness.tr
 where ``benchharness run --encoders <name>`` finds it; with ``--out`` it trains into that folder,
 which registers under its folder name.
 
+``--nproc N`` trains in N processes (DistributedDataParallel through torchrun, which the command
+starts); ``torchrun --nproc-per-node N -m benchharness.cli train ...`` works too, its world size
+taking the place of ``--nproc``. A data-parallel run is a recipe of its own (its key holds the
+world size and ``--negatives``).
+
 ``--seeds 1,2,3`` trains the recipe once per seed: each seed is a recipe of its own (the seed is
 one of its settings, so it gets its own key and run folder and resumes on its own; with ``--out``
 the folders are ``<out>-s<seed>``), and the leaderboard merges the seeds' results into
@@ -38,16 +43,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                         "--out, in <out>-s<seed>)")
 
 
+def _world_size(args: argparse.Namespace) -> None:
+    """Under torchrun, the world size is the run's ``--nproc`` (part of its recipe): filled in when
+    not given, refused when it differs."""
+    from benchharness.encoders.methods.data_parallel import launched_world_size
+
+    world = launched_world_size()
+    if world == 1:
+        return
+    if args.nproc is None:
+        args.nproc = world
+    elif args.nproc != world:
+        raise InvalidInputError(f"--nproc {args.nproc} but torchrun started {world} processes; give the same number "
+                                "to both, or leave --nproc out under torchrun")
+
+
 def _train_one(args: argparse.Namespace) -> int:
+    from benchharness.encoders.methods.data_parallel import is_main, launch, launched_world_size
     from benchharness.training import on_demand, recipes
     from benchharness.training.dev_eval import for_training
     from benchharness.training.runstore import RunStore
 
+    _world_size(args)
     recipe = recipes.derive(args.method, args)
     if getattr(args, "show", False):
         print(json.dumps({"name": recipe.display_name, **recipe.record()}, indent=2))
         return 0
     runtime = {k: getattr(args, k) for k in RUNTIME if getattr(args, k, None) not in (None, False)}
+    nproc = recipe.options.get("nproc", 1)
+    if nproc > 1 and launched_world_size() == 1:  # the same command, in nproc processes that torchrun starts
+        words = recipes.command_words(recipe, out=args.out, **runtime)
+        status = launch(nproc, __package__, words)  # python -m benchharness.cli
+        if status != 0:
+            raise InvalidInputError(f"data-parallel training of {recipe.display_name} failed (torchrun exit status "
+                                    f"{status}; the processes' errors are above); rerun the command to resume it")
+        return 0
     if args.out is not None:
         return on_demand.train_into(recipe, args.out, dev=for_training, runtime=runtime)
     if args.name is not None:
@@ -59,6 +89,8 @@ def _train_one(args: argparse.Namespace) -> int:
               "--overwrite retrains it")
         return 0
     on_demand.train_in_store(recipe, dev=for_training, runtime=runtime, store=store)
+    if not is_main():  # a rank > 0 under torchrun: rank 0 reports
+        return 0
     if store.finished(recipe):
         print(f"recipe {recipe.key} trained in {store.folder(recipe)}; evaluate it with: "
               f"benchharness run --encoders {recipe.display_name} --tasks sts")

@@ -202,7 +202,9 @@ def _check_revision(recipe: Recipe) -> None:
 def train_into(recipe: Recipe, out: Path, *, dev: DevFactory | None, runtime: dict[str, Any] | None = None,
                store: RunStore | None = None) -> int:
     """Run the method's command for ``recipe`` with output folder ``out``, then record the recipe
-    in every manifest it wrote. A base that is another recipe is trained first when missing."""
+    in every manifest it wrote (rank 0's job in a data-parallel run). A base that is another recipe
+    is trained first when missing."""
+    from benchharness.encoders.methods import data_parallel
     from benchharness.encoders.methods.manifest import update_manifest
 
     base = recipe.base
@@ -213,6 +215,8 @@ def train_into(recipe: Recipe, out: Path, *, dev: DevFactory | None, runtime: di
                             name=(runtime or {}).get("name") or recipe.run_name,
                             **{k: v for k, v in (runtime or {}).items() if k != "name"})
     status = PLUGINS.get("methods", recipe.method).main(args, dev=dev)
+    if not data_parallel.is_main():
+        return status
     for r, folder in enumerate(output_folders(recipe, out), 1):
         if (folder / "manifest.json").is_file():
             named = recipe if recipe.rounds is None else with_round(
@@ -225,8 +229,15 @@ def train_in_store(recipe: Recipe, *, dev: DevFactory | None, runtime: dict[str,
                    store: RunStore | None = None, book: RecipeBook | None = None) -> Path:
     """Train ``recipe`` into its run-store folder unless it is there (``--overwrite`` retrains):
     announce it with the time estimate, hold the recipe's lock, resume an interrupted run."""
+    from benchharness.encoders.methods import data_parallel
+
     store = store or RunStore()
     runtime = dict(runtime or {})
+    if not data_parallel.is_main():
+        # a rank > 0 of a data-parallel run: rank 0 holds the lock and keeps the store's records, and
+        # this rank trains beside it (the loop waits for rank 0 to have prepared the output folder)
+        train_into(recipe, store.out(recipe), dev=dev, runtime=runtime, store=store)
+        return store.encoder_folder(recipe)
     with store.lock(recipe):
         if store.finished(recipe) and not runtime.get("overwrite"):
             return store.encoder_folder(recipe)
@@ -253,6 +264,13 @@ def ensure_trained(recipe: Recipe, *, train: bool = True, dev: DevFactory | None
             f"encoder {recipe.display_name!r} is the training recipe {recipe.key} ({recipe.summary()}) and has no "
             f"finished run in {where}; --no-train forbids training it now. Train it with:\n"
             f"    {command(recipe)}\n({estimate(recipe, book)}), or run again without --no-train to train it first.")
+    nproc = recipe.options.get("nproc", 1)
+    if nproc > 1:
+        from benchharness.encoders.methods.data_parallel import launched_world_size
+
+        if launched_world_size() != nproc:
+            raise NotTrainedError(f"encoder {recipe.display_name!r} is the data-parallel recipe {recipe.key} "
+                                  f"({nproc} processes), which only `benchharness train` launches: {command(recipe)}")
     if dev is None:
         from benchharness.training.dev_eval import for_training
 

@@ -304,8 +304,12 @@ def method_namespace(method: str, flags: dict[str, Any], **settings: Any) -> arg
 
 def resolve_options(method: str, flags: dict[str, Any], preset: str | None) -> dict[str, Any]:
     """Every setting the flags and preset give, as the method's command resolves them, completed
-    with ``TrainConfig``'s defaults; run-time settings are left out."""
-    from benchharness.encoders.methods.train_config import TrainConfig
+    with ``TrainConfig``'s defaults; run-time settings are left out.
+
+    The data-parallel settings (``nproc``, ``negatives``) are settings only of a run in several
+    processes: there they are recorded (with ``negatives``' default), while a single-process
+    recipe records none of them, ``--nproc 1`` included, so its key is the one it always had."""
+    from benchharness.encoders.methods.train_config import DATA_PARALLEL_FIELDS, TrainConfig
 
     args = method_namespace(method, flags, preset=preset)
     try:
@@ -315,9 +319,12 @@ def resolve_options(method: str, flags: dict[str, Any], preset: str | None) -> d
     defaults = {f: v for f, v in TrainConfig(base="-", out=Path("-")).to_dict().items()}
     merged = {**defaults, **opts}
     try:  # settings TrainConfig refuses (torch-adamw without bias correction...) are refused here, before a key
-        TrainConfig(**{**{k: merged[k] for k in defaults if k in merged}, "base": "-", "out": Path("-")})
+        config = TrainConfig(**{**{k: merged[k] for k in TrainConfig.field_names() if k in merged},
+                                "base": "-", "out": Path("-")})
     except ValueError as exc:
         raise RecipeError(str(exc)) from None
+    merged = {k: v for k, v in merged.items() if k not in DATA_PARALLEL_FIELDS}
+    merged.update({k: v for k, v in config.to_dict().items() if k in DATA_PARALLEL_FIELDS})
     return {k: merged[k] for k in sorted(merged) if k not in RUNTIME_FLAGS}
 
 
@@ -455,18 +462,27 @@ def _flag_words(parser: argparse.ArgumentParser, dest: str, value: Any) -> list[
     return [actions[0].option_strings[0], str(value)]
 
 
-def command(recipe: Recipe) -> str:
-    """The one ``benchharness train`` command that trains this recipe."""
-    words = ["benchharness", "train", recipe.method]
+def command_words(recipe: Recipe, **settings: Any) -> list[str]:
+    """The arguments (after ``benchharness``) of the one ``train`` command that trains this recipe,
+    with run-time ``settings`` (``out``, ``name``, ``device``...) as their flags."""
+    words = ["train", recipe.method]
+    flags = {k: v for k, v in settings.items() if v is not None}
     if recipe.name is not None:
         name = recipe.run_name
         if name != recipe.method:
             words += ["--recipe", name]
-        return shlex.join(words)
-    parser = method_parser(recipe.method)
-    words += ["--base", recipe.base]
-    if recipe.preset:
-        words += ["--preset", recipe.preset]
-    for dest, value in recipe.flags.items():
-        words += _flag_words(parser, dest, value)
-    return shlex.join(words)
+    else:
+        words += ["--base", recipe.base]
+        if recipe.preset:
+            words += ["--preset", recipe.preset]
+        flags = {**recipe.flags, **flags}
+    if flags:  # the method's parser (which imports its plugin) only when there are flags to render
+        parser = method_parser(recipe.method)
+        for dest, value in flags.items():
+            words += _flag_words(parser, dest, value)
+    return words
+
+
+def command(recipe: Recipe) -> str:
+    """The one ``benchharness train`` command that trains this recipe."""
+    return shlex.join(["benchharness", *command_words(recipe)])
