@@ -42,8 +42,9 @@ def data_dir() -> Path:
     return DATA
 
 
-def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 32) -> Path:
-    """A randomly initialised BERT with the MiniLM (bert-base-uncased) vocabulary, saved to ``folder``."""
+def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 32, dropout: float = 0.1) -> Path:
+    """A randomly initialised BERT with the MiniLM (bert-base-uncased) vocabulary, saved to ``folder``
+    (``dropout``: its hidden and attention dropout probabilities, BERT's 0.1 by default)."""
     import torch
     from huggingface_hub import snapshot_download
     from transformers import AutoTokenizer, BertConfig, BertModel
@@ -51,7 +52,8 @@ def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 3
     tokenizer = AutoTokenizer.from_pretrained(snapshot_download(MINILM_L3, local_files_only=True))
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=128)
+                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=128,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
