@@ -73,6 +73,7 @@ def cache_rows(folder: Path) -> tuple[list[bytes], np.ndarray]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sharded-encoder", default="minilm-l6")
+    parser.add_argument("--sweep-only", action="store_true", help="measure the sweep alone (nothing is written)")
     args = parser.parse_args()
     lines = [header()]
     with tempfile.TemporaryDirectory(prefix="ray-scaling-") as scratch:
@@ -81,9 +82,14 @@ def main() -> None:
         ray = cli("run", "--encoders", SWEEP, "--tasks", "sts", "--results-dir", str(work / "swept"), "--no-cache",
                   "--executor", "ray")
         a, b = stored(work / "sequential"), stored(work / "swept")
+        same = lambda x, y: json.dumps(x, sort_keys=True) == json.dumps(y, sort_keys=True)  # noqa: E731  (NaN too)
+        differ = sorted({f"{k[0]}/{k[1]}: {f}" for k in a for f in a[k] if not same(a[k][f], b.get(k, {}).get(f))})
         lines.append(f"sweep {SWEEP} x sts ({len(a)} results): sequential {seq:.1f} s, ray {ray:.1f} s, "
-                     f"speed-up {seq / ray:.2f}x; results identical but for date and timings: {a == b and len(a) > 0}")
+                     f"speed-up {seq / ray:.2f}x; results identical but for date and timings: "
+                     f"{not differ and len(a) == len(b) > 0}{'; differing: ' + ', '.join(differ) if differ else ''}")
         print(lines[-1], flush=True)
+        if args.sweep_only:
+            return
         enc = args.sharded_encoder
         sts = ("run", "--encoders", enc, "--tasks", "sts")
         one = cli(*sts, "--results-dir", str(work / "r1"), "--cache-dir", str(work / "one"))

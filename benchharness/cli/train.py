@@ -29,6 +29,8 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 
 HELP = "train an encoder with a method of the field"
+#: attempts after a Ray worker training a seed dies
+RAY_RETRIES = 3
 
 #: flags passed to the method's command as they are: how and where it runs, not what it trains
 RUNTIME = ("device", "threads", "stop_after", "overwrite", "quiet", "keep_checkpoint", "stats_only", "name")
@@ -41,6 +43,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         method.add_arguments(sp)
         sp.add_argument("--seeds", help="comma list: train the recipe once per seed (each its own recipe key; with "
                                         "--out, in <out>-s<seed>)")
+        sp.add_argument("--executor", choices=["local", "ray"],
+                        help="with --seeds: local trains one seed after another (default); ray trains each seed as a "
+                             "Ray task on a GPU when the cluster has one (needs the 'distributed' extra)")
+        sp.add_argument("--address", help="with --executor ray: the Ray cluster to join (default: start a local one)")
 
 
 def _world_size(args: argparse.Namespace) -> None:
@@ -125,12 +131,60 @@ def per_seed(args: argparse.Namespace, seed: int) -> argparse.Namespace:
 
 def main(args: argparse.Namespace) -> int:
     seeds = getattr(args, "seeds", None)
+    on_ray = getattr(args, "executor", None) == "ray"
+    if (on_ray or getattr(args, "address", None)) and not seeds:
+        raise InvalidInputError("--executor ray and --address spread a seed grid over a Ray cluster; give --seeds too")
     if not seeds:
         return _train_one(args)
     if getattr(args, "seed", None) is not None:
         raise InvalidInputError("give either --seed or --seeds, not both")
+    grid = parse_seeds(seeds)
+    if on_ray:
+        return _train_on_ray(args, grid)
     status = 0
-    for seed in parse_seeds(seeds):
+    for seed in grid:
         print(f"== seed {seed}")
         status = max(status, _train_one(per_seed(args, seed)))
     return status
+
+
+def _train_on_ray(args: argparse.Namespace, seeds: list[int]) -> int:
+    """Each seed's run as a Ray task, on a GPU when the cluster has one, retried if its worker dies
+    (the retry resumes from the run's checkpoint where the node sees the same folder). Each run writes
+    its own folder, on the node that trains it."""
+    import os
+
+    from benchharness.evaluation.ray_cluster import ray_session, slot
+
+    if (getattr(args, "nproc", None) or 1) > 1:
+        raise InvalidInputError("--executor ray trains each seed in one process; leave out --nproc (or train the "
+                                "seeds one after another with torchrun)")
+    from benchharness.training import recipes
+
+    for seed in seeds:  # every seed's recipe is checked before anything starts
+        recipes.derive(args.method, per_seed(args, seed))
+    status = 0
+    with ray_session(args.address) as ray:
+        remote = ray.remote(max_retries=RAY_RETRIES, **slot(ray))(train_seed)
+        pending = {remote.remote(args, seed, os.getcwd()): seed for seed in seeds}
+        while pending:
+            (done,), _ = ray.wait(list(pending), num_returns=1)
+            seed = pending.pop(done)
+            try:
+                code = ray.get(done)
+            except Exception as exc:  # retries exhausted, or the run raised
+                text = str(exc).strip()
+                print(f"== seed {seed} failed: {text.splitlines()[-1] if text else type(exc).__name__}")
+                code = 1
+            else:
+                print(f"== seed {seed} finished (exit status {code})")
+            status = max(status, code)
+    return status
+
+
+def train_seed(args: argparse.Namespace, seed: int, folder: str) -> int:
+    """One seed's run on a Ray worker, from the driver's folder when this node sees it."""
+    from benchharness.evaluation.ray_cluster import enter_driver_folder
+
+    enter_driver_folder(folder)
+    return _train_one(per_seed(args, seed))

@@ -18,12 +18,14 @@ CPU.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from benchharness.core.atomic import atomic_file
+from benchharness.core.cpu_share import usable_cpus
 from benchharness.core.results import OVERWRITE, ResultStore
 from benchharness.core.specs import split_composition
 from benchharness.evaluation.ray_cluster import enter_driver_folder, ray_session, slot
@@ -85,6 +87,7 @@ def run_unit(unit: Unit, task_names: list[str], settings: dict[str, Any], folder
     from benchharness.evaluation.runner import run
 
     enter_driver_folder(folder)
+    _every_core()
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="benchharness-unit-") as scratch:
         root = Path(scratch)
@@ -110,6 +113,19 @@ def run_unit(unit: Unit, task_names: list[str], settings: dict[str, Any], folder
                 items = path.with_name(result.items["file"])
                 files[str(items.relative_to(root))] = items.read_bytes()
     return {"outcomes": [asdict(o) for o in summary.outcomes], "files": files, "log": lines}
+
+
+def _every_core() -> None:
+    """Give torch every usable core. A unit holds one CPU slot, so Ray starts it with one thread; but
+    when fewer units than cores run (the last, longest unit of a sweep) the other cores would idle.
+    The thread share (``benchharness.core.cpu_share``) trims the threads to the cores other processes
+    leave free at every batch, so units running side by side do not oversubscribe."""
+    cores = usable_cpus()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(cores)
+    else:
+        os.environ["OMP_NUM_THREADS"] = str(cores)
 
 
 def write_back(store: ResultStore, files: dict[str, bytes]) -> None:

@@ -185,3 +185,39 @@ def test_a_killed_actor_loses_only_its_chunks_in_flight(ray_project, ray_cluster
     expected = [HashEncoder("slow").encode(c) for c in chunks]
     assert all(np.array_equal(a, b) for a, b in zip(out, expected)) and len(out) == 8
     assert calls >= 3  # the restarted actor is a new process: it left its own mark
+
+
+def test_a_seed_grid_trains_each_seed_as_a_ray_task_as_one_process_would(ray_project, tiny_bert, tmp_path):
+    """``train --seeds 1,2 --executor ray``: one Ray task per seed; seed 1's weights are bit-identical
+    to seed 1 trained here (one torch thread in both), seed 2's differ."""
+    import torch
+    from safetensors.numpy import load_file
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"sentence number {i} about topic {i % 7}\n" for i in range(40)))
+    common = ["train", "simcse", "--base", str(tiny_bert), "--data", f"text:{corpus}", "--batch-size", "4",
+              "--max-steps", "3", "--max-length", "16", "--eval-every", "0", "--threads", "1", "--quiet"]
+    assert main([*common, "--seeds", "1,2", "--out", str(tmp_path / "ray"), "--executor", "ray"]) == 0
+    threads = torch.get_num_threads()
+    try:
+        assert main([*common, "--seeds", "1", "--out", str(tmp_path / "here")]) == 0
+    finally:
+        torch.set_num_threads(threads)
+
+    def weights(folder):
+        (file,) = (folder / "model").glob("*.safetensors")
+        return load_file(file)
+
+    here, ray_1, ray_2 = weights(tmp_path / "here-s1"), weights(tmp_path / "ray-s1"), weights(tmp_path / "ray-s2")
+    assert here.keys() == ray_1.keys() and all(np.array_equal(here[k], ray_1[k]) for k in here)
+    assert any(not np.array_equal(here[k], ray_2[k]) for k in here)
+
+
+def test_ray_flags_without_their_grid_are_refused_in_one_line(ray_project, capsys):
+    assert main(["train", "simcse", "--executor", "ray"]) == 2
+    assert "give --seeds too" in capsys.readouterr().err
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--address", "x:1"]) == 2
+    assert "--address names a Ray cluster for --executor ray or --encode-actors" in capsys.readouterr().err
+    assert main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--encode-actors", "2",
+                 "--no-cache"]) == 2
+    assert "leave out --no-cache" in capsys.readouterr().err
