@@ -158,8 +158,10 @@ def harness_write(folder: Path, keys: list[bytes], vecs: np.ndarray, size: int) 
 def harness_read(folder: Path, dim: int) -> tuple[dict[bytes, int], np.ndarray]:
     from benchharness.evaluation.cache import EmbeddingCache
 
-    rows = EmbeddingCache(folder).lookup("bench")
-    return rows.index, rows.vectors
+    keys: list[bytes] = []
+    parts: list[np.ndarray] = []
+    EmbeddingCache(folder).lookup("bench", lambda k, r: (keys.extend(k), parts.append(r)))
+    return {k: i for i, k in enumerate(keys)}, np.concatenate(parts).reshape(-1, dim)
 
 
 def warm_encode(n: int, dim: int, size: int, repeats: int) -> dict[str, float]:
