@@ -1,6 +1,7 @@
 """``benchharness run``: evaluate encoders on tasks and store one result per pair (or, with
 ``--verify``, check that a fresh computation reproduces the stored results). A thin layer over
-``benchharness.evaluate``: the shell and Python share one code path."""
+``benchharness.evaluate``: the shell and Python share one code path; ``--executor ray`` hands the
+same runner to Ray workers (``benchharness.evaluation.sweep``)."""
 
 from __future__ import annotations
 

@@ -500,7 +500,8 @@ class CachingEncoder(Encoder):
         if not fill.filled.all():
             try:
                 with self.cache.writer(identity) as writer:
-                    if any(sentence_key(sentences[i]) in writer.rows.index for i in np.flatnonzero(~fill.filled)):
+                    stored = writer.rows.index
+                    if any(sentence_key(sentences[i]) in stored for i in np.flatnonzero(~fill.filled)):
                         writer.read(fill)  # a concurrent run encoded some while we scanned
                     for chunk, vecs, finite in self._encode_missing(sentences, fill, show_progress):
                         writer.add_keys([sentence_key(chunk[i]) for i in np.flatnonzero(finite)], vecs[finite])
