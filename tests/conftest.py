@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+#: the Ray tests' session cluster and hang guard (tests/ray_fixtures.py), started only when asked for
+pytest_plugins = ["ray_fixtures"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("BENCHHARNESS_SHARED", ROOT.parent / "shared"))
 DATA = Path(os.environ.get("BENCHHARNESS_DATA", SHARED / "data"))

@@ -1,4 +1,4 @@
-"""Ray sweeps and sharded encoding on a local cluster of two one-CPU nodes (conftest): results
+"""Ray sweeps and sharded encoding on a local cluster of two one-CPU nodes (tests/ray_fixtures.py): results
 equal a sequential run, a lost node's unit is retried, sharded vectors are bit-identical to one
 process, a wrong identity is refused and a killed actor's chunk is encoded again."""
 
@@ -17,7 +17,8 @@ from benchharness.core.results import ResultStore
 from benchharness.evaluation.cache import EmbeddingCache, sentence_key
 from tests.conftest import needs_data
 
-pytestmark = [pytest.mark.distributed, needs_data("senteval/STS/STSBenchmark", "senteval/SICK", "glove")]
+pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("hang_guard"),
+              needs_data("senteval/STS/STSBenchmark", "senteval/SICK", "glove")]
 
 TASKS = "STSBenchmark,SICKRelatedness"
 #: what differs between two computations of one result: when and how fast
@@ -26,7 +27,8 @@ VOLATILE = ("date", "timings")
 
 @pytest.fixture
 def ray_project(project, ray_cluster):
-    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[encoders.slow]\nspec = "ray_fakes:slow"\n')
+    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n'
+                                               '[encoders.slow]\nspec = "ray_fakes:slow"\n')
     settings.load_config.cache_clear()
     return project
 
