@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import header  # noqa: E402
+from machine import header, report  # noqa: E402
 
 from benchharness.core.data_root import default_root  # noqa: E402
 
@@ -120,10 +120,7 @@ def main() -> None:
     same = all(runs["subset-memory"][p][m] == runs["subset-disk"][p][m] for p in ("cold", "warm")
                for m in ("map", "mrr@10"))
     lines.append(f"subset scores in memory and on disk identical: {same}")
-    print("\n".join(lines))
-    out = ROOT / "results" / "benchmarks" / "large_corpus.txt"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+    report("large_corpus", lines)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The head line of a benchmark's output: the command, the commit, the date and the machine, and
-whether it was idle (load average under 0.5) when the measurement started."""
+"""What every benchmark's output shares: a head line naming the command, the commit, the date, the
+machine and whether it was idle (load average under 0.5) when the measurement started; and where
+the lines are kept (``results/benchmarks/<name>.txt``)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,11 @@ def header() -> str:
     state = "idle" if load < 0.5 else "NOT idle: timings indicative only"
     return (f"# python {' '.join(sys.argv)}, at {versions().get('git_commit')}, {date.today()}, "
             f"{os.cpu_count()}-core {model} ({cpu_kind()}); load {load:.2f} at start ({state})")
+
+
+def report(name: str, lines: list[str]) -> None:
+    """Print the lines and keep them in ``results/benchmarks/<name>.txt``."""
+    print("\n".join(lines))
+    out = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / f"{name}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")

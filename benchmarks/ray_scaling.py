@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import header  # noqa: E402
+from machine import header, report  # noqa: E402
 
 from benchharness.core.results import ResultStore  # noqa: E402
 from benchharness.evaluation.cache import EmbeddingCache  # noqa: E402
@@ -109,10 +109,7 @@ def main() -> None:
         scores = [[json.loads(p.read_text())["main_score"] for p in sorted((work / r).glob("*/*.json"))]
                   for r in ("r2", "r3")]
         lines.append(f"  scores of the 2-actor run equal the 1-thread run's: {scores[0] == scores[1]}")
-    print("\n".join(lines))
-    out = ROOT / "results" / "benchmarks" / "ray_scaling.txt"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+    report("ray_scaling", lines)
 
 
 if __name__ == "__main__":
