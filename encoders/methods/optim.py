@@ -56,6 +56,10 @@ class LegacyAdamW(torch.optim.Optimizer):
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "correct_bias": bool(correct_bias)}
         super().__init__(params, defaults)
+        # sqrt(v) + eps of each parameter, rewritten in place every step: a fresh tensor the size of
+        # the word embeddings costs more in page faults than the arithmetic on it. Scratch space
+        # only, never in the state dict
+        self._denominators: dict[torch.Tensor, torch.Tensor] = {}
 
     @torch.no_grad()
     def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
@@ -82,7 +86,10 @@ class LegacyAdamW(torch.optim.Optimizer):
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
-                denom = exp_avg_sq.sqrt().add_(eps)
+                denom = self._denominators.get(p)
+                if denom is None or denom.shape != p.shape:
+                    denom = self._denominators[p] = torch.empty_like(exp_avg_sq)
+                torch.sqrt(exp_avg_sq, out=denom).add_(eps)
                 step_size = lr * math.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t) if correct else lr
                 p.addcdiv_(exp_avg, denom, value=-step_size)
                 if decay > 0.0:
