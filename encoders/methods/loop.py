@@ -38,10 +38,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from benchharness.core.devices import autocast, check_precision, pick_device
+from benchharness.core.devices import autocast, pick_device
 from benchharness.core.errors import DivergedError, InvalidInputError
 from benchharness.core.seeding import seed_everything
 from benchharness.encoders import hub
+from benchharness.encoders.inference import resolve_precision
 from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import base_folder
 from benchharness.encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
@@ -186,7 +187,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     ctx = data_parallel.start(config.nproc, config.negatives, pick_device(config.device))
     main = ctx is None or ctx.rank == 0  # the process that evaluates and writes
     device = ctx.device if ctx is not None else pick_device(config.device)
-    precision = check_precision(config.precision, device)
+    precision = resolve_precision(config.precision, device)
     pooling = config.eval_pooling or method.eval_pooling
     if ctx is not None and method.in_batch_negatives and not config.drop_last and len(examples) % config.batch_size:
         raise InvalidInputError(f"{method.method_name} gathers in-batch negatives, which needs equal slices of every "

@@ -66,7 +66,7 @@ class TrainConfig:
     log_every: int = 10
     seed: int = 42
     device: str | None = None
-    precision: str = "fp32"  # fp16/bf16 need CUDA (autocast; GradScaler for fp16)
+    precision: str = "fp32"  # fp16/bf16 autocast on CUDA (GradScaler for fp16); bf16 on CPUs with native bf16
     threads: int | None = None  # torch CPU threads
     stop_after: int | None = None  # end this invocation after this step, resumable (time-boxing)
     overwrite: bool = False  # discard an existing finished run or checkpoint in ``out``
@@ -170,7 +170,8 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
     g.add_argument("--eval-max-length", type=positive_int, help="truncation at evaluation, recorded in the manifest")
     g.add_argument("--seed", type=non_negative_int)
     g.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
-    g.add_argument("--precision", choices=PRECISIONS, help="fp16/bf16 mixed precision (CUDA only)")
+    g.add_argument("--precision", choices=PRECISIONS, help="mixed precision (autocast): fp16 or bf16 on CUDA, bf16 on a CPU with native bf16 "
+                   "(avx512_bf16 or amx_bf16); part of the recipe key")
     g.add_argument("--nproc", type=positive_int,
                    help="data-parallel training in N processes (torchrun, DDP; one per GPU on CUDA); the batch "
                         "size is the global batch, split evenly. Part of the recipe when N > 1")

@@ -232,3 +232,29 @@ def test_dev_evaluation_without_a_dev_callback_is_refused(tiny_bert, tmp_path):
     with pytest.raises(ValueError, match="no dev evaluator"):
         train(method, TEXTS, _config(tmp_path, max_steps=2, eval_every=1), data={}, base_source=source)
     assert not (tmp_path / "run").exists()  # refused before anything is written
+
+
+def test_cpu_bf16_training_needs_native_bf16_and_runs_the_step_under_bf16_autocast(tiny_bert, tmp_path, monkeypatch):
+    """``precision=bf16`` on CPU: refused (with the CPU flags to look for) where the CPU has no native
+    bf16, before anything trains; where it has, the forward's matrix products run in bf16 while the
+    weights and the optimizer stay fp32, and the manifest records the precision. (torch emulates
+    bf16 on any CPU, so the test runs everywhere with the check answered both ways.)"""
+    from benchharness.encoders import inference
+
+    monkeypatch.setattr(inference, "has_native_bf16", lambda: False)
+    method, source = _simcse(tiny_bert)
+    with pytest.raises(ValueError, match="avx512_bf16 or amx_bf16"):
+        train(method, TEXTS, _config(tmp_path, max_steps=1, precision="bf16", device="cpu"), data={},
+              base_source=source)
+    assert not (tmp_path / "run" / "manifest.json").exists()
+
+    monkeypatch.setattr(inference, "has_native_bf16", lambda: True)
+    dtypes: set[torch.dtype] = set()
+    hook = method.encoder.encoder.layer[0].intermediate.dense.register_forward_hook(
+        lambda module, args, output: dtypes.add(output.dtype))
+    result = train(method, TEXTS, _config(tmp_path, name="bf16", max_steps=2, precision="bf16", device="cpu"),
+                   data={}, base_source=source)
+    hook.remove()
+    assert dtypes == {torch.bfloat16}
+    assert {p.dtype for p in method.parameters()} == {torch.float32}
+    assert result.manifest["training"]["precision"] == "bf16"
