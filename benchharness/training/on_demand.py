@@ -139,6 +139,24 @@ def cpu_kind(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
         return "other"
 
 
+def planned_evaluations(recipe: Recipe) -> int | None:
+    """Dev evaluations of the whole run, as the loop makes them: step 0 when ``eval_at_start``, every
+    ``eval_every`` steps and at the last step, or once at the end when the run evaluates without a
+    period (DefSent+ ``--dev``); per round for DefSent+. An upper bound when ``patience`` may stop
+    the run early."""
+    o = recipe.options
+    steps = planned_steps(recipe)
+    if steps is None:
+        return None
+    rounds = recipe.rounds or 1
+    per_round = steps // rounds
+    at_start = int(bool(o.get("eval_at_start")))
+    every = o.get("eval_every")
+    if every:
+        return rounds * (at_start + math.ceil(per_round / every))
+    return rounds * (at_start + int(bool(at_start or o.get("dev"))))
+
+
 def measured(recipe: Recipe, book: RecipeBook, device: str) -> tuple[float, Throughput, bool] | None:
     """Seconds per step for this recipe on this kind of machine: a measurement of the same method,
     base, batch size and length, else one of the same method and base scaled by batch x length
@@ -159,6 +177,21 @@ def measured(recipe: Recipe, book: RecipeBook, device: str) -> tuple[float, Thro
     return t.seconds_per_step * (bs * length) / (t.batch_size * t.max_length), t, True
 
 
+def evaluation_seconds(row: Throughput, book: RecipeBook) -> tuple[float, str] | None:
+    """Seconds of one dev evaluation on the machine of ``row``, and a note on where they come from:
+    the row's own measurement, else one of the same method, base and device scaled by the two rows'
+    step times (an evaluation is forward passes of the same model, so it speeds up with the step)."""
+    if row.seconds_per_evaluation is not None:
+        return row.seconds_per_evaluation, ""
+    for other in book.throughput:
+        if (other.seconds_per_evaluation is not None and (other.method, other.base, other.device)
+                == (row.method, row.base, row.device)):
+            scale = (row.seconds_per_step / (row.batch_size * row.max_length)) / (
+                other.seconds_per_step / (other.batch_size * other.max_length))
+            return other.seconds_per_evaluation * scale, f" (scaled from the {other.cpu or other.machine} row)"
+    return None
+
+
 def estimate(recipe: Recipe, book: RecipeBook | None = None, device: str | None = None) -> Estimate:
     book = book or load_book()
     steps = planned_steps(recipe)
@@ -170,11 +203,19 @@ def estimate(recipe: Recipe, book: RecipeBook | None = None, device: str | None 
         return Estimate(steps, None, f"no throughput of {recipe.method} on {_root_base(recipe)} on {kind} in "
                                      f"{book.path.name} [[throughput]]")
     per_step, t, scaled = found
+    seconds = steps * per_step
     basis = (f"{per_step:.1f} s/step measured on {t.machine}, {t.date}"
              + (f"; scaled from batch {t.batch_size} x {t.max_length} tokens" if scaled else ""))
+    evaluations = planned_evaluations(recipe) or 0
+    per_evaluation = evaluation_seconds(t, book)
+    if evaluations and per_evaluation is not None:
+        seconds += evaluations * per_evaluation[0]
+        basis += f"; {evaluations} dev evaluations of {per_evaluation[0]:.1f} s{per_evaluation[1]}"
+    elif evaluations:
+        basis += f"; plus {evaluations} dev evaluations, not timed for {recipe.method}"
     if recipe.rounds is not None:
         basis += "; plus the entry-embedding pass of each round"
-    return Estimate(steps, steps * per_step, basis)
+    return Estimate(steps, seconds, basis)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -66,6 +66,9 @@ class Throughput:
     command: str
     date: str
     cpu: str = ""  # the CPU kind of a cpu row (``on_demand.cpu_kind``): "avx512-bf16", "avx2"; "" for any
+    #: seconds of one STS-B dev evaluation of the method's encoder (None where not measured): a run
+    #: evaluates several times, and on a short CPU recipe that is a third of its time
+    seconds_per_evaluation: float | None = None
 
 
 @dataclass(frozen=True)
@@ -243,7 +246,8 @@ def read_book(path: Path) -> RecipeBook:
         missing = [k for k in THROUGHPUT_KEYS if k not in row]
         if missing:
             raise RecipeError(f"{path}: throughput entry {i + 1} lacks {', '.join(missing)}")
-        measured.append(Throughput(**{k: row[k] for k in THROUGHPUT_KEYS}, cpu=str(row.get("cpu", ""))))
+        measured.append(Throughput(**{k: row[k] for k in THROUGHPUT_KEYS}, cpu=str(row.get("cpu", "")),
+                                   seconds_per_evaluation=row.get("seconds_per_evaluation")))
     return RecipeBook(path, entries, tuple(measured))
 
 

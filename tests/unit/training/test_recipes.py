@@ -266,7 +266,9 @@ def test_estimate_is_steps_times_the_measured_seconds_per_step():
     per_step, row, scaled = found
     assert not scaled and row.batch_size == 32
     est = on_demand.estimate(paser, book, "cpu")
-    assert est.steps == 100 and est.seconds == pytest.approx(100 * row.seconds_per_step)
+    per_evaluation = on_demand.evaluation_seconds(row, book)
+    evaluations = 3 * per_evaluation[0] if per_evaluation is not None else 0.0
+    assert est.steps == 100 and est.seconds == pytest.approx(100 * row.seconds_per_step + evaluations)
     bigger = recipes.derive("paser", _train_args("paser", ["--batch-size", "64"]), book)
     per_step64, _, scaled64 = on_demand.measured(bigger, book, "cpu")
     assert scaled64 and per_step64 == pytest.approx(2 * row.seconds_per_step)
@@ -287,3 +289,48 @@ def test_the_estimate_uses_the_throughput_row_of_this_cpu_kind(tmp_path, monkeyp
     per_step, row, _ = on_demand.measured(simcse, book, "cpu")
     assert row is rows.get(kind, rows["avx2"])  # another kind: the file's first row
     assert per_step == row.seconds_per_step
+
+
+def test_bf16_training_is_a_recipe_of_its_own():
+    """Mixed precision changes what a step computes, so ``--precision bf16`` derives another recipe
+    (another key, the precision in its record) and the default recipe's key stays that of fp32."""
+    book = recipes.load_book()
+    simcse = book.get("simcse")
+    bf16 = recipes.derive("simcse", _train_args("simcse", ["--precision", "bf16"]), book)
+    assert simcse.options["precision"] == "fp32" and bf16.options["precision"] == "bf16"
+    assert bf16.key != simcse.key
+    assert recipes.derive("simcse", _train_args("simcse", ["--precision", "fp32"]), book).key == simcse.key
+
+
+def test_the_estimate_adds_the_dev_evaluations_the_loop_will_make(monkeypatch):
+    """consert: eval at step 0, then every 30 of 150 steps (5) = 6 evaluations; paser: step 0, 50,
+    100 = 3; defsent-plus evaluates nothing unless --dev, then before and after each of 3 rounds."""
+    book = recipes.load_book()
+    assert on_demand.planned_evaluations(book.get("consert")) == 6
+    assert on_demand.planned_evaluations(book.get("paser")) == 3
+    assert on_demand.planned_evaluations(book.get("defsent-plus")) == 0
+    assert on_demand.planned_evaluations(book.get("defsent-plus-l6-10k")) == 6
+    monkeypatch.setattr(on_demand, "cpu_kind", lambda: "avx512-bf16")
+    consert = book.get("consert")
+    per_step, row, _ = on_demand.measured(consert, book, "cpu")
+    assert row.seconds_per_evaluation is not None
+    est = on_demand.estimate(consert, book, "cpu")
+    assert est.seconds == pytest.approx(150 * per_step + 6 * row.seconds_per_evaluation)
+    assert "6 dev evaluations" in str(est)
+
+
+def test_a_row_without_a_timed_evaluation_scales_another_kinds_by_the_step_times():
+    """An AVX2 row measured before evaluations were timed: its evaluation is the other CPU kind's
+    times the ratio of their seconds per step (per sentence-token, should the batches differ)."""
+    import dataclasses
+
+    book = recipes.load_book()
+    timed = recipes.Throughput("simcse", "b", "cpu", 32, 32, seconds_per_step=0.5, steps=20, machine="m",
+                               command="c", date="d", cpu="avx512-bf16", seconds_per_evaluation=4.0)
+    untimed = dataclasses.replace(timed, seconds_per_step=0.75, cpu="avx2", seconds_per_evaluation=None)
+    other = dataclasses.replace(timed, method="paser", seconds_per_evaluation=None)
+    book = dataclasses.replace(book, throughput=(untimed, timed, other))
+    assert on_demand.evaluation_seconds(timed, book) == (4.0, "")
+    seconds, note = on_demand.evaluation_seconds(untimed, book)
+    assert seconds == pytest.approx(6.0) and "avx512-bf16" in note
+    assert on_demand.evaluation_seconds(other, book) is None
