@@ -1,14 +1,18 @@
-"""Training throughput of a recipe: seconds per optimizer step and sentences per second, and how
-far a step is from its floor.
+"""Training throughput of a recipe: seconds per optimizer step and sentences per second, how far
+a step is from its floor, where the rest of its time goes, and sentence-transformers' trainer on
+the same loss.
 
 Runs a recipe (``encoders/methods/recipes.toml``) through its method's own command for a few steps
 in a temporary folder and prints one JSON line, ready for the recipe file's ``[[throughput]]``
 table, from which ``benchharness run`` estimates how long training on demand takes. Only the
-optimizer steps are timed (the loop's own clock): the dev evaluation is skipped and loading the
-data and model is not counted. Each recipe should run in its own process (peak RSS is the
-process maximum)::
+optimizer steps are timed (the loop's own clock): loading the data and model is not counted. Then
+one STS-B dev evaluation of the encoder is timed as the loop makes it (``seconds_per_evaluation``,
+the estimate's other term). Each recipe should run in its own process (peak RSS is the process
+maximum)::
 
-    python benchmarks/train_throughput.py --recipe paser --steps 20 [--floor]
+    python benchmarks/train_throughput.py --recipe paser --steps 20 [--floor] [--profile] [--versus]
+        [--precision bf16]
+    python benchmarks/train_throughput.py --table ../old --table . --steps 20    # all four, old and new
 
 With ``--floor``, one forward and backward pass of the method on a real batch (the first
 ``batch_size`` training examples, as the loop collates them) is run under
@@ -16,11 +20,20 @@ With ``--floor``, one forward and backward pass of the method on a real batch (t
 that records every matrix product (``mm``, ``addmm``, ``bmm``, ``baddbmm``) and CPU attention
 kernel with its arguments' shapes (FlopCounterMode does not count that kernel: its FLOPs are added
 with torch's own SDPA formulas). Each recorded op is then replayed alone on random tensors of its
-shapes (best of several repeats, in this run, on this machine): the sum is the step's floor, the
-time its products alone need at the rate this machine reaches on exactly those shapes. The JSON
-line gains ``flops_per_step``, ``floor_seconds`` (with the GFLOP/s it implies) and
-``ratio_to_floor`` = measured seconds per step / floor. The optimizer update is not in the floor
-(it has no matrix product), so a ratio of 1 is out of reach by its cost.
+shapes and dtypes (best of several repeats, in this run, on this machine): the sum is the step's
+floor, the time its products alone need at the rate this machine reaches on exactly those shapes.
+The JSON line gains ``flops_per_step``, ``floor_seconds`` (with the GFLOP/s it implies) and
+``ratio_to_floor`` = measured seconds per step / floor. The optimizer update, dropout draws,
+normalisation, activations and the collation of the batch are not in the floor (no matrix
+product), so a ratio of 1 is out of reach by their cost; ``--profile`` shows them: the steps run
+under ``torch.profiler`` (which slows them: its step times are not the measurement) and the line
+gains milliseconds per step in collate, forward, backward, clipping and the optimizer, and the
+forward and backward's self time per op group.
+
+``--versus`` also trains with sentence-transformers' ``SentenceTransformerTrainer`` on the loss
+equivalent to the recipe's, in the same run, where one exists: ``MultipleNegativesRankingLoss`` on
+identical pairs for SimCSE. ``--precision bf16`` trains under bf16 autocast (a CPU with native
+bf16); the floor is then replayed in the dtypes autocast chose.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import tempfile
 from datetime import date
 from pathlib import Path
@@ -94,16 +108,20 @@ def _replay_seconds(func, meta, kwargs, repeats: int = 7) -> float:
     return best
 
 
-def floor(method: nn.Module, examples, batch_size: int) -> dict[str, float]:
+def floor(method: nn.Module, examples, batch_size: int, precision: str = "fp32") -> dict[str, float]:
     """FLOPs of one forward+backward on a real batch, and the time its matrix products and attention
-    kernels alone need at their own shapes."""
+    kernels alone need at their own shapes (and dtypes: under bf16 autocast the products are bf16)."""
     from torch.utils.flop_counter import FlopCounterMode
+
+    from benchharness.core.devices import autocast
 
     batch = method.collate(list(examples[:batch_size]))
     method.train()
     ops = FloorOps()
     with FlopCounterMode(display=False) as counter, ops:
-        method(batch).loss.backward()
+        with autocast(torch.device("cpu"), precision):
+            loss = method(batch).loss
+        loss.backward()
     method.zero_grad(set_to_none=True)
     flops = counter.get_total_flops() + sum(_attention_flops(f, m) for f, m, _ in ops.calls
                                             if f.overloadpacket.__name__ in _CPU_ATTENTION)
@@ -119,17 +137,201 @@ def floor(method: nn.Module, examples, batch_size: int) -> dict[str, float]:
             "floor_seconds": round(total, 4), "floor_gflops_per_second": round(flops / total / 1e9, 1)}
 
 
+#: how the profile groups the ops of a step's forward and backward: (group, names it holds)
+OP_GROUPS = [
+    ("matrix products", ("mm", "addmm", "bmm", "baddbmm", "linear", "matmul")),
+    ("attention kernel", ("_scaled_dot_product_flash_attention_for_cpu",
+                          "_scaled_dot_product_flash_attention_for_cpu_backward")),
+    ("embedding backward", ("embedding_dense_backward", "embedding_backward", "index_add_", "index_put_",
+                            "_index_put_impl_")),
+    ("softmax / cross-entropy", ("_log_softmax", "_log_softmax_backward_data", "nll_loss", "nll_loss_forward",
+                                 "nll_loss_backward", "_softmax", "_softmax_backward_data")),
+    ("layer norm", ("native_layer_norm", "native_layer_norm_backward")),
+    ("gelu / tanh", ("gelu", "gelu_backward", "tanh", "tanh_backward")),
+    ("dropout", ("bernoulli_", "native_dropout", "native_dropout_backward", "mul", "div_")),
+]
+
+
+def profile_phases(steps: int, wrap) -> dict[str, object]:
+    """Run ``steps`` optimizer steps under torch.profiler: milliseconds per step in collate, forward,
+    backward, gradient clipping and the optimizer update (the loop's own calls, labelled), and the
+    forward+backward self time of each op group (``OP_GROUPS``), the rest summed as "other ops"."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        wrap()
+    events = prof.key_averages()
+    phase_ms = {e.key: e.cpu_time_total / 1e3 / steps for e in events if e.key.startswith("step:")}
+    total = sum(v for k, v in phase_ms.items() if k != "step:all")
+    group_of = {name: group for group, names in OP_GROUPS for name in names}
+    groups: dict[str, float] = {}
+    for e in events:
+        name = e.key.removeprefix("aten::")
+        if e.key.startswith("step:") or not e.key.startswith("aten::"):
+            continue
+        group = group_of.get(name, "other ops")
+        groups[group] = groups.get(group, 0.0) + e.self_cpu_time_total / 1e3 / steps
+    others = sorted(((e.self_cpu_time_total / 1e3 / steps, e.key) for e in events if e.key.startswith("aten::")
+                     and group_of.get(e.key.removeprefix("aten::"), "other ops") == "other ops"), reverse=True)
+    return {"phases_ms_per_step": {k.removeprefix("step:"): round(v, 1) for k, v in phase_ms.items()},
+            "top_other_ops_ms_per_step": {k: round(v, 1) for v, k in others[:12]},
+            "labelled_ms_per_step": round(total, 1),
+            "op_groups_ms_per_step": {k: round(v, 1) for k, v in sorted(groups.items(), key=lambda kv: -kv[1])}}
+
+
+def labelled(method: nn.Module) -> None:
+    """Label the loop's calls for the profiler: the method's collate and forward, the optimizer's
+    step and the gradient clipping (backward is the profiler's own ``autograd`` record)."""
+    from torch.profiler import record_function
+
+    def wrapped(label, fn):
+        def call(*args, **kwargs):
+            with record_function(f"step:{label}"):
+                return fn(*args, **kwargs)
+        return call
+
+    method.collate = wrapped("collate", method.collate)
+    method.forward = wrapped("forward", method.forward)
+    from benchharness.encoders.methods import loop
+
+    make = loop.make_optimizer
+
+    def make_labelled(module, config):
+        optimizer = make(module, config)
+        label = record_function("step:optimizer")  # the scheduler wraps step itself: label it by hooks
+        optimizer.register_step_pre_hook(lambda *_: (label.__enter__(), None)[1])
+        optimizer.register_step_post_hook(lambda *_: label.__exit__(None, None, None) and None)
+        return optimizer
+
+    loop.make_optimizer = make_labelled
+    torch.nn.utils.clip_grad_norm_ = wrapped("clip", torch.nn.utils.clip_grad_norm_)
+    torch.Tensor.backward = wrapped("backward", torch.Tensor.backward)
+
+
+def evaluation_seconds(method: nn.Module, config) -> float:
+    """One STS-B dev evaluation of the method's encoder as the loop makes it (the run's evaluator,
+    built once and called again: the second call is timed)."""
+    import time
+
+    from benchharness.training.dev_eval import for_training
+
+    evaluation = for_training(method, config)
+    evaluation(method.encoder)
+    t0 = time.perf_counter()
+    evaluation(method.encoder)
+    return round(time.perf_counter() - t0, 2)
+
+
+def versus_sentence_transformers(recipe, sentences: list[str], steps: int) -> dict[str, object]:
+    """sentence-transformers' own trainer on the loss equivalent to the recipe's, where one exists:
+    ``MultipleNegativesRankingLoss`` on identical (anchor, positive) pairs is unsupervised SimCSE
+    (in-batch InfoNCE over cosines at scale 1/temperature, dropout the only difference between the
+    views). Same base, batch size, maximum length, learning rate and sentences; ``steps`` steps after
+    one untimed warm-up step, timed around ``trainer.train()``."""
+    import time
+
+    if recipe.method != "simcse":
+        return {"sentence_transformers": f"no equivalent loss for {recipe.method}"}
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import SentenceTransformerTrainingArguments as Arguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from benchharness.encoders import hub
+
+    o = recipe.options
+    model = SentenceTransformer(str(hub.resolve(recipe.base).path), device="cpu")
+    model.max_seq_length = o["max_length"]
+    batch = o["batch_size"]
+
+    def trainer(n_steps: int, out: str) -> SentenceTransformerTrainer:
+        data = sentences[: n_steps * batch]
+        return SentenceTransformerTrainer(
+            model=model, train_dataset=Dataset.from_dict({"anchor": data, "positive": data}),
+            loss=MultipleNegativesRankingLoss(model, scale=1.0 / o["temperature"]),
+            args=Arguments(output_dir=out, max_steps=n_steps, per_device_train_batch_size=batch,
+                           learning_rate=o["lr"], save_strategy="no", report_to=[], use_cpu=True, seed=o["seed"],
+                           dataloader_drop_last=True, disable_tqdm=True, logging_strategy="no"))
+
+    with tempfile.TemporaryDirectory() as out:
+        trainer(1, out).train()  # warm-up: first-call allocations and kernel choices
+        timed = trainer(steps, out)
+        t0 = time.perf_counter()
+        timed.train()
+        seconds = time.perf_counter() - t0
+    return {"sentence_transformers": "SentenceTransformerTrainer + MultipleNegativesRankingLoss on identical pairs",
+            "sentence_transformers_seconds_per_step": round(seconds / steps, 3),
+            "sentence_transformers_sentences_per_second": round(steps * batch / seconds, 2)}
+
+
+DEFAULT_RECIPES = ("simcse", "consert", "paser", "defsent-plus")
+
+
+def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
+    """Each default recipe of each checkout (its own ``.venv``) in a fresh process with ``--floor``
+    (and ``--versus`` where the checkout's script has it), one after another, then one table."""
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from machine import header, report
+
+    lines = [header()]
+    rows = []
+    for checkout in checkouts:
+        python = str(checkout / ".venv" / "bin" / "python")
+        script = str(checkout / "benchmarks" / "train_throughput.py")
+        usage = subprocess.run([python, script, "-h"], capture_output=True, text=True, cwd=checkout).stdout
+        commit = subprocess.run(["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True,
+                                text=True).stdout.strip()
+        for name in DEFAULT_RECIPES:
+            command = [python, script, "--recipe", name, "--steps", str(steps), "--floor"]
+            command += ["--versus"] if "--versus" in usage and name == "simcse" else []
+            command += ["--precision", precision] if precision else []
+            done = subprocess.run(command, capture_output=True, text=True, cwd=checkout)
+            if done.returncode != 0:
+                raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            row["commit"] = commit
+            rows.append(row)
+            lines.append(json.dumps(row))
+            print(lines[-1], flush=True)
+    lines += ["", "| commit | recipe | precision | GFLOP/step | floor s | step s | ratio to floor | sentences/s | "
+                  "s/dev evaluation | sentence-transformers sentences/s |", "|---" * 10 + "|"]
+    for r in rows:
+        versus = r.get("sentence_transformers_sentences_per_second")
+        lines.append(f"| {r['commit']} | {r['recipe']} | {r.get('precision', 'fp32')} | {r['flops_per_step'] / 1e9:.1f} | "
+                     f"{r['floor_seconds']:.3f} | {r['seconds_per_step']:.2f} | {r['ratio_to_floor']:.2f} | "
+                     f"{r['sentences_per_second']:.1f} | {r.get('seconds_per_evaluation') or '-'} | "
+                     + (f"{versus:.1f} (ours {r['speed_vs_sentence_transformers']:.2f}x) |" if versus else "none |"))
+    print("\n".join(lines[-len(rows) - 2:]))
+    report("train_throughput" + (f"_{precision}" if precision else ""), lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recipe", required=True, help="a recipe name of encoders/methods/recipes.toml")
+    parser.add_argument("--recipe", help="a recipe name of encoders/methods/recipes.toml")
+    parser.add_argument("--table", action="append", type=Path, metavar="CHECKOUT",
+                        help="time the four default recipes of this checkout (its .venv; repeat for old and new) "
+                             "each in its own process with --floor, and print one table")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int)
     parser.add_argument("--device")
     parser.add_argument("--floor", action="store_true", help="also count the step's FLOPs and time its matrix "
                         "products alone at their own shapes (see the module docstring)")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), help="train with bf16 autocast (a CPU with "
+                        "native bf16, or CUDA); default: the recipe's")
+    parser.add_argument("--versus", action="store_true", help="also time sentence-transformers' trainer on the "
+                        "equivalent loss, where one exists (SimCSE: MNRL on identical pairs), in this run")
+    parser.add_argument("--profile", action="store_true", help="run the steps under torch.profiler and print "
+                        "where a step's time goes (collate, forward, backward, clipping, optimizer; op groups)")
     parser.add_argument("--machine", default=f"{platform.machine()} {torch.get_num_threads()} threads",
                         help="how the throughput table names this machine")
     args = parser.parse_args()
+    if args.table:
+        table([c.resolve() for c in args.table], args.steps, args.precision)
+        return
+    if not args.recipe:
+        parser.error("--recipe or --table is required")
     apply_environment(load_config())
 
     from benchharness.training.on_demand import device_kind, train_into
@@ -138,18 +340,28 @@ def main() -> None:
     recipe = load_book().get(args.recipe)
     if recipe.base_recipe is not None:
         parser.error(f"{args.recipe} continues {recipe.base_recipe.display_name}: time that recipe instead")
-    runtime = {"stop_after": args.steps, "quiet": True, "device": args.device, "threads": args.threads}
+    runtime = {"stop_after": args.steps, "quiet": True, "device": args.device, "threads": args.threads,
+               "precision": args.precision}
     captured: dict[str, object] = {}
-    if args.floor:  # keep the method and its examples, which the method's command builds, for the floor
-        from benchharness.encoders.methods import launch
+    # keep the method, its examples and config, which the method's command builds
+    from benchharness.encoders.methods import launch
 
-        inner = launch.train
+    inner = launch.train
 
-        def keeping(method, examples, config, **kw):
-            captured.update(method=method, examples=examples, batch_size=config.batch_size)
-            return inner(method, examples, config, **kw)
+    def keeping(method, examples, config, **kw):
+        captured.update(method=method, examples=examples, batch_size=config.batch_size)
+        if args.profile:
+            labelled(method)
+            out: dict[str, object] = {}
+            captured["profile"] = profile_phases(config.stop_after,
+                                                 lambda: out.update(result=inner(method, examples, config, **kw)))
+            return out["result"]
+        result = inner(method, examples, config, **kw)
+        if "seconds_per_evaluation" not in captured:
+            captured["seconds_per_evaluation"] = evaluation_seconds(method, config)
+        return result
 
-        launch.train = keeping
+    launch.train = keeping
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         train_into(recipe, out, dev=lambda method, config: SkippedDev(),
@@ -157,18 +369,26 @@ def main() -> None:
         state_file = (out if recipe.rounds is None else out.with_name("run-r1")) / "checkpoint" / "state.pt"
         state = torch.load(state_file, map_location="cpu", weights_only=True)["state"]
     seconds = state["train_seconds"]
-    extra: dict[str, object] = {}
+    extra: dict[str, object] = {"seconds_per_evaluation": captured.get("seconds_per_evaluation")}
+    if args.profile:
+        extra.update(captured["profile"])  # type: ignore[arg-type]
     if args.floor:
-        extra = floor(captured["method"], captured["examples"], captured["batch_size"])  # type: ignore[arg-type]
+        extra.update(floor(captured["method"], captured["examples"], captured["batch_size"],  # type: ignore[arg-type]
+                           args.precision or recipe.options["precision"]))
         extra["ratio_to_floor"] = round(seconds / state["step"] / extra["floor_seconds"], 2)
+    if args.versus:
+        extra.update(versus_sentence_transformers(recipe, captured["examples"], args.steps))  # type: ignore[arg-type]
+        if "sentence_transformers_sentences_per_second" in extra:
+            extra["speed_vs_sentence_transformers"] = round(
+                state["sentences"] / seconds / extra["sentence_transformers_sentences_per_second"], 2)
     print(json.dumps({"recipe": args.recipe, "method": recipe.method, "base": recipe.base,
                       "device": device_kind(args.device), "batch_size": recipe.options["batch_size"],
                       "max_length": recipe.options["max_length"], "steps": state["step"],
                       "seconds_per_step": round(seconds / state["step"], 2),
                       "sentences_per_second": round(state["sentences"] / seconds, 2), **extra,
                       "machine": args.machine, "date": date.today().isoformat(),
-                      "command": f"python benchmarks/train_throughput.py --recipe {args.recipe} --steps {args.steps}"
-                                 + (" --floor" if args.floor else "")}))
+                      "precision": args.precision or recipe.options["precision"],
+                      "command": "python benchmarks/train_throughput.py " + " ".join(sys.argv[1:])}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,166 @@
+"""The product's own example end to end, cold, and where its time goes:
+
+    benchharness run --encoders paser,consert --tasks sts
+
+Each checkout given runs the command in a fresh process, with an empty runs folder, an empty
+embedding cache and an empty results folder (so both recipes are trained and the STS suite is
+encoded and scored for each), using that checkout's own virtual environment (``<checkout>/.venv``).
+Giving the old commit's clone and the new one times both on the same machine in one run::
+
+    python benchmarks/headline.py --checkout ../old --checkout . [--rate 25]
+
+Wall time is the command's, peak RSS its largest process's. The phases come from sampling the process with
+py-spy (``pip install py-spy``; without it only the total is printed): every sample of the main
+thread is put in the first phase whose function is on its stack, so the phases add up to the
+wall time and no commit needs instrumenting. The seven scores of each recipe are compared with the
+ones stored in that checkout's ``results/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import header, report  # noqa: E402
+
+ENCODERS = ("paser", "consert")
+STS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
+
+#: (phase, a frame on the stack as py-spy writes it, "function (file"), first match wins; the
+#: process runs in the checkout, so the project's files are named relative to it
+PHASES: list[tuple[str, str]] = [
+    ("dev evaluation", "(benchharness/training/dev_eval.py"),
+    ("checkpoints and saving", "save_checkpoint (encoders/methods/resume.py"),
+    ("checkpoints and saving", "save_encoder (encoders/methods/resume.py"),
+    ("checkpoints and saving", "finish (encoders/methods/loop.py"),
+    ("training steps", "train (encoders/methods/loop.py"),
+    ("training setup (data, model)", "main (encoders/methods/"),
+    ("final encoding", "(encoders/inference.py"),
+    ("imports", "_find_and_load ("),
+]
+OTHER = "other (model loading, tasks, scoring, results)"
+
+
+def phase_of(stack: str) -> str:
+    for phase, frame in PHASES:
+        if frame in stack:
+            return phase
+    return OTHER
+
+
+def phases(raw: Path, rate: int) -> dict[str, float]:
+    """Seconds per phase from py-spy's raw output (``--threads``: a frame names the thread); only
+    the main thread of the Python process counts."""
+    counts: Counter[str] = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit() or "thread (" not in stack:
+            continue
+        thread = stack[stack.index("thread ("):].split(";", 1)[0]
+        if "MainThread" in thread:
+            counts[phase_of(stack)] += int(n)
+    return {k: round(v / rate, 1) for k, v in counts.most_common()}
+
+
+def commit(checkout: Path) -> str:
+    return subprocess.run(["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
+    venv = checkout / ".venv" / "bin"
+    env = {**os.environ, "BENCHHARNESS_RUNS": str(workdir / "runs")}
+    command = [str(venv / "benchharness"), "run", "--encoders", ",".join(ENCODERS), "--tasks", "sts",
+               "--cache-dir", str(workdir / "cache"), "--results-dir", str(workdir / "results"), "--quiet"]
+    spy = shutil.which("py-spy", path=str(venv)) or shutil.which("py-spy")
+    raw = workdir / "profile.txt"
+    if spy:  # py-spy starts and samples the command (its main thread; see ``phases``)
+        command = [spy, "record", "--idle", "--threads", "--rate", str(rate), "--format", "raw", "--output", str(raw),
+                   "--", *command]
+    # a child that runs the command and reports the peak RSS of its process tree (the largest process)
+    timed = [sys.executable, "-c", "import resource, subprocess, sys; code = subprocess.call(sys.argv[2:]); "
+             "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+             "sys.exit(code)", str(workdir / "rss_kib.txt"), *command]
+    log = workdir / "log.txt"
+    start = time.perf_counter()
+    with log.open("w") as fh:
+        status = subprocess.run(timed, cwd=checkout, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{checkout}: the headline command failed ({status}); see {log}:\n"
+                         + "\n".join(log.read_text().splitlines()[-15:]))
+    rss_kib = int((workdir / "rss_kib.txt").read_text())
+    out: dict[str, object] = {"checkout": str(checkout), "commit": commit(checkout), "wall_seconds": round(wall, 1),
+                              "peak_rss_mib": round(rss_kib / 1024)}
+    if spy:
+        out["phases"] = phases(raw, rate)
+    out["scores"] = compare_scores(checkout, workdir / "results")
+    out["estimates"] = re.findall(r"training (\S+) .*?: (\d+ steps, about [^(]+)", log.read_text())
+    out["train_seconds"] = train_seconds(workdir / "runs")
+    return out
+
+
+def train_seconds(runs: Path) -> dict[str, float]:
+    """The optimizer steps' own time of each run, from its manifest."""
+    found = {}
+    for manifest in runs.rglob("manifest.json"):
+        record = json.loads(manifest.read_text())
+        training = record.get("training") or {}
+        seconds = training.get("train_seconds", record.get("train_seconds"))
+        found[record.get("method", manifest.parent.name)] = seconds
+    return found
+
+
+def compare_scores(checkout: Path, results: Path) -> dict[str, float]:
+    """Largest |new - stored| main score of each recipe over the STS suite."""
+    diffs = {}
+    for name in ENCODERS:
+        worst = 0.0
+        for task in STS:
+            new = json.loads((results / name / f"{task}.json").read_text())["main_score"]
+            stored = json.loads((checkout / "results" / name / f"{task}.json").read_text())["main_score"]
+            worst = max(worst, abs(new - stored))
+        diffs[name] = round(worst, 4)
+    return diffs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkout", action="append", type=Path, required=True,
+                        help="a clone with its own .venv (repeat: old commit first, then the new one)")
+    parser.add_argument("--rate", type=int, default=25, help="py-spy samples per second")
+    parser.add_argument("--keep", type=Path, help="keep each run's folders (runs, cache, results, log, profile) "
+                        "under KEEP/<commit> instead of a temporary folder")
+    args = parser.parse_args()
+    lines = [header()]
+    measured = []
+    for checkout in args.checkout:
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            if args.keep:
+                workdir = args.keep.resolve() / commit(checkout)
+                shutil.rmtree(workdir, ignore_errors=True)
+                workdir.mkdir(parents=True)
+            m = run_headline(checkout.resolve(), args.rate, workdir)
+        measured.append(m)
+        lines.append(json.dumps(m))
+        print(lines[-1], flush=True)
+    if len(measured) == 2:
+        old, new = measured
+        lines.append(f"# {new['commit']} against {old['commit']}: {new['wall_seconds']} s against "
+                     f"{old['wall_seconds']} s ({old['wall_seconds'] / new['wall_seconds']:.2f}x faster)")
+    report("headline", lines)
+
+
+if __name__ == "__main__":
+    main()
