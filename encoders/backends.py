@@ -65,9 +65,20 @@ def _model_inputs(features: Features) -> Features:
 
 
 class EagerBackend(Backend):
+    """PyTorch as is; for a pooling that reads the first position only (``first_token``), the last
+    layer is computed there alone where the model allows it (``benchharness.encoders.first_token``)."""
+
     name = "eager"
 
+    def __init__(self, model: torch.nn.Module, first_token: bool = False) -> None:
+        super().__init__(model)
+        self.first_token = first_token
+
     def __call__(self, features: Features, output_hidden_states: bool = False) -> Any:
+        from benchharness.encoders import first_token
+
+        if self.first_token and not output_hidden_states and first_token.supported(self.model):
+            return first_token.outputs(self.model, _model_inputs(features))
         return self.model(**_model_inputs(features), output_hidden_states=output_hidden_states)
 
 
@@ -164,9 +175,13 @@ class OnnxBackend(Backend):
 BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (EagerBackend, CompiledBackend, OnnxBackend)}
 
 
-def make_backend(name: str, model: torch.nn.Module) -> Backend:
+def make_backend(name: str, model: torch.nn.Module, first_token: bool = False) -> Backend:
+    """The backend ``name`` on ``model``; ``first_token``: the pooling reads only the first position
+    of the last layer (the eager backend then computes no more of that layer)."""
     if name not in BACKENDS:
         raise InvalidInputError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    if name == EagerBackend.name:
+        return EagerBackend(model, first_token)
     return BACKENDS[name](model)
 
 

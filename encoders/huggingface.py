@@ -18,6 +18,7 @@ from benchharness.core.specs import Defaults, EncoderSpec, Family
 from benchharness.encoders import hub
 from benchharness.encoders.backends import BACKENDS, REFERENCE, changes_outputs
 from benchharness.encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
+from benchharness.encoders.first_token import FIRST_TOKEN_POOLINGS
 from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE, needs_hidden_states, pool
 from benchharness.encoders.tokenizer_files import declared_token
 from benchharness.encoders.transformer import TransformerEncoder
@@ -103,6 +104,9 @@ class HFEncoder(TransformerEncoder):
 
     def _declared_mask_token(self) -> str | None:
         return declared_token((self.tokenizer_source or self.source).path)
+
+    def _reads_first_token_only(self) -> bool:
+        return self.pooling in FIRST_TOKEN_POOLINGS
 
     def _tokenizer_if_loaded(self) -> Any | None:
         return self._tokenizer

@@ -206,12 +206,13 @@ class TransformerEngine:
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer, max_length: int | None, device: torch.device,
-                 precision: str = "fp32", backend: str = "eager", token_budget: int = TOKEN_BUDGET) -> None:
+                 precision: str = "fp32", backend: str = "eager", token_budget: int = TOKEN_BUDGET,
+                 first_token: bool = False) -> None:
         if device.type == "cpu":  # read by oneDNN at its first kernel, so before the first forward
             os.environ.setdefault(ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY)
         self.tokenizer, self.max_length, self.device = tokenizer, max_length, device
         self.precision, self.token_budget = precision, int(token_budget)
-        self.backend: Backend = make_backend(backend, model)
+        self.backend: Backend = make_backend(backend, model, first_token)
 
     def encode(self, texts: Sequence[str], pool: Callable[[Any, Features], torch.Tensor],
                output_hidden_states: bool = False, show_progress: bool = False, desc: str = "encode") -> np.ndarray:

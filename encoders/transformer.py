@@ -60,8 +60,14 @@ class TransformerEncoder(Encoder):
         """The inference engine for this model, built at first use (``batch_size`` x 64-token batches)."""
         if self._engine is None:
             self._engine = TransformerEngine(model, tokenizer, max_length, self.device, self.precision,
-                                             self.backend, self.batch_size * TOKENS_PER_SENTENCE)
+                                             self.backend, self.batch_size * TOKENS_PER_SENTENCE,
+                                             first_token=self._reads_first_token_only())
         return self._engine
+
+    def _reads_first_token_only(self) -> bool:
+        """Whether the pooling reads the last layer at the first position only (then the engine
+        computes no more of that layer where the model allows it)."""
+        return False
 
     @abstractmethod
     def _declared_mask_token(self) -> str | None:
