@@ -61,6 +61,9 @@ class Estimate:
 def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
+    if seconds < 600:  # a short run: to the ten seconds, which is how far the estimate is trusted
+        minutes, rest = divmod(int(round(seconds, -1)), 60)
+        return f"{minutes} min {rest:02d} s"
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"

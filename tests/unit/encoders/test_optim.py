@@ -179,3 +179,88 @@ def test_the_reused_denominator_gives_bit_for_bit_the_update_written_with_fresh_
     for p, e in zip(params, expected):
         assert torch.equal(p.detach(), e)
     assert "denominators" not in str(opt.state_dict())
+
+
+def _sparse_row_grads(rows: int, width: int, steps: int, seed: int = 1) -> list[torch.Tensor]:
+    """Gradients of a word embedding: each step a few random rows are non-zero (a batch's tokens),
+    a different few each time, one of them exactly zero even though 'touched'."""
+    gen = torch.Generator().manual_seed(seed)
+    grads = []
+    for _ in range(steps):
+        g = torch.zeros(rows, width)
+        touched = torch.randperm(rows, generator=gen)[: rows // 20]
+        g[touched] = torch.randn(len(touched), width, generator=gen)
+        g[touched[0]] = 0.0
+        grads.append(g)
+    return grads
+
+
+def _out_of_place(p0: torch.Tensor, grads: list[torch.Tensor], lr: float, eps: float) -> torch.Tensor:
+    p, m, v = p0.clone(), torch.zeros_like(p0), torch.zeros_like(p0)
+    for t, g in enumerate(grads, start=1):
+        m = m.mul(B1).add(g, alpha=1 - B1)
+        v = v.mul(B2).addcmul(g, g, value=1 - B2)
+        p = p.addcdiv(m, v.sqrt().add(eps), value=-lr * math.sqrt(1 - B2**t) / (1 - B1**t))
+    return p
+
+
+@pytest.mark.parametrize("shape", [(4096, 64), (5003, 384)])
+def test_a_word_embedding_is_updated_on_its_active_rows_bit_for_bit(shape):
+    """Without weight decay, a row that never had a gradient is left exactly as the full update
+    leaves it (unchanged), so the step reads and writes only the rows ever touched: over six steps
+    of scattered row gradients the matrix equals the whole-matrix formula bit for bit, and the rows
+    kept as active are exactly those touched."""
+    gen = torch.Generator().manual_seed(0)
+    p0 = torch.randn(shape, generator=gen)
+    grads = _sparse_row_grads(*shape, steps=6)
+    w = torch.nn.Parameter(p0.clone())
+    opt = LegacyAdamW([w], lr=1e-3, eps=1e-8)
+    for g in grads:
+        w.grad = g.clone()
+        opt.step()
+    assert torch.equal(w.detach(), _out_of_place(p0, grads, 1e-3, 1e-8))
+    touched = torch.stack(grads).ne(0).any(dim=2).any(dim=0)
+    assert torch.equal(opt.state[w]["active_rows"], touched) and 0 < int(touched.sum()) < shape[0] // 2
+
+
+def test_the_active_rows_survive_a_resume_and_a_state_without_them_is_rebuilt_exactly():
+    """A run resumed from its optimizer state goes on bit for bit; so does one resumed from a state
+    saved before the optimizer kept the mask (the rows with any moment are the active ones)."""
+    gen = torch.Generator().manual_seed(3)
+    p0 = torch.randn(4096, 128, generator=gen)
+    grads = _sparse_row_grads(4096, 128, steps=6, seed=4)
+    expected = _out_of_place(p0, grads, 1e-3, 1e-8)
+    for drop_mask in (False, True):
+        w = torch.nn.Parameter(p0.clone())
+        opt = LegacyAdamW([w], lr=1e-3, eps=1e-8)
+        for g in grads[:3]:
+            w.grad = g.clone()
+            opt.step()
+        buffer = io.BytesIO()
+        torch.save(opt.state_dict(), buffer)
+        buffer.seek(0)
+        state = torch.load(buffer, weights_only=True)
+        if drop_mask:
+            del state["state"][0]["active_rows"]
+        resumed = LegacyAdamW([w], lr=1e-3, eps=1e-8)
+        resumed.load_state_dict(state)
+        for g in grads[3:]:
+            w.grad = g.clone()
+            resumed.step()
+        assert torch.equal(w.detach(), expected)
+
+
+def test_weight_decay_or_a_narrow_matrix_takes_the_whole_update():
+    """Weight decay moves every row, so a decayed matrix is never row-restricted; nor is one whose
+    width the vector kernels would split differently, nor a small one."""
+    from benchharness.encoders.methods.optim import dormant_rows_possible
+
+    assert dormant_rows_possible(torch.zeros(30522, 384))
+    assert not dormant_rows_possible(torch.zeros(30522, 300))
+    assert not dormant_rows_possible(torch.zeros(512, 384))
+    assert not dormant_rows_possible(torch.zeros(30522, 384, dtype=torch.float64))
+    w = torch.nn.Parameter(torch.randn(4096, 64))
+    opt = LegacyAdamW([w], lr=1e-3, weight_decay=0.01)
+    w.grad = _sparse_row_grads(4096, 64, steps=1)[0]
+    opt.step()
+    assert "active_rows" not in opt.state[w]
