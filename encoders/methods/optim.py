@@ -83,12 +83,6 @@ class LegacyAdamW(torch.optim.Optimizer):
                     state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                 state["step"] += 1
                 t = state["step"]
-                step_size = lr * math.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t) if correct else lr
-                if decay == 0.0 and dormant_rows_possible(p):
-                    rows = active_rows(grad, state)
-                    if len(rows) <= ACTIVE_SHARE * p.shape[0]:
-                        update_rows(p, grad, state, rows, beta1, beta2, eps, step_size)
-                        continue
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
@@ -96,59 +90,8 @@ class LegacyAdamW(torch.optim.Optimizer):
                 if denom is None or denom.shape != p.shape:
                     denom = self._denominators[p] = torch.empty_like(exp_avg_sq)
                 torch.sqrt(exp_avg_sq, out=denom).add_(eps)
+                step_size = lr * math.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t) if correct else lr
                 p.addcdiv_(exp_avg, denom, value=-step_size)
                 if decay > 0.0:
                     p.add_(p, alpha=-lr * decay)
         return loss
-
-
-def active_rows(grad: torch.Tensor, state: dict[str, Any]) -> torch.Tensor:
-    """The rows of a matrix whose gradient has ever been non-zero, in order (kept in ``state`` as a
-    mask, so that a resumed run goes on with them; a state from before the mask takes the rows with
-    any moment, which are exactly the rows the full update would change)."""
-    active = state.get("active_rows")
-    if active is None:
-        active = state["exp_avg"].ne(0).any(dim=1) | state["exp_avg_sq"].ne(0).any(dim=1)
-    elif active.dtype != torch.bool:  # load_state_dict casts every state tensor to the parameter's dtype
-        active = active.ne(0)
-    active |= grad.ne(0).any(dim=1)
-    state["active_rows"] = active
-    return active.nonzero().squeeze(1)
-
-
-def update_rows(p: torch.Tensor, grad: torch.Tensor, state: dict[str, Any], rows: torch.Tensor, beta1: float,
-                beta2: float, eps: float, step_size: float) -> None:
-    """The update of a matrix without weight decay restricted to ``rows``, its active rows: the full
-    update bit for bit (see ``dormant_rows_possible``).
-
-    A row that never had a gradient has m = v = 0, and with g = 0 and no weight decay the full update
-    leaves it exactly as it is: m = 0*b1 + 0, v = 0, p - size * 0/(0 + eps) = p. A word embedding
-    is such a matrix: a batch touches a few hundred of its 30,522 rows, a short run a fifth of them,
-    so the update reads and writes that fifth instead of every row."""
-    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-    g, m, v, w = (x.index_select(0, rows) for x in (grad, exp_avg, exp_avg_sq, p))
-    m.mul_(beta1).add_(g, alpha=1.0 - beta1)
-    v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
-    w.addcdiv_(m, torch.sqrt(v).add_(eps), value=-step_size)
-    exp_avg.index_copy_(0, rows, m)
-    exp_avg_sq.index_copy_(0, rows, v)
-    p.index_copy_(0, rows, w)
-
-
-#: above this share of active rows the whole matrix is updated (gathering and scattering the rows
-#: would cost more than the rows saved); both ways give the same bits
-ACTIVE_SHARE = 0.5
-
-#: rows at least this wide and a multiple of it: the elementwise kernels then take the same
-#: vectorised path on the gathered rows as on the whole matrix (no scalar tail in either), so the
-#: row-restricted update is bit-for-bit the full one
-_ROW_MULTIPLE = 64
-#: matrices with fewer rows are updated whole (nothing to gain)
-_MIN_ROWS = 4096
-
-
-def dormant_rows_possible(p: torch.Tensor) -> bool:
-    """Whether ``p`` is updated row-restricted (``update_rows``) when it has no weight decay: a large
-    contiguous float matrix on CPU whose rows the kernels process alike gathered or whole."""
-    return (p.device.type == "cpu" and p.dim() == 2 and p.shape[0] >= _MIN_ROWS and p.shape[1] % _ROW_MULTIPLE == 0
-            and p.is_contiguous() and p.dtype == torch.float32)
