@@ -9,7 +9,7 @@ Giving the old commit's clone and the new one times both on the same machine in 
 
     python benchmarks/headline.py --checkout ../old --checkout . [--rate 25]
 
-Wall time is the command's, peak RSS its largest process's. The phases come from sampling the process with
+Wall time is the command's; peak RSS is the one its results record. The phases come from sampling the process with
 py-spy (``pip install py-spy``; without it only the total is printed): every sample of the main
 thread is put in the first phase whose function is on its stack, so the phases add up to the
 wall time and no commit needs instrumenting. The seven scores of each recipe are compared with the
@@ -87,27 +87,28 @@ def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
     if spy:  # py-spy starts and samples the command (its main thread; see ``phases``)
         command = [spy, "record", "--idle", "--threads", "--rate", str(rate), "--format", "raw", "--output", str(raw),
                    "--", *command]
-    # a child that runs the command and reports the peak RSS of its process tree (the largest process)
-    timed = [sys.executable, "-c", "import resource, subprocess, sys; code = subprocess.call(sys.argv[2:]); "
-             "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
-             "sys.exit(code)", str(workdir / "rss_kib.txt"), *command]
     log = workdir / "log.txt"
     start = time.perf_counter()
     with log.open("w") as fh:
-        status = subprocess.run(timed, cwd=checkout, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
+        status = subprocess.run(command, cwd=checkout, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
     wall = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"{checkout}: the headline command failed ({status}); see {log}:\n"
                          + "\n".join(log.read_text().splitlines()[-15:]))
-    rss_kib = int((workdir / "rss_kib.txt").read_text())
-    out: dict[str, object] = {"checkout": str(checkout), "commit": commit(checkout), "wall_seconds": round(wall, 1),
-                              "peak_rss_mib": round(rss_kib / 1024)}
+    out: dict[str, object] = {"checkout": checkout.name, "commit": commit(checkout), "wall_seconds": round(wall, 1),
+                              "peak_rss_mib": peak_rss(workdir / "results")}
     if spy:
         out["phases"] = phases(raw, rate)
     out["scores"] = compare_scores(checkout, workdir / "results")
     out["estimates"] = re.findall(r"training (\S+) .*?: (\d+ steps, about [^(]+)", log.read_text())
     out["train_seconds"] = train_seconds(workdir / "runs")
     return out
+
+
+def peak_rss(results: Path) -> float:
+    """The process's peak RSS as its results record it (each result's ``timings.peak_rss_mb`` is the
+    process maximum when it was written: the last written holds the run's peak)."""
+    return max(json.loads(f.read_text())["timings"]["peak_rss_mb"] for f in results.glob("*/*.json"))
 
 
 def train_seconds(runs: Path) -> dict[str, float]:
