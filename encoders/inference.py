@@ -46,6 +46,10 @@ TOKEN_BUDGET = 64 * TOKENS_PER_SENTENCE
 #: sentence-transformers'). One entry still serves every layer of a batch (they share its shape);
 #: the kernels are the same, so are the vectors. Measured on 8,000 STS sentences, minilm-l3: RSS
 #: after encoding 1,035-1,082 MB with the default, 594 MB with one entry, same encode time.
+#: Only fp32 engines set it: oneDNN reads it once per process, and bf16 autocast runs every matrix
+#: product through oneDNN, so a bf16 training step needs many kernels at once (PaSeR's: 1.56 s/step
+#: with one entry, 0.89 with the default, on an AVX512-BF16 CPU). bf16 encoding itself is not
+#: slower with one entry (8,000 sentences, minilm-l3: 11.2 s with one, 11.5 s with 1024).
 ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY = "ONEDNN_PRIMITIVE_CACHE_CAPACITY", "1"
 
 #: /proc/cpuinfo flags of CPUs that compute in bf16 natively (AVX512-BF16 dot products, AMX tiles).
@@ -208,7 +212,7 @@ class TransformerEngine:
     def __init__(self, model: torch.nn.Module, tokenizer, max_length: int | None, device: torch.device,
                  precision: str = "fp32", backend: str = "eager", token_budget: int = TOKEN_BUDGET,
                  first_token: bool = False) -> None:
-        if device.type == "cpu":  # read by oneDNN at its first kernel, so before the first forward
+        if device.type == "cpu" and precision == "fp32":  # read by oneDNN at its first kernel
             os.environ.setdefault(ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY)
         self.tokenizer, self.max_length, self.device = tokenizer, max_length, device
         self.precision, self.token_budget = precision, int(token_budget)

@@ -125,6 +125,16 @@ def test_engine_bounds_the_onednn_kernel_cache_unless_the_user_set_it(monkeypatc
     assert os.environ[inference.ONEDNN_CACHE_ENV] == "64"
 
 
+def test_a_bf16_engine_leaves_the_onednn_kernel_cache_to_training(monkeypatch, tiny_bert):
+    """bf16 autocast runs every matrix product through oneDNN, and a training step in the same
+    process (the dev evaluation of a bf16 run encodes before the first step) needs many kernels:
+    a bf16 engine leaves oneDNN's default capacity alone."""
+    monkeypatch.delenv(inference.ONEDNN_CACHE_ENV, raising=False)
+    monkeypatch.setattr(inference, "has_native_bf16", lambda: True)
+    HFEncoder("tiny", str(tiny_bert), max_length=32, device="cpu", precision="bf16").encode(SENTENCES)
+    assert inference.ONEDNN_CACHE_ENV not in os.environ
+
+
 def test_a_model_the_engine_cannot_run_goes_through_encode_and_says_so(tiny_st, tmp_path):
     from sentence_transformers import SentenceTransformer
 
