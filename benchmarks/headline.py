@@ -99,10 +99,34 @@ def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
                               "peak_rss_mib": peak_rss(workdir / "results")}
     if spy:
         out["phases"] = phases(raw, rate)
+        out["training_seconds"] = training_seconds(raw, rate)
     out["scores"] = compare_scores(checkout, workdir / "results")
-    out["estimates"] = re.findall(r"training (\S+) .*?: (\d+ steps, about [^(]+)", log.read_text())
+    out["estimates"] = {name: seconds(text) for name, text in
+                        re.findall(r"training (\S+) .*?: \d+ steps, about ([^(]+?) \(", log.read_text())}
     out["train_seconds"] = train_seconds(workdir / "runs")
     return out
+
+
+def training_seconds(raw: Path, rate: int) -> dict[str, float]:
+    """Wall time of each recipe's training as the user waits for it (data, model, steps, dev
+    evaluations, saving): the main thread's samples inside that method's command."""
+    counts: Counter[str] = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit() or "MainThread" not in stack:
+            continue
+        found = re.search(r"main \(encoders/methods/(\w+)/command\.py", stack)
+        if found:
+            counts[found.group(1).replace("_", "-")] += int(n)
+    return {k: round(v / rate, 1) for k, v in counts.items()}
+
+
+def seconds(text: str) -> float:
+    """The printed duration ("80 s", "2 min 20 s", "3 min", "1.5 h") in seconds."""
+    total = 0.0
+    for value, unit in re.findall(r"([\d.]+) (s|min|h)\b", text):
+        total += float(value) * {"s": 1, "min": 60, "h": 3600}[unit]
+    return total
 
 
 def peak_rss(results: Path) -> float:
