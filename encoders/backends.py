@@ -30,6 +30,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError
+from benchharness.encoders import first_token
 
 if TYPE_CHECKING:
     import torch
@@ -70,13 +71,11 @@ class EagerBackend(Backend):
 
     name = "eager"
 
-    def __init__(self, model: torch.nn.Module, first_token: bool = False) -> None:
+    def __init__(self, model: torch.nn.Module, first_token: bool = False) -> None:  # noqa: F811 (the flag)
         super().__init__(model)
         self.first_token = first_token
 
     def __call__(self, features: Features, output_hidden_states: bool = False) -> Any:
-        from benchharness.encoders import first_token
-
         if self.first_token and not output_hidden_states and first_token.supported(self.model):
             return first_token.outputs(self.model, _model_inputs(features))
         return self.model(**_model_inputs(features), output_hidden_states=output_hidden_states)

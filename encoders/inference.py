@@ -47,9 +47,8 @@ TOKEN_BUDGET = 64 * TOKENS_PER_SENTENCE
 #: the kernels are the same, so are the vectors. Measured on 8,000 STS sentences, minilm-l3: RSS
 #: after encoding 1,035-1,082 MB with the default, 594 MB with one entry, same encode time.
 #: Only fp32 engines set it: oneDNN reads it once per process, and bf16 autocast runs every matrix
-#: product through oneDNN, so a bf16 training step needs many kernels at once (PaSeR's: 1.56 s/step
-#: with one entry, 0.89 with the default, on an AVX512-BF16 CPU). bf16 encoding itself is not
-#: slower with one entry (8,000 sentences, minilm-l3: 11.2 s with one, 11.5 s with 1024).
+#: product through oneDNN, so a bf16 training step in the same process needs many kernels at once
+#: (with one entry PaSeR's bf16 steps were markedly slower than with the default; not retaken idle).
 ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY = "ONEDNN_PRIMITIVE_CACHE_CAPACITY", "1"
 
 #: /proc/cpuinfo flags of CPUs that compute in bf16 natively (AVX512-BF16 dot products, AMX tiles).

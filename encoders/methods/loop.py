@@ -191,7 +191,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     precision = resolve_precision(config.precision, device)
     if precision == "bf16" and device.type == "cpu" and os.environ.get(ONEDNN_CACHE_ENV) == ONEDNN_CACHE_CAPACITY:
         print(f"note: this process encoded in fp32 before training, which left oneDNN one cached kernel "
-              f"({ONEDNN_CACHE_ENV}={ONEDNN_CACHE_CAPACITY}); bf16 steps run up to 1.7x slower so. Train it on its "
+              f"({ONEDNN_CACHE_ENV}={ONEDNN_CACHE_CAPACITY}); bf16 steps run slower so. Train it on its "
               "own (benchharness train ...) or first in the run", file=sys.stderr)
     pooling = config.eval_pooling or method.eval_pooling
     if ctx is not None and method.in_batch_negatives and not config.drop_last and len(examples) % config.batch_size:
