@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 
 if TYPE_CHECKING:
     from torch import nn
+
+logger = logging.getLogger(__name__)
 
 #: weight files in the order transformers prefers them
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -98,25 +101,60 @@ def refuse_missing_tokenizer(folder: Path, model: str) -> None:
     )
 
 
+#: the transformers module that logs the load report (which weights were missing, unexpected or
+#: mismatched) and, in older releases, its "newly initialized" warnings
+LOAD_REPORT_LOGGER = "transformers.modeling_utils"
+
+
+class _ToDebug(logging.Filter):
+    """Stops transformers' loading messages and logs them again at DEBUG under this module."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING:
+            return True
+        logger.debug("%s", record.getMessage())
+        return False
+
+
+def _silent_bar(previous: Callable[..., Any] | None) -> Callable[..., Any]:
+    """A tqdm hook that creates every bar disabled, chained to the hook that was set before."""
+
+    def hook(factory: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        kwargs = {**kwargs, "disable": True}
+        return previous(factory, args, kwargs) if previous is not None else factory(*args, **kwargs)
+
+    return hook
+
+
 @contextlib.contextmanager
 def quiet_loading() -> Iterator[None]:
-    """transformers' weight-loading (and -saving) progress bars and load reports silenced.
+    """transformers' weight-loading (and -saving) progress bars and load reports kept off the console.
 
-    The report transformers prints lists weights it initialised at random; the harness checks them
+    The report transformers logs lists weights it initialised at random; the harness checks them
     itself (``load_complete`` refuses any but the pooler, and ``refuse_random_pooler`` keeps
     ``pooling=cls`` away from a missing one), so the report only repeats, at length, what is either
-    refused in one line or unused."""
+    refused in one line or unused; it goes to this module's DEBUG log instead.
+
+    Neither transformers' nor huggingface_hub's verbosity or progress-bar switches are touched: a
+    library call must leave the process's logging as it found it (#33). Both the filter on
+    transformers' loading logger and the bar hook are scoped to the block, whatever it raises; while
+    the block runs they apply to every thread (transformers keeps both process-wide).
+    """
     from transformers.utils import logging as hf_logging
 
-    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    report = logging.getLogger(LOAD_REPORT_LOGGER)
+    to_debug = _ToDebug()
+    report.addFilter(to_debug)
+    set_hook = getattr(hf_logging, "set_tqdm_hook", None)  # transformers >= 5: "Loading weights" bars
+    previous = set_hook(None) if set_hook is not None else None
+    if set_hook is not None:
+        set_hook(_silent_bar(previous))
     try:
         yield
     finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
+        report.removeFilter(to_debug)
+        if set_hook is not None:
+            set_hook(previous)
 
 
 def load_complete(folder: Path, model: str) -> nn.Module:

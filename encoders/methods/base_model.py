@@ -16,7 +16,7 @@ from torch import nn
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders import hub
-from benchharness.encoders.checkpoint import quiet_loading
+from benchharness.encoders.checkpoint import load_complete, refuse_missing_tokenizer
 
 
 def base_folder(base: str) -> str:
@@ -56,11 +56,17 @@ def _run_model(folder: Path, manifest: Path) -> Path:
 
 
 def load_base(base: str) -> tuple[nn.Module, Any, hub.ModelSource]:
-    """The base encoder (``AutoModel``), its tokenizer and where they came from."""
-    from transformers import AutoModel, AutoTokenizer
+    """The base encoder (``AutoModel``), its tokenizer and where they came from.
+
+    Loaded by the rule every encoder loads by (``checkpoint.load_complete``): a base without a
+    tokenizer, or with encoder weights transformers would initialise at random, is refused before
+    training starts from it. Only the pooler may be missing (paraphrase-MiniLM-L3-v2 has none):
+    a method either trains it (DefSent+) or pools without it.
+    """
+    from transformers import AutoTokenizer
 
     source = hub.resolve(base_folder(base))
-    with quiet_loading():  # a pooler-less checkpoint (MiniLM-L3) reports it; the pooler is unused
-        model = AutoModel.from_pretrained(str(source.path))
+    refuse_missing_tokenizer(source.path, source.name)
+    model = load_complete(source.path, source.name)
     tokenizer = AutoTokenizer.from_pretrained(str(source.path))
     return model, tokenizer, source
