@@ -1,24 +1,30 @@
-"""``benchharness data status|download``: which evaluation files are present and intact, and
-fetching them for users who are online."""
+"""``benchharness data status|download|migrate``: which evaluation files are present and intact,
+fetching them for users who are online, and moving stores an older version wrote to the current
+layout (once, so that no run looks for old layouts on its hot path)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from benchharness.cli.options import add_data_options
+from benchharness.cli.options import add_data_options, results_root
+from benchharness.core.settings import load_config
 
-HELP = "show or download evaluation data"
+HELP = "show or download evaluation data; migrate old results and embedding caches"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=["status", "download"])
+    p.add_argument("action", choices=["status", "download", "migrate"])
     p.add_argument("datasets", nargs="*", help="for download: senteval glove askubuntu qqp nli nltk")
     add_data_options(p)
+    p.add_argument("--cache-dir", help="for migrate: the embedding cache (default from benchharness.toml)")
 
 
 def main(args: argparse.Namespace) -> int:
     from benchharness.core.data_root import SOURCES, DataRoot, download
 
+    if args.action == "migrate":
+        return migrate(args)
     data = DataRoot(args.data_dir)
     if args.action == "status":
         from tabulate import tabulate
@@ -30,4 +36,21 @@ def main(args: argparse.Namespace) -> int:
         return 0
     for name in args.datasets or list(SOURCES):
         print(f"downloading {name} into {download(name, data.root)}")
+    return 0
+
+
+def migrate(args: argparse.Namespace) -> int:
+    """Import old ``shard-*.npz`` cache files and rename legacy result folders; print what moved."""
+    from benchharness.evaluation.migrate import migrate as run_migration
+
+    cache_dir = Path(args.cache_dir) if args.cache_dir else load_config().cache_dir
+    report = run_migration(results_root(args), cache_dir)
+    for identity, rows in report.imported_rows.items():
+        print(f"embedding cache {cache_dir / identity}: imported {rows} rows of old shards")
+    for old, new in report.renamed:
+        print(f"results {old}/ -> {new}/")
+    for folder, reason in report.kept:
+        print(f"results {folder}/ left as it is: {reason}")
+    if not (report.imported_rows or report.renamed or report.kept):
+        print("nothing to migrate")
     return 0

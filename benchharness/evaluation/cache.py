@@ -12,7 +12,8 @@ Layout, under ``<root>/<identity>/``:
 * ``embeddings.sqlite``: tables ``meta`` (format, dim) and ``chunks`` (n, keys, vecs, crc32);
 * ``lock``: ``flock``-ed by a process while it encodes or repairs, so that two runs of the same
   encoder never both encode the same sentences (the later one waits, then reuses);
-* ``quarantine/``: damaged databases and old shards, moved aside with a warning naming them.
+* ``quarantine/``: damaged databases (and unreadable old shards, met by ``benchharness data
+  migrate``: ``evaluation/migrate.py``), moved aside with a warning naming them.
 
 Keys are the full 20-byte sha1 digests, sliced from the stored blob, so they are exact (the old
 shards' numpy ``S20`` keys lost trailing NUL bytes, and those sentences missed on every rerun).
@@ -23,12 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import sqlite3
-import sys
 import time
-import warnings
-import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,8 @@ import numpy as np
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
+
+logger = logging.getLogger(__name__)
 
 KEY_BYTES = 20  # sha1 digest
 DB_NAME = "embeddings.sqlite"
@@ -194,9 +195,8 @@ def _locked(path: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"waiting for another process that is writing the embedding cache {path.parent}: it holds "
-                  f"{path.name} until it has encoded what the cache lacks (its progress bar says how long)",
-                  file=sys.stderr)
+            logger.info("waiting for another process that is writing the embedding cache %s: it holds %s until "
+                        "it has encoded what the cache lacks (its progress bar says how long)", path.parent, path.name)
             fcntl.flock(fd, fcntl.LOCK_EX)
         _held[path] = 1
         try:
@@ -314,25 +314,23 @@ class EmbeddingCache:
         """What is cached for ``identity``: one scan of its table, no lock; ``visit`` sees each stored
         chunk's keys and rows as the scan passes them.
 
-        Only if something needs repair (a damaged database, old shards to import) does it take
-        the identity's lock through :meth:`writer`; the scan then starts again on the repaired
-        table, after ``restart`` has told the caller to forget what ``visit`` was shown of the
-        damaged one (its chunks passed their crc32, but they are no longer cached).
+        Only if the database is damaged does it take the identity's lock through :meth:`writer`;
+        the scan then starts again on the repaired table, after ``restart`` has told the caller to
+        forget what ``visit`` was shown of the damaged one (its chunks passed their crc32, but they
+        are no longer cached).
         """
-        folder = self._folder(identity)
-        path = folder / DB_NAME
-        if not (folder.is_dir() and any(folder.glob("shard-*.npz"))):
-            if not path.exists():
-                return CachedRows(set())
+        path = self._folder(identity) / DB_NAME
+        if not path.exists():
+            return CachedRows(set())
+        try:
+            con = _connect(path)
             try:
-                con = _connect(path)
-                try:
-                    return _read(path, con, visit)
-                finally:
-                    con.close()
-            except DamagedCacheError:
-                if restart is not None:
-                    restart()  # the writer re-checks under the lock, then quarantines
+                return _read(path, con, visit)
+            finally:
+                con.close()
+        except DamagedCacheError:
+            if restart is not None:
+                restart()  # the writer re-checks under the lock, then quarantines
         with self.writer(identity) as writer:
             if visit is not None:
                 writer.read(visit)
@@ -340,7 +338,7 @@ class EmbeddingCache:
 
     @contextlib.contextmanager
     def writer(self, identity: str) -> Iterator[CacheWriter]:
-        """Hold the identity's lock and its open database (created, repaired or migrated first).
+        """Hold the identity's lock and its open database (created or repaired first).
 
         Its ``rows`` are read after the lock is taken, so they include everything a concurrent
         run committed before releasing it.
@@ -352,7 +350,6 @@ class EmbeddingCache:
             con, rows = self._open_checked(path)
             try:
                 writer = CacheWriter(path, con, rows)
-                self._migrate(folder, writer)
                 yield writer
                 writer.compact()
             finally:
@@ -373,7 +370,7 @@ class EmbeddingCache:
             try:
                 return self._checked(path)
             except DamagedCacheError as exc:
-                self._quarantine(path, str(exc))
+                quarantine(path, str(exc))
         _create(path)
         con = _connect(path)
         return con, _read(path, con)
@@ -395,39 +392,19 @@ class EmbeddingCache:
             con.close()
             raise
 
-    def _quarantine(self, path: Path, reason: str) -> None:
-        """Move a damaged file (and its -wal/-shm) to ``quarantine/`` and say so; lock held."""
-        qdir = path.parent / QUARANTINE
-        qdir.mkdir(exist_ok=True)
-        dest = qdir / f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-        for suffix in ("", "-wal", "-shm"):
-            src = path.with_name(path.name + suffix)
-            if src.exists():
-                os.replace(src, dest.with_name(dest.name + suffix))
-        warnings.warn(f"embedding cache file {path} is damaged ({reason}); moved to {dest}; "
-                      "its sentences will be re-encoded", RuntimeWarning, stacklevel=3)
 
-    def _migrate(self, folder: Path, writer: CacheWriter) -> None:
-        """Import ``shard-*.npz`` files of the previous cache once, then delete them.
-
-        Their keys are read as raw bytes, so digests that ended in NUL bytes (which numpy's
-        ``S20`` strips on access) come back whole and those rows are reused, not re-encoded.
-        Non-finite rows are dropped; unreadable shards are quarantined.
-        """
-        for shard in sorted(folder.glob("shard-*.npz")):
-            try:
-                with np.load(shard) as data:
-                    keys, vecs = data["keys"], np.asarray(data["vectors"], dtype=np.float32)
-                if keys.dtype.itemsize != KEY_BYTES or vecs.ndim != 2 or len(keys) != len(vecs):
-                    raise InvalidInputError(f"keys {keys.dtype} x {len(keys)}, vectors {vecs.shape}")
-            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-                self._quarantine(shard, f"{type(exc).__name__}: {exc}")
-                continue
-            raw = np.ascontiguousarray(keys).tobytes()
-            finite = np.isfinite(vecs).all(axis=1)
-            writer.add_keys([raw[i * KEY_BYTES : (i + 1) * KEY_BYTES] for i in np.flatnonzero(finite)],
-                            vecs[finite])
-            shard.unlink()
+def quarantine(path: Path, reason: str) -> None:
+    """Move a damaged file (and its -wal/-shm) to ``quarantine/`` beside it and say so; call it with
+    the identity's lock held."""
+    qdir = path.parent / QUARANTINE
+    qdir.mkdir(exist_ok=True)
+    dest = qdir / f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    for suffix in ("", "-wal", "-shm"):
+        src = path.with_name(path.name + suffix)
+        if src.exists():
+            os.replace(src, dest.with_name(dest.name + suffix))
+    logger.warning("embedding cache file %s is damaged (%s); moved to %s; its sentences will be re-encoded",
+                   path, reason, dest)
 
 
 #: makes the array a call fills, once the vectors' dimension is known (``np.empty`` by default; the
@@ -507,13 +484,13 @@ class CachingEncoder(Encoder):
                         writer.add_keys([sentence_key(chunk[i]) for i in np.flatnonzero(finite)], vecs[finite])
                         unserved += int((~finite).sum())
             except (CacheWriteError, sqlite3.OperationalError, OSError) as exc:
-                warnings.warn(f"{self.name}: the embedding cache cannot be written ({exc}); the rest is encoded "
-                              "without it", RuntimeWarning, stacklevel=2)
+                logger.warning("%s: the embedding cache cannot be written (%s); the rest is encoded without it",
+                               self.name, exc)
                 for _ in self._encode_missing(sentences, fill, show_progress):
                     pass
             if unserved:
-                warnings.warn(f"{self.name}: {unserved} sentence(s) encoded to non-finite vectors; "
-                              "returned as they are, not cached", RuntimeWarning, stacklevel=2)
+                logger.warning("%s: %d sentence(s) encoded to non-finite vectors; returned as they are, not cached",
+                               self.name, unserved)
         return fill.out
 
     def _encode_missing(self, sentences: Sequence[str], fill: _Filler, show_progress: bool

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import pickle
+import re
 import subprocess
 from pathlib import Path
 
@@ -132,14 +134,15 @@ def mounted(kind: str, target: Path, source: Path | None = None):
         subprocess.run(["umount", "-l", str(target)], capture_output=True)
 
 
-def test_a_full_cache_disk_is_named_and_the_run_goes_on_without_it(project, capsys, data_dir):
+def test_a_full_cache_disk_is_named_and_the_run_goes_on_without_it(project, capsys, data_dir, caplog):
     import json as json_module
 
     with mounted("tmpfs", project / "cache"):
         (project / "cache" / "filler").write_bytes(b"\0" * (200 * 1024))  # leaves too little for the vectors
-        with pytest.warns(RuntimeWarning, match="the embedding cache cannot be written .*disk is full"):
+        with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
             code = main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark,SICKRelatedness",
                          "--cache-dir", "cache", "--quiet"])
+    assert re.search("the embedding cache cannot be written .*disk is full", caplog.text)
     out = capsys.readouterr().out
     assert code == 0 and "cannot rollback" not in out
     stored = json_module.loads((project / "results" / "glove-50d" / "STSBenchmark.json").read_text())
@@ -160,7 +163,7 @@ def test_a_read_only_results_folder_is_reported_per_result_and_the_summary_print
     assert "results in" in out
 
 
-def test_a_cache_database_of_another_identity_is_quarantined_not_served(tmp_path):
+def test_a_cache_database_of_another_identity_is_quarantined_not_served(tmp_path, caplog):
     import numpy as np
 
     from benchharness.evaluation.cache import EmbeddingCache
@@ -169,8 +172,9 @@ def test_a_cache_database_of_another_identity_is_quarantined_not_served(tmp_path
     cache.add("aaaa", ["a dog"], np.ones((1, 3), np.float32))
     cache.add("bbbb", ["a cat"], np.full((1, 3), 2, np.float32))
     (tmp_path / "aaaa" / "embeddings.sqlite").replace(tmp_path / "bbbb" / "embeddings.sqlite")  # planted
-    with pytest.warns(RuntimeWarning, match="holds the vectors of encoder identity aaaa, not bbbb"):
+    with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
         rows = cache.lookup("bbbb")
+    assert "holds the vectors of encoder identity aaaa, not bbbb" in caplog.text
     assert len(rows) == 0  # nothing of encoder aaaa is served as bbbb's
 
 
@@ -208,11 +212,12 @@ def test_a_bad_line_of_a_word_vector_file_is_named_without_a_traceback(project, 
     assert f"{vectors}:2: 1 values, expected 2" in out and "Traceback" not in out
 
 
-def test_a_cache_path_that_is_a_file_is_named_and_the_run_goes_on(project, capsys):
+def test_a_cache_path_that_is_a_file_is_named_and_the_run_goes_on(project, capsys, caplog):
     (project / "cachefile").write_text("not a folder")
-    with pytest.warns(RuntimeWarning, match="the embedding cache cannot be written .*Not a directory"):
+    with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
         assert main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--cache-dir", "cachefile",
                      "--quiet"]) == 0
+    assert re.search("the embedding cache cannot be written .*Not a directory", caplog.text)
     assert (project / "results" / "glove-50d" / "STSBenchmark.json").is_file()
 
 

@@ -1,5 +1,5 @@
 """The embedding cache: exact keys, nothing re-encoded or rewritten on a rerun, damage quarantined,
-a killed run resumes, concurrent runs share work, file modes, non-finite rows refused, npz shards imported.
+a killed run resumes, concurrent runs share work, file modes, non-finite rows refused.
 
 Vectors come from a fake encoder that is a pure function of the text (``fake_vector``), so what
 the cache serves is checked against the encoder's own output computed without the cache.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -153,15 +154,16 @@ def _damage(path: Path, how: str, marker: bytes) -> None:
 
 
 @pytest.mark.parametrize("how", ["truncated", "empty", "zeroed", "flipped-vector", "flipped-header"])
-def test_damaged_database_is_quarantined_and_re_encoded(tmp_path, how):
+def test_damaged_database_is_quarantined_and_re_encoded(tmp_path, how, caplog):
     texts = sentences(300)
     CachingEncoder(FakeEncoder(), EmbeddingCache(tmp_path), chunk_size=100).encode(texts)
     path = db_path(tmp_path)
     assert not path.with_name(DB_NAME + "-wal").exists()  # all committed into the main file
     _damage(path, how, fake_vector(texts[150]).tobytes())
     inner = FakeEncoder()
-    with pytest.warns(RuntimeWarning, match=str(path)):
+    with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
         out = CachingEncoder(inner, EmbeddingCache(tmp_path)).encode(texts)
+    assert [r.levelno for r in caplog.records] == [logging.WARNING] and str(path) in caplog.text
     np.testing.assert_array_equal(out, expected(texts))
     assert sorted(inner.encoded) == sorted(texts)
     quarantined = list((path.parent / "quarantine").iterdir())
@@ -169,51 +171,6 @@ def test_damaged_database_is_quarantined_and_re_encoded(tmp_path, how):
     third = FakeEncoder()  # repaired: the next run reuses everything
     CachingEncoder(third, EmbeddingCache(tmp_path)).encode(texts)
     assert third.calls == []
-
-
-def _old_shard(folder: Path, texts: list[str], name: str) -> Path:
-    """A shard in the npz layout the cache imports: keys as numpy S20, vectors float32."""
-    folder.mkdir(parents=True, exist_ok=True)
-    keys = np.frombuffer(b"".join(hashlib.sha1(s.encode()).digest() for s in texts), dtype="S20")
-    path = folder / name
-    with open(path, "wb") as fh:
-        np.savez(fh, keys=keys, vectors=expected(texts))
-    return path
-
-
-def test_old_shards_are_imported_once_with_their_nul_keys_and_removed(tmp_path):
-    folder = tmp_path / FakeEncoder().identity
-    old = nul_sentences(2) + sentences(20)
-    _old_shard(folder, old[:10], "shard-00000.npz")
-    _old_shard(folder, old[10:], "shard-00001.npz")
-    texts = old + ["new one"]
-    inner = FakeEncoder()
-    np.testing.assert_array_equal(CachingEncoder(inner, EmbeddingCache(tmp_path)).encode(texts), expected(texts))
-    assert inner.calls == [["new one"]]
-    assert not list(folder.glob("shard-*.npz"))
-
-
-@pytest.mark.parametrize("how", ["truncated", "bit-flipped", "empty"])
-def test_damaged_old_shard_is_quarantined_by_name(tmp_path, how):
-    folder = tmp_path / FakeEncoder().identity
-    good, bad = sentences(10, "good"), sentences(10, "bad")
-    _old_shard(folder, good, "shard-00000.npz")
-    shard = _old_shard(folder, bad, "shard-00001.npz")
-    data = bytearray(shard.read_bytes())
-    if how == "truncated":
-        data = data[: len(data) - 100]
-    elif how == "empty":
-        data = bytearray()
-    else:
-        at = data.find(fake_vector(bad[4]).tobytes())
-        data[at] ^= 0x01
-    shard.write_bytes(bytes(data))
-    inner = FakeEncoder()
-    with pytest.warns(RuntimeWarning, match="shard-00001.npz"):
-        out = CachingEncoder(inner, EmbeddingCache(tmp_path)).encode(good + bad)
-    np.testing.assert_array_equal(out, expected(good + bad))
-    assert sorted(inner.encoded) == sorted(bad)
-    assert [p.name.split(".")[0] for p in (folder / "quarantine").iterdir()] == ["shard-00001"]
 
 
 RUNNER = """
@@ -294,7 +251,7 @@ def test_files_get_0666_less_umask(tmp_path, umask):
     assert path.parent.stat().st_mode & 0o777 == 0o777 & ~umask
 
 
-def test_non_finite_rows_are_refused(tmp_path):
+def test_non_finite_rows_are_refused(tmp_path, caplog):
     cache = EmbeddingCache(tmp_path)
     identity = FakeEncoder().identity
     with pytest.raises(ValueError, match="not finite"):
@@ -302,14 +259,17 @@ def test_non_finite_rows_are_refused(tmp_path):
     assert len(cache.lookup(identity)) == 0
     texts = ["fine", "nan! here", "also fine"]
     inner = FakeEncoder()
-    with pytest.warns(RuntimeWarning, match="non-finite"):
+    with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
         out = CachingEncoder(inner, cache).encode(texts)
+    assert "1 sentence(s) encoded to non-finite vectors" in caplog.text
     assert np.isnan(out[1]).all()  # returned as the encoder gave it...
     np.testing.assert_array_equal(out[[0, 2]], expected(["fine", "also fine"]))
     assert set(cache.lookup(identity).index) == {hashlib.sha1(s.encode()).digest() for s in ("fine", "also fine")}
     again = FakeEncoder()  # ...and never served from the cache
-    with pytest.warns(RuntimeWarning, match="non-finite"):
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
         CachingEncoder(again, cache).encode(texts)
+    assert "1 sentence(s) encoded to non-finite vectors" in caplog.text
     assert again.calls == [["nan! here"]]
 
 
