@@ -1,8 +1,11 @@
 """Run manifests: the ``manifest.json`` a trained or tuned run leaves in its folder, and the runs
 folder that registers them by name. Read by the resolver, by training (a run can be a base) and
-by tuning (which writes one)."""
+by tuning (which writes one); written by training (``encoders.methods.manifest``) and tuning.
 
-from __future__ import annotations
+One record type for both kinds of run, here at the bottom layer so that its writers and readers
+share it. (No ``from __future__ import annotations``: ``TypedDict`` sees ``Required`` only in
+evaluated annotations.)
+"""
 
 import json
 from pathlib import Path
@@ -14,19 +17,71 @@ from benchharness.core.specs import EncoderSpec
 MANIFEST = "manifest.json"
 
 
+class CodeVersion(TypedDict):
+    benchharness: str
+    torch: str
+    transformers: str
+    git_commit: str | None
+    git_dirty: bool
+
+
+class Selection(TypedDict, total=False):
+    rule: Required[str]
+    best_step: Required[int | None]
+    best_dev_spearman: float | None
+
+
+class TrainingStats(TypedDict, total=False):
+    steps: Required[int]
+    epochs_completed: Required[int]
+    batches_into_next_epoch: Required[int]
+    stopped_early: Required[bool]
+    train_seconds: Required[float]
+    sentences: Required[int]
+    sentences_per_second: Required[float]
+    device: Required[str]
+    precision: Required[str]
+    torch_threads: Required[int]
+    peak_rss_mib: Required[float]
+    peak_cuda_mib: float
+
+
 class RunManifest(TypedDict, total=False):
-    """The ``manifest.json`` of a trained or tuned run, as far as name resolution reads it
-    (training manifests hold more: the recipe, which results copy into their metadata)."""
+    """The ``manifest.json`` of a run. Every run names its ``encoder``; the rest depends on the kind.
+
+    A trained run (``encoders.methods.manifest.build_manifest``) holds every key up to ``training``: the spec
+    ``{"type": "hf", "model": "model", "pooling": ..., "max_length": ...}`` that makes the folder an
+    encoder, and its provenance (base model and weights, data, every hyper-parameter, the code
+    version, the dev curve and how the saved weights were selected, what the training cost);
+    training adds its ``recipe`` (with the ``command`` that trains it again), a method its own
+    outputs (DefSent+'s plots and round times). A tuned run (``benchharness tune``) holds ``name``,
+    ``encoder``, ``method``, ``base_model``, ``tuning`` and ``date``.
+    """
 
     encoder: Required[EncoderSpec]
     name: str
     method: str
     base_model: str
-    date: str
-    #: a tuned run's dev-set grid and choice (``benchharness tune``)
-    tuning: dict[str, Any]
+    # a trained run's record
+    schema_version: int
+    base_revision: str | None
+    base_weights_sha256: str
+    data: dict[str, Any]
+    hyperparameters: dict[str, Any]
+    code_version: CodeVersion
+    dev_task: str | None
+    dev_curve: list[list[float]]
+    selection: Selection
+    training: TrainingStats
     #: a trained run's recipe, with the ``command`` that trains it
     recipe: dict[str, Any]
+    # written by a method after training (DefSent+'s rounds)
+    entry_space_plot: str
+    entry_space_after_plot: str
+    round_seconds: dict[str, float]
+    #: a tuned run's dev-set grid and choice (``benchharness tune``) and when it was registered
+    tuning: dict[str, Any]
+    date: str
 
 
 def read_manifest(folder: Path) -> RunManifest:

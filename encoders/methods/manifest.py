@@ -3,19 +3,22 @@
 The resolver reads ``name`` and ``encoder`` (the spec ``{"type": "hf", "model": "model", ...}``
 that makes the run folder an encoder); the rest is provenance for whoever reads a result: base
 model and weights, data, every hyper-parameter, the code version, the dev curve and how the saved
-weights were selected, and what the training cost. The record is typed so that every writer
-produces the same keys; ``schema_version`` changes when they change. (No ``from __future__ import
-annotations`` here: ``TypedDict`` sees ``NotRequired`` only in evaluated annotations.)
+weights were selected, and what the training cost. The record's type is the one run manifest
+type (``core.manifests.RunManifest``), which readers of any run share; ``schema_version`` changes
+when the keys written here change.
 """
+
+from __future__ import annotations
 
 import functools
 import json
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import torch
 
 from benchharness.core.atomic import write_json
+from benchharness.core.manifests import CodeVersion, RunManifest, Selection, TrainingStats
 from benchharness.core.provenance import git_state
 from benchharness.core.resources import peak_memory
 from benchharness.encoders import hub
@@ -29,63 +32,6 @@ SCHEMA_VERSION = 1
 #: manifest's hyper-parameters
 NOT_HYPERPARAMETERS = ("base", "out", "data", "name", "device", "threads", "stop_after", "overwrite", "progress",
                        "keep_checkpoint")
-
-
-class CodeVersion(TypedDict):
-    benchharness: str
-    torch: str
-    transformers: str
-    git_commit: str | None
-    git_dirty: bool
-
-
-class Selection(TypedDict):
-    rule: str
-    best_step: int | None
-    best_dev_spearman: NotRequired[float | None]
-
-
-class TrainingStats(TypedDict):
-    steps: int
-    epochs_completed: int
-    batches_into_next_epoch: int
-    stopped_early: bool
-    train_seconds: float
-    sentences: int
-    sentences_per_second: float
-    device: str
-    precision: str
-    torch_threads: int
-    peak_rss_mib: float
-    peak_cuda_mib: NotRequired[float]
-
-
-class EncoderSpec(TypedDict):
-    type: str
-    model: str
-    pooling: str
-    max_length: int
-
-
-class RunManifest(TypedDict):
-    schema_version: int
-    name: str
-    method: str
-    base_model: str
-    base_revision: str | None
-    base_weights_sha256: str
-    data: dict[str, Any]
-    hyperparameters: dict[str, Any]
-    code_version: CodeVersion
-    dev_task: str | None
-    dev_curve: list[list[float]]
-    selection: Selection
-    training: TrainingStats
-    encoder: EncoderSpec
-    # written by a method after training (DefSent+'s rounds)
-    entry_space_plot: NotRequired[str]
-    entry_space_after_plot: NotRequired[str]
-    round_seconds: NotRequired[dict[str, float]]
 
 
 @functools.cache

@@ -211,7 +211,7 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
 def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_bert, tmp_path):
     import subprocess
 
-    from benchharness.encoders.methods.manifest import RunManifest
+    from benchharness.core.manifests import RunManifest
 
     method, source = _simcse(tiny_bert)
     train(method, TEXTS, _config(tmp_path, max_steps=2), data={"name": "x"}, base_source=source)
@@ -219,7 +219,10 @@ def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_ber
     # atomic writes leave no temporary siblings; a completed run drops its checkpoint
     assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert set(manifest) == set(RunManifest.__required_keys__)
+    trained = {"schema_version", "name", "method", "base_model", "base_revision", "base_weights_sha256", "data",
+               "hyperparameters", "code_version", "dev_task", "dev_curve", "selection", "training", "encoder"}
+    assert set(manifest) == trained and trained <= RunManifest.__optional_keys__ | RunManifest.__required_keys__
+    assert RunManifest.__required_keys__ == {"encoder"}  # what a tuned run shares with a trained one
     assert manifest["schema_version"] == 1 and manifest["dev_task"] is None and manifest["dev_curve"] == []
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent).stdout.strip()
