@@ -5,16 +5,19 @@ Pearson and Spearman are computed in NumPy by the very operations ``scipy.stats.
 floats bit for bit (``tests/unit/scoring/test_metrics.py`` checks it against scipy, and every stored STS
 result was re-scored with both), while a run that only scores needs no scipy import: importing
 ``scipy.stats`` took 1.1-1.6 s, most of the 2 s a warm rerun may take (the target). scipy's checks
-are kept: a constant input gives NaN with a warning, an input holding NaN gives NaN.
+are kept: a constant input gives NaN with a warning (logged, where scipy warns), an input holding NaN
+gives NaN.
 """
 
 from __future__ import annotations
 
-import warnings
+import logging
 
 import numpy as np
 
 from benchharness.core.errors import InvalidInputError
+
+logger = logging.getLogger(__name__)
 
 
 def paired_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -49,7 +52,7 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
         dtype = np.dtype(np.float64)
     x, y = x.astype(dtype, copy=False), y.astype(dtype, copy=False)
     if (x == x[0]).all() or (y == y[0]).all():
-        warnings.warn(CONSTANT_INPUT, RuntimeWarning, stacklevel=2)
+        logger.warning(CONSTANT_INPUT)
         return float("nan")
     xmean = np.mean(x, axis=-1, keepdims=True)
     ymean = np.mean(y, axis=-1, keepdims=True)
@@ -89,7 +92,7 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     if a.shape[0] <= 1:
         return float("nan")
     if (a[:, 0][0] == a[:, 0]).all() or (a[:, 1][0] == a[:, 1]).all():
-        warnings.warn(CONSTANT_INPUT, RuntimeWarning, stacklevel=2)
+        logger.warning(CONSTANT_INPUT)
         return float("nan")
     if np.issubdtype(a.dtype, np.floating) and np.isnan(np.max(a)):
         return float("nan")  # nan_policy='propagate'

@@ -12,9 +12,9 @@ trains the recipe.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -34,6 +34,8 @@ from benchharness.training.recipes import (
     with_round,
 )
 from benchharness.training.runstore import RunStore, portable
+
+logger = logging.getLogger(__name__)
 
 #: builds a run's dev evaluation (``benchharness.training.dev_eval.for_training``);
 #: see ``benchharness.encoders.methods.launch``
@@ -287,9 +289,8 @@ def train_in_store(recipe: Recipe, *, dev: DevFactory | None, runtime: dict[str,
             return store.encoder_folder(recipe)
         store.clear_unresumable(recipe)
         resuming = any((f / "checkpoint").exists() for f in store.output_folders(recipe))
-        print(f"{'resuming' if resuming else 'training'} {recipe.display_name} ({recipe.summary()}; "
-              f"key {recipe.key}) in {store.folder(recipe)}: {estimate(recipe, book, runtime.get('device'))}",
-              file=sys.stderr)
+        logger.info("%s %s (%s; key %s) in %s: %s", "resuming" if resuming else "training", recipe.display_name,
+                    recipe.summary(), recipe.key, store.folder(recipe), estimate(recipe, book, runtime.get("device")))
         store.write_recipe(recipe)
         train_into(recipe, store.out(recipe), dev=dev, runtime=runtime, store=store)
     return store.encoder_folder(recipe)

@@ -19,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import shutil
-import sys
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
+
+logger = logging.getLogger(__name__)
 
 RECIPE_FILE = "recipe.json"
 LOCK_FILE = ".lock"
@@ -107,9 +109,9 @@ class RunStore:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                print(f"waiting for another process that trains {recipe.display_name} ({folder}) until it finishes, "
-                      "with no time limit (its progress is in the run's metrics.jsonl); Ctrl-C stops only this "
-                      "wait, the other process goes on", file=sys.stderr)
+                logger.info("waiting for another process that trains %s (%s) until it finishes, with no time "
+                            "limit (its progress is in the run's metrics.jsonl); Ctrl-C stops only this wait, the "
+                            "other process goes on", recipe.display_name, folder)
                 fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield

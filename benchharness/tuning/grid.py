@@ -13,6 +13,7 @@ Only dev splits are accepted: tuning on a test split would leak its labels into 
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,6 +31,8 @@ from benchharness.evaluation.embeddings import EmbeddingStore
 from benchharness.evaluation.resolver import Resolver
 from benchharness.evaluation.runner import DEFAULT_SEED
 from benchharness.training.dev_eval import DEV_TASK
+
+logger = logging.getLogger(__name__)
 
 
 def parse_grid(text: str) -> list[float]:
@@ -106,7 +109,8 @@ def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], options: di
     for key, option in options.items():
         values = sorted({p[key] for p in scored})
         if len(values) > 1 and best[key] == values[-1]:
-            print(f"note: the best {key}={format_number(best[key])} is the largest in the grid; widen it with {option}")
+            logger.warning("the best %s=%s is the largest in the grid; widen it with %s", key,
+                           format_number(best[key]), option)
 
 
 def register(name: str, spec: str, post: str, base: str, task: str, scored: list[dict[str, Any]],

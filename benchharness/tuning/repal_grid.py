@@ -8,9 +8,12 @@ in steps of 0.05 (small values matter: on sentence-trained encoders the best l1 
 from __future__ import annotations
 
 import argparse
+import logging
 
 from benchharness.core.flag_types import positive_int
 from benchharness.tuning import grid as tuning
+
+logger = logging.getLogger(__name__)
 
 HELP = "grid over RepAL's l1, l2 on STS-B dev; registers the best as <encoder>+repal-tuned"
 
@@ -45,8 +48,8 @@ def main(args: argparse.Namespace) -> int:
     registry, data = tuning.setup(args)
     scorer = tuning.DevScorer(args.task, data)
     repal = registry.get(composition(args, 0.0, 0.0))
-    print(f"encoding {len(scorer.sentences)} {args.task} sentences and their masked forms with {args.encoder}; "
-          f"v_mean over {args.fit}")
+    logger.info("encoding %d %s sentences and their masked forms with %s; v_mean over %s", len(scorer.sentences),
+                args.task, args.encoder, args.fit)
     fx, fx_star, v_mean = repal.components(scorer.sentences, show_progress=True)
     points = [{"l1": a, "l2": b} for a in tuning.parse_grid(args.l1) for b in tuning.parse_grid(args.l2)]
     scored = tuning.grid_search(points, lambda p: refine(fx, fx_star, v_mean, p["l1"], p["l2"]), scorer)
@@ -60,5 +63,6 @@ def main(args: argparse.Namespace) -> int:
                            {"base_score": bare, "keywords": args.keywords, "fit": args.fit, "tfidf": args.tfidf})
     print(f"{args.task} {scorer.task.metadata.main_score}: {args.encoder} {bare:.2f} -> best {best['score']:.2f} "
           f"at l1={tuning.format_number(best['l1'])}, l2={tuning.format_number(best['l2'])}")
-    print(f"registered {name!r} = {spec} ({path}); evaluate it with: benchharness run --encoders '{name}' --tasks sts")
+    logger.info("registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
+                name, spec, path, name)
     return 0

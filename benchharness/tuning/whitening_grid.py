@@ -4,9 +4,12 @@ reduced k, e.g. 256 of 768)."""
 from __future__ import annotations
 
 import argparse
+import logging
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.tuning import grid as tuning
+
+logger = logging.getLogger(__name__)
 
 HELP = "grid over whitening's k on STS-B dev; registers the best as <encoder>+whitening-tuned"
 
@@ -39,5 +42,7 @@ def main(args: argparse.Namespace) -> int:
     spec = f"{args.encoder}+whitening({params})" if params else f"{args.encoder}+whitening"
     name = args.name or f"{args.encoder}+whitening-tuned"
     path = tuning.register(name, spec, "whitening", args.encoder, args.task, scored, best, {"fit": args.fit})
-    print(f"best k={best['k']} ({best['score']:.2f}); registered {name!r} = {spec} ({path})")
+    print(f"best k={best['k']} ({best['score']:.2f})")
+    logger.info("registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
+                name, spec, path, name)
     return 0

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import logging
 import os
 import shlex
 import subprocess
@@ -44,6 +45,8 @@ import torch.distributed as dist
 from torch import nn
 
 from benchharness.core.errors import InvalidInputError
+
+logger = logging.getLogger(__name__)
 
 #: the variables torchrun sets in every process it starts
 ENVIRONMENT = ("WORLD_SIZE", "RANK", "LOCAL_RANK")
@@ -306,8 +309,8 @@ def barrier(ctx: Context | None) -> None:
 def launch(nproc: int, module: str, argv: list[str]) -> int:
     """Run ``python -m <module> <argv>`` in ``nproc`` processes on this machine through torchrun
     (:func:`torchrun`, in a process of its own) and wait; returns torchrun's exit status."""
-    print(f"data-parallel training in {nproc} processes: torchrun --standalone --nproc-per-node {nproc} "
-          f"-m {module} {shlex.join(argv)}", file=sys.stderr, flush=True)
+    logger.info("data-parallel training in %d processes: torchrun --standalone --nproc-per-node %d -m %s %s",
+                nproc, nproc, module, shlex.join(argv))
     return subprocess.run([sys.executable, "-m", __name__, str(nproc), module, *argv], check=False).returncode
 
 

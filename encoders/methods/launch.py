@@ -8,6 +8,7 @@ dev evaluation without one is refused by the loop rather than silently trained w
 
 from __future__ import annotations
 
+import logging
 import shlex
 from typing import Any, Callable, Protocol, Sequence
 
@@ -22,6 +23,8 @@ from benchharness.encoders.methods.base_model import base_folder
 from benchharness.encoders.methods.loop import TrainResult, total_steps, train
 from benchharness.encoders.methods.method import TrainingMethod
 from benchharness.encoders.methods.train_config import TrainConfig
+
+logger = logging.getLogger(__name__)
 
 
 class DevEvaluation(Protocol):
@@ -58,16 +61,17 @@ def train_with_dev(method: TrainingMethod, examples: Sequence[Any], config: Trai
 
 
 def report(result: TrainResult) -> int:
-    """Print what a finished (or paused) run produced; the CLI exit status."""
+    """Log what a finished (or paused) run produced (at info: the command line shows it); the CLI
+    exit status."""
     if not result.completed or result.manifest is None:
         return 0
     m = result.manifest
     t = m["training"]
-    print(f"trained {m['name']} ({m['method']} on {m['base_model']}): {t['steps']} steps, "
-          f"{t['train_seconds']} s, {t['sentences_per_second']} sentences/s, peak RSS {t['peak_rss_mib']} MiB")
+    logger.info("trained %s (%s on %s): %s steps, %s s, %s sentences/s, peak RSS %s MiB", m["name"], m["method"],
+                m["base_model"], t["steps"], t["train_seconds"], t["sentences_per_second"], t["peak_rss_mib"])
     if result.best_dev is not None:
-        print(f"best STS-B dev spearman {result.best_dev:.2f} at step {result.best_step}")
+        logger.info("best STS-B dev spearman %.2f at step %s", result.best_dev, result.best_step)
     # the folder itself always resolves (its manifest.json), wherever it is; its name only under the runs folder
-    print(f"encoder registered: {result.out} ({m['name']}); evaluate it with: benchharness run --encoders "
-          f"{shlex.quote(str(result.out))} --tasks sts")
+    logger.info("encoder registered: %s (%s); evaluate it with: benchharness run --encoders %s --tasks sts",
+                result.out, m["name"], shlex.quote(str(result.out)))
     return 0

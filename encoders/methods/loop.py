@@ -26,6 +26,7 @@ evaluator (``benchharness.training.dev_eval``), so a dev score is the one the ha
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import sys
@@ -60,6 +61,8 @@ from benchharness.encoders.methods.resume import (
 )
 from benchharness.encoders.methods.train_config import TrainConfig
 from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
+
+logger = logging.getLogger(__name__)
 
 #: a dev evaluation: the encoder being trained -> its score, higher is better
 DevScore = Callable[[nn.Module], float]
@@ -218,7 +221,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
         state = load_checkpoint(resume_from, config, method, optimizer, scheduler, scaler,
                                 ctx.rank if ctx is not None else 0)
         if main:
-            print(f"resuming {out} at step {state['step']}/{steps}", file=sys.stderr)
+            logger.info("resuming %s at step %d/%d", out, state["step"], steps)
     # DDP copies rank 0's parameters to every rank here (the same ones: same base, seed and checkpoint)
     model = data_parallel.wrap(method, ctx) if ctx is not None else method
 
@@ -315,7 +318,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
         checkpoint()
         data_parallel.barrier(ctx)
         if main:
-            print(f"stopped after step {state['step']}; rerun the same command to resume", file=sys.stderr)
+            logger.info("stopped after step %d; rerun the same command to resume", state["step"])
         return TrainResult(out, state["step"], False, state["best_step"], state["best_dev"], None)
 
     manifest = data_parallel.from_main(lambda: finish(method, config, state, data, base_source, dev, dev_task,

@@ -6,6 +6,7 @@ interrupted one. The method (pooler, frozen entry head, loss) is ``benchharness.
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
 import time
 from pathlib import Path
@@ -50,6 +51,8 @@ from benchharness.encoders.methods.train_config import (
     config_from_options,
     resolve_options,
 )
+
+logger = logging.getLogger(__name__)
 
 HELP = "DefSent+: definitions classified into frozen entry embeddings, progressive separate training"
 
@@ -200,7 +203,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     for r in range(1, run.rounds + 1):
         out = base_config.out.with_name(f"{base_config.out.name}-r{r}")
         if (out / "manifest.json").exists() and not base_config.overwrite:
-            print(f"round {r}: {out} is finished; reusing it (pass --overwrite to retrain every round)")
+            logger.info("round %d: %s is finished; reusing it (pass --overwrite to retrain every round)", r, out)
             previous = out / "model"
             continue
         t_round = time.perf_counter()
@@ -209,7 +212,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
             encoder, tokenizer, source = load_base(base_config.base)
         builder = encoder if previous is None else load_base(str(previous))[0]
         builder.to(device)
-        print(f"round {r}: entry embeddings ({run.entry_type.upper()}) with {previous or base_config.base}")
+        logger.info("round %d: entry embeddings (%s) with %s", r, run.entry_type.upper(), previous or base_config.base)
         # every rank of a data-parallel run builds the same matrix (DDP then copies rank 0's once); one bar
         matrix = entry_embeddings(builder, tokenizer, dictionary, run.entry_type, base_config.max_length,
                                   run.entry_batch_size, device, precision,
@@ -239,7 +242,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
             update_manifest(out, entry_space_plot="entry_space.png",
                             round_seconds={"entry_embeddings": round(entry_seconds, 1),
                                            "total": round(time.perf_counter() - t_round, 1)})
-            print(f"round {r}: registered {name}-r{r} ({out}); {time.perf_counter() - t_round:.0f} s")
+            logger.info("round %d: registered %s-r%d (%s); %.0f s", r, name, r, out, time.perf_counter() - t_round)
         previous = out / "model"
         encoder = None
     if not data_parallel.is_main():
@@ -251,11 +254,10 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
         plot_entry_space(matrix, previous.parent / "entry_space_after.png",
                          f"{name} after round {run.rounds}: {run.entry_type.upper()} entry space")
         update_manifest(previous.parent, entry_space_after_plot="entry_space_after.png")
-    print(f"DefSent+ done in {time.perf_counter() - started:.0f} s: "
-          + ", ".join(f"{name}-r{r}" for r in range(1, run.rounds + 1))
-          + "; evaluate them with: benchharness run --encoders "
-          + shlex.quote(",".join(str(base_config.out.with_name(f"{base_config.out.name}-r{r}"))
-                                 for r in range(1, run.rounds + 1))) + " --tasks sts")
+    logger.info("DefSent+ done in %.0f s: %s; evaluate them with: benchharness run --encoders %s --tasks sts",
+                time.perf_counter() - started, ", ".join(f"{name}-r{r}" for r in range(1, run.rounds + 1)),
+                shlex.quote(",".join(str(base_config.out.with_name(f"{base_config.out.name}-r{r}"))
+                                     for r in range(1, run.rounds + 1))))
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -284,10 +285,12 @@ def test_fit_corpus_reports_test_sentences(data_dir):
 
 
 @needs_data("senteval/STS/STSBenchmark/sts-dev.csv")
-def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatch, capsys, data_dir):
+def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatch, caplog, data_dir):
     import argparse
 
     from benchharness.tuning import repal_grid as tune_repal
+
+    caplog.set_level(logging.INFO, logger="benchharness")
 
     (tmp_path / "benchharness.toml").write_text('[paths]\nruns_dir = "runs"\ncache_dir = "cache"\n')
     monkeypatch.chdir(tmp_path)
@@ -318,7 +321,7 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
         va, vb = encoder.encode(a).astype(np.float64), encoder.encode(b).astype(np.float64)
         cos = (va * vb).sum(1) / np.linalg.norm(va, axis=1) / np.linalg.norm(vb, axis=1)
         assert spearmanr(cos, gold).correlation * 100 == pytest.approx(best["score"], abs=1e-3)
-        assert "registered 'tiny-tuned'" in capsys.readouterr().out
+        assert "registered 'tiny-tuned'" in caplog.text
     finally:
         config.load_config.cache_clear()
 

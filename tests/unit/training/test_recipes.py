@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -164,7 +165,8 @@ def test_recipe_file_errors_name_the_file_recipe_and_option(tmp_path):
         recipes.read_book(path).get("bad")
 
 
-def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, capsys):
+def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="benchharness")
     recipe = book.get("tiny")
     folder = on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
     assert folder == store.root / "simcse" / recipe.key / "run"
@@ -172,7 +174,7 @@ def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, capsys):
     assert manifest["training"]["steps"] == 3 and manifest["recipe"]["key"] == recipe.key
     assert manifest["recipe"]["options"] == recipe.options and manifest["name"] == "tiny"
     assert json.loads((folder.parent / "recipe.json").read_text())["key"] == recipe.key
-    assert f"training tiny (simcse on {recipe.base}" in capsys.readouterr().err
+    assert f"training tiny (simcse on {recipe.base}" in caplog.text
 
     def no_training(*args, **kwargs):
         raise AssertionError("trained a recipe that has a finished run")
@@ -184,14 +186,15 @@ def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, capsys):
     assert recipes.stored_recipe(store, recipe.key, book).key == recipe.key
 
 
-def test_an_interrupted_run_resumes_at_the_next_request(book, store, capsys):
+def test_an_interrupted_run_resumes_at_the_next_request(book, store, caplog):
+    caplog.set_level(logging.INFO, logger="benchharness")
     recipe = book.get("tiny")
     on_demand.train_in_store(recipe, dev=constant_dev, runtime={"quiet": True, "stop_after": 1}, store=store, book=book)
     assert not store.finished(recipe) and (store.out(recipe) / "checkpoint" / "state.pt").is_file()
-    capsys.readouterr()
+    assert "stopped after step 1; rerun the same command to resume" in caplog.text
+    caplog.clear()
     folder = on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
-    err = capsys.readouterr().err
-    assert "resuming tiny" in err and "at step 1/3" in err
+    assert "resuming tiny" in caplog.text and "at step 1/3" in caplog.text
     steps = [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
     assert steps[-1] == 3
     assert json.loads((folder / "manifest.json").read_text())["training"]["steps"] == 3
