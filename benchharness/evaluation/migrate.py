@@ -97,8 +97,8 @@ def migrate_results(root: Path, report: MigrationReport) -> None:
         if not any(folder.name == legacy_slug(e) != slug(e) for e in encoders):
             continue  # the current layout, or a folder this version never wrote
         if len(encoders) != 1:
-            report.kept.append((folder.name, f"holds results of {len(encoders)} encoders: "
-                                f"{', '.join(sorted(encoders))}"))
+            owners = ", ".join(sorted(encoders))
+            report.kept.append((folder.name, f"holds results of {len(encoders)} encoders: {owners}"))
             continue
         (encoder,) = encoders
         new = slug(encoder)
