@@ -19,8 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from benchharness import tasks
     from benchharness.cli.options import result_store
-    from benchharness.reporting.compare import compare, render
+    from benchharness.reporting.compare import compare_stored, render
 
-    rows = compare(result_store(args), args.a, args.b, tasks.resolve(args.tasks), args.resamples, args.seed)
+    rows = compare_stored(result_store(args), args.a, args.b, tasks.resolve(args.tasks), args.resamples, args.seed)
     print(render(rows, args.a, args.b))
     return 0

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchharness.cli.options import add_data_options, result_store, results_root
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import non_negative_int, positive_float, positive_int
 from benchharness.core.settings import load_config
+
+if TYPE_CHECKING:
+    from benchharness.core.task import Task
+    from benchharness.evaluation.results import Results
+    from benchharness.evaluation.run_settings import RunSettings
 
 HELP = "evaluate encoders on tasks and store one result per pair"
 
@@ -29,7 +35,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedding-memory", type=positive_float, metavar="MIB",
                    help="an encoder's vectors larger than this (MiB) go to a file beside the cache and are read a "
                         "block at a time (default 4096)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--verify", action="store_true",
                    help="recompute everything from scratch (no cache, nothing stored) and check that it reproduces "
                         "the stored results within the regression tolerance; exit 1 if not")
@@ -50,78 +55,82 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_data_options(p)
 
 
-def main(args: argparse.Namespace) -> int:
-    from benchharness import tasks
-    from benchharness.core.specs import split_outside_parentheses
-    from benchharness.evaluation.evaluate import evaluate
+def settings_from(args: argparse.Namespace) -> RunSettings:
+    """The run's one settings value, from its flags (checked here, before any model loads)."""
+    from benchharness.evaluation.run_settings import DEFAULT_MEMORY_MIB, RunSettings
 
-    task_names = tasks.resolve(args.tasks)
-    if not task_names:
-        raise InvalidInputError(f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
-                                "(see `benchharness list tasks`)")
-    encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
-    if not encoder_names:
-        raise InvalidInputError(f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "
-                                "(see `benchharness list encoders`)")
-    options = {"batch_size": args.batch_size, "device": args.device, "seed": args.seed, "data_dir": args.data_dir,
-               "verify_data": not args.no_verify, "train": not args.no_train, "show_progress": not args.quiet,
-               "log": print}
     distributed = args.executor == "ray" or args.encode_actors
     if args.verify and distributed:
         raise InvalidInputError("--verify recomputes in this process; leave out --executor ray and --encode-actors")
     if args.address and not distributed:
         raise InvalidInputError("--address names a Ray cluster for --executor ray or --encode-actors; give one of them")
-    if args.verify:
-        return _verify(encoder_names, task_names, options, args)
-    results_dir = results_root(args)
-    cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
-    if args.encode_actors and cache_dir is None:
-        raise InvalidInputError("--encode-actors fills the embedding cache; leave out --no-cache")
     if args.executor == "ray" and args.encode_actors:
         raise InvalidInputError("--executor ray already spreads the encoders over the cluster; --encode-actors spreads "
                                 "one encoder's sentences: choose one")
-    memory = {} if args.embedding_memory is None else {"embedding_memory_mib": args.embedding_memory}
+    if args.encode_actors and args.no_cache:
+        raise InvalidInputError("--encode-actors fills the embedding cache; leave out --no-cache")
+    results_dir = None if args.verify else results_root(args)
+    if results_dir is not None and results_dir.exists() and not results_dir.is_dir():
+        raise InvalidInputError(f"--results-dir {results_dir} is a file; give a folder")
+    cache_dir = None if args.no_cache or args.verify else (
+        Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
+    return RunSettings(device=args.device, batch_size=args.batch_size, seed=args.seed,
+                       overwrite="always" if args.verify else args.overwrite, results_dir=results_dir,
+                       cache_dir=cache_dir, data_dir=args.data_dir, verify_data=not args.no_verify,
+                       train=not args.no_train, add_items=args.add_items, show_progress=not args.quiet,
+                       embedding_memory_mib=args.embedding_memory or DEFAULT_MEMORY_MIB,
+                       encode_actors=args.encode_actors or 0, ray_address=args.address)
+
+
+def main(args: argparse.Namespace) -> int:
+    from benchharness.core.specs import split_outside_parentheses
+    from benchharness.evaluation.evaluate import evaluate_with, resolve_tasks
+
+    encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
+    if not encoder_names:
+        raise InvalidInputError(f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "
+                                "(see `benchharness list encoders`)")
+    if not args.tasks.strip(" ,"):
+        raise InvalidInputError(f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
+                                "(see `benchharness list tasks`)")
+    settings = settings_from(args)
+    selected = resolve_tasks(args.tasks)
+    if args.verify:
+        return _verify(encoder_names, selected, settings, args)
     if args.executor == "ray":
-        results = _sweep(encoder_names, task_names, options, args, results_dir, cache_dir, memory)
+        results = _sweep(encoder_names, selected, settings)
     else:
-        actors = {"encode_actors": args.encode_actors, "ray_address": args.address} if args.encode_actors else {}
-        results = evaluate(encoder_names, task_names, overwrite=args.overwrite, results_dir=results_dir,
-                           cache_dir=cache_dir, add_items=args.add_items, **options, **memory, **actors)
+        results = evaluate_with(settings, encoder_names, selected)
     print(results.table())
-    print(f"results in {Path(results_dir).absolute()}")
+    print(f"results in {settings.results_dir.absolute()}")
     return 1 if results.failed else 0
 
 
-def _sweep(encoder_names: list[str], task_names: list[str], options: dict, args: argparse.Namespace,
-           results_dir: Path, cache_dir: Path | None, memory: dict):
+def _sweep(encoder_names: list[str], selected: list[Task], settings: RunSettings) -> Results:
     """``--executor ray``: the names checked here, before any worker starts, then the sweep."""
     from benchharness.core.data_root import DataRoot
-    from benchharness.evaluation.embeddings import DEFAULT_MEMORY_MIB
     from benchharness.evaluation.run_resolver import resolver_for
     from benchharness.evaluation.sweep import sweep
 
-    data = DataRoot(options["data_dir"], verify=False)
-    resolver = resolver_for({}, data)
+    data = DataRoot(settings.data_dir, verify=False)
+    resolver = resolver_for(settings, data)
     for name in encoder_names:
         resolver.check(name)
-    settings = {**{k: v for k, v in options.items() if k not in ("log", "show_progress")},
-                "data_dir": str(data.root.absolute()),
-                "overwrite": args.overwrite, "add_items": args.add_items, "intervals": True,
-                "cache_dir": None if cache_dir is None else str(Path(cache_dir).absolute()),
-                "embedding_memory_mib": memory.get("embedding_memory_mib", DEFAULT_MEMORY_MIB)}
-    return sweep(encoder_names, task_names, settings, Path(results_dir), address=args.address)
+    absolute = {key: None if getattr(settings, key) is None else getattr(settings, key).absolute()
+                for key in ("results_dir", "cache_dir")}
+    return sweep(encoder_names, selected, settings.but(data_dir=data.root.absolute(), **absolute))
 
 
-def _verify(encoder_names: list[str], task_names: list[str], options: dict, args: argparse.Namespace) -> int:
-    """``run --verify``: encode and evaluate afresh, in memory (the embedding cache is bypassed, so
-    the models really run), then compare each result with the stored one."""
+def _verify(encoder_names: list[str], selected: list[Task], settings: RunSettings, args: argparse.Namespace) -> int:
+    """``run --verify``: encode and evaluate afresh, in memory (no embedding cache, so the models
+    really run, and nothing stored), then compare each result with the stored one."""
     from tabulate import tabulate
 
-    from benchharness.evaluation.evaluate import evaluate
+    from benchharness.evaluation.evaluate import evaluate_with
     from benchharness.evaluation.verify import TOLERANCE, compare
 
     store = result_store(args)
-    fresh = evaluate(encoder_names, task_names, overwrite="always", **options)
+    fresh = evaluate_with(settings, encoder_names, selected)
     checks = [compare(store.load(r.encoder, r.task), r) for r in fresh]
     rows = [[c.encoder, c.task, "" if c.stored is None else f"{c.stored:.2f}", f"{c.fresh:.2f}",
              "" if c.max_deviation is None else f"{c.max_deviation:.4f}", c.verdict] for c in checks]

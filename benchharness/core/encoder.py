@@ -8,10 +8,12 @@ exactly the model that produced them.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -20,6 +22,34 @@ def stable_hash(obj: Any) -> str:
     """sha256 of a JSON rendering with sorted keys: the same settings give the same fingerprint."""
     blob = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+#: fingerprints computed in the current evaluation call, by the object they fingerprint; None outside one
+_SCOPE: contextvars.ContextVar[dict[int, tuple[Any, str]] | None] = contextvars.ContextVar(
+    "benchharness_identity_scope", default=None)
+
+
+@contextlib.contextmanager
+def identity_scope() -> Iterator[None]:
+    """One evaluation call: within it, an expensive fingerprint (every weight of a model in memory)
+    is computed once however often the run, the cache and the post-processors ask for an identity.
+    Outside a scope nothing is remembered, so weights changed between calls are seen."""
+    token = _SCOPE.set({})
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def scoped_fingerprint(obj: Any, compute: Callable[[], str]) -> str:
+    """``compute()``, remembered for ``obj`` until the current ``identity_scope`` ends."""
+    memo = _SCOPE.get()
+    if memo is None:
+        return compute()
+    held = memo.get(id(obj))
+    if held is None or held[0] is not obj:  # the object is kept, so its id cannot be reused meanwhile
+        held = memo[id(obj)] = (obj, compute())
+    return held[1]
 
 
 class Encoder(ABC):

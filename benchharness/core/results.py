@@ -24,9 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, TypedDict
+from typing import Any, Iterator, Protocol, TypedDict
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
@@ -81,7 +81,7 @@ def slug(name: str) -> str:
     ``@`` never occurs in a plain folder, so a plain name cannot meet a hashed one, and two hashed
     names meet only if their digests do; capitals are hashed so that names differing in case stay
     apart on case-insensitive file systems too. ``legacy_slug`` is the mapping of results stored
-    before, which ``ResultStore`` moves on first use.
+    before (``benchharness data migrate`` moves such folders).
     """
     if _PLAIN.fullmatch(name) and name.strip(".") and len(name) <= SLUG_MAX:
         return name
@@ -123,20 +123,75 @@ class Result:
     items: dict[str, Any] | None = None  # ItemsRecord of the per-item outputs file, if kept
     confidence: dict[str, Any] | None = None  # bootstrap intervals (benchharness.scoring.confidence)
     schema_version: int = SCHEMA_VERSION
+    #: the per-item outputs themselves, when this result was computed in this process (a result
+    #: read from a file links them through ``items`` instead); never written into the JSON
+    per_item: Evaluation | None = field(default=None, repr=False, compare=False, metadata={"stored": False})
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The JSON record: every stored field, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in STORED_FIELDS}
 
     def fingerprint(self) -> tuple[str, str, str]:
         """What must match for a stored result to stand for a fresh one."""
         return fingerprint(self.encoder_identity.get("hash", ""), self.data.get("sha256", ""), self.protocol)
 
 
+#: the fields a result file holds (``per_item`` lives in memory only)
+STORED_FIELDS = tuple(f for f in fields(Result) if f.metadata.get("stored", True))
+
+
 def fingerprint(identity: str, data_sha256: str, protocol: ProtocolRecord) -> tuple[str, str, str]:
     return identity, data_sha256, json.dumps(protocol, sort_keys=True, default=str)
 
 
+class ResultSink(Protocol):
+    """Where a run keeps its results and finds those it may reuse: the on-disk ``ResultStore``,
+    or ``MemoryStore`` (a Ray unit's private copy). A run given none stores and reuses nothing."""
+
+    def load(self, encoder: str, task: str) -> Result | None: ...
+
+    def save(self, result: Result) -> None: ...
+
+    def has_items(self, result: Result) -> bool: ...
+
+    def load_items(self, result: Result) -> Evaluation: ...
+
+
+def items_of(result: Result, store: ResultSink | None) -> Evaluation:
+    """A result's per-item outputs: those it carries, else those its store keeps."""
+    from benchharness.core.items import MissingItemsError
+
+    if result.per_item is not None:
+        return result.per_item
+    if store is None:
+        raise MissingItemsError(f"the result of {result.encoder} on {result.task} carries no per-item outputs "
+                                "and comes from no results folder")
+    return store.load_items(result)
+
+
+class MemoryStore:
+    """Results held in memory, keyed by encoder and task, with their per-item outputs attached:
+    the same reuse decisions as a folder, without one."""
+
+    def __init__(self, results: list[Result] | None = None) -> None:
+        self._results = {(r.encoder, r.task): r for r in results or []}
+
+    def load(self, encoder: str, task: str) -> Result | None:
+        return self._results.get((encoder, task))
+
+    def save(self, result: Result) -> None:
+        self._results[(result.encoder, result.task)] = result
+
+    def has_items(self, result: Result) -> bool:
+        return result.per_item is not None and bool(result.per_item.items)
+
+    def load_items(self, result: Result) -> Evaluation:
+        return items_of(result, None)
+
+
 class ResultStore:
+    """Result files under ``root``, one JSON per (encoder, task) with its per-item outputs beside it."""
+
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         #: per-item outputs already read, by file and digest: the leaderboard's marks, the report's
@@ -150,7 +205,65 @@ class ResultStore:
         if folder in RESERVED_FOLDERS:
             raise InvalidInputError(f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "
                              "register the encoder under another name")
-        self._move_legacy(encoder, folder)
+        return self.root / folder / f"{task}.json"
+
+    def load(self, encoder: str, task: str) -> Result | None: ...
+
+    def save(self, result: Result) -> None: ...
+
+    def has_items(self, result: Result) -> bool: ...
+
+    def load_items(self, result: Result) -> Evaluation: ...
+
+
+def items_of(result: Result, store: ResultSink | None) -> Evaluation:
+    """A result's per-item outputs: those it carries, else those its store keeps."""
+    from benchharness.core.items import MissingItemsError
+
+    if result.per_item is not None:
+        return result.per_item
+    if store is None:
+        raise MissingItemsError(f"the result of {result.encoder} on {result.task} carries no per-item outputs "
+                                "and comes from no results folder")
+    return store.load_items(result)
+
+
+class MemoryStore:
+    """Results held in memory, keyed by encoder and task, with their per-item outputs attached:
+    the same reuse decisions as a folder, without one."""
+
+    def __init__(self, results: list[Result] | None = None) -> None:
+        self._results = {(r.encoder, r.task): r for r in results or []}
+
+    def load(self, encoder: str, task: str) -> Result | None:
+        return self._results.get((encoder, task))
+
+    def save(self, result: Result) -> None:
+        self._results[(result.encoder, result.task)] = result
+
+    def has_items(self, result: Result) -> bool:
+        return result.per_item is not None and bool(result.per_item.items)
+
+    def load_items(self, result: Result) -> Evaluation:
+        return items_of(result, None)
+
+
+class ResultStore:
+    """Result files under ``root``, one JSON per (encoder, task) with its per-item outputs beside it."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        #: per-item outputs already read, by file and digest: the leaderboard's marks, the report's
+        #: significance matrix and the protocol spread each ask for the same ones
+        self._items: dict[tuple[Path, str], Evaluation] = {}
+
+    def path(self, encoder: str, task: str) -> Path:
+        if not task.strip(".") or any(c in task for c in "/\\\0"):
+            raise InvalidInputError(f"task name {task!r} cannot name a result file (separators, NUL, '.' or '..')")
+        folder = slug(encoder)
+        if folder in RESERVED_FOLDERS:
+            raise InvalidInputError(f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "
+                             "register the encoder under another name")
         return self.root / folder / f"{task}.json"
 
     def _move_legacy(self, encoder: str, folder: str) -> None:
@@ -178,25 +291,29 @@ class ResultStore:
                                       "treated as not stored")
         return result
 
-    def save(self, result: Result, evaluation: Evaluation | None = None) -> Path:
-        """Write atomically (``benchharness.core.atomic``): a reader never sees half a file. With an
-        ``evaluation`` that kept items, they are written first and linked from the JSON."""
+    def save(self, result: Result) -> None:
+        """Write atomically (``benchharness.core.atomic``): a reader never sees half a file. The
+        per-item outputs the result carries are written first and linked from the JSON."""
         p = self.path(result.encoder, result.task)
-        if evaluation is not None and evaluation.items:
+        record = result.items
+        if result.per_item is not None and result.per_item.items:
             from benchharness.core.items import save_items  # numpy: not needed to read results
 
-            result.items = dict(save_items(p, evaluation))
-        write_json(p, result.to_dict())
-        return p
+            record = dict(save_items(p, result.per_item))
+        write_json(p, {**result.to_dict(), "items": record})
+        result.items = record
 
     def has_items(self, result: Result) -> bool:
         """Whether the result links a per-item outputs file that is there."""
         return bool(result.items) and (self.path(result.encoder, result.task).with_name(result.items["file"])).exists()
 
     def load_items(self, result: Result) -> Evaluation:
-        """The per-item outputs of a stored result; the error names the command that produces them."""
+        """The per-item outputs of a result (those it carries, else its stored file's); the error
+        names the command that produces them."""
         from benchharness.core.items import load_items
 
+        if result.per_item is not None:
+            return result.per_item
         path = self.path(result.encoder, result.task)
         key = (path, str((result.items or {}).get("sha256")))
         if key not in self._items:
@@ -250,9 +367,9 @@ def read_result(path: Path) -> Result:
         raise InvalidInputError(f"{path}: not a benchharness result (a JSON {type(raw).__name__}, expected an object); "
                          "delete it to recompute")
     raw.setdefault("schema_version", 1)  # files from before the key existed
-    names = {f.name for f in fields(Result)}
+    names = {f.name for f in STORED_FIELDS}
     unknown = sorted(set(raw) - names)
-    missing = sorted(f.name for f in fields(Result) if f.name not in raw and f.default is MISSING)
+    missing = sorted(f.name for f in STORED_FIELDS if f.name not in raw and f.default is MISSING)
     if unknown or missing:
         what = "; ".join(filter(None, [unknown and f"unknown keys {', '.join(unknown)}",
                                        missing and f"missing keys {', '.join(missing)}"]))

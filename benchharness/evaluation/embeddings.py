@@ -17,10 +17,10 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from benchharness.core.encoder import Encoder
+from benchharness.core.progress import shown
 from benchharness.evaluation.cache import ENCODE_CHUNK, CachingEncoder
+from benchharness.evaluation.run_settings import DEFAULT_MEMORY_MIB
 
-#: vectors of a pass larger than this many MiB live in a file, not in memory
-DEFAULT_MEMORY_MIB = 4096
 #: sentences above which an encoder without cache encodes a pass in chunks (longest first, as the
 #: cache does), so that it can be written to disk as it goes; below, one call as it always has
 LARGE_PASS = 262_144
@@ -134,7 +134,7 @@ class PassMemory:
         self.close()
 
 
-def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory, show_progress: bool) -> Vectors:
+def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory) -> Vectors:
     """Every (distinct) sentence's vector, in order, in the array ``allocate`` makes.
 
     Through the cache, rows are copied in as the cache is scanned and as chunks are encoded. An
@@ -143,9 +143,9 @@ def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory, 
     batches are those of one call; see ``CachingEncoder._encode_missing``).
     """
     if isinstance(encoder, CachingEncoder):
-        return encoder.encode_into(sentences, memory.allocate, show_progress)
+        return encoder.encode_into(sentences, memory.allocate, shown())
     if len(sentences) <= LARGE_PASS:
-        vectors = np.asarray(encoder.encode(list(sentences), show_progress=show_progress))
+        vectors = np.asarray(encoder.encode(list(sentences), show_progress=shown()))
         if vectors.ndim != 2 or len(vectors) != len(sentences):
             return vectors  # the caller names the bad shape
         if memory.fits(vectors.shape[1]):
@@ -157,7 +157,7 @@ def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory, 
     out = None
     for start in range(0, len(order), ENCODE_CHUNK):
         rows = np.asarray(order[start : start + ENCODE_CHUNK], dtype=np.intp)
-        vecs = np.asarray(encoder.encode([sentences[i] for i in rows], show_progress=show_progress), np.float32)
+        vecs = np.asarray(encoder.encode([sentences[i] for i in rows], show_progress=shown()), np.float32)
         if vecs.ndim != 2 or len(vecs) != len(rows):
             return vecs  # the caller names the bad shape
         if out is None:

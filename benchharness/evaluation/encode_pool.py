@@ -21,6 +21,7 @@ import numpy as np
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import UserError
 from benchharness.evaluation.ray_cluster import enter_driver_folder, ray_session, slot
+from benchharness.evaluation.run_settings import RunSettings
 
 #: restarts of a dead actor, and retries of the calls it had in flight
 RETRIES = 3
@@ -38,13 +39,13 @@ class IdentityMismatchError(UserError):
 class EncoderActor:
     """Holds one encoder built from its name; made a Ray actor by ``ActorPools``."""
 
-    def __init__(self, name: str, settings: dict[str, Any], folder: str, identity: str) -> None:
+    def __init__(self, name: str, settings: RunSettings, folder: str, identity: str) -> None:
         from benchharness.core.data_root import DataRoot
         from benchharness.evaluation.run_resolver import resolver_for
 
         enter_driver_folder(folder)
-        data = DataRoot(settings.get("data_dir"), verify=False)
-        self.encoder = resolver_for({**settings, "cache_dir": None, "train": False}, data).get(name)
+        data = DataRoot(settings.data_dir, verify=False)
+        self.encoder = resolver_for(settings.but(train=False), data).get(name)
         if self.encoder.identity != identity:
             raise IdentityMismatchError(
                 f"the Ray actor on {os.uname().nodename} (pid {os.getpid()}) builds {name!r} with identity "
@@ -80,8 +81,8 @@ class ActorPools:
     """Pools of ``actors`` actors per encoder, started on first need (a run the cache serves starts
     no Ray at all) and stopped, with the Ray session this opened, on ``close``."""
 
-    def __init__(self, actors: int, settings: dict[str, Any], address: str | None = None) -> None:
-        self.actors, self.settings, self.address = actors, settings, address
+    def __init__(self, settings: RunSettings) -> None:
+        self.actors, self.settings, self.address = settings.encode_actors, settings, settings.ray_address
         self._session: Any = None
         self._ray: Any = None
         self._pools: dict[str, Pool] = {}

@@ -10,15 +10,14 @@ from typing import Any, Callable
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.evaluation.resolver import Resolver
+from benchharness.evaluation.run_settings import RunSettings
 
 
-def resolver_for(settings: dict[str, Any], data: DataRoot, pools: Any = None) -> Resolver:
-    """The resolver of a run with these settings (``evaluate``'s keyword arguments): its encoders go
-    through the embedding cache when there is one, base encoders' missing chunks through ``pools``."""
-    cache_dir = settings.get("cache_dir")
-    return Resolver({"device": settings.get("device"), "batch_size": settings.get("batch_size"), "data_dir": data.root},
-                    wrap=None if cache_dir is None else caching(cache_at(cache_dir), pools),
-                    train_missing=settings.get("train", True), progress=settings.get("show_progress", False))
+def resolver_for(settings: RunSettings, data: DataRoot, cache: Any = None, pools: Any = None) -> Resolver:
+    """The resolver of a run with these settings: its encoders go through ``cache`` (the run's one
+    ``EmbeddingCache``) when there is one, base encoders' missing chunks through ``pools``."""
+    return Resolver({"device": settings.device, "batch_size": settings.batch_size, "data_dir": data.root},
+                    wrap=None if cache is None else caching(cache, pools), train_missing=settings.train)
 
 
 def cache_at(cache_dir: str | Path) -> Any:

@@ -4,33 +4,35 @@ writer of results.
 The unit of work is one base encoder's pass over its tasks: every encoder of the sweep that
 composes on the same base (``x``, ``x+whitening``, ``x+repal``) goes to one unit, so they share
 ``x``'s vectors on one host, as in a sequential run. Before anything is submitted the driver reads
-the result store: a unit whose every result would be reused is not submitted. A unit receives
-copies of its encoders' stored results (with their per-item files), runs the ordinary runner on a
-private folder (so reuse, ``--overwrite stale`` and ``--add-items`` decide exactly as in a
-sequential run) and hands back the files it computed; the driver writes each atomically as its
+the result store: a unit whose every result would be reused is not submitted. A unit receives its
+encoders' stored results as objects (per-item outputs attached), runs the ordinary runner on them
+as a ``MemoryStore`` (so reuse, ``--overwrite stale`` and ``--add-items`` decide exactly as in a
+sequential run) and hands back the results it computed, as objects; the driver stores each as its
 unit finishes, so nothing finished is lost when a later unit fails, and workers need no shared
-file system for results. A unit whose worker dies (a killed process, a lost node) is retried by
-Ray; one that raises is reported as failed for its pairs while the others go on. Each unit asks
-for one GPU when the cluster has one (a recipe that must be trained first trains there), else one
-CPU.
+file system. A unit whose worker dies (a killed process, a lost node) is retried by Ray; one that
+raises is reported as failed for its pairs while the others go on. Each unit asks for one GPU when
+the cluster has one (a recipe that must be trained first trains there), else one CPU.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
-import tempfile
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
-from benchharness.core.atomic import atomic_file
 from benchharness.core.cpu_share import usable_cpus
-from benchharness.core.results import OVERWRITE, ResultStore
+from benchharness.core.encoder import identity_scope
+from benchharness.core.results import MemoryStore, Result, ResultStore
 from benchharness.core.specs import split_composition
+from benchharness.core.task import Task
 from benchharness.evaluation.ray_cluster import enter_driver_folder, ray_session, slot
 from benchharness.evaluation.results import Results
+from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import Outcome
+
+logger = logging.getLogger(__name__)
 
 #: attempts after a worker dies before its unit is given up (Ray's own default, stated here)
 RETRIES = 3
@@ -42,8 +44,8 @@ class Unit:
 
     base: str
     encoders: list[str]
-    #: stored result files of these encoders (JSON and per-item files), by path under the store
-    stored: dict[str, bytes] = field(default_factory=dict)
+    #: stored results of these encoders, per-item outputs attached where they are kept
+    stored: list[Result] = field(default_factory=list)
 
 
 def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, overwrite: str,
@@ -64,13 +66,12 @@ def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, ov
                     stored = None
                 if stored is None:
                     continue
-                path = store.path(name, task)
-                unit.stored[str(path.relative_to(store.root))] = path.read_bytes()
-                if stored.items and store.has_items(stored):
-                    items = path.with_name(stored.items["file"])
-                    unit.stored[str(items.relative_to(store.root))] = items.read_bytes()
-                if overwrite == "reuse" and not (add_items and not store.has_items(stored)):
-                    settled.append(Outcome(name, task, "reused", stored.main_score))
+                with_items = store.has_items(stored)
+                if with_items:
+                    stored.per_item = store.load_items(stored)
+                unit.stored.append(stored)
+                if overwrite == "reuse" and not (add_items and not with_items):
+                    settled.append(Outcome(name, task, "reused", stored.main_score, result=stored))
         if len(settled) == len(names) * len(task_names):
             reused.extend(settled)
         else:
@@ -78,48 +79,59 @@ def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, ov
     return units, reused
 
 
-def run_unit(unit: Unit, task_names: list[str], settings: dict[str, Any], folder: str) -> dict[str, Any]:
-    """A unit on a worker: the runner on a private copy of its stored results; returns its outcomes,
-    log and the files it computed."""
-    from benchharness import tasks as task_registry
+#: a log message of a worker, replayed by the driver: logger name, level, text
+LogLine = tuple[str, int, str]
+
+
+class _Recorder(logging.Handler):
+    """Keeps a worker's benchharness messages, formatted, for the driver to replay."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[LogLine] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info:
+            text += "\n" + logging.Formatter().formatException(record.exc_info)
+        self.lines.append((record.name, record.levelno, text))
+
+
+def run_unit(unit: Unit, task_names: list[str], settings: RunSettings, folder: str
+             ) -> tuple[list[Outcome], list[LogLine]]:
+    """A unit on a worker: the runner on its stored results, in memory; returns its outcomes (the
+    computed and reused results in them) and its messages."""
     from benchharness.core.data_root import DataRoot
-    from benchharness.evaluation.run_resolver import resolver_for
+    from benchharness.evaluation.evaluate import resolve_tasks
+    from benchharness.evaluation.run_resolver import cache_at, resolver_for
     from benchharness.evaluation.runner import run
 
     enter_driver_folder(folder)
     _every_core()
-    lines: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="benchharness-unit-") as scratch:
-        root = Path(scratch)
-        for rel, data in unit.stored.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_bytes(data)
-        store = ResultStore(root)
-        data_root = DataRoot(settings["data_dir"], verify=settings["verify_data"])
-        resolver = resolver_for(settings, data_root)
-        summary = run(unit.encoders, task_names, resolver.get, task_registry.get, data_root, store,
-                      overwrite=settings["overwrite"], seed=settings["seed"], show_progress=False, log=lines.append,
-                      add_items=settings["add_items"], intervals=settings["intervals"],
-                      memory_mib=settings["embedding_memory_mib"],
-                      scratch=None if settings["cache_dir"] is None else Path(settings["cache_dir"]))
-        files = {}
-        for outcome in summary.outcomes:
-            if outcome.status != "computed":
-                continue
-            result = store.load(outcome.encoder, outcome.task)
-            path = store.path(outcome.encoder, outcome.task)
-            files[str(path.relative_to(root))] = path.read_bytes()
-            if result is not None and result.items:
-                items = path.with_name(result.items["file"])
-                files[str(items.relative_to(root))] = items.read_bytes()
-    return {"outcomes": [asdict(o) for o in summary.outcomes], "files": files, "log": lines}
+    recorder = _Recorder()
+    root = logging.getLogger("benchharness")
+    root.addHandler(recorder)
+    previous_level = root.level
+    root.setLevel(logging.INFO)
+    try:
+        data_root = DataRoot(settings.data_dir, verify=settings.verify_data)
+        cache = None if settings.cache_dir is None else cache_at(settings.cache_dir)
+        resolver = resolver_for(settings, data_root, cache)
+        with identity_scope():
+            summary = run(unit.encoders, resolve_tasks(task_names), resolver.get, data_root,
+                          MemoryStore(unit.stored), settings)
+    finally:
+        root.removeHandler(recorder)
+        root.setLevel(previous_level)
+    return summary.outcomes, recorder.lines
 
 
 def _every_core() -> None:
     """Give torch every usable core. A unit holds one CPU slot, so Ray starts it with one thread; but
     when fewer units than cores run (the last, longest unit of a sweep) the other cores would idle.
     The thread share (``benchharness.core.cpu_share``) trims the threads to the cores other processes
-    leave free at every batch, so units running side by side do not oversubscribe."""
+    leave free at every batch, so units running side by side do not oversubscribe. A worker process
+    is the harness's own, so setting its threads changes no user's process."""
     cores = usable_cpus()
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -128,54 +140,43 @@ def _every_core() -> None:
         os.environ["OMP_NUM_THREADS"] = str(cores)
 
 
-def write_back(store: ResultStore, files: dict[str, bytes]) -> None:
-    """A unit's files into the store, per-item files before the JSON that links them."""
-    for rel in sorted(files, key=lambda r: r.endswith(".json")):
-        target = store.root / rel
-        if not target.resolve().is_relative_to(store.root.resolve()):
-            raise ValueError(f"a worker returned a path outside the result store: {rel!r}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(target) as fh:
-            fh.write(files[rel])
-
-
-def sweep(encoder_names: list[str], task_names: list[str], settings: dict[str, Any], results_dir: Path,
-          address: str | None = None, log: Callable[[str], None] = print) -> Results:
-    """Every encoder on every task as Ray tasks (see the module docstring); ``settings`` are
-    ``evaluate``'s keyword arguments."""
-    if settings["overwrite"] not in OVERWRITE:
-        raise ValueError(f"overwrite must be one of {', '.join(OVERWRITE)}")
-    store = ResultStore(results_dir)
-    units, outcomes = plan(encoder_names, task_names, store, settings["overwrite"], settings["add_items"])
-    log(f"ray sweep: {len(units)} unit(s) to run, {len(outcomes)} result(s) reused without running")
+def sweep(encoder_names: list[str], tasks: list[Task], settings: RunSettings) -> Results:
+    """Every encoder on every task as Ray tasks (see the module docstring), at
+    ``settings.ray_address`` or on a local Ray; results are stored in ``settings.results_dir``."""
+    if settings.results_dir is None:
+        raise ValueError("a Ray sweep stores its results: give it a results folder")
+    store = ResultStore(settings.results_dir)
+    task_names = [t.name for t in tasks]
+    units, outcomes = plan(encoder_names, task_names, store, settings.overwrite, settings.add_items)
+    logger.info("ray sweep: %d unit(s) to run, %d result(s) reused without running", len(units), len(outcomes))
     if units:
-        with ray_session(address) as ray:
+        with ray_session(settings.ray_address) as ray:
             remote = ray.remote(max_retries=RETRIES, **slot(ray))(run_unit)
             pending = {remote.remote(u, task_names, settings, os.getcwd()): u for u in units}
             while pending:
                 (done,), _ = ray.wait(list(pending), num_returns=1)
                 unit = pending.pop(done)
-                outcomes.extend(_collect(ray, done, unit, task_names, store, log))
-    results = [r for o in outcomes if o.status in ("computed", "reused") and (r := store.load(o.encoder, o.task))]
-    return Results(results, outcomes, True)
+                outcomes.extend(_collect(ray, done, unit, task_names, store))
+    return Results.from_outcomes(outcomes, True, store)
 
 
-def _collect(ray: Any, ref: Any, unit: Unit, task_names: list[str], store: ResultStore,
-             log: Callable[[str], None]) -> list[Outcome]:
-    """A finished unit's outcomes, its files written; a unit that failed fails its pairs."""
+def _collect(ray: Any, ref: Any, unit: Unit, task_names: list[str], store: ResultStore) -> list[Outcome]:
+    """A finished unit's outcomes, its computed results stored; a unit that failed fails its pairs."""
     try:
-        out = ray.get(ref)
+        outcomes, lines = ray.get(ref)
     except Exception as exc:  # retries exhausted, or the unit itself raised
         message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        log(f"[{unit.base}] unit failed: {message}")
+        logger.error("[%s] unit failed: %s", unit.base, message)
         return [Outcome(e, t, "failed", message=f"ray unit: {message}") for e in unit.encoders for t in task_names]
-    for line in out["log"]:
-        log(line)
-    outcomes = [Outcome(**o) for o in out["outcomes"]]
-    try:
-        write_back(store, out["files"])
-    except (OSError, ValueError) as exc:
-        log(f"[{unit.base}] cannot store the unit's results: {exc}")
-        return [Outcome(o.encoder, o.task, "failed", message=f"storing: {exc}") if o.status == "computed" else o
-                for o in outcomes]
-    return outcomes
+    for name, level, text in lines:
+        logging.getLogger(name).log(level, "%s", text)
+    kept = []
+    for outcome in outcomes:
+        if outcome.status == "computed" and outcome.result is not None:
+            try:
+                store.save(outcome.result)
+            except (OSError, ValueError) as exc:
+                logger.error("[%s/%s] cannot store the result: %s", outcome.encoder, outcome.task, exc)
+                outcome = Outcome(outcome.encoder, outcome.task, "failed", message=f"storing: {exc}")
+        kept.append(outcome)
+    return kept

@@ -1,6 +1,7 @@
-"""``benchharness compare A B --tasks ...``: is A different from B, task by task, on the same items?
+"""Is A different from B, task by task, on the same items? ``benchharness.compare`` (in-memory or
+loaded results) and ``benchharness compare A B --tasks ...`` (a results folder) share this code.
 
-Everything comes from stored results and their per-item outputs (``benchharness.core.items``): nothing
+Everything comes from results and their per-item outputs (``benchharness.core.items``): nothing
 is encoded. Per task: both scores, A - B with its paired-bootstrap CI, the paired permutation
 p-value, that p-value Holm-adjusted across the compared tasks (the family of tests the table
 makes), and the closed-form cross-check (Steiger's Z for STS, McNemar for transfer). Then one Avg.
@@ -12,12 +13,17 @@ independently); Avg. rows are not part of the Holm family (they restate the task
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.results import Result, ResultStore
+from benchharness.core.task import Evaluation
+from benchharness.evaluation.results import Results
 from benchharness.scoring.confidence import RESAMPLES, paired
 from benchharness.scoring.stats import PairedReplicates, average_paired, holm
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KIND_LABELS = {"sts": "STS", "classification": "transfer", "ranking": "ranking"}
 
@@ -36,12 +42,28 @@ class Row:
     crosscheck: dict[str, Any] = field(default_factory=dict)
 
 
-def _load(store: ResultStore, encoder: str, task: str) -> Result:
-    result = store.load(encoder, task)
-    if result is None:
-        raise MissingFileError(f"no stored result for {encoder} on {task} under {store.root}; produce it with: "
-                               f"{store.run_command(encoder, task)}")
-    return result
+@dataclass
+class Comparison:
+    """The rows of a comparison of A with B; printed, it is the table ``benchharness compare`` prints."""
+
+    encoder_a: str
+    encoder_b: str
+    rows: list[Row]
+
+    def __str__(self) -> str:
+        return render(self.rows, self.encoder_a, self.encoder_b)
+
+    def _repr_markdown_(self) -> str:  # notebooks render the table
+        return str(self)
+
+    def to_pandas(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame([{k: v for k, v in r.__dict__.items() if k != "crosscheck"} for r in self.rows])
+
+
+#: one compared task: A's result and items, then B's
+Pair = tuple[Result, Evaluation, Result, Evaluation]
 
 
 def _row(task: str, score_a: float, score_b: float, rep: PairedReplicates, crosscheck: dict[str, Any]) -> Row:
@@ -49,19 +71,16 @@ def _row(task: str, score_a: float, score_b: float, rep: PairedReplicates, cross
     return Row(task, score_a, score_b, c.difference, c.low, c.high, c.p_value, c.unit, crosscheck=crosscheck)
 
 
-def compare(store: ResultStore, encoder_a: str, encoder_b: str, task_names: list[str],
-            n_resamples: int = RESAMPLES, seed: int = 0) -> list[Row]:
+def compare_pairs(pairs: list[Pair], n_resamples: int = RESAMPLES, seed: int = 0) -> list[Row]:
     """Per-task rows (Holm-adjusted), then one Avg. row per kind of task with more than one task."""
     rows: list[Row] = []
     by_kind: dict[str, list[tuple[PairedReplicates, Result, Result]]] = {}
-    for task in task_names:
-        a, b = _load(store, encoder_a, task), _load(store, encoder_b, task)
-        items_a, items_b = store.load_items(a), store.load_items(b)
-        rep, cross = paired(task, a.main_metric, items_a, items_b, n_resamples=n_resamples, seed=seed)
+    for a, items_a, b, items_b in pairs:
+        rep, cross = paired(a.task, a.main_metric, items_a, items_b, n_resamples=n_resamples, seed=seed)
         if abs(rep.difference - (a.main_score - b.main_score)) > 0.011:  # scores stored rounded to 0.01 at most
-            raise InvalidInputError(f"{task}: the items give A - B = {rep.difference:.4f}, the stored scores "
-                             f"{a.main_score - b.main_score:.4f}; the items do not belong to these results")
-        rows.append(_row(task, a.main_score, b.main_score, rep, cross))
+            raise InvalidInputError(f"{a.task}: the items give A - B = {rep.difference:.4f}, the scores "
+                                    f"{a.main_score - b.main_score:.4f}; the items do not belong to these results")
+        rows.append(_row(a.task, a.main_score, b.main_score, rep, cross))
         by_kind.setdefault(items_a.kind, []).append((rep, a, b))
     for row, adjusted in zip(rows, holm([r.p_value for r in rows]) if rows else []):
         row.p_holm = adjusted
@@ -73,6 +92,61 @@ def compare(store: ResultStore, encoder_a: str, encoder_b: str, task_names: list
                              sum(a.main_score for _, a, _ in members) / n,
                              sum(b.main_score for _, _, b in members) / n, avg, {}))
     return rows
+
+
+def compare_stored(store: ResultStore, encoder_a: str, encoder_b: str, task_names: list[str],
+                   n_resamples: int = RESAMPLES, seed: int = 0) -> list[Row]:
+    """``benchharness compare``: the two encoders' stored results on ``task_names``. Every missing
+    result is named at once, with the one command that computes them all."""
+    found = {(e, t): store.load(e, t) for t in task_names for e in (encoder_a, encoder_b)}
+    missing = [key for key, result in found.items() if result is None]
+    if missing:
+        encoders = ",".join(dict.fromkeys(e for e, _ in missing))
+        tasks = ",".join(dict.fromkeys(t for _, t in missing))
+        listed = ", ".join(f"{e} on {t}" for e, t in missing)
+        raise MissingFileError(f"no stored result for {listed} under {store.root}; produce them with: "
+                               f"{store.run_command(encoders, tasks)}")
+    pairs = []
+    for task in task_names:
+        a, b = found[(encoder_a, task)], found[(encoder_b, task)]
+        assert a is not None and b is not None
+        pairs.append((a, store.load_items(a), b, store.load_items(b)))
+    return compare_pairs(pairs, n_resamples, seed)
+
+
+def _one_encoder(results: Results, encoder: str | None, side: str) -> str:
+    names = results.encoders
+    if encoder is not None:
+        if encoder not in names:
+            raise InvalidInputError(f"{side}: no results of {encoder!r}; these are of {', '.join(names) or 'none'}")
+        return encoder
+    if len(names) != 1:
+        raise InvalidInputError(f"{side} holds results of {len(names)} encoders ({', '.join(names) or 'none'}); "
+                                f"name one with encoder_{side[-1].lower()}=")
+    return names[0]
+
+
+def compare(results_a: Results, results_b: Results, tasks: list[str] | None = None, *,
+            encoder_a: str | None = None, encoder_b: str | None = None, n_resamples: int = RESAMPLES,
+            seed: int = 0) -> Comparison:
+    """Paired tests of A against B on every task both have (or on ``tasks``), from the results'
+    per-item outputs: in memory when ``evaluate`` computed them, else read from the folder they
+    were stored in. The statistics, intervals and Holm correction are those of ``benchharness
+    compare``. A ``Results`` of several encoders needs ``encoder_a=`` / ``encoder_b=``."""
+    name_a = _one_encoder(results_a, encoder_a, "results_a")
+    name_b = _one_encoder(results_b, encoder_b, "results_b")
+    on_b = set(results_b.select(name_b).tasks)
+    chosen = [t for t in results_a.select(name_a).tasks if t in on_b] if tasks is None else list(tasks)
+    if not chosen:
+        raise InvalidInputError(f"{name_a} and {name_b} have no task in common to compare")
+    pairs = []
+    for task in chosen:
+        try:
+            a, b = results_a.get(name_a, task), results_b.get(name_b, task)
+        except KeyError as exc:
+            raise InvalidInputError(f"cannot compare on {task}: {exc.args[0]}") from None
+        pairs.append((a, results_a.items(a), b, results_b.items(b)))
+    return Comparison(name_a, name_b, compare_pairs(pairs, n_resamples, seed))
 
 
 def _p(p: float | None) -> str:

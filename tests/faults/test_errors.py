@@ -17,10 +17,10 @@ from fakes import HashEncoder
 
 from benchharness import tasks
 from benchharness.cli import main
-from benchharness.core import settings as config_mod
 from benchharness.core.data_root import DataRoot
 from benchharness.core.results import SLUG_MAX, ResultMismatchError, ResultStore, read_result, slug
 from benchharness.core.specs import Family
+from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 
 TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
@@ -48,9 +48,9 @@ def _task_sentences(data_dir, name=TASK) -> list[str]:
     return list(dict.fromkeys(task.sentences()))
 
 
-def _run(data_dir, store, encoder, names, logs=None):
-    return run([encoder.name], names, lambda _: encoder, tasks.get, DataRoot(data_dir), store, show_progress=False,
-               log=(logs.append if logs is not None else lambda _: None))
+def _run(data_dir, store, encoder, names):
+    return run([encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store,
+               RunSettings())
 
 
 # --- non-finite and zero vectors ------------------------------------------------------------------
@@ -225,7 +225,6 @@ def test_config_cycle_is_named(project, capsys):
     (project / "benchharness.toml").write_text(
         '[paths]\ncache_dir = ".cache"\n[encoders.a]\nspec = "b"\n[encoders.b]\nspec = "a"\n'
         '[encoders.c]\nspec = "c+whitening"\n')
-    config_mod.load_config.cache_clear()
     assert main(["run", "--encoders", "a", "--tasks", TASK]) == 2
     assert "encoder 'a' in" in (err := capsys.readouterr().err) and "refers to itself via a -> b -> a" in err
     assert main(["run", "--encoders", "c", "--tasks", TASK]) == 2
@@ -234,7 +233,6 @@ def test_config_cycle_is_named(project, capsys):
 
 def test_broken_config_file_exits_2(project, capsys):
     (project / "benchharness.toml").write_text("[paths\n")
-    config_mod.load_config.cache_clear()
     assert main(["list", "tasks"]) == 2
     assert "benchharness.toml: invalid TOML" in capsys.readouterr().err
 
@@ -255,7 +253,7 @@ def test_download_offline_is_clear_and_leaves_no_folder(tmp_path, monkeypatch, c
 
 # --- result files --------------------------------------------------------------------------------------
 
-def test_wrong_types_name_the_file_and_run_recomputes(data_dir, tmp_path):
+def test_wrong_types_name_the_file_and_run_recomputes(data_dir, tmp_path, caplog):
     store = ResultStore(tmp_path)
     enc = HashEncoder()
     _run(data_dir, store, enc, [TASK])
@@ -265,10 +263,9 @@ def test_wrong_types_name_the_file_and_run_recomputes(data_dir, tmp_path):
     with pytest.raises(ValueError, match=r"main_score.*expected number") as exc:
         read_result(path)
     assert str(path) in str(exc.value)
-    logs: list[str] = []
-    summary = _run(data_dir, store, enc, [TASK], logs)
+    summary = _run(data_dir, store, enc, [TASK])
     assert summary.outcomes[0].status == "computed"
-    assert any(str(path) in line and "recomputing" in line for line in logs)
+    assert any(str(path) in r.getMessage() and "recomputing" in r.getMessage() for r in caplog.records)
     assert json.loads(path.read_text())["main_score"] == good["main_score"]
 
 
@@ -281,7 +278,7 @@ def test_long_names_get_distinct_folders_and_plain_ones_keep_theirs():
     assert slug(name) == f"hf_sentence-transformers_paraphrase-MiniLM-L3-v2_pooling=cls_before_pooler@{digest}"
 
 
-def test_a_result_file_moved_into_another_encoders_folder_is_not_served(data_dir, tmp_path):
+def test_a_result_file_moved_into_another_encoders_folder_is_not_served(data_dir, tmp_path, caplog):
     store = ResultStore(tmp_path)
     _run(data_dir, store, HashEncoder("hf:a/b"), [TASK])
     moved = store.path("hf_a_b", TASK)
@@ -289,10 +286,9 @@ def test_a_result_file_moved_into_another_encoders_folder_is_not_served(data_dir
     store.path("hf:a/b", TASK).rename(moved)
     with pytest.raises(ResultMismatchError, match="'hf:a/b'"):
         store.load("hf_a_b", TASK)
-    logs: list[str] = []
-    summary = _run(data_dir, store, HashEncoder("hf_a_b"), [TASK], logs)
+    summary = _run(data_dir, store, HashEncoder("hf_a_b"), [TASK])
     assert summary.outcomes[0].status == "computed"
-    assert any("holds the result of encoder 'hf:a/b'" in line for line in logs)
+    assert any("holds the result of encoder 'hf:a/b'" in r.getMessage() for r in caplog.records)
 
 
 def test_result_files_are_readable_by_others(data_dir, tmp_path):

@@ -14,6 +14,7 @@ from benchharness import tasks
 from benchharness.core.data_root import DataRoot
 from benchharness.core.results import ResultStore
 from benchharness.evaluation.resolver import Resolver
+from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 from benchharness.evaluation.verify import TOLERANCE  # measured float noise x2; the measurement is quoted there
 
@@ -25,8 +26,8 @@ def test_stored_sts_results_reproduce(encoder, data_dir, tmp_path):
     names = tasks.resolve("sts")
     stored = {n: json.loads((RESULTS / encoder / f"{n}.json").read_text()) for n in names}
     fresh_store = ResultStore(tmp_path)
-    summary = run([encoder], names, Resolver({"data_dir": data_dir}).get, tasks.get, DataRoot(data_dir), fresh_store,
-                  show_progress=False, log=lambda _: None)
+    summary = run([encoder], [tasks.get(n) for n in names], Resolver({"data_dir": data_dir}).get, DataRoot(data_dir),
+                  fresh_store, RunSettings())
     assert [o.status for o in summary.outcomes] == ["computed"] * len(names)
     for name in names:
         fresh = json.loads(fresh_store.path(encoder, name).read_text())

@@ -13,13 +13,14 @@ from benchharness import tasks
 from benchharness.core.data_root import DataRoot
 from benchharness.core.items import MissingItemsError
 from benchharness.core.results import ResultStore
+from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 from benchharness.tasks.transfer import BinaryTask
 
 
 def _run(data_dir, store, encoder, names, **kw):
-    return run([encoder.name], names, lambda _: encoder, tasks.get, DataRoot(data_dir), store, show_progress=False,
-               log=lambda _: None, **kw)
+    return run([encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store,
+               RunSettings(**kw))
 
 
 def test_sts_items_reproduce_the_stored_spearman_exactly(data_dir, tmp_path):

@@ -11,6 +11,7 @@ from benchharness.core.data_root import DataRoot
 from benchharness.core.results import ResultStore
 from benchharness.core.task import TaskProvider
 from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 from benchharness.scoring.metrics import correlations, paired_cosine
 
@@ -21,8 +22,8 @@ def broken_task(register_plugin):
 
 
 def _run(data_dir, store, encoder, names, **kw):
-    return run([encoder.name], names, lambda _: encoder, tasks.get, DataRoot(data_dir), store, show_progress=False,
-               log=lambda _: None, **kw)
+    return run([encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store,
+               RunSettings(**kw))
 
 
 def test_each_unique_sentence_encoded_once_and_scores_correct(data_dir, tmp_path):

@@ -11,8 +11,9 @@ from benchharness.core.data_root import DataRoot
 from benchharness.core.items import MissingItemsError
 from benchharness.core.results import ResultStore
 from benchharness.core.task import Evaluation
+from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
-from benchharness.reporting.compare import compare
+from benchharness.reporting.compare import compare_stored
 from benchharness.scoring.confidence import paired
 from benchharness.scoring.stats import (
     average_paired,
@@ -31,14 +32,13 @@ TASKS = ["STS12", "STSBenchmark"]
 def two_encoders(data_dir, tmp_path):
     store = ResultStore(tmp_path)
     encoders = {"a": HashEncoder("a", dim=16), "b": HashEncoder("b", dim=16, salt="b")}
-    run(list(encoders), TASKS, encoders.__getitem__, tasks.get, DataRoot(data_dir), store, show_progress=False,
-        log=lambda _: None)
+    run(list(encoders), [tasks.get(n) for n in TASKS], encoders.__getitem__, DataRoot(data_dir), store, RunSettings())
     return store
 
 
 def test_compare_rows_are_the_stats_library_on_the_stored_items(two_encoders):
     store = two_encoders
-    rows = compare(store, "a", "b", TASKS, n_resamples=200, seed=7)
+    rows = compare_stored(store, "a", "b", TASKS, n_resamples=200, seed=7)
     assert [r.task for r in rows] == [*TASKS, "Avg. (STS, 2 tasks)"]
     reps = []
     for row, task in zip(rows, TASKS):
@@ -80,6 +80,6 @@ def test_cli_compare_prints_the_table_and_names_the_command_for_missing_items(tw
     assert "| STS12" in out and "Steiger" in out and "Avg. (STS, 2 tasks)" in out and "Holm" in out
     store.path("b", "STS12").with_name("STS12.items.npz").unlink()
     with pytest.raises(MissingItemsError, match="benchharness run --encoders 'b' --tasks STS12 --add-items"):
-        compare(store, "a", "b", ["STS12"])
+        compare_stored(store, "a", "b", ["STS12"])
     assert main(["compare", "a", "b", "--tasks", "STS12", "--results-dir", str(store.root)]) == 2
     assert "--add-items" in capsys.readouterr().err
