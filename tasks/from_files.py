@@ -186,11 +186,6 @@ def register_file_task(name: str, file: str | Path, kind: str = "pairs", **optio
     REGISTERED[name] = declare(name, entry, f"register_file_task({name!r})")
 
 
-def unregister_file_task(name: str) -> None:
-    """Forget a task declared from Python (a configuration's task of that name shows again)."""
-    REGISTERED.pop(name, None)
-
-
 def provider() -> TaskProvider:
     """The ``files`` task plugin, rebuilt at every lookup (the configuration can change between
     two): the configuration's ``[tasks.*]``, then those declared from Python."""

@@ -32,8 +32,6 @@ STS_YEARS: dict[str, tuple[str, ...]] = {
     "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
     "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
 }
-#: STS-B split -> its csv under the data root (SentEval's tokenized copy)
-STSB_SPLITS = ("train", "dev", "test")
 #: SICK split -> its file under the data root
 SICK_FILES: dict[str, str] = {"train": "SICK_train.txt", "trial": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
 #: (gold, sentence a, sentence b) columns
