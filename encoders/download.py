@@ -5,7 +5,8 @@ archive) with an HTML page warning that the file is too large to scan for viruse
 comes from a second request that repeats the page's confirmation form (``confirm`` and ``uuid``
 fields; older pages put a ``confirm=`` token in a link and a cookie). A page that still comes back
 after that means the file is not shared publicly or its download quota is exhausted, and is
-reported as such rather than saved as the archive.
+reported as such rather than saved as the archive. The file itself is written by the data root's
+downloader (``core.data_root.save_response``), the one that fetches datasets.
 """
 
 from __future__ import annotations
@@ -18,13 +19,11 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlencode, urljoin
 
-from benchharness.core.atomic import atomic_file
+from benchharness.core.data_root import TIMEOUT_S, save_response
 from benchharness.core.errors import UserError
 
 DRIVE_ID = re.compile(r"drive\.google\.com/(?:file/d/|open\?id=|uc\?(?:[^#]*&)?id=)([\w-]+)")
 DRIVE_DOWNLOAD = "https://drive.usercontent.google.com/download"
-CHUNK = 1 << 20
-TIMEOUT_S = 60
 
 
 class Opener(Protocol):
@@ -93,9 +92,7 @@ def download(url: str, dest: Path, opener: Opener | None = None) -> Path:
             if response.headers.get_content_type() == "text/html":
                 raise DownloadError(f"{url} still answered with a web page after the virus-scan "
                                     "confirmation: the download quota is probably exhausted")
-        with atomic_file(dest) as fh:
-            for chunk in iter(lambda: response.read(CHUNK), b""):
-                fh.write(chunk)
+        save_response(response, dest)
     except OSError as exc:  # URLError, HTTPError, timeouts, a full disk
         raise DownloadError(f"could not download {url}: {exc}") from None
     return dest

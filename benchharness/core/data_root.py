@@ -20,10 +20,15 @@ import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
+from benchharness.core.atomic import atomic_file
 from benchharness.core.errors import UserError
 
 ENV_VAR = "BENCHHARNESS_DATA"
+#: download chunk size and the seconds a connection may stay silent
+CHUNK = 1 << 20
+TIMEOUT_S = 60
 CHECKSUMS: dict[str, str] = json.loads((Path(__file__).with_name("data_checksums.json")).read_text())
 
 
@@ -182,11 +187,11 @@ def download(name: str, root: Path) -> Path:
             base = "https://raw.githubusercontent.com/taolei87/askubuntu/master/"
             for f in ("text_tokenized.txt.gz", "dev.txt", "test.txt"):
                 url = base + f
-                _fetch(url, target / f)
+                fetch(url, target / f)
             return target
         with tempfile.TemporaryDirectory() as tmp:
             archive = Path(tmp) / src.url.rsplit("/", 1)[-1]
-            _fetch(src.url, archive)
+            fetch(src.url, archive)
             if archive.suffix == ".tar":
                 with tarfile.open(archive) as tar:
                     tar.extractall(tmp, filter="data")
@@ -209,13 +214,16 @@ def download(name: str, root: Path) -> Path:
         ) from None
 
 
-def _fetch(url: str, dest: Path) -> None:
-    """Stream ``url`` to ``dest`` through a ``.part`` file, which a failure removes."""
-    part = dest.with_suffix(dest.suffix + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=60) as resp, open(part, "wb") as out:  # noqa: S310 - documented sources
-            shutil.copyfileobj(resp, out)
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
-    part.replace(dest)
+def save_response(response: BinaryIO, dest: Path) -> Path:
+    """Stream an open download (an HTTP response, or anything with ``read``) into ``dest``, atomically:
+    a failed or killed download leaves no partial file that would pass for the whole. The one
+    writer of downloads: datasets here, published archives in ``encoders.download``."""
+    with atomic_file(dest) as out:
+        shutil.copyfileobj(response, out, CHUNK)
+    return dest
+
+
+def fetch(url: str, dest: Path) -> Path:
+    """Download ``url`` into ``dest`` (see :func:`save_response`)."""
+    with urllib.request.urlopen(url, timeout=TIMEOUT_S) as resp:  # noqa: S310 - documented sources
+        return save_response(resp, dest)

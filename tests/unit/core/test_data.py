@@ -50,3 +50,23 @@ def test_glove_reader_plain_and_gz_and_bad_line(tmp_path):
     ragged.write_text("cat 1 0\ndog 0 1 2\n")
     with pytest.raises(ValueError, match=r"ragged.txt:2: 3 values, expected 2"):
         read_word_vectors(ragged)
+
+
+def test_a_download_is_saved_whole_or_not_at_all(tmp_path, monkeypatch):
+    import io
+    import urllib.request
+
+    from benchharness.core.data_root import fetch
+
+    class Cut(io.BytesIO):
+        def read(self, size=-1):
+            if self.tell() >= 3:
+                raise TimeoutError("connection lost")
+            return super().read(min(size, 3))
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: Cut(b"abcdef"))
+    with pytest.raises(OSError, match="connection lost.*f.tsv"):  # named by the file the user asked for
+        fetch("https://example.org/f.tsv", tmp_path / "f.tsv")
+    assert list(tmp_path.iterdir()) == []  # neither the file nor a temporary sibling
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: io.BytesIO(b"abcdef"))
+    assert fetch("https://example.org/f.tsv", tmp_path / "f.tsv").read_bytes() == b"abcdef"
