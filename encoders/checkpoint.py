@@ -136,7 +136,7 @@ def quiet_loading() -> Iterator[None]:
     refused in one line or unused; it goes to this module's DEBUG log instead.
 
     Neither transformers' nor huggingface_hub's verbosity or progress-bar switches are touched: a
-    library call must leave the process's logging as it found it (#33). Both the filter on
+    library call must leave the process's logging as it found it. Both the filter on
     transformers' loading logger and the bar hook are scoped to the block, whatever it raises; while
     the block runs they apply to every thread (transformers keeps both process-wide).
     """
@@ -144,12 +144,13 @@ def quiet_loading() -> Iterator[None]:
 
     report = logging.getLogger(LOAD_REPORT_LOGGER)
     to_debug = _ToDebug()
-    report.addFilter(to_debug)
     set_hook = getattr(hf_logging, "set_tqdm_hook", None)  # transformers >= 5: "Loading weights" bars
-    previous = set_hook(None) if set_hook is not None else None
-    if set_hook is not None:
-        set_hook(_silent_bar(previous))
+    previous = None
+    report.addFilter(to_debug)
     try:
+        if set_hook is not None:
+            previous = set_hook(None)
+            set_hook(_silent_bar(previous))
         yield
     finally:
         report.removeFilter(to_debug)
@@ -160,6 +161,8 @@ def quiet_loading() -> Iterator[None]:
 def load_complete(folder: Path, model: str) -> nn.Module:
     """``AutoModel`` from ``folder``, refusing any encoder weight the checkpoint does not hold.
 
+    The one loader of transformers weights: the ``hf`` family, the published checkpoints and
+    converted archives (``hf`` encoders too) and every training base (``methods.base_model``).
     Only the pooler may be missing (a ``*ForMaskedLM`` checkpoint has none, and
     ``refuse_random_pooler`` keeps ``pooling=cls`` away from it); the prediction heads of such a
     checkpoint are the expected unused weights and are dropped.
