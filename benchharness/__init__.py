@@ -18,8 +18,13 @@ From Python::
     import benchharness
     results = benchharness.evaluate("minilm-l6", "sts")          # or a SentenceTransformer, a callable...
     print(results); df = results.to_pandas()
+    whitened = benchharness.evaluate("minilm-l6+whitening", "sts")
+    print(benchharness.compare(results, whitened))                # paired tests, as `benchharness compare`
 
-The names below are loaded on first use, so ``import benchharness`` stays cheap.
+Nothing is printed: messages go to the ``benchharness`` logger (silence them with
+``logging.getLogger("benchharness").setLevel(logging.ERROR)``), and a call leaves the process
+(environment, threads, verbosity) as it found it. The names below are loaded on first use, so
+``import benchharness`` stays cheap.
 """
 
 from __future__ import annotations
@@ -30,16 +35,30 @@ from benchharness.core.version import __version__
 
 #: public name -> the module that defines it
 _EXPORTS = {
+    # evaluate, read back, compare
     "evaluate": "benchharness.evaluation.evaluate",
+    "RunSettings": "benchharness.evaluation.run_settings",
     "Results": "benchharness.evaluation.results",
+    "load_results": "benchharness.evaluation.results",
+    "compare": "benchharness.reporting.compare",
+    "Comparison": "benchharness.reporting.compare",
+    "Result": "benchharness.core.results",
     "as_encoder": "benchharness.evaluation.models",
+    # inside a training loop
     "STSEvaluator": "benchharness.training.evaluators",
     "EvaluationCallback": "benchharness.training.evaluators",
+    # writing a task or an encoder
+    "get_task": "benchharness.tasks",
     "register_file_task": "benchharness.tasks.from_files",
-    "Encoder": "benchharness.core.encoder",
     "Task": "benchharness.core.task",
+    "TaskMetadata": "benchharness.core.task",
+    "TaskProvider": "benchharness.core.task",
+    "Evaluation": "benchharness.core.task",
+    "Encoder": "benchharness.core.encoder",
     "PLUGINS": "benchharness.core.plugins",
 }
+#: exported under another name than the one its module gives it
+_RENAMED = {"get_task": "get"}
 
 __all__ = ["__version__", *_EXPORTS]
 
@@ -49,7 +68,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'benchharness' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+    return getattr(importlib.import_module(_EXPORTS[name]), _RENAMED.get(name, name))
 
 
 def __dir__() -> list[str]:

@@ -78,7 +78,8 @@ def compare_backends(args, st, sentences: list[str]) -> None:
     import numpy as np
     import torch
 
-    from benchharness.encoders.inference import batch_features, has_native_bf16, token_batches, tokenize
+    from benchharness.core.devices import has_native_bf16
+    from benchharness.encoders.inference import batch_features, token_batches, tokenize
     from benchharness.encoders.sbert_forward import ModuleHead
 
     device = torch.device("cpu")

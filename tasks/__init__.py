@@ -68,7 +68,17 @@ def groups() -> dict[str, list[str]]:
 
 def resolve(selection: str | list[str]) -> list[str]:
     """Expand a comma list of task and group names, keeping order, failing with suggestions."""
+    return _expand(catalogue(), selection)
+
+
+def select(selection: str | list[str]) -> list[Task]:
+    """New, unloaded tasks of a selection, in order: every name expanded and built against one
+    reading of the installed providers."""
     cat = catalogue()
+    return [_build(cat, name) for name in _expand(cat, selection)]
+
+
+def _expand(cat: TaskTable, selection: str | list[str]) -> list[str]:
     factories, group_table, aliases = cat.factories, cat.groups, cat.aliases
     items = selection.split(",") if isinstance(selection, str) else selection
     out: list[str] = []
@@ -100,8 +110,11 @@ def resolve(selection: str | list[str]) -> list[str]:
 
 def get(name: str) -> Task:
     """A new, unloaded task by name (or alias)."""
-    resolved = resolve(name)[0]
     cat = catalogue()
+    return _build(cat, _expand(cat, name)[0])
+
+
+def _build(cat: TaskTable, resolved: str) -> Task:
     provider = cat.prefixed(resolved)
     if provider is not None and provider.build_prefixed is not None:
         return provider.build_prefixed(resolved)

@@ -21,8 +21,9 @@ from types import ModuleType
 
 from benchharness.cli import (analyze, compare, data, export, leaderboard, listing, protocols, push, report, run,
                               train, tune)
+from benchharness.cli.process import configure
 from benchharness.core.errors import UserError
-from benchharness.core.settings import CONFIG_ENV, apply_environment, load_config
+from benchharness.core.settings import CONFIG_ENV
 from benchharness.core.version import __version__
 
 #: command name -> its module
@@ -59,7 +60,6 @@ def _use_config(argv: list[str]) -> None:
             argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
         if value is not None:
             os.environ[CONFIG_ENV] = str(Path(value).expanduser().resolve())
-            load_config.cache_clear()
             return
         if not arg.startswith("-"):
             return  # the command: its own flags follow
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         _use_config(argv)
-        apply_environment(load_config())  # a broken benchharness.toml is a user error too
+        configure(argv)  # the process's settings, the one place they are made; a broken config is a user error
         command = next((a for i, a in enumerate(argv) if not a.startswith("-")
                         and (i == 0 or argv[i - 1] != "--config")), None)
         args = build_parser(expand=command if command in PLUGIN_COMMANDS else None).parse_args(argv)

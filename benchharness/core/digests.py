@@ -13,19 +13,23 @@ stat-ed again after hashing (a file changed meanwhile is not remembered), and a 
 less than ``RACY_NS`` before hashing began is not remembered either (a second write within the
 same timestamp tick would leave every stat field as it was, as git's "racily clean" entries).
 
-The store is one JSON file, ``digests.json`` in the project's cache folder (``[paths] cache_dir``
-of ``benchharness.toml``, beside the embedding cache's identity folders), replaced atomically. A
-missing, damaged or read-only store only means hashing again.
+The store is one JSON file, ``digests.json`` beside the embedding cache's identity folders,
+replaced atomically. It is read and written only inside ``remembering(store)``, which a run with an
+embedding cache opens (``benchharness run``, ``evaluate(..., cache_dir=...)``): a call that stores
+nothing writes no digest either (``run --verify``, ``evaluate`` with its defaults), and simply
+hashes. A missing, damaged or read-only store only means hashing again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 STORE_NAME = "digests.json"
 FORMAT = 1
@@ -35,11 +39,22 @@ RACY_NS = 2_000_000_000
 MAX_ENTRIES = 512
 
 
-def store_path() -> Path:
-    """``digests.json`` in the cache folder of the project config (the embedding cache's root)."""
-    from benchharness.core.settings import load_config
+_STORE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("benchharness_digest_store", default=None)
 
-    return load_config().cache_dir / STORE_NAME
+
+@contextlib.contextmanager
+def remembering(cache_dir: Path) -> Iterator[None]:
+    """Digests computed meanwhile are remembered in (and read from) ``cache_dir/digests.json``."""
+    token = _STORE.set(Path(cache_dir) / STORE_NAME)
+    try:
+        yield
+    finally:
+        _STORE.reset(token)
+
+
+def store_path() -> Path | None:
+    """The digest store of the current ``remembering`` scope; None outside one."""
+    return _STORE.get()
 
 
 def _signature(path: str) -> list[int | str]:
@@ -74,12 +89,15 @@ def remembered(kind: str, files: Sequence[str | Path], compute: Callable[[], str
     as given), or the value it returned before while every file is provably unchanged.
 
     ``kind`` names the digest (two digests of the same files can differ: ``weights-sha256`` also
-    hashes the file names). Raises what ``os.stat`` raises for a missing file.
+    hashes the file names). ``store`` defaults to the current ``remembering`` scope's; without
+    one, ``compute()`` is simply called. Raises what ``os.stat`` raises for a missing file.
     """
     names = [os.path.abspath(f) for f in files]
     key = f"{kind}:" + "\n".join(names)
     before = [_signature(f) for f in names]
     store = store_path() if store is None else Path(store)
+    if store is None:
+        return compute()
     entry = _load(store).get(key)
     if isinstance(entry, dict) and entry.get("files") == before and isinstance(entry.get("sha256"), str):
         return entry["sha256"]

@@ -9,6 +9,7 @@ encoder and task, and reuses what is stored), ``cache_dir`` caches embeddings.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any, Sequence
@@ -43,9 +44,8 @@ def resolve_tasks(tasks: TaskLike | Sequence[TaskLike]) -> list[Task]:
         if isinstance(item, Task):
             selected.setdefault(item.name, item)
         elif isinstance(item, str):
-            for name in task_registry.resolve(item):
-                if name not in selected:
-                    selected[name] = task_registry.get(name)
+            for task in task_registry.select(item):
+                selected.setdefault(task.name, task)
         else:
             raise InvalidInputError(f"tasks: {item!r} is neither a task name nor a Task object")
     if not selected:
@@ -141,12 +141,20 @@ def evaluate_with(settings: RunSettings, model: ModelLike | Sequence[ModelLike],
 
         pools = ActorPools(settings)
     try:
-        with progress_shown(settings.show_progress), identity_scope():
+        with progress_shown(settings.show_progress), identity_scope(), _digest_store(settings):
             return _evaluate(settings, models, selected, data, cache, pools, name=name, tokenizer=tokenizer,
                              pooling=pooling, identity=identity)
     finally:
         if pools is not None:
             pools.close()
+
+
+def _digest_store(settings: RunSettings) -> contextlib.AbstractContextManager[None]:
+    """Weight-file digests are remembered beside the embedding cache, when the run has one: a run
+    that stores nothing writes nothing (``benchharness.core.digests``)."""
+    from benchharness.core import digests
+
+    return contextlib.nullcontext() if settings.cache_dir is None else digests.remembering(settings.cache_dir)
 
 
 def _evaluate(settings: RunSettings, models: list[ModelLike], selected: list[Task], data: DataRoot, cache: Any,

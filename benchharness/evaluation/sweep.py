@@ -16,12 +16,14 @@ the cluster has one (a recipe that must be trained first trains there), else one
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchharness.core import digests
 from benchharness.core.cpu_share import usable_cpus
 from benchharness.core.encoder import identity_scope
 from benchharness.core.results import MemoryStore, Result, ResultStore
@@ -117,7 +119,8 @@ def run_unit(unit: Unit, task_names: list[str], settings: RunSettings, folder: s
         data_root = DataRoot(settings.data_dir, verify=settings.verify_data)
         cache = None if settings.cache_dir is None else cache_at(settings.cache_dir)
         resolver = resolver_for(settings, data_root, cache)
-        with identity_scope():
+        remember = contextlib.nullcontext() if cache is None else digests.remembering(settings.cache_dir)
+        with identity_scope(), remember:
             summary = run(unit.encoders, resolve_tasks(task_names), resolver.get, data_root,
                           MemoryStore(unit.stored), settings)
     finally:

@@ -101,8 +101,8 @@ def compare_stored(store: ResultStore, encoder_a: str, encoder_b: str, task_name
     found = {(e, t): store.load(e, t) for t in task_names for e in (encoder_a, encoder_b)}
     missing = [key for key, result in found.items() if result is None]
     if missing:
-        encoders = ",".join(dict.fromkeys(e for e, _ in missing))
-        tasks = ",".join(dict.fromkeys(t for _, t in missing))
+        encoders = ",".join(e for e in dict.fromkeys((encoder_a, encoder_b)) if any(m[0] == e for m in missing))
+        tasks = ",".join(t for t in task_names if any(m[1] == t for m in missing))
         listed = ", ".join(f"{e} on {t}" for e, t in missing)
         raise MissingFileError(f"no stored result for {listed} under {store.root}; produce them with: "
                                f"{store.run_command(encoders, tasks)}")

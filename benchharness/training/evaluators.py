@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from benchharness.evaluation.evaluate import evaluate
+from benchharness.core.task import Task
+from benchharness.evaluation.evaluate import evaluate, resolve_tasks
 from benchharness.evaluation.results import Results
 
 try:  # sentence-transformers >= 5.2 moved its evaluators
@@ -28,14 +29,19 @@ from transformers import TrainerCallback
 DEFAULT_TASKS = ("STSBenchmark-dev",)
 
 
+def _is_count(key: str) -> bool:
+    """``n`` (pairs, items) and ``n_*`` are counts, never scaled like a score."""
+    return key == "n" or key.startswith("n_")
+
+
 def metrics_of(results: Results, scale: float = 1.0) -> dict[str, float]:
-    """Flat metrics ``<task>_<metric>`` of every result (correlations as fractions with ``scale``
-    0.01, the sentence-transformers convention), plus ``<task>_main``."""
+    """Flat metrics ``<task>_<metric>`` of every result (scores as fractions with ``scale`` 0.01,
+    the sentence-transformers convention; counts as they are), plus ``<task>_main``."""
     out: dict[str, float] = {}
     for r in results:
         for key, value in r.metrics.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and not key.startswith("n_"):
-                out[f"{r.task}_{key.replace('.', '_')}"] = float(value) * scale
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[f"{r.task}_{key.replace('.', '_')}"] = float(value) * (1.0 if _is_count(key) else scale)
         out[f"{r.task}_main"] = r.main_score * scale
     return out
 
@@ -53,6 +59,8 @@ class STSEvaluator(SentenceEvaluator):
         super().__init__()
         self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
         self.name, self.batch_size, self.data_dir, self.seed = name, batch_size, data_dir, seed
+        #: the tasks, resolved once and loaded at the first evaluation, reused by every later one
+        self._selected: list[Task] | None = None
         self.primary_metric = f"{self.tasks[0]}_main"
         self.greater_is_better = True
         #: every evaluation's Results, with the step it was taken at
@@ -61,7 +69,9 @@ class STSEvaluator(SentenceEvaluator):
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
                  ) -> dict[str, float]:
         options = {} if self.seed is None else {"seed": self.seed}
-        results = evaluate(model, self.tasks, name=f"{self.name}@step{steps}", batch_size=self.batch_size,
+        if self._selected is None:
+            self._selected = resolve_tasks(self.tasks)
+        results = evaluate(model, self._selected, name=f"{self.name}@step{steps}", batch_size=self.batch_size,
                            data_dir=self.data_dir, intervals=False, **options)
         self.history.append((steps, results))
         metrics = self.prefix_name_to_metrics(metrics_of(results, 0.01), self.name)
@@ -84,9 +94,12 @@ class EvaluationCallback(TrainerCallback):
         self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
         self.every_steps, self.batch_size, self.data_dir = every_steps, batch_size, data_dir
         self.history: list[tuple[int, Results]] = []
+        self._selected: list[Task] | None = None
 
     def score(self, model: Any, step: int) -> dict[str, float]:
-        results = evaluate(model, self.tasks, name=f"model@step{step}", tokenizer=self.tokenizer,
+        if self._selected is None:
+            self._selected = resolve_tasks(self.tasks)
+        results = evaluate(model, self._selected, name=f"model@step{step}", tokenizer=self.tokenizer,
                            pooling=self.pooling, batch_size=self.batch_size, data_dir=self.data_dir, intervals=False)
         self.history.append((step, results))
         return {f"benchharness_{k}": v for k, v in metrics_of(results).items()}

@@ -17,7 +17,6 @@ the recipe.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shlex
 from dataclasses import dataclass, field, replace
@@ -40,7 +39,7 @@ RECIPE_PREFIX = "recipe:"
 KEY_LENGTH = 12
 #: flags that say where or how a run goes, not what it trains: never part of a recipe or its key
 RUNTIME_FLAGS = frozenset({"recipe", "base", "out", "name", "preset", "device", "threads", "stop_after", "overwrite",
-                           "quiet", "progress", "keep_checkpoint", "stats_only", "show", "data_dir", "command",
+                           "quiet", "verbose", "progress", "keep_checkpoint", "stats_only", "show", "data_dir", "command",
                            "method", "executor", "address"})
 ENTRY_KEYS = frozenset({"method", "base", "revision", "preset", "options", "extends", "round", "description"})
 THROUGHPUT_KEYS = ("method", "base", "device", "batch_size", "max_length", "seconds_per_step", "steps", "machine",
@@ -334,9 +333,9 @@ def resolve_options(method: str, flags: dict[str, Any], preset: str | None) -> d
 
 def cached_revision(hub_id: str) -> str | None:
     """The revision the Hugging Face cache holds for a hub id (``refs/main``), or None."""
-    cache = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache/huggingface"))
-                 / "hub")
-    ref = cache / f"models--{hub_id.replace('/', '--')}" / "refs" / "main"
+    from benchharness.core.settings import hub_settings
+
+    ref = hub_settings().cache / f"models--{hub_id.replace('/', '--')}" / "refs" / "main"
     return ref.read_text().strip() if ref.is_file() else None
 
 
