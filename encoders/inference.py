@@ -14,11 +14,9 @@ well under the 1e-5 that would require a new encoder identity.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -40,19 +38,6 @@ if TYPE_CHECKING:
 TOKENS_PER_SENTENCE = 64
 TOKEN_BUDGET = 64 * TOKENS_PER_SENTENCE
 
-#: oneDNN, which runs PyTorch's GELU on x86 CPUs, JIT-compiles one kernel per tensor shape and by
-#: default caches up to 1024 of them, ~4.7 MB each. Exact-length batches have a few hundred shapes,
-#: so the cache alone held ~400 MB by the end of an STS suite (peak RSS 1.0-1.2 GB, above
-#: sentence-transformers'). One entry still serves every layer of a batch (they share its shape);
-#: the kernels are the same, so are the vectors. Measured on 8,000 STS sentences, minilm-l3: RSS
-#: after encoding 1,035-1,082 MB with the default, 594 MB with one entry, same encode time.
-#: Only fp32 engines set it: oneDNN reads it once per process, and bf16 autocast runs every matrix
-#: product through oneDNN, so a bf16 training step in the same process needs many kernels at once
-#: (with one entry PaSeR's bf16 steps were markedly slower than with the default; not retaken idle).
-ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY = "ONEDNN_PRIMITIVE_CACHE_CAPACITY", "1"
-
-#: /proc/cpuinfo flags of CPUs that compute in bf16 natively (AVX512-BF16 dot products, AMX tiles).
-NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 def token_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET) -> Iterator[np.ndarray]:
     """Index batches in which every sentence has the same token length and the tokens number at
@@ -170,36 +155,6 @@ def encode_tokens(
     return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
 
-def has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX); without it bf16 is emulated
-    by widening to fp32, which is slower than fp32 and changes scores for nothing."""
-    try:
-        text = cpuinfo.read_text()
-    except OSError:
-        return False
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
-    return any(flag in flags for flag in NATIVE_BF16_FLAGS)
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """``devices.check_precision`` plus opt-in bf16 on CPUs that have native bf16.
-
-    On such CPUs (AVX512-BF16, AMX) bf16 autocast roughly doubles matrix-product throughput for a
-    small score change (bounded at 0.05); elsewhere it is refused with the reason.
-    """
-    from benchharness.core.devices import check_precision
-
-    if precision == "bf16" and device.type == "cpu":
-        if not has_native_bf16():
-            raise InvalidInputError(
-                "precision=bf16 on CPU needs native bf16 instructions (CPU flag avx512_bf16 or amx_bf16, "
-                "see /proc/cpuinfo); this CPU has neither, so bf16 would be emulated in fp32, slower than "
-                "fp32 and with changed scores. Use precision=fp32 here, or bf16 on a CUDA device."
-            )
-        return precision
-    return check_precision(precision, device)
-
-
 class TransformerEngine:
     """Tokenize once, batch by exact token length, run a backend, hand each batch to ``pool``.
 
@@ -211,8 +166,6 @@ class TransformerEngine:
     def __init__(self, model: torch.nn.Module, tokenizer, max_length: int | None, device: torch.device,
                  precision: str = "fp32", backend: str = "eager", token_budget: int = TOKEN_BUDGET,
                  first_token: bool = False) -> None:
-        if device.type == "cpu" and precision == "fp32":  # read by oneDNN at its first kernel
-            os.environ.setdefault(ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY)
         self.tokenizer, self.max_length, self.device = tokenizer, max_length, device
         self.precision, self.token_budget = precision, int(token_budget)
         self.backend: Backend = make_backend(backend, model, first_token)

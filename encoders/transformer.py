@@ -12,11 +12,11 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any
 
-from benchharness.core.devices import DeviceChoice
+from benchharness.core.devices import DeviceChoice, check_precision
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders.backends import DEFAULT_BACKEND, REFERENCE, check_backend
-from benchharness.encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine, resolve_precision
+from benchharness.encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine
 
 if TYPE_CHECKING:
     import torch
@@ -41,7 +41,7 @@ class TransformerEncoder(Encoder):
         self.batch_size = int(batch_size)
         self._device = DeviceChoice(device)
         # fp32 needs no device; reduced precision is checked against it now (that imports torch)
-        self.precision = "fp32" if precision == "fp32" else resolve_precision(precision, self.device)
+        self.precision = "fp32" if precision == "fp32" else check_precision(precision, self.device)
         self.backend = check_backend(backend or DEFAULT_BACKEND)
         if (self.backend == REFERENCE and self.precision != "fp32"
                 and self.device.type not in self.reference_autocast):

@@ -98,3 +98,20 @@ def shared_threads(device: object = "cpu") -> Iterator[ThreadShare]:
         yield share
     finally:
         share.restore()
+
+
+@contextlib.contextmanager
+def kept_threads() -> Iterator[None]:
+    """torch's thread count as it was on entry, again on exit.
+
+    Training sets the count its config asks for (``--threads``); run inside a library call
+    (``evaluate("paser", ...)`` trains the recipe on demand) that count must not outlive the call.
+    Usable as a decorator (``@kept_threads()``)."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

@@ -18,10 +18,9 @@ from torch import nn
 
 from benchharness import tasks
 from benchharness.core.data_root import DataRoot
-from benchharness.core.devices import pick_device
+from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders.in_memory import TransformersModelEncoder
-from benchharness.encoders.inference import resolve_precision
 from benchharness.evaluation.evaluate import evaluate
 
 if TYPE_CHECKING:
@@ -70,4 +69,4 @@ def for_training(method: TrainingMethod, config: TrainConfig) -> DevEvaluator:
     config overrides it), truncation, batch size, device and precision."""
     device = pick_device(config.device)
     return DevEvaluator(method.tokenizer, config.eval_pooling or method.eval_pooling, config.eval_max_length,
-                        config.eval_batch_size, device, resolve_precision(config.precision, device))
+                        config.eval_batch_size, device, check_precision(config.precision, device))

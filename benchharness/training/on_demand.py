@@ -134,7 +134,7 @@ def device_kind(device: str | None) -> str:
 def cpu_kind(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The kind of CPU a throughput row was measured on: native bf16 (AVX512-BF16 or AMX) runs
     these models' steps about a quarter faster than AVX2 alone, so rows are kept per kind."""
-    from benchharness.encoders.inference import has_native_bf16
+    from benchharness.core.devices import has_native_bf16
 
     if has_native_bf16(cpuinfo):
         return "avx512-bf16"

@@ -14,10 +14,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 from torch import nn
 
-from benchharness.core.devices import pick_device
+from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.local_paths import check_local_path
 from benchharness.encoders import hub
-from benchharness.encoders.inference import resolve_precision
 from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import base_folder
 from benchharness.encoders.methods.loop import TrainResult, total_steps, train
@@ -45,7 +44,7 @@ def preflight(config: TrainConfig, n_examples: int | None = None) -> None:
     does not exist, too few examples for one batch, a data-parallel run outside torchrun or in a
     torchrun of another size."""
     device = pick_device(config.device)
-    resolve_precision(config.precision, device)
+    check_precision(config.precision, device)
     data_parallel.check_launch(config.nproc, device)
     check_local_path(base_folder(config.base), "--base")
     if n_examples is not None:

@@ -28,8 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +38,11 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from benchharness.core.devices import autocast, pick_device
+from benchharness.core.cpu_share import kept_threads
+from benchharness.core.devices import autocast, check_precision, pick_device
 from benchharness.core.errors import DivergedError, InvalidInputError
 from benchharness.core.seeding import seed_everything
 from benchharness.encoders import hub
-from benchharness.encoders.inference import ONEDNN_CACHE_CAPACITY, ONEDNN_CACHE_ENV, resolve_precision
 from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import base_folder
 from benchharness.encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
@@ -169,6 +167,7 @@ def _log(path: Path, record: dict[str, Any]) -> None:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
+@kept_threads()  # config.threads is this run's: a library call that trains leaves the count as found
 def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, *,
           data: dict[str, Any], base_source: hub.ModelSource | None = None,
           dev: DevScore | None = None, dev_task: str | None = None) -> TrainResult:
@@ -191,11 +190,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     ctx = data_parallel.start(config.nproc, config.negatives, pick_device(config.device))
     main = ctx is None or ctx.rank == 0  # the process that evaluates and writes
     device = ctx.device if ctx is not None else pick_device(config.device)
-    precision = resolve_precision(config.precision, device)
-    if precision == "bf16" and device.type == "cpu" and os.environ.get(ONEDNN_CACHE_ENV) == ONEDNN_CACHE_CAPACITY:
-        print(f"note: this process encoded in fp32 before training, which left oneDNN one cached kernel "
-              f"({ONEDNN_CACHE_ENV}={ONEDNN_CACHE_CAPACITY}); bf16 steps run slower so. Train it on its "
-              "own (benchharness train ...) or first in the run", file=sys.stderr)
+    precision = check_precision(config.precision, device)
     pooling = config.eval_pooling or method.eval_pooling
     if ctx is not None and method.in_batch_negatives and not config.drop_last and len(examples) % config.batch_size:
         raise InvalidInputError(f"{method.method_name} gathers in-batch negatives, which needs equal slices of every "

@@ -14,12 +14,12 @@ from typing import Any
 
 import torch
 
+from benchharness.core.cpu_share import kept_threads
 from benchharness.core.data_root import DataRoot
-from benchharness.core.devices import pick_device
+from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import non_negative_float, non_negative_int, positive_int
 from benchharness.core.seeding import seed_everything
-from benchharness.encoders.inference import resolve_precision
 from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import load_base
 from benchharness.encoders.methods.defsent_plus.dictionary import (
@@ -176,6 +176,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
+@kept_threads()  # --threads is this run's: a library call that trains leaves the count as found
 def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     opts = options(args)
     run = argparse.Namespace(**{**vars(args), **opts})  # flags left unset stay None
@@ -185,7 +186,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     if base_config.threads:
         torch.set_num_threads(base_config.threads)
     device = pick_device(base_config.device)
-    precision = resolve_precision(base_config.precision, device)
+    precision = check_precision(base_config.precision, device)
     data_root = DataRoot(getattr(args, "data_dir", None)).root
     sources = _read_sources(run, data_root)
     preflight(base_config)

@@ -65,3 +65,22 @@ def test_gpu_work_is_left_alone() -> None:
     share = cpu_share.ThreadShare("cuda:0")
     threads = torch.get_num_threads()
     assert share.adjust() == threads and torch.get_num_threads() == threads
+
+
+def test_kept_threads_restores_the_count_a_call_changed() -> None:
+    before = torch.get_num_threads()
+    other = 1 if before != 1 else 2
+
+    @cpu_share.kept_threads()
+    def trains(threads: int) -> int:
+        torch.set_num_threads(threads)
+        return torch.get_num_threads()
+
+    try:
+        assert trains(other) == other and torch.get_num_threads() == before
+        with pytest.raises(RuntimeError), cpu_share.kept_threads():  # restored on an error as well
+            torch.set_num_threads(other)
+            raise RuntimeError("diverged")
+        assert torch.get_num_threads() == before
+    finally:
+        torch.set_num_threads(before)

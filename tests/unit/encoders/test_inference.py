@@ -3,8 +3,6 @@ vectors equal to the padded reference paths, bf16 only where the CPU has it, ide
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 import torch
@@ -12,9 +10,9 @@ from conftest import MINILM_L3
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 
-import benchharness.encoders.inference as inference
+import benchharness.core.devices as devices
 from benchharness.encoders.huggingface import HFEncoder
-from benchharness.encoders.inference import Tokens, encode_tokens, has_native_bf16, token_batches, tokenize
+from benchharness.encoders.inference import Tokens, encode_tokens, token_batches, tokenize
 from benchharness.encoders.sbert import SentenceTransformerEncoder
 
 SENTENCES = ["a man is playing a guitar .", "hello", "the cat sat on the mat and looked very happy .",
@@ -115,26 +113,6 @@ def test_engine_is_the_default_and_reference_is_sentence_transformers_encode(tin
     assert reference._engine is None and reference.identity == default.identity
 
 
-def test_engine_bounds_the_onednn_kernel_cache_unless_the_user_set_it(monkeypatch, tiny_bert):
-    # oneDNN reads the capacity at its first kernel; the engine sets it before its first forward
-    monkeypatch.delenv(inference.ONEDNN_CACHE_ENV, raising=False)
-    HFEncoder("tiny", str(tiny_bert), max_length=32).encode(SENTENCES)
-    assert os.environ[inference.ONEDNN_CACHE_ENV] == "1"
-    monkeypatch.setenv(inference.ONEDNN_CACHE_ENV, "64")
-    HFEncoder("tiny", str(tiny_bert), max_length=32).encode(SENTENCES)
-    assert os.environ[inference.ONEDNN_CACHE_ENV] == "64"
-
-
-def test_a_bf16_engine_leaves_the_onednn_kernel_cache_to_training(monkeypatch, tiny_bert):
-    """bf16 autocast runs every matrix product through oneDNN, and a training step in the same
-    process (the dev evaluation of a bf16 run encodes before the first step) needs many kernels:
-    a bf16 engine leaves oneDNN's default capacity alone."""
-    monkeypatch.delenv(inference.ONEDNN_CACHE_ENV, raising=False)
-    monkeypatch.setattr(inference, "has_native_bf16", lambda: True)
-    HFEncoder("tiny", str(tiny_bert), max_length=32, device="cpu", precision="bf16").encode(SENTENCES)
-    assert inference.ONEDNN_CACHE_ENV not in os.environ
-
-
 def test_a_model_the_engine_cannot_run_goes_through_encode_and_says_so(tiny_st, tmp_path):
     from sentence_transformers import SentenceTransformer
 
@@ -184,7 +162,7 @@ def test_fp32_eager_keeps_the_identity_it_always_had(tiny_st, tiny_bert):
 
 
 def test_cpu_bf16_refused_without_native_support(monkeypatch, tiny_st, tiny_bert):
-    monkeypatch.setattr(inference, "has_native_bf16", lambda: False)
+    monkeypatch.setattr(devices, "has_native_bf16", lambda: False)
     with pytest.raises(ValueError, match="avx512_bf16 or amx_bf16"):
         SentenceTransformerEncoder("t", str(tiny_st), device="cpu", precision="bf16")
     with pytest.raises(ValueError, match="avx512_bf16 or amx_bf16"):
@@ -194,21 +172,12 @@ def test_cpu_bf16_refused_without_native_support(monkeypatch, tiny_st, tiny_bert
 
 
 def test_cpu_bf16_with_native_support_is_recorded_and_close(monkeypatch, tiny_st):
-    monkeypatch.setattr(inference, "has_native_bf16", lambda: True)
+    monkeypatch.setattr(devices, "has_native_bf16", lambda: True)
     fp32 = SentenceTransformerEncoder("t", str(tiny_st), device="cpu")
     bf16 = SentenceTransformerEncoder("t", str(tiny_st), device="cpu", precision="bf16")
     assert bf16.identity_info()["precision"] == "bf16" and bf16.identity != fp32.identity
     a, b = fp32.encode(SENTENCES), bf16.encode(SENTENCES)
     assert 0 < np.abs(a - b).max() < 0.05  # bf16 really ran (8-bit mantissa), and stayed close
-
-
-def test_native_bf16_read_from_cpu_flags(tmp_path):
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f\n")
-    assert not has_native_bf16(cpuinfo)
-    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 avx512_vnni\n")
-    assert has_native_bf16(cpuinfo)
-    assert not has_native_bf16(tmp_path / "absent")
 
 
 def test_onnx_backend_refuses_poolings_it_cannot_serve(tiny_bert):

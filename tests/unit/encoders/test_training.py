@@ -242,16 +242,16 @@ def test_cpu_bf16_training_needs_native_bf16_and_runs_the_step_under_bf16_autoca
     bf16, before anything trains; where it has, the forward's matrix products run in bf16 while the
     weights and the optimizer stay fp32, and the manifest records the precision. (torch emulates
     bf16 on any CPU, so the test runs everywhere with the check answered both ways.)"""
-    from benchharness.encoders import inference
+    from benchharness.core import devices
 
-    monkeypatch.setattr(inference, "has_native_bf16", lambda: False)
+    monkeypatch.setattr(devices, "has_native_bf16", lambda: False)
     method, source = _simcse(tiny_bert)
     with pytest.raises(ValueError, match="avx512_bf16 or amx_bf16"):
         train(method, TEXTS, _config(tmp_path, max_steps=1, precision="bf16", device="cpu"), data={},
               base_source=source)
     assert not (tmp_path / "run" / "manifest.json").exists()
 
-    monkeypatch.setattr(inference, "has_native_bf16", lambda: True)
+    monkeypatch.setattr(devices, "has_native_bf16", lambda: True)
     dtypes: set[torch.dtype] = set()
     hook = method.encoder.encoder.layer[0].intermediate.dense.register_forward_hook(
         lambda module, args, output: dtypes.add(output.dtype))

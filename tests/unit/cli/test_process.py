@@ -1,0 +1,45 @@
+"""The command line is the one place that configures its process (benchharness.cli.process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from benchharness.cli import process
+
+
+def test_one_onednn_kernel_cache_entry_unless_bf16_is_asked_for_or_the_user_chose(monkeypatch):
+    monkeypatch.delenv(process.ONEDNN_CACHE_ENV, raising=False)
+    process.configure(["run", "--encoders", "minilm-l3", "--tasks", "sts"])
+    assert os.environ[process.ONEDNN_CACHE_ENV] == "1"
+    for argv in (["train", "paser", "--precision", "bf16"], ["run", "--encoders", "hf:x?precision=bf16"]):
+        monkeypatch.delenv(process.ONEDNN_CACHE_ENV, raising=False)
+        process.configure(argv)  # bf16 autocast needs oneDNN's many kernels: its default stays
+        assert process.ONEDNN_CACHE_ENV not in os.environ
+    monkeypatch.setenv(process.ONEDNN_CACHE_ENV, "64")
+    process.configure(["run", "--encoders", "minilm-l3"])
+    assert os.environ[process.ONEDNN_CACHE_ENV] == "64"
+
+
+@pytest.mark.parametrize("argv, expected", [(["list", "tasks"], "1"), (["list", "tasks", "--precision=bf16"], None)])
+def test_main_configures_the_process_before_the_command_runs(argv, expected):
+    """``main`` applies the settings first (a bad flag after them still exits through argparse)."""
+    owned = ("HF_", "TRANSFORMERS_", "TOKENIZERS_", "ONEDNN_", "BENCHHARNESS_CONFIG")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(owned)}
+    code = ("import contextlib, io, json, os, sys\nfrom benchharness.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            f"    try:\n        main({argv!r})\n    except SystemExit:\n        pass\n"
+            "print(json.dumps({k: os.environ.get(k) for k in ('ONEDNN_PRIMITIVE_CACHE_CAPACITY', "
+            "'HF_HUB_OFFLINE', 'TOKENIZERS_PARALLELISM')}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    # the checkout's config asks for offline use; the command line exports it for every library
+    assert got == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": expected, "HF_HUB_OFFLINE": "1",
+                   "TOKENIZERS_PARALLELISM": "false"}
