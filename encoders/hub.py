@@ -1,7 +1,9 @@
 """Where a model's files are and which exact weights they hold.
 
-A model is named either by a Hugging Face hub id (resolved through the standard hub cache, so
-``HF_HUB_CACHE``/``HF_HUB_OFFLINE`` apply) or by a local folder. Its fingerprint is the hub
+A model is named either by a Hugging Face hub id (resolved through the hub cache and offline
+mode of ``core.settings.hub_settings``: the environment, else benchharness.toml) or by a local
+folder. ``resolve`` is the one place a hub id becomes a folder, and the only hub call of the
+encoders: every loader after it reads that folder (``local_files_only=True``). Its fingerprint is the hub
 revision when there is one and, always, a sha256 over the weight files: a fine-tuned folder has
 no revision, and a revision alone would not catch an edited cache. That sha256 is remembered
 across runs while the files are provably unchanged (``benchharness.core.digests``), so a rerun does
@@ -19,6 +21,7 @@ from pathlib import Path
 from benchharness.core.digests import remembered, update_with_file
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.local_paths import check_local_path
+from benchharness.core.settings import hub_settings
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -35,19 +38,20 @@ class ModelSource:
 
 
 def offline() -> bool:
-    """Whether downloads are off (``HF_HUB_OFFLINE``, which the config sets only where its cache exists)."""
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+    """Whether downloads are off (``HF_HUB_OFFLINE``, else the config's ``hf_offline`` where its cache exists)."""
+    return hub_settings().offline
 
 
-def cached_snapshot(repo_id: str) -> Path | None:
+def cached_snapshot(repo_id: str, cache: Path | None = None) -> Path | None:
     """The folder ``snapshot_download(repo_id, local_files_only=True)`` returns, found by the same
     two reads (``refs/main``, then the ``snapshots/<commit>`` folder) without importing
     huggingface_hub's download machinery (0.3 s of every run); None whenever that function would do
     more, so that the caller asks it: no such ref or snapshot, or a cached tree listing
-    (``trees/<commit>.json``) against which it checks that the snapshot is complete."""
-    from huggingface_hub import constants  # paths and names only: milliseconds
+    (``trees/<commit>.json``) against which it checks that the snapshot is complete. ``cache``:
+    the hub cache to look in (default: ``hub_settings().cache``)."""
+    from huggingface_hub import constants  # names only: milliseconds
 
-    cache = Path(constants.HF_HUB_CACHE).expanduser().resolve()
+    cache = (cache or hub_settings().cache).resolve()
     storage = cache / constants.REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
     try:
         commit = (storage / "refs" / constants.DEFAULT_REVISION).read_text()  # read as is, as it does
@@ -67,31 +71,32 @@ def resolve(name_or_path: str) -> ModelSource:
     if p.is_dir():
         return ModelSource(name_or_path, p.resolve(), None)
     check_local_path(name_or_path, "model")  # a missing folder, not a hub id: say so
-    cached = cached_snapshot(name_or_path)
+    settings = hub_settings()
+    cached = cached_snapshot(name_or_path, settings.cache)
     if cached is not None:
         return ModelSource(name_or_path, cached, cached.name)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     try:
-        folder = snapshot_download(name_or_path, local_files_only=True)
+        folder = snapshot_download(name_or_path, cache_dir=settings.cache, local_files_only=True)
     except HFValidationError:
         hint = f"; without the prefix: {name_or_path.split(':', 1)[1]!r}" if ":" in name_or_path else ""
         raise InvalidInputError(f"model {name_or_path!r} is neither a local folder nor a Hugging Face hub id "
                                 f"(owner/name){hint}") from None
     except LocalEntryNotFoundError:
-        if offline():
+        if settings.offline:
             raise MissingFileError(
                 f"model {name_or_path!r} is neither a local folder nor in the Hugging Face cache "
-                f"({os.environ.get('HF_HUB_CACHE', 'default cache')}); HF_HUB_OFFLINE is set, so it "
-                "cannot be downloaded. Point HF_HUB_CACHE at a cache that holds it, or pass a folder."
+                f"({settings.cache}); offline mode is on (HF_HUB_OFFLINE, or hf_offline in benchharness.toml), "
+                "so it cannot be downloaded. Point HF_HUB_CACHE at a cache that holds it, or pass a folder."
             ) from None
         try:
-            folder = snapshot_download(name_or_path)
+            folder = snapshot_download(name_or_path, cache_dir=settings.cache)
         except Exception as exc:  # no network, unknown id, gated model: say which and what to do
             raise MissingFileError(
                 f"model {name_or_path!r} is not in the Hugging Face cache "
-                f"({os.environ.get('HF_HUB_CACHE', 'default cache')}) and could not be downloaded "
+                f"({settings.cache}) and could not be downloaded "
                 f"({type(exc).__name__}). Set HF_HUB_CACHE to a cache that holds it, or pass a folder."
             ) from None
     folder_path = Path(folder)

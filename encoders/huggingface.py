@@ -90,7 +90,9 @@ class HFEncoder(TransformerEncoder):
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            self._tokenizer = AutoTokenizer.from_pretrained(str((self.tokenizer_source or self.source).path))
+            # a folder hub.resolve found: read as it is, never looked up on the hub
+            self._tokenizer = AutoTokenizer.from_pretrained(str((self.tokenizer_source or self.source).path),
+                                                           local_files_only=True)
         return self._tokenizer
 
     @property
@@ -172,7 +174,7 @@ class HFEncoder(TransformerEncoder):
     def dimension(self) -> int:
         from transformers import AutoConfig
 
-        return int(AutoConfig.from_pretrained(str(self.source.path)).hidden_size)
+        return int(AutoConfig.from_pretrained(str(self.source.path), local_files_only=True).hidden_size)
 
     def identity_info(self) -> dict[str, Any]:
         info = {

@@ -39,7 +39,9 @@ class SentenceTransformerEncoder(TransformerEncoder):
             from sentence_transformers import SentenceTransformer
 
             with quiet_loading():  # ST's pooling never reads the BERT pooler that MiniLM-L3 lacks
-                self._model = SentenceTransformer(str(self.source.path), device=str(self.device))
+                # a folder hub.resolve found: its modules are read from it, never looked up on the hub
+                self._model = SentenceTransformer(str(self.source.path), device=str(self.device),
+                                                  local_files_only=True)
         return self._model
 
     def _declared_mask_token(self) -> str | None:

@@ -71,15 +71,11 @@ def tiny_bert(tmp_path_factory) -> Path:
 @pytest.fixture
 def project(tmp_path, monkeypatch, data_dir):
     """A fresh project folder as the working directory: its own benchharness.toml (cache inside
-    it, results in ./results), the shared data root, and the config cache cleared around it."""
-    from benchharness.core import settings as config_mod
-
+    it, results in ./results) and the shared data root."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BENCHHARNESS_DATA", str(data_dir))
     (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
-    config_mod.load_config.cache_clear()
-    yield tmp_path
-    config_mod.load_config.cache_clear()
+    return tmp_path
 
 
 @pytest.fixture

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +58,17 @@ def default_runs_dir() -> Path:
     return Path(data_home) / "benchharness" / "runs"
 
 
+def default_cache_dir() -> Path:
+    """Where the embedding cache and the digest store live when the config file does not say."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "benchharness"
+
+
 @dataclass(frozen=True)
 class Config:
     file: Path | None = None
     data_dir: Path | None = None
     results_dir: Path = Path("results")
-    cache_dir: Path = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "benchharness"
+    cache_dir: Path = field(default_factory=default_cache_dir)
     runs_dir: Path = field(default_factory=default_runs_dir)
     hf_hub_cache: Path | None = None
     hf_offline: bool = False
@@ -87,9 +91,13 @@ def find_config(start: Path | None = None) -> Path | None:
     return user_config() if user_config().is_file() else None
 
 
-@lru_cache(maxsize=8)
 def load_config(path: Path | None = None) -> Config:
-    """Parse the config file (or return defaults when there is none)."""
+    """The configuration ``path`` (else the one ``find_config`` finds) holds, or the defaults when
+    there is none.
+
+    Read afresh at every call (a quarter of a millisecond): what it finds depends on the working
+    directory and the environment, and a remembered answer went stale under a ``chdir``, a changed
+    variable or an edited file."""
     path = path or find_config()
     if path is None:
         return Config(runs_dir=Path(os.environ[RUNS_ENV]).expanduser()) if os.environ.get(RUNS_ENV) else Config()
@@ -160,9 +168,53 @@ def offline_cache_missing(cfg: Config) -> bool:
     return cfg.hf_offline and cfg.hf_hub_cache is not None and not cfg.hf_hub_cache.is_dir()
 
 
+_TRUE = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """Where Hugging Face models are found and whether they may be downloaded.
+
+    Library code passes these to every hub call (``cache_dir=``, ``local_files_only=``) instead
+    of exporting ``HF_HUB_CACHE``/``HF_HUB_OFFLINE``: an export would outlive the call (a notebook
+    that evaluated once in an offline project would stay offline), and huggingface_hub reads those
+    variables once, at its import, so an export made later would not even be seen."""
+
+    cache: Path
+    offline: bool
+
+    def kwargs(self) -> dict[str, Any]:
+        """The arguments of ``snapshot_download``, ``hf_hub_download`` and ``from_pretrained`` of a hub id."""
+        return {"cache_dir": str(self.cache), "local_files_only": self.offline}
+
+
+def hub_settings(cfg: Config | None = None) -> HubSettings:
+    """The Hugging Face cache and offline mode of this configuration, read at each call.
+
+    The environment wins, as it does for huggingface_hub itself (``HF_HUB_CACHE``, then the
+    configured ``hf_hub_cache``, then ``$HF_HOME/hub``, ``~/.cache/huggingface/hub``;
+    ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` when set, else ``hf_offline``). The configured
+    cache and offline mode apply only where that cache exists (``offline_cache_missing``)."""
+    cfg = cfg or load_config()
+    usable = not offline_cache_missing(cfg)
+    env_cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if env_cache:
+        cache = Path(env_cache)
+    elif cfg.hf_hub_cache is not None and usable:
+        cache = cfg.hf_hub_cache
+    else:
+        xdg_cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        cache = Path(os.environ.get("HF_HOME") or Path(xdg_cache) / "huggingface") / "hub"
+    env_offline = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
+    offline = env_offline.strip().lower() in _TRUE if env_offline else cfg.hf_offline and usable
+    return HubSettings(cache.expanduser(), offline)
+
+
 def apply_environment(cfg: Config) -> None:
-    """Export the Hugging Face settings before transformers/huggingface_hub are imported
-    (huggingface_hub reads them once, at import), without overriding the user's environment.
+    """Export the Hugging Face settings for the whole process, before transformers or
+    huggingface_hub are imported (they read them once, at import), without overriding the user's
+    environment. For the owner of the process only (the command line, a benchmark script): library
+    code passes ``hub_settings()`` to each call and leaves ``os.environ`` as it found it.
 
     Offline mode, and the cache it relies on, apply only where the configured cache exists."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

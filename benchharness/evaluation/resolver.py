@@ -33,7 +33,7 @@ from benchharness.core.encoder import Encoder
 from benchharness.core.local_paths import check_local_path
 from benchharness.core.manifests import RunManifest, manifest_spec, read_manifest, registered_runs
 from benchharness.core.plugins import PLUGINS
-from benchharness.core.settings import apply_environment, load_config
+from benchharness.core.settings import load_config
 from benchharness.core.specs import (
     COMPOSE,
     MODULE_ATTRIBUTE,
@@ -151,7 +151,6 @@ class Resolver:
         self.config = load_config()
         self.train_missing = train_missing
         self.progress = progress
-        apply_environment(self.config)  # HF cache/offline settings, for library use outside the CLI
         self.defaults = defaults or {}
         self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
 

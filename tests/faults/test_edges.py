@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from benchharness.cli import main
-from benchharness.core import settings
 from benchharness.core.results import ResultStore
 from benchharness.training.recipes import RecipeError, read_book
 
@@ -59,7 +58,6 @@ def test_results_stored_under_the_old_lossy_folder_move_once_and_shared_ones_sta
 
 def test_a_dotdot_encoder_registered_in_the_config_writes_inside_results(project):
     (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[encoders.".."]\nspec = "glove-50d"\n')
-    settings.load_config.cache_clear()
     assert main(["run", "--encoders", "..", "--tasks", "STSBenchmark", "--quiet"]) == 0
     written = sorted(p.relative_to(project) for p in project.rglob("STSBenchmark.json"))
     assert len(written) == 1 and written[0].parts[0] == "results" and len(written[0].parts) == 3
@@ -67,7 +65,6 @@ def test_a_dotdot_encoder_registered_in_the_config_writes_inside_results(project
 
 def test_a_typo_in_an_encoder_table_is_one_line_with_the_close_key(project, capsys):
     (project / "benchharness.toml").write_text('[encoders.g]\nspce = "glove-50d"\n')
-    settings.load_config.cache_clear()
     assert main(["run", "--encoders", "g", "--tasks", "STSBenchmark"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "[encoders.g] needs spec" in err and "did you mean 'spec'?" in err
@@ -182,7 +179,6 @@ def test_unknown_tables_and_keys_of_the_config_are_one_line_with_the_close_match
     for text, expected in (('[paths]\ndta_dir = "x"\n', "unknown key in [paths] 'dta_dir' (did you mean 'data_dir'?)"),
                            ('[encodrs.g]\nspec = "glove-50d"\n', "unknown table 'encodrs' (did you mean 'encoders'?)")):
         (project / "benchharness.toml").write_text(text)
-        settings.load_config.cache_clear()
         assert main(["list", "tasks"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and expected in err and "benchharness.toml" in err

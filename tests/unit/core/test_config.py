@@ -17,9 +17,6 @@ def clean_env(monkeypatch):
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE"):
         monkeypatch.setenv(var, "")
         monkeypatch.delenv(var)
-    config_mod.load_config.cache_clear()
-    yield
-    config_mod.load_config.cache_clear()
 
 
 def write_config(folder: Path, cache: str, offline: bool) -> config_mod.Config:

@@ -15,9 +15,7 @@ def fresh(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("BENCHHARNESS_CONFIG", raising=False)
     monkeypatch.delenv("BENCHHARNESS_DATA", raising=False)
-    settings.load_config.cache_clear()
-    yield tmp_path
-    settings.load_config.cache_clear()
+    return tmp_path
 
 
 def test_the_per_user_file_serves_a_project_without_its_own(fresh, monkeypatch):

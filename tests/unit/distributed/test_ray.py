@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from benchharness.cli import main
-from benchharness.core import settings
 from benchharness.core.results import ResultStore
 from benchharness.evaluation.cache import EmbeddingCache, sentence_key
 from tests.conftest import needs_data
@@ -29,7 +28,6 @@ VOLATILE = ("date", "timings")
 def ray_project(project, ray_cluster):
     (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n'
                                                '[encoders.slow]\nspec = "ray_fakes:slow"\n')
-    settings.load_config.cache_clear()
     return project
 
 

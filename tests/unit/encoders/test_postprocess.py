@@ -17,7 +17,6 @@ from scipy.stats import spearmanr
 from sklearn.decomposition import PCA
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from benchharness.core import settings as config
 from benchharness.core.encoder import Encoder
 from benchharness.core.specs import UnknownEncoderError
 from benchharness.encoders.postprocess.repal import RepAL
@@ -294,7 +293,6 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
 
     (tmp_path / "benchharness.toml").write_text('[paths]\nruns_dir = "runs"\ncache_dir = "cache"\n')
     monkeypatch.chdir(tmp_path)
-    config.load_config.cache_clear()
     corpus = tmp_path / "c.txt"
     corpus.write_text("a man is playing a guitar\na woman is slicing an onion\nthe dog runs on the grass\n")
     parser = argparse.ArgumentParser()
@@ -302,28 +300,25 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
     base = f"hf:{tiny_bert}?pooling=avg"
     args = parser.parse_args(["--encoder", base, "--l1", "0,0.5", "--l2", "0:1:0.5", "--fit", f"text:{corpus}",
                               "--tfidf", f"text:{corpus}", "--data-dir", str(data_dir), "--name", "tiny-tuned"])
-    try:
-        assert tune_repal.main(args) == 0
-        manifest = json.loads((tmp_path / "runs/tiny-tuned/manifest.json").read_text())
-        grid = manifest["tuning"]["grid"]
-        assert [(p["l1"], p["l2"]) for p in grid] == [(a, b) for a in (0, 0.5) for b in (0, 0.5, 1)]
-        best = manifest["tuning"]["best"]
-        assert best["score"] == max(p["score"] for p in grid)
-        # the registered name resolves to RepAL with the best values; score it independently
-        encoder = Resolver().get("tiny-tuned")
-        assert (encoder.l1, encoder.l2) == (best["l1"], best["l2"])
-        from benchharness import tasks
-        dev = tasks.get("STSBenchmark-dev")
-        from benchharness.core.data_root import DataRoot
+    assert tune_repal.main(args) == 0
+    manifest = json.loads((tmp_path / "runs/tiny-tuned/manifest.json").read_text())
+    grid = manifest["tuning"]["grid"]
+    assert [(p["l1"], p["l2"]) for p in grid] == [(a, b) for a in (0, 0.5) for b in (0, 0.5, 1)]
+    best = manifest["tuning"]["best"]
+    assert best["score"] == max(p["score"] for p in grid)
+    # the registered name resolves to RepAL with the best values; score it independently
+    encoder = Resolver().get("tiny-tuned")
+    assert (encoder.l1, encoder.l2) == (best["l1"], best["l2"])
+    from benchharness import tasks
+    dev = tasks.get("STSBenchmark-dev")
+    from benchharness.core.data_root import DataRoot
 
-        dev.load(DataRoot(data_dir))
-        a, b, gold = dev.subsets["test"]
-        va, vb = encoder.encode(a).astype(np.float64), encoder.encode(b).astype(np.float64)
-        cos = (va * vb).sum(1) / np.linalg.norm(va, axis=1) / np.linalg.norm(vb, axis=1)
-        assert spearmanr(cos, gold).correlation * 100 == pytest.approx(best["score"], abs=1e-3)
-        assert "registered 'tiny-tuned'" in caplog.text
-    finally:
-        config.load_config.cache_clear()
+    dev.load(DataRoot(data_dir))
+    a, b, gold = dev.subsets["test"]
+    va, vb = encoder.encode(a).astype(np.float64), encoder.encode(b).astype(np.float64)
+    cos = (va * vb).sum(1) / np.linalg.norm(va, axis=1) / np.linalg.norm(vb, axis=1)
+    assert spearmanr(cos, gold).correlation * 100 == pytest.approx(best["score"], abs=1e-3)
+    assert "registered 'tiny-tuned'" in caplog.text
 
 
 def test_a_config_entry_can_name_a_composition(tmp_path, monkeypatch, corpus):
@@ -332,10 +327,6 @@ def test_a_config_entry_can_name_a_composition(tmp_path, monkeypatch, corpus):
     (tmp_path / "benchharness.toml").write_text(
         f'[encoders."tiny+white"]\nspec = "glove:{glove}+whitening(k=2,fit=text:{corpus})"\n')
     monkeypatch.chdir(tmp_path)
-    config.load_config.cache_clear()
-    try:
-        encoder = Resolver().get("tiny+white")  # a registered name wins over splitting on '+'
-        assert isinstance(encoder, Whitening) and encoder.k == 2
-        assert encoder.fit_corpus.name == f"text:{corpus}"
-    finally:
-        config.load_config.cache_clear()
+    encoder = Resolver().get("tiny+white")  # a registered name wins over splitting on '+'
+    assert isinstance(encoder, Whitening) and encoder.k == 2
+    assert encoder.fit_corpus.name == f"text:{corpus}"

@@ -336,7 +336,7 @@ def test_consert_archive_downloads_when_online(tmp_path, monkeypatch, tokenizer_
         shutil.copy(archive, dest)
         return dest
 
-    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # the environment wins over the checkout's hf_offline
     monkeypatch.setattr(published, "download", fake_download)
     spec = published.published_spec("consert-sup-joint-base")
     folder = published.archive_folder(spec["url"], tmp_path / "cache")

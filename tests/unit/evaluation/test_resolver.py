@@ -5,7 +5,6 @@ import json
 import pytest
 
 from benchharness.core.results import ResultStore
-from benchharness.core import settings as config_mod
 from benchharness.core.manifests import registered_runs
 from benchharness.core.specs import UnknownEncoderError, split_composition
 from benchharness.evaluation.resolver import Resolver, parse_adhoc
@@ -16,9 +15,7 @@ def isolated(tmp_path, monkeypatch):
     """Run from an empty folder with its own benchharness.toml, and its own runs folder."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))
-    config_mod.load_config.cache_clear()
-    yield tmp_path
-    config_mod.load_config.cache_clear()
+    return tmp_path
 
 
 def test_unknown_name_suggests_close_matches(isolated):
@@ -80,7 +77,6 @@ def test_corrupt_manifest_names_file_and_line(isolated):
 
 def test_an_encoder_defined_in_python_is_named_module_attribute_in_the_config(project, monkeypatch, capsys):
     from benchharness.cli import main
-    from benchharness.core import settings
 
     (project / "bh_config_encoder.py").write_text(
         "import numpy as np\n"
@@ -94,7 +90,6 @@ def test_an_encoder_defined_in_python_is_named_module_attribute_in_the_config(pr
     monkeypatch.syspath_prepend(str(project))
     (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[encoders.letters]\n'
                                                'spec = "bh_config_encoder:Letters"\n')
-    settings.load_config.cache_clear()
     assert main(["run", "--encoders", "letters,python:bh_config_encoder:Letters", "--tasks", "STSBenchmark",
                  "--quiet"]) == 0
     stored = [json.loads(ResultStore(project / "results").path(name, "STSBenchmark").read_text())

@@ -70,9 +70,7 @@ def warm_project(project, monkeypatch):
 
     monkeypatch.setattr(digests, "RACY_NS", 0)
     hub = fake_hub(project / "hub")
-    import huggingface_hub.constants
-
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))  # what hub.resolve reads (core.settings.hub_settings)
     fake_st_folder(project / "hf-model")
     glove_file(project / "vectors.txt")
     return project
@@ -246,13 +244,12 @@ def test_glove_identity_keeps_the_sha256_of_its_file(project, monkeypatch):
 
 
 def test_cached_snapshot_is_what_snapshot_download_returns(tmp_path, monkeypatch):
-    import huggingface_hub.constants
     from huggingface_hub import snapshot_download
 
     from benchharness.encoders.hub import cached_snapshot, resolve
 
     hub = fake_hub(tmp_path / "hub")
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))  # what hub.resolve reads (core.settings.hub_settings)
     expected = snapshot_download("fake-org/tiny-st", local_files_only=True, cache_dir=str(hub))
     assert str(cached_snapshot("fake-org/tiny-st")) == expected
     source = resolve("fake-org/tiny-st")

@@ -21,7 +21,6 @@ from benchharness import tasks
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.results import Result, ResultStore
-from benchharness.core.settings import load_config
 from benchharness.core.task import Evaluation
 from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX
 from benchharness.reporting.table_formats import markdown_leaderboard as render
@@ -296,7 +295,6 @@ def configure(project: Path, files: Path) -> None:
         '[paths]\ncache_dir = ".cache"\n\n'
         f'[tasks.my-pairs]\nfile = "{rel}/pairs.csv"\nscore_range = [0, 5]\n\n'
         f'[tasks.my-labels]\nkind = "labels"\nfile = "{rel}/topics.jsonl"\n')
-    load_config.cache_clear()
 
 
 TOPICS = {"animal": "dog cat horse bird cow fish sheep lion tiger bear wolf duck",
@@ -374,7 +372,6 @@ def test_a_declaration_that_takes_a_builtin_name_is_a_one_line_error(project, ca
     from benchharness.cli import main
 
     (project / "benchharness.toml").write_text('[tasks.MR]\nfile = "mine.csv"\n')
-    load_config.cache_clear()
     assert main(["list", "tasks"]) == 2
     error = capsys.readouterr().err.strip()
     assert "[tasks.MR]" in error and "'transfer' task plugin" in error and "\n" not in error

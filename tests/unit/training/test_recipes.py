@@ -212,12 +212,8 @@ def test_no_train_prints_the_command(tmp_path, monkeypatch, capsys):
     from benchharness.cli import main
 
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))
-    load_config.cache_clear()
-    try:
-        assert main(["run", "--encoders", "paser-top1", "--tasks", "STSBenchmark-dev", "--no-train",
-                     "--results-dir", str(tmp_path / "results"), "--no-cache"]) == 2
-    finally:
-        load_config.cache_clear()
+    assert main(["run", "--encoders", "paser-top1", "--tasks", "STSBenchmark-dev", "--no-train",
+                 "--results-dir", str(tmp_path / "results"), "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert "benchharness train paser --recipe paser-top1\n" in err and "--no-train" in err
     assert "100 steps" in err  # the cpu preset's max_steps, with the time estimate
@@ -225,23 +221,17 @@ def test_no_train_prints_the_command(tmp_path, monkeypatch, capsys):
 
 
 def test_the_runs_root_honours_environment_and_config(tmp_path, monkeypatch):
-    load_config.cache_clear()
-    try:
-        monkeypatch.delenv("BENCHHARNESS_RUNS", raising=False)
-        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-        (tmp_path / "a").mkdir()
-        (tmp_path / "a" / "benchharness.toml").write_text("[paths]\n")
-        assert load_config(tmp_path / "a" / "benchharness.toml").runs_dir == tmp_path / "xdg/benchharness/runs"
-        (tmp_path / "b").mkdir()
-        (tmp_path / "b" / "benchharness.toml").write_text('[paths]\nruns_dir = "trained"\n')
-        assert load_config(tmp_path / "b" / "benchharness.toml").runs_dir == tmp_path / "b" / "trained"
-        load_config.cache_clear()
-        monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "env"))
-        assert load_config(tmp_path / "b" / "benchharness.toml").runs_dir == tmp_path / "env"
-        load_config.cache_clear()
-        assert RunStore().root == tmp_path / "env"
-    finally:
-        load_config.cache_clear()
+    monkeypatch.delenv("BENCHHARNESS_RUNS", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "benchharness.toml").write_text("[paths]\n")
+    assert load_config(tmp_path / "a" / "benchharness.toml").runs_dir == tmp_path / "xdg/benchharness/runs"
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "benchharness.toml").write_text('[paths]\nruns_dir = "trained"\n')
+    assert load_config(tmp_path / "b" / "benchharness.toml").runs_dir == tmp_path / "b" / "trained"
+    monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "env"))
+    assert load_config(tmp_path / "b" / "benchharness.toml").runs_dir == tmp_path / "env"
+    assert RunStore().root == tmp_path / "env"
 
 
 def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatch):
@@ -251,11 +241,7 @@ def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatc
     on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
     monkeypatch.setattr(recipes, "RECIPES_FILE", book.path)
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(store.root))
-    load_config.cache_clear()
-    try:
-        encoder = Resolver(train_missing=False).get("tiny")
-    finally:
-        load_config.cache_clear()
+    encoder = Resolver(train_missing=False).get("tiny")
     assert encoder.identity_info()["model"] == f"recipe:{recipe.key}"
     text = json.dumps(encoder.metadata)
     assert str(store.root) not in text and encoder.metadata["training"]["recipe"]["key"] == recipe.key

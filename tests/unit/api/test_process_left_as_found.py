@@ -1,0 +1,86 @@
+"""A library call leaves the process as it found it (os.environ, torch's threads, oneDNN's
+settings), and the checkout's benchharness.toml (shared hub cache, offline) still applies from
+Python without any variable exported: it is passed to the hub calls instead.
+
+Each check runs in a fresh interpreter inside this checkout with no Hugging Face variable set
+(the test session exports them in conftest.py, which would hide what the library does itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import HF_CACHE, MINILM_L3, ROOT, needs_data
+
+#: what the checks compare before and after each library call. The third-party libraries a call
+#: loads are imported first: some set variables of their own at import (sklearn the KMP_* of
+#: OpenMP, torch._dynamo TORCHINDUCTOR_CACHE_DIR), which says nothing about what benchharness does.
+SNAPSHOT = """
+import json, os, torch
+import sentence_transformers, sklearn, torch._dynamo, transformers
+def snapshot():
+    return {"environ": dict(os.environ), "threads": torch.get_num_threads(),
+            "interop": torch.get_num_interop_threads(), "mkldnn": torch.backends.mkldnn.enabled}
+"""
+
+
+def run_in_checkout(body: str) -> dict:
+    """Run ``body`` (which prints one JSON line last) with the checkout as working directory and
+    the variables a process owner would set removed."""
+    owned = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "ONEDNN_", "BENCHHARNESS_CONFIG")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(owned)}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", SNAPSHOT + body], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def offline_checkout() -> None:
+    if not (HF_CACHE / f"models--{MINILM_L3.replace('/', '--')}").is_dir():
+        pytest.skip(f"{MINILM_L3} is not in the shared hub cache {HF_CACHE}")
+
+
+@needs_data("senteval/STS/STSBenchmark/sts-dev.csv", "glove")
+def test_evaluate_leaves_environment_threads_and_onednn_as_found(tmp_path, offline_checkout):
+    got = run_in_checkout(f"""
+import benchharness
+torch.set_num_threads(1)  # a user's choice, which the call must keep
+before = snapshot()
+results = benchharness.evaluate("glove-50d", "STSBenchmark-dev", results_dir={str(tmp_path / "results")!r},
+                                cache_dir={str(tmp_path / "cache")!r})
+print(json.dumps({{"before": before, "after": snapshot(), "tasks": [r.task for r in results]}}))
+""")
+    assert got["tasks"] == ["STSBenchmark-dev"]
+    assert got["after"] == got["before"]
+
+
+def test_a_hub_encoder_loads_offline_from_the_configured_cache_and_leaves_the_process_as_found(
+        offline_checkout):
+    got = run_in_checkout(f"""
+from benchharness.core.errors import MissingFileError
+from benchharness.core.settings import hub_settings
+from benchharness.encoders import hub
+from benchharness.evaluation.resolver import Resolver
+torch.set_num_threads(1)
+before = snapshot()
+vectors = Resolver().get("minilm-l3").encode(["a man plays a guitar .", "a dog runs ."])
+via_hf = Resolver().get("hf:{MINILM_L3}?pooling=avg").encode(["a man plays a guitar ."])
+try:
+    hub.resolve("fake-org/not-in-any-cache")
+    missing = "downloaded?"
+except MissingFileError as exc:
+    missing = str(exc)
+print(json.dumps({{"before": before, "after": snapshot(), "shape": list(vectors.shape),
+                   "hf_shape": list(via_hf.shape), "cache": str(hub_settings().cache), "missing": missing}}))
+""")
+    assert got["shape"] == [2, 384] and got["hf_shape"] == [1, 384]
+    assert got["cache"] == str(HF_CACHE.resolve())  # benchharness.toml's hf_hub_cache, not ~/.cache
+    assert "offline mode is on" in got["missing"]  # refused at once: no download was tried
+    assert got["after"] == got["before"]
+    assert not any(k.startswith(("HF_", "TRANSFORMERS_", "TOKENIZERS_", "ONEDNN_")) for k in got["after"]["environ"])
