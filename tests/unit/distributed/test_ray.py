@@ -14,6 +14,7 @@ import pytest
 from benchharness.cli import main
 from benchharness.core.results import ResultStore
 from benchharness.evaluation.cache import EmbeddingCache, sentence_key
+from benchharness.evaluation.run_settings import RunSettings
 from tests.conftest import needs_data
 
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("hang_guard"),
@@ -46,14 +47,14 @@ def test_a_sweep_stores_what_a_sequential_run_stores_and_reuses_it_without_submi
     encoders = "glove-50d,glove-50d+whitening,slow"
     assert main(["run", "--encoders", encoders, "--tasks", TASKS, "--results-dir", "sequential", "--quiet",
                  "--cache-dir", "sequential-cache"]) == 0
-    assert main(["run", "--encoders", encoders, "--tasks", TASKS, "--results-dir", "swept", "--quiet",
+    assert main(["run", "--encoders", encoders, "--tasks", TASKS, "--results-dir", "swept",
                  "--cache-dir", "swept-cache", "--executor", "ray"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # messages go to standard error
     assert "ray sweep: 2 unit(s) to run" in out  # glove-50d and its whitening share a unit
     sequential, swept = results(ray_project / "sequential"), results(ray_project / "swept")
     assert len(sequential) == 6 and swept == sequential
     assert main(["run", "--encoders", encoders, "--tasks", TASKS, "--results-dir", "swept", "--executor", "ray"]) == 0
-    assert "ray sweep: 0 unit(s) to run, 6 result(s) reused without running" in capsys.readouterr().out
+    assert "ray sweep: 0 unit(s) to run, 6 result(s) reused without running" in capsys.readouterr().err
 
 
 def test_a_unit_on_a_removed_node_is_retried_on_another_and_nothing_is_lost(ray_project, ray_cluster, tmp_path):
@@ -138,7 +139,7 @@ def test_an_actor_that_builds_another_identity_is_refused(ray_project):
     from benchharness.evaluation.encode_pool import ActorPools, IdentityMismatchError
 
     impostor = HashEncoder("glove-50d")  # what the driver holds under the name; the actors build GloVe
-    pools = ActorPools(1, {})
+    pools = ActorPools(RunSettings(encode_actors=1, cache_dir=ray_project / "cache"))
     try:
         with pytest.raises(IdentityMismatchError,
                            match=f"builds 'glove-50d' with identity .* the driver's is {impostor.identity}"):
@@ -152,7 +153,7 @@ def test_asking_for_more_actors_than_slots_is_refused_not_left_waiting(ray_proje
     from benchharness.evaluation.encode_pool import ActorPools
     from benchharness.evaluation.resolver import Resolver
 
-    pools = ActorPools(3, {})
+    pools = ActorPools(RunSettings(encode_actors=3, cache_dir=ray_project / "cache"))
     try:
         with pytest.raises(UserError, match="has 2 CPU slot"):
             list(pools.for_encoder(Resolver().get("glove-50d"))([["a sentence"]]))
@@ -171,7 +172,7 @@ def test_a_killed_actor_loses_only_its_chunks_in_flight(ray_project, ray_cluster
     marks.mkdir()
     (ray_project / "ray_test.json").write_text(json.dumps({"marks": str(marks), "pause": 0.5}))
     chunks = [[f"sentence {i} of chunk {c}" for i in range(5)] for c in range(8)]
-    pools = ActorPools(2, {})
+    pools = ActorPools(RunSettings(encode_actors=2, cache_dir=ray_project / "cache"))
     try:
         encode = pools.for_encoder(Resolver().get("slow"))
         out = []
