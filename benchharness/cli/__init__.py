@@ -6,6 +6,10 @@ One module per command (``COMMANDS``), each with ``HELP``, ``add_arguments(parse
 the sub-commands of ``train`` and ``tune`` (whose plugins import torch) are built only when the
 command line names that command.
 
+Messages: the library logs under ``benchharness``; each command sends those records to standard
+error (``-v`` adds debug messages, ``-q`` keeps warnings and errors only and hides progress bars)
+and prints its own output to standard output (``benchharness.cli.messages``).
+
 Errors: a :class:`~benchharness.core.errors.UserError` (bad input, missing data, an unknown name)
 prints as one line and exits 2, and so does an ``OSError`` that names a path (permissions, a full
 disk); any other exception keeps its traceback.
@@ -21,6 +25,7 @@ from types import ModuleType
 
 from benchharness.cli import (analyze, compare, data, export, leaderboard, listing, protocols, push, report, run,
                               train, tune)
+from benchharness.cli.messages import messages
 from benchharness.cli.process import configure
 from benchharness.core.errors import UserError
 from benchharness.core.settings import CONFIG_ENV
@@ -41,9 +46,12 @@ def build_parser(expand: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"benchharness {__version__}")
     parser.add_argument("--config", metavar="FILE", help="configuration file (default: $BENCHHARNESS_CONFIG, else "
                         "benchharness.toml here or in a parent folder, else ~/.config/benchharness/config.toml)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="count", default=0, help="debug messages too")
+    common.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress bars")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
-        p = sub.add_parser(name, help=module.HELP)
+        p = sub.add_parser(name, help=module.HELP, parents=[common])
         if name in PLUGIN_COMMANDS:
             if name == expand:
                 module.add_arguments(p)
@@ -73,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         command = next((a for i, a in enumerate(argv) if not a.startswith("-")
                         and (i == 0 or argv[i - 1] != "--config")), None)
         args = build_parser(expand=command if command in PLUGIN_COMMANDS else None).parse_args(argv)
-        return COMMANDS[args.command].main(args)
+        with messages(args.verbose, args.quiet):
+            return COMMANDS[args.command].main(args)
     except UserError as exc:
         print(f"benchharness: error: {exc}", file=sys.stderr)
         return 2
