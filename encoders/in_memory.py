@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from benchharness.core.encoder import Encoder
+from benchharness.core.encoder import Encoder, scoped_fingerprint
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders import hub
 from benchharness.encoders.huggingface import HFEncoder
@@ -33,7 +33,12 @@ if TYPE_CHECKING:
 
 def module_fingerprint(module: torch.nn.Module) -> str:
     """sha256 over every parameter and buffer of ``module`` (name, dtype, shape and bytes), in name
-    order: equal weights give equal fingerprints on any device, any change gives another."""
+    order: equal weights give equal fingerprints on any device, any change gives another. Computed
+    once per evaluation call (``identity_scope``), however often an identity is asked for."""
+    return scoped_fingerprint(module, lambda: _weights_sha256(module))
+
+
+def _weights_sha256(module: torch.nn.Module) -> str:
     import torch
 
     digest = hashlib.sha256()

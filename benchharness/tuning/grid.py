@@ -29,7 +29,7 @@ from benchharness.core.specs import COMPOSE
 from benchharness.encoders.postprocess.fitting import DEFAULT_FIT
 from benchharness.evaluation.embeddings import EmbeddingStore
 from benchharness.evaluation.resolver import Resolver
-from benchharness.evaluation.runner import DEFAULT_SEED
+from benchharness.evaluation.run_settings import DEFAULT_SEED
 from benchharness.training.dev_eval import DEV_TASK
 
 logger = logging.getLogger(__name__)
