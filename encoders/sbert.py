@@ -11,7 +11,7 @@ import numpy as np
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.specs import Defaults, EncoderSpec, Family
 from benchharness.encoders import hub
-from benchharness.encoders.checkpoint import quiet_loading
+from benchharness.encoders.checkpoint import load_complete, quiet_loading
 from benchharness.encoders.backends import REFERENCE, changes_outputs
 from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 from benchharness.encoders.transformer import TransformerEncoder
@@ -38,6 +38,11 @@ class SentenceTransformerEncoder(TransformerEncoder):
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
+            transformer = sentence_transformer_tokenizer_folder(self.source.path)
+            if transformer is not None and (transformer / "config.json").is_file():
+                # sentence-transformers reports no missing weights: its Transformer module's folder
+                # goes through the one checked loader first (a second, brief load of the weights)
+                load_complete(transformer, self.name)
             with quiet_loading():  # ST's pooling never reads the BERT pooler that MiniLM-L3 lacks
                 # a folder hub.resolve found: its modules are read from it, never looked up on the hub
                 self._model = SentenceTransformer(str(self.source.path), device=str(self.device),

@@ -51,6 +51,7 @@ def sentence_transformer_tokenizer_folder(folder: Path) -> Path | None:
     except (OSError, ValueError):
         return None
     for module in modules if isinstance(modules, list) else []:
-        if isinstance(module, dict) and str(module.get("type", "")).endswith("models.Transformer"):
+        # "sentence_transformers.models.Transformer", or "...base.modules.transformer.Transformer" (v5+)
+        if isinstance(module, dict) and str(module.get("type", "")).rsplit(".", 1)[-1] == "Transformer":
             return Path(folder) / str(module.get("path", ""))
     return None

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from benchharness.core.errors import InvalidInputError
 from benchharness.core.settings import Config
 from benchharness.encoders.methods.base_model import base_folder
 
@@ -137,3 +138,18 @@ def test_loading_leaves_both_libraries_verbosity_as_found(tiny_bert, tmp_path, u
     # transformers' load report went to the harness's debug log, not the console
     assert any(MISSING in r.getMessage() for r in caplog.records if r.name == "benchharness.encoders.checkpoint")
     assert not logging.getLogger("transformers.modeling_utils").filters
+
+
+def test_a_sentence_transformers_folder_with_a_missing_weight_is_refused_as_hf_is(tiny_bert, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    from benchharness.evaluation.resolver import Resolver
+
+    word = Transformer(str(tiny_bert), max_seq_length=32)
+    folder = tmp_path / "st"
+    SentenceTransformer(modules=[word, Pooling(word.get_embedding_dimension(), "mean")], device="cpu").save(str(folder))
+    assert Resolver().get(f"st:{folder}").encode(["a sentence"]).shape == (1, 32)  # complete: loads
+    damaged = _without(folder, tmp_path, MISSING)
+    with pytest.raises(InvalidInputError, match=MISSING.replace(".", r"\.")):
+        Resolver().get(f"st:{damaged}").encode(["a sentence"])
