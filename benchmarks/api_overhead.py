@@ -29,56 +29,70 @@ import sys
 import tempfile
 import time
 
-KINDS = ("cli", "name", "encoder", "sentence-transformer", "transformers", "callable")
-MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+from machine import SMOKE
 
+KINDS = ("cli", "name", "encoder", "sentence-transformer", "transformers", "callable")
+#: the encoder name and hub id measured, and the task (smoke mode: the smallest MiniLM, 500 pairs)
+NAME, MODEL, TASK = (("minilm-l3", "sentence-transformers/paraphrase-MiniLM-L3-v2", "SICKRelatedness-trial") if SMOKE
+                     else ("minilm-l6", "sentence-transformers/all-MiniLM-L6-v2", "STSBenchmark"))
+
+#: evaluates each kind of its comma list in turn, printing one JSON line per kind
 CHILD = r"""
 import json, sys, time
-t0 = time.perf_counter()
-kind, out = sys.argv[1], sys.argv[2]
-if kind == "cli":
-    from benchharness.cli import main
-    main(["run", "--encoders", "minilm-l6", "--tasks", "STSBenchmark", "--no-cache", "--quiet", "--results-dir", out])
-    score = json.load(open(out + "/minilm-l6/STSBenchmark.json"))["main_score"]
-else:
-    import benchharness
-    from huggingface_hub import snapshot_download
-    path = snapshot_download(%(model)r, local_files_only=True)
-    if kind == "name":
-        model, options = "minilm-l6", {}
-    elif kind == "encoder":
-        model, options = benchharness.as_encoder("minilm-l6"), {}
-    elif kind in ("sentence-transformer", "callable"):
-        from sentence_transformers import SentenceTransformer
-        st = SentenceTransformer(path, device="cpu")
-        model, options = (st, {}) if kind == "sentence-transformer" else (lambda b: st.encode(b), {"identity": "l6"})
+for kind in sys.argv[1].split(","):
+    out = sys.argv[2]
+    t0 = time.perf_counter()
+    if kind == "cli":
+        from benchharness.cli import main
+        main(["run", "--encoders", %(name)r, "--tasks", %(task)r, "--no-cache", "--quiet", "--results-dir", out])
+        score = json.load(open(out + "/" + %(name)r + "/" + %(task)r + ".json"))["main_score"]
     else:
-        from transformers import AutoModel, AutoTokenizer
-        model = AutoModel.from_pretrained(path)
-        options = {"tokenizer": AutoTokenizer.from_pretrained(path), "pooling": "avg"}
-    score = benchharness.evaluate(model, "STSBenchmark", **options).results[0].main_score
-print(json.dumps({"score": score, "seconds": time.perf_counter() - t0}))
-""" % {"model": MODEL}
+        import benchharness
+        from huggingface_hub import snapshot_download
+        path = snapshot_download(%(model)r, local_files_only=True)
+        if kind == "name":
+            model, options = %(name)r, {}
+        elif kind == "encoder":
+            model, options = benchharness.as_encoder(%(name)r), {}
+        elif kind in ("sentence-transformer", "callable"):
+            from sentence_transformers import SentenceTransformer
+            st = SentenceTransformer(path, device="cpu")
+            model, options = (st, {}) if kind == "sentence-transformer" else (lambda b: st.encode(b), {"identity": "l6"})
+        else:
+            from transformers import AutoModel, AutoTokenizer
+            model = AutoModel.from_pretrained(path)
+            options = {"tokenizer": AutoTokenizer.from_pretrained(path), "pooling": "avg"}
+        score = benchharness.evaluate(model, %(task)r, **options).results[0].main_score
+    print(json.dumps({"score": score, "seconds": time.perf_counter() - t0}))
+""" % {"model": MODEL, "name": NAME, "task": TASK}
 
 
-def once(kind: str) -> dict:
+def once(kinds: list[str]) -> dict[str, dict]:
+    """Each kind's score and in-process seconds, from one fresh process that evaluates ``kinds`` in
+    turn, with the process's wall time (interpreter start included)."""
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", CHILD, kind, out], capture_output=True, text=True, check=True,
-                              env={**os.environ, "TQDM_DISABLE": "1"})
+        proc = subprocess.run([sys.executable, "-c", CHILD, ",".join(kinds), out], capture_output=True, text=True,
+                              check=True, env={**os.environ, "TQDM_DISABLE": "1"})
         wall = time.perf_counter() - t0
-    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "wall": wall}
+    lines = proc.stdout.strip().splitlines()[-len(kinds):]
+    return {kind: {**json.loads(line), "wall": wall} for kind, line in zip(kinds, lines)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(repeats=1)
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     rows = {}
+    # each kind cold in a process of its own; smoke mode runs them all in one process (seconds, not minutes)
+    groups = [list(KINDS)] if SMOKE else [[kind] for kind in KINDS]
     for _ in range(args.repeats):
-        for kind in KINDS:
-            rows.setdefault(kind, []).append(once(kind))
+        for group in groups:
+            for kind, row in once(group).items():
+                rows.setdefault(kind, []).append(row)
     cli = min(r["seconds"] for r in rows["cli"])
     print(f"{'model kind':22s} {'STS-B':>9s} {'best s':>8s} {'median s':>9s} {'wall s':>7s} {'vs cli':>7s}")
     for kind in KINDS:

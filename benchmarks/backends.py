@@ -27,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from machine import SMOKE  # noqa: E402
+
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
 HUB_IDS = {"minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
            "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2"}
@@ -166,6 +168,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating passes for --budgets")
     parser.add_argument("--threads", type=int, help="intra-op threads (default: torch's, the physical cores); "
                         "1 on a loaded machine, where OpenMP barriers wait on descheduled threads")
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(model="minilm-l3", sentences=40, backends="eager", budget=512)
     args = parser.parse_args()
 
     from benchharness.core.settings import apply_environment, load_config

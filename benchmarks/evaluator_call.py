@@ -25,14 +25,15 @@ import time
 
 import numpy as np
 
-from machine import header
+from machine import SMOKE, header
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--model", default="sentence-transformers/paraphrase-MiniLM-L3-v2")
-    parser.add_argument("--smoke", action="store_true", help="one repeat, to check that the script runs")
+    parser.add_argument("--smoke", action="store_true", default=SMOKE,
+                        help="one repeat, to check that the script runs (default: $BENCHMARK_SMOKE=1)")
     args = parser.parse_args()
     repeats = 1 if args.smoke else args.repeats
 

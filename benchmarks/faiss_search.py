@@ -19,6 +19,7 @@ import sys
 import time
 
 import numpy as np
+from machine import SMOKE
 
 from benchharness.core.resources import peak_rss_mib
 
@@ -67,6 +68,8 @@ def main() -> int:
     p.add_argument("--dim", type=int, default=384)
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--worker", help=argparse.SUPPRESS)
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        p.set_defaults(corpus=3000, queries=20, dim=16, k=5)
     a = p.parse_args()
     if a.worker:
         worker(a.worker, a.corpus, a.queries, a.dim, a.k)

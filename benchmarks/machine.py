@@ -1,13 +1,25 @@
 """What every benchmark's output shares: a head line naming the command, the commit, the date, the
-machine and whether it was idle (load average under 0.5) when the measurement started; and where
-the lines are kept (``results/benchmarks/<name>.txt``)."""
+machine and whether it was idle (load average under 0.5) when the measurement started; where the
+lines are kept (``results/benchmarks/<name>.txt``); and the smoke mode.
+
+Smoke mode (``BENCHMARK_SMOKE=1``, set by ``tests/unit/test_benchmarks_smoke.py``): every script
+runs its whole code path on a tiny input in seconds (a few sentences, one step, one repeat, glove-50d
+or the smallest MiniLM), so that a renamed module or changed signature breaks a test rather than
+the next measurement. Its numbers mean nothing, so it writes nothing under ``results/``: ``report``
+writes to ``$BENCHMARK_RESULTS_DIR`` or a temporary folder.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from datetime import date
 from pathlib import Path
+
+#: the environment variable that turns smoke mode on, and the one that redirects ``report``
+SMOKE_ENV, RESULTS_ENV = "BENCHMARK_SMOKE", "BENCHMARK_RESULTS_DIR"
+SMOKE = os.environ.get(SMOKE_ENV) == "1"
 
 
 def header() -> str:
@@ -22,9 +34,19 @@ def header() -> str:
             f"{os.cpu_count()}-core {model} ({cpu_kind()}); load {load:.2f} at start ({state})")
 
 
+def results_folder() -> Path:
+    """Where ``report`` keeps its lines: ``$BENCHMARK_RESULTS_DIR``, else a temporary folder in smoke
+    mode, else the checkout's ``results/benchmarks``."""
+    if os.environ.get(RESULTS_ENV):
+        return Path(os.environ[RESULTS_ENV])
+    if SMOKE:
+        return Path(tempfile.mkdtemp(prefix="benchmark-smoke-"))
+    return Path(__file__).resolve().parents[1] / "results" / "benchmarks"
+
+
 def report(name: str, lines: list[str]) -> None:
-    """Print the lines and keep them in ``results/benchmarks/<name>.txt``."""
+    """Print the lines and keep them in ``<results_folder()>/<name>.txt``."""
     print("\n".join(lines))
-    out = Path(__file__).resolve().parents[1] / "results" / "benchmarks" / f"{name}.txt"
+    out = results_folder() / f"{name}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")

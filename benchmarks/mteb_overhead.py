@@ -8,7 +8,7 @@ mteb's STS12-16 are (``mteb_bridge.memory.sts_task``, as the cross-check tests d
 
 Both sides start from the same built encoder, without an embedding cache, so both encode:
 
-* ``direct``: ``benchharness.evaluation.runner.run`` on the 7 tasks: one pass over the unique sentences of
+* ``direct``: ``benchharness.evaluate`` on the 7 tasks: one pass over the unique sentences of
   all tasks, then each task's evaluation from that store;
 * ``mteb``: ``run_task`` per task: mteb encodes each task's two sides (the wrapper joins mteb's
   batches into one ``encode`` call per side) and computes cosine, Manhattan and Euclidean scores.
@@ -34,21 +34,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 
+from machine import SMOKE  # noqa: E402
+
 from benchharness.core.settings import apply_environment, load_config  # noqa: E402
 
 apply_environment(load_config())  # the HF cache before mteb imports huggingface_hub, which reads it once
 
-from benchharness import tasks
+import benchharness  # noqa: E402
+from benchharness import tasks  # noqa: E402
 from benchharness.core.data_root import DataRoot  # noqa: E402
 from benchharness.core.encoder import Encoder  # noqa: E402
-from benchharness.core.results import ResultStore  # noqa: E402
 from benchharness.evaluation.embeddings import unique_sentences  # noqa: E402
 from benchharness.evaluation.resolver import Resolver  # noqa: E402
-from benchharness.evaluation.runner import run  # noqa: E402
+from benchharness.mteb_bridge.evaluate import run_task  # noqa: E402
 from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
-from benchharness.mteb_bridge.run import run_task  # noqa: E402
 
-STS = tasks.GROUPS["sts"]
+#: the STS suite (smoke mode: SICK-R's 500 trial pairs)
+STS = ["SICKRelatedness-trial"] if SMOKE else tasks.resolve("sts")
 
 
 class Counting(Encoder):
@@ -67,14 +69,9 @@ class Counting(Encoder):
 
 
 def direct(encoder: Counting, data: DataRoot) -> float:
-    with tempfile.TemporaryDirectory() as folder:
-        t0 = time.perf_counter()
-        summary = run([encoder.name], STS, lambda _: encoder, tasks.get, data, ResultStore(folder),
-                      overwrite="always", show_progress=False, log=lambda _: None)
-        seconds = time.perf_counter() - t0
-    if summary.failed:
-        raise RuntimeError(f"direct run failed: {summary.failed}")
-    return seconds
+    t0 = time.perf_counter()  # nothing stored, no embedding cache: every task is computed
+    benchharness.evaluate(encoder, STS, data_dir=data.root)
+    return time.perf_counter() - t0
 
 
 def through_mteb(encoder: Counting, data: DataRoot) -> float:
@@ -94,6 +91,8 @@ def main() -> None:
     parser.add_argument("--encoders", default="glove-50d", help="comma list of encoder names")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--data-dir", help="data root (default: as the CLI)")
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(repeats=1)
     args = parser.parse_args()
     data = DataRoot(args.data_dir)
     loaded = [tasks.get(name) for name in STS]

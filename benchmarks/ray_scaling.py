@@ -32,12 +32,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import header, report  # noqa: E402
+from machine import SMOKE, header, report  # noqa: E402
 
 from benchharness.core.results import ResultStore  # noqa: E402
 from benchharness.evaluation.cache import EmbeddingCache  # noqa: E402
 
-SWEEP = "glove-50d,minilm-l3,minilm-l6"
+#: the sweep's encoders and the tasks of both parts (smoke mode: glove-50d on SICK-R's 500 trial pairs)
+SWEEP = "glove-50d" if SMOKE else "glove-50d,minilm-l3,minilm-l6"
+TASKS = "SICKRelatedness-trial" if SMOKE else "sts"
 VOLATILE = ("date", "timings")
 
 
@@ -74,24 +76,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sharded-encoder", default="minilm-l6")
     parser.add_argument("--sweep-only", action="store_true", help="measure the sweep alone (nothing is written)")
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(sharded_encoder="glove-50d")
     args = parser.parse_args()
     lines = [header()]
     with tempfile.TemporaryDirectory(prefix="ray-scaling-") as scratch:
         work = Path(scratch)
-        seq = cli("run", "--encoders", SWEEP, "--tasks", "sts", "--results-dir", str(work / "sequential"), "--no-cache")
-        ray = cli("run", "--encoders", SWEEP, "--tasks", "sts", "--results-dir", str(work / "swept"), "--no-cache",
+        seq = cli("run", "--encoders", SWEEP, "--tasks", TASKS, "--results-dir", str(work / "sequential"),
+                  "--no-cache")
+        ray = cli("run", "--encoders", SWEEP, "--tasks", TASKS, "--results-dir", str(work / "swept"), "--no-cache",
                   "--executor", "ray")
         a, b = stored(work / "sequential"), stored(work / "swept")
         same = lambda x, y: json.dumps(x, sort_keys=True) == json.dumps(y, sort_keys=True)  # noqa: E731  (NaN too)
         differ = sorted({f"{k[0]}/{k[1]}: {f}" for k in a for f in a[k] if not same(a[k][f], b.get(k, {}).get(f))})
-        lines.append(f"sweep {SWEEP} x sts ({len(a)} results): sequential {seq:.1f} s, ray {ray:.1f} s, "
+        lines.append(f"sweep {SWEEP} x {TASKS} ({len(a)} results): sequential {seq:.1f} s, ray {ray:.1f} s, "
                      f"speed-up {seq / ray:.2f}x; results identical but for date and timings: "
                      f"{not differ and len(a) == len(b) > 0}{'; differing: ' + ', '.join(differ) if differ else ''}")
         print(lines[-1], flush=True)
         if args.sweep_only:
             return
         enc = args.sharded_encoder
-        sts = ("run", "--encoders", enc, "--tasks", "sts")
+        sts = ("run", "--encoders", enc, "--tasks", TASKS)
         one = cli(*sts, "--results-dir", str(work / "r1"), "--cache-dir", str(work / "one"))
         one_thread = cli(*sts, "--results-dir", str(work / "r2"), "--cache-dir", str(work / "one-thread"),
                          env={"OMP_NUM_THREADS": "1"})
@@ -99,7 +104,7 @@ def main() -> None:
         k1, v1 = cache_rows(work / "one")
         kt, vt = cache_rows(work / "one-thread")
         k2, v2 = cache_rows(work / "actors")
-        lines.append(f"sharded encoding of sts by {enc} ({len(k2):,} sentences, fresh cache, evaluation included): "
+        lines.append(f"sharded encoding of {TASKS} by {enc} ({len(k2):,} sentences, fresh cache, evaluation included): "
                      f"one process {one:.1f} s (2 threads), one process at 1 thread {one_thread:.1f} s, 2 actors "
                      f"{two:.1f} s; speed-up over one process {one / two:.2f}x")
         lines.append(f"  cache of 2 actors vs one process at 1 thread: same keys in the same order {k2 == kt}, "

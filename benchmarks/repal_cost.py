@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import SMOKE
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -28,6 +30,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fit-sentences", type=int, default=256, help="STS-B train sentences for v_mean")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fair on a shared machine)")
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(encoder="minilm-l3", n=32, repeats=1, fit_sentences=32)
     args = parser.parse_args()
 
     import torch

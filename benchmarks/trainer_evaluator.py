@@ -23,14 +23,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import SMOKE
+
 MODEL = "sentence-transformers/paraphrase-MiniLM-L3-v2"
-TASK = "STSBenchmark-dev"
+#: the dev task (smoke mode: SICK-R's 500 trial pairs)
+TASK = "SICKRelatedness-trial" if SMOKE else "STSBenchmark-dev"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--every", type=int, default=50)
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(steps=2, every=2)
     args = parser.parse_args()
 
     from datasets import Dataset
@@ -48,7 +53,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     sentences = load_corpus("train-splits", unique=True)[: args.steps * 32]
     model = SentenceTransformer(snapshot_download(MODEL, local_files_only=True), device="cpu")
-    evaluator = benchharness.STSEvaluator()
+    evaluator = benchharness.STSEvaluator(TASK)
     with tempfile.TemporaryDirectory(prefix="trainer-evaluator-") as out:
         trainer = SentenceTransformerTrainer(
             model=model, train_dataset=Dataset.from_dict({"anchor": sentences, "positive": sentences}),

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
 import torch
+from machine import SMOKE
 
 REFERENCE_SECONDS = 18 * 60  # original SentEval on CPU, MR, default config, glove 50d
 
@@ -24,6 +26,9 @@ def main() -> int:
     parser.add_argument("--config", default="default", choices=["default", "fast"])
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--device", default=None, help="cpu / cuda (default: CUDA when present)")
+    parser.add_argument("--sample", type=int, default=0, help="a seeded sample of this many sentences (0: all)")
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(config="fast", sample=300)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -38,12 +43,16 @@ def main() -> int:
     apply_environment(load_config())
     task = tasks.get("MR")
     task.load(DataRoot())
+    sentences, labels = task.sentences(), np.asarray(task.labels)
+    if 0 < args.sample < len(sentences):
+        pick = np.sort(np.random.default_rng(0).choice(len(sentences), args.sample, replace=False))
+        sentences, labels = [sentences[i] for i in pick], labels[pick]
     t0 = time.perf_counter()
-    features = Resolver().get(args.encoder).encode(task.sentences())
+    features = Resolver().get(args.encoder).encode(sentences)
     encode = time.perf_counter() - t0
     cfg = CONFIGS[args.config]
     t1 = time.perf_counter()
-    out = inner_kfold(features, task.labels, 2, cfg, seed=1111, device=args.device)
+    out = inner_kfold(features, labels, 2, cfg, seed=1111, device=args.device)
     seconds = time.perf_counter() - t1
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     print(f"MR, {args.encoder} ({features.shape[1]}-d), config {cfg.name}, device {device}, "

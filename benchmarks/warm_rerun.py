@@ -42,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import SMOKE
+
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "transformers", "sentence_transformers", "scipy", "sklearn")
 
@@ -82,12 +84,16 @@ def main() -> int:
     parser.add_argument("--empty-results", action="store_true",
                         help="empty the results folder before each warm run: nothing to replace, so every "
                              "interval is bootstrapped (the embedding cache stays full)")
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(encoders="glove-50d", tasks="SICKRelatedness-trial", repeats=1)
     args = parser.parse_args()
 
     compileall.compile_dir(str(ROOT / "benchharness"), quiet=1)
     compileall.compile_dir(str(ROOT / "encoders"), quiet=1)
     compileall.compile_dir(str(ROOT / "tasks"), quiet=1)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if SMOKE and not args.cache_dir:  # never fill the project's cache with a smoke run
+        args.cache_dir = tempfile.mkdtemp(prefix="benchmark-smoke-cache-")
     print(f"warm rerun, tasks {args.tasks}, best and median of {args.repeats} (python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})")
     for encoder in [e.strip() for e in args.encoders.split(",") if e.strip()]:
