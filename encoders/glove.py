@@ -77,7 +77,7 @@ class WordVectorAverage(Encoder):
                 )
             self._vocab, self._vectors = read_word_vectors(self.path)
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         self._load()
         assert self._vocab is not None and self._vectors is not None
         out = np.zeros((len(sentences), self._vectors.shape[1]), dtype=np.float32)

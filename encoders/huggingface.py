@@ -14,6 +14,7 @@ import numpy as np
 from benchharness.core.devices import autocast
 from benchharness.core.encoder import length_sorted_batches
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.progress import shown
 from benchharness.core.specs import Defaults, EncoderSpec, Family
 from benchharness.encoders import hub
 from benchharness.encoders.backends import BACKENDS, REFERENCE, changes_outputs
@@ -123,16 +124,16 @@ class HFEncoder(TransformerEncoder):
             raise InvalidInputError(f"pooling 'prompt' needs a tokenizer with a mask token ({self.source.name})")
         return [self.prompt.format(sentence=s, mask=self.mask_token) for s in sentences]
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         if not sentences:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if self.backend == REFERENCE:
-            return self._encode_padded(self._texts(sentences), show_progress)
+            return self._encode_padded(self._texts(sentences))
         return self.engine(self.model, self.tokenizer, self.max_length).encode(
-            self._texts(sentences), self._pool, needs_hidden_states(self.pooling), show_progress,
+            self._texts(sentences), self._pool, needs_hidden_states(self.pooling),
             desc=f"encode {self.name}")
 
-    def _encode_padded(self, texts: list[str], show_progress: bool) -> np.ndarray:
+    def _encode_padded(self, texts: list[str]) -> np.ndarray:
         """The reference path: padded batches of ``batch_size`` character-length-sorted texts."""
         import torch
         from tqdm.auto import tqdm
@@ -140,7 +141,7 @@ class HFEncoder(TransformerEncoder):
         out: np.ndarray | None = None
         batches = list(length_sorted_batches([len(t) for t in texts], self.batch_size))
         with torch.inference_mode():
-            for idx in tqdm(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
+            for idx in tqdm(batches, desc=f"encode {self.name}", disable=not shown(), unit="batch"):
                 enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
                                      max_length=self.max_length, return_tensors="pt").to(self.device)
                 with autocast(self.device, self.precision):

@@ -21,6 +21,7 @@ import numpy as np
 
 from benchharness.core.encoder import Encoder, scoped_fingerprint
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.progress import shown
 from benchharness.encoders import hub
 from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE
@@ -78,9 +79,9 @@ class _HeldModel:
     def _declared_mask_token(self) -> str | None:
         return None
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         with evaluating(self._model):
-            return super().encode(sentences, show_progress)  # type: ignore[misc]
+            return super().encode(sentences)  # type: ignore[misc]
 
 
 class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
@@ -158,12 +159,12 @@ class CallableEncoder(Encoder):
         """Whether the outputs are tied to a stated identity (else never cached nor stored)."""
         return self.given_identity is not None
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         from tqdm.auto import tqdm
 
         rows = []
         starts = range(0, len(sentences), self.batch_size)
-        for start in tqdm(starts, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
+        for start in tqdm(starts, desc=f"encode {self.name}", disable=not shown(), unit="batch"):
             batch = list(sentences[start:start + self.batch_size])
             rows.append(as_vectors(self.fn(batch), len(batch), self.name))
         return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)

@@ -23,6 +23,7 @@ import numpy as np
 
 from benchharness.core.cpu_share import shared_threads
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.progress import shown
 from benchharness.encoders.backends import Backend, Features, make_backend
 
 if TYPE_CHECKING:
@@ -171,13 +172,11 @@ class TransformerEngine:
         self.backend: Backend = make_backend(backend, model, first_token)
 
     def encode(self, texts: Sequence[str], pool: Callable[[Any, Features], torch.Tensor],
-               output_hidden_states: bool = False, show_progress: bool = False, desc: str = "encode") -> np.ndarray:
-        return self.encode_tokens(tokenize(self.tokenizer, texts, self.max_length), pool, output_hidden_states,
-                                  show_progress, desc)
+               output_hidden_states: bool = False, desc: str = "encode") -> np.ndarray:
+        return self.encode_tokens(tokenize(self.tokenizer, texts, self.max_length), pool, output_hidden_states, desc)
 
     def encode_tokens(self, tokens: Tokens, pool: Callable[[Any, Features], torch.Tensor],
-                      output_hidden_states: bool = False, show_progress: bool = False,
-                      desc: str = "encode") -> np.ndarray:
+                      output_hidden_states: bool = False, desc: str = "encode") -> np.ndarray:
         """``encode`` of texts tokenized beforehand (``tokenize``): a caller that encodes the same
         texts again and again (a dev evaluation during training) tokenizes them once."""
         from tqdm.auto import tqdm
@@ -190,6 +189,6 @@ class TransformerEngine:
             return pool(outputs, features)
 
         def progress(batches: Iterator[np.ndarray], total: int) -> Iterator[np.ndarray]:
-            return tqdm(batches, total=total, desc=desc, disable=not show_progress, unit="batch")
+            return tqdm(batches, total=total, desc=desc, disable=not shown(), unit="batch")
 
         return encode_tokens(tokens, run_batch, self.device, self.token_budget, progress)

@@ -9,10 +9,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.progress import shown
 from benchharness.core.specs import Defaults, EncoderSpec, Family
 from benchharness.encoders import hub
-from benchharness.encoders.checkpoint import load_complete, quiet_loading
 from benchharness.encoders.backends import REFERENCE, changes_outputs
+from benchharness.encoders.checkpoint import load_complete, quiet_loading
 from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 from benchharness.encoders.transformer import TransformerEncoder
 
@@ -59,7 +60,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
     def _load_tokenizer(self) -> Any:
         return self.model.tokenizer
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         from benchharness.encoders.sbert_forward import ModuleHead, engine_unsupported
 
         if not sentences:
@@ -68,7 +69,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
         if reason is None:
             first = self.model[0]
             return self.engine(first.model, first.tokenizer, first.max_seq_length).encode(
-                list(sentences), ModuleHead(self.model), show_progress=show_progress, desc=f"encode {self.name}")
+                list(sentences), ModuleHead(self.model), desc=f"encode {self.name}")
         if self.precision != "fp32" or self.backend not in (REFERENCE, "eager"):
             raise InvalidInputError(f"{self.name}: precision={self.precision} and backend={self.backend} need the "
                              f"inference engine, which does not run this model ({reason})")
@@ -77,7 +78,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
         vecs = self.model.encode(
             list(sentences),
             batch_size=self.batch_size,
-            show_progress_bar=show_progress,
+            show_progress_bar=shown(),
             convert_to_numpy=True,
         )
         return np.asarray(vecs, dtype=np.float32)

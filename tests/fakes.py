@@ -18,7 +18,7 @@ class HashEncoder(Encoder):
         self.dim, self.salt = dim, salt
         self.calls: list[list[str]] = []
 
-    def encode(self, sentences, show_progress=False):
+    def encode(self, sentences):
         self.calls.append(list(sentences))
         rows = [np.random.default_rng(int(hashlib.md5((self.salt + s).encode()).hexdigest()[:8], 16))
                 .normal(size=self.dim)

@@ -37,9 +37,9 @@ from benchharness.core.specs import Defaults, EncoderSpec, Family  # noqa: E402
 class SlowHashEncoder(HashEncoder):
     """``HashEncoder`` with an optional sleep per call; the delay is not part of the identity."""
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         time.sleep(float(os.environ.get("FAULTS_ENCODE_DELAY", "0")))
-        return super().encode(sentences, show_progress)
+        return super().encode(sentences)
 
     def identity_info(self) -> dict[str, Any]:
         return {"family": "faults-hash", "dim": self.dim}

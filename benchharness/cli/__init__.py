@@ -23,8 +23,20 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from benchharness.cli import (analyze, compare, data, export, leaderboard, listing, protocols, push, report, run,
-                              train, tune)
+from benchharness.cli import (
+    analyze,
+    compare,
+    data,
+    export,
+    leaderboard,
+    listing,
+    protocols,
+    push,
+    report,
+    run,
+    train,
+    tune,
+)
 from benchharness.cli.messages import messages
 from benchharness.cli.process import configure
 from benchharness.core.errors import UserError

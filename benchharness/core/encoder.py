@@ -75,8 +75,9 @@ class Encoder(ABC):
         self.name = name
 
     @abstractmethod
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        """Return one float32 row per sentence, in the order given."""
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
+        """Return one float32 row per sentence, in the order given (a progress bar, if any, follows
+        ``benchharness.core.progress.shown()``)."""
 
     @abstractmethod
     def identity_info(self) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""Whether long steps show progress bars, set by whoever runs them (``run --quiet`` turns them off).
+"""Whether long steps show progress bars: the one switch every bar reads (encoders, the transfer
+classifiers, training loops, fitting post-processors).
 
-Tasks are called as ``evaluate(embed, seed)`` and know nothing of the command line; the runner sets
-this around each evaluation, and the slow inner loops (the transfer classifiers) read it."""
+Off unless whoever runs the work turns it on: the command line does (``-q`` keeps it off), and
+``benchharness.evaluate(..., show_progress=True)`` does for its call. Encoders and tasks know
+nothing of either; they read ``shown()``."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import contextlib
 import contextvars
 from typing import Iterator
 
-_SHOWN: contextvars.ContextVar[bool] = contextvars.ContextVar("benchharness_progress", default=True)
+_SHOWN: contextvars.ContextVar[bool] = contextvars.ContextVar("benchharness_progress", default=False)
 
 
 def shown() -> bool:

@@ -84,8 +84,9 @@ class Resolved:
 class Catalogue:
     """A ``catalogues`` plugin: names it publishes (published checkpoints, trained recipes).
 
-    ``resolve(name, train=..., progress=...)`` gives the spec of a name it knows, else None;
-    ``train`` says whether it may train a model now to answer. ``on_demand(name)`` says a name
+    ``resolve(name, train=...)`` gives the spec of a name it knows, else None; ``train`` says
+    whether it may train a model now to answer (its progress bars follow ``core.progress``).
+    ``on_demand(name)`` says a name
     would be trained on resolution, so a check that must stay cheap leaves it alone.
     Catalogues are consulted in increasing ``order``.
     """

@@ -453,17 +453,17 @@ class CachingEncoder(Encoder):
         self.encode_chunks = encode_chunks
         self.encoded = 0  # sentences actually encoded (not served from the cache)
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         if not sentences:
             return np.zeros((0, 0), dtype=np.float32)
         unique = list(dict.fromkeys(sentences))
-        vectors = self.encode_into(unique, lambda dim: np.empty((len(unique), dim), np.float32), show_progress)
+        vectors = self.encode_into(unique, lambda dim: np.empty((len(unique), dim), np.float32))
         if len(unique) == len(sentences):
             return vectors
         row = {s: i for i, s in enumerate(unique)}
         return vectors[np.fromiter((row[s] for s in sentences), dtype=np.intp, count=len(sentences))]
 
-    def encode_into(self, sentences: Sequence[str], allocate: Allocate, show_progress: bool = False) -> Any:
+    def encode_into(self, sentences: Sequence[str], allocate: Allocate) -> Any:
         """The vectors of distinct ``sentences``, in order, in the array ``allocate(dim)`` makes: cached
         rows are copied in during one scan of the cache, the rest encoded chunk by chunk, committed
         and copied in. Non-finite vectors are returned as they are and never cached."""
@@ -480,20 +480,20 @@ class CachingEncoder(Encoder):
                     stored = writer.rows.index
                     if any(sentence_key(sentences[i]) in stored for i in np.flatnonzero(~fill.filled)):
                         writer.read(fill)  # a concurrent run encoded some while we scanned
-                    for chunk, vecs, finite in self._encode_missing(sentences, fill, show_progress):
+                    for chunk, vecs, finite in self._encode_missing(sentences, fill):
                         writer.add_keys([sentence_key(chunk[i]) for i in np.flatnonzero(finite)], vecs[finite])
                         unserved += int((~finite).sum())
             except (CacheWriteError, sqlite3.OperationalError, OSError) as exc:
                 logger.warning("%s: the embedding cache cannot be written (%s); the rest is encoded without it",
                                self.name, exc)
-                for _ in self._encode_missing(sentences, fill, show_progress):
+                for _ in self._encode_missing(sentences, fill):
                     pass
             if unserved:
                 logger.warning("%s: %d sentence(s) encoded to non-finite vectors; returned as they are, not cached",
                                self.name, unserved)
         return fill.out
 
-    def _encode_missing(self, sentences: Sequence[str], fill: _Filler, show_progress: bool
+    def _encode_missing(self, sentences: Sequence[str], fill: _Filler
                         ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
         """Encode, chunk by chunk, the sentences ``fill`` lacks, copying each chunk's vectors in;
         yields each chunk, its vectors and which rows are finite.
@@ -512,7 +512,7 @@ class CachingEncoder(Encoder):
         if self.encode_chunks is not None:
             encoded = self.encode_chunks(chunks)
         else:
-            encoded = (self.inner.encode(chunk, show_progress=show_progress) for chunk in chunks)
+            encoded = (self.inner.encode(chunk) for chunk in chunks)
         for at, chunk, vecs in zip(rows, chunks, encoded):
             vecs = np.asarray(vecs, dtype=np.float32)
             if vecs.ndim != 2 or len(vecs) != len(chunk):

@@ -17,7 +17,6 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from benchharness.core.encoder import Encoder
-from benchharness.core.progress import shown
 from benchharness.evaluation.cache import ENCODE_CHUNK, CachingEncoder
 from benchharness.evaluation.run_settings import DEFAULT_MEMORY_MIB
 
@@ -143,9 +142,9 @@ def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory) 
     batches are those of one call; see ``CachingEncoder._encode_missing``).
     """
     if isinstance(encoder, CachingEncoder):
-        return encoder.encode_into(sentences, memory.allocate, shown())
+        return encoder.encode_into(sentences, memory.allocate)
     if len(sentences) <= LARGE_PASS:
-        vectors = np.asarray(encoder.encode(list(sentences), show_progress=shown()))
+        vectors = np.asarray(encoder.encode(list(sentences)))
         if vectors.ndim != 2 or len(vectors) != len(sentences):
             return vectors  # the caller names the bad shape
         if memory.fits(vectors.shape[1]):
@@ -157,7 +156,7 @@ def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory) 
     out = None
     for start in range(0, len(order), ENCODE_CHUNK):
         rows = np.asarray(order[start : start + ENCODE_CHUNK], dtype=np.intp)
-        vecs = np.asarray(encoder.encode([sentences[i] for i in rows], show_progress=shown()), np.float32)
+        vecs = np.asarray(encoder.encode([sentences[i] for i in rows]), np.float32)
         if vecs.ndim != 2 or len(vecs) != len(rows):
             return vecs  # the caller names the bad shape
         if out is None:

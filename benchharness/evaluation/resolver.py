@@ -142,15 +142,13 @@ class Resolver:
 
     ``wrap`` is applied to the base encoder and to every post-processor stage (the runner passes
     the embedding cache). ``train_missing`` lets a recipe catalogue train a recipe that has no run
-    yet (else it fails with the command that trains it); ``progress`` shows its progress bar.
+    yet (else it fails with the command that trains it).
     """
 
     def __init__(self, defaults: Defaults | None = None,
-                 wrap: Callable[[Encoder], Encoder] | None = None, train_missing: bool = True,
-                 progress: bool = True) -> None:
+                 wrap: Callable[[Encoder], Encoder] | None = None, train_missing: bool = True) -> None:
         self.config = load_config()
         self.train_missing = train_missing
-        self.progress = progress
         self.defaults = defaults or {}
         self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
 
@@ -188,7 +186,7 @@ class Resolver:
                                           f"{', '.join(sorted(entry)) or 'nothing'}{hint}")
             return entry, None, (*chain, name)  # type: ignore[return-value]
         for catalogue in catalogues():
-            found = catalogue.resolve(name, train=self.train_missing, progress=self.progress)
+            found = catalogue.resolve(name, train=self.train_missing)
             if found is not None:
                 return found.spec, found.manifest, chain  # type: ignore[return-value]
         folder = Path(name).expanduser()

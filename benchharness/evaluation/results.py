@@ -72,7 +72,8 @@ class Results:
             return (encoder is None or e == encoder) and (task is None or t == task)
 
         if encoder is not None and encoder not in self.encoders:
-            raise InvalidInputError(f"no results of encoder {encoder!r}; these are of {', '.join(self.encoders) or 'none'}")
+            raise InvalidInputError(f"no results of encoder {encoder!r}; these are of "
+                                    f"{', '.join(self.encoders) or 'none'}")
         return Results([r for r in self.results if keep(r.encoder, r.task)],
                        [o for o in self.outcomes if keep(o.encoder, o.task)], self.pinned, self.store)
 

@@ -193,7 +193,8 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
         except Exception as exc:
             for task in todo:
                 ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
-            logger.error("[%s] encoding failed: %s", enc_name, exc, exc_info=None if isinstance(exc, UserError) else exc)
+            logger.error("[%s] encoding failed: %s", enc_name, exc,
+                         exc_info=None if isinstance(exc, UserError) else exc)
             return
         encode_seconds = time.perf_counter() - t0
         newly_encoded = encoder.encoded - encoded_before if isinstance(encoder, CachingEncoder) else len(sentences)

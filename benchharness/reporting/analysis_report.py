@@ -36,7 +36,7 @@ def analyze(encoder: Encoder, name: str, first: list[str], second: list[str],
             gold: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
     """The analysis of ``encoder`` on the given scored pairs, and the pairs' cosines."""
     sentences = list(dict.fromkeys([*first, *second]))
-    vectors = encoder.encode(sentences, show_progress=False)
+    vectors = encoder.encode(sentences)
     row = {s: i for i, s in enumerate(sentences)}
     a = vectors[[row[s] for s in first]]
     b = vectors[[row[s] for s in second]]

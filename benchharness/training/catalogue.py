@@ -9,8 +9,8 @@ from benchharness.training.on_demand import recipe_for, trained_encoder
 from benchharness.training.recipes import load_book
 
 
-def _resolve(name: str, *, train: bool = True, progress: bool = True) -> Resolved | None:
-    found = trained_encoder(name, train=train, progress=progress)
+def _resolve(name: str, *, train: bool = True) -> Resolved | None:
+    found = trained_encoder(name, train=train)
     return None if found is None else Resolved(*found)  # type: ignore[arg-type]
 
 

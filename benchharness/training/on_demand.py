@@ -327,7 +327,7 @@ def ensure_trained(recipe: Recipe, *, train: bool = True, dev: DevFactory | None
     return folder
 
 
-def trained_encoder(name: str, *, train: bool = True, progress: bool = True,
+def trained_encoder(name: str, *, train: bool = True,
                     store: RunStore | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """For the recipe catalogue: the encoder spec and portable manifest of the recipe ``name`` names,
     trained first when missing; None when ``name`` is no recipe."""
@@ -335,7 +335,7 @@ def trained_encoder(name: str, *, train: bool = True, progress: bool = True,
     if recipe is None:
         return None
     store = store or RunStore()
-    folder = ensure_trained(recipe, train=train, runtime={"quiet": not progress}, store=store)
+    folder = ensure_trained(recipe, train=train, store=store)
     from benchharness.core.data_root import DataRoot
     from benchharness.core.manifests import manifest_spec, read_manifest
 

@@ -39,8 +39,8 @@ RECIPE_PREFIX = "recipe:"
 KEY_LENGTH = 12
 #: flags that say where or how a run goes, not what it trains: never part of a recipe or its key
 RUNTIME_FLAGS = frozenset({"recipe", "base", "out", "name", "preset", "device", "threads", "stop_after", "overwrite",
-                           "quiet", "verbose", "progress", "keep_checkpoint", "stats_only", "show", "data_dir", "command",
-                           "method", "executor", "address"})
+                           "quiet", "verbose", "progress", "keep_checkpoint", "stats_only", "show", "data_dir",
+                           "command", "method", "executor", "address"})
 ENTRY_KEYS = frozenset({"method", "base", "revision", "preset", "options", "extends", "round", "description"})
 THROUGHPUT_KEYS = ("method", "base", "device", "batch_size", "max_length", "seconds_per_step", "steps", "machine",
                    "command", "date")

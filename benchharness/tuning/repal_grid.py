@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     repal = registry.get(composition(args, 0.0, 0.0))
     logger.info("encoding %d %s sentences and their masked forms with %s; v_mean over %s", len(scorer.sentences),
                 args.task, args.encoder, args.fit)
-    fx, fx_star, v_mean = repal.components(scorer.sentences, show_progress=True)
+    fx, fx_star, v_mean = repal.components(scorer.sentences)
     points = [{"l1": a, "l2": b} for a in tuning.parse_grid(args.l1) for b in tuning.parse_grid(args.l2)]
     scored = tuning.grid_search(points, lambda p: refine(fx, fx_star, v_mean, p["l1"], p["l2"]), scorer)
     tuning.print_grid(scored, "l1", "l2")

@@ -27,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
     fit = "" if args.fit == tuning.DEFAULT_FIT else f"fit={args.fit}"
     white = registry.get(f"{args.encoder}+whitening({fit})" if fit else f"{args.encoder}+whitening")
     white.fit()
-    full = np.asarray(white.encode(scorer.sentences, show_progress=True), dtype=np.float64)
+    full = np.asarray(white.encode(scorer.sentences), dtype=np.float64)
     dim = full.shape[1]  # the fit's rank (see encoders/postprocess/whitening.py)
     ks = [int(k) for k in args.k.split(",")] if args.k else sorted({max(1, dim * i // 8) for i in range(1, 9)})
     if max(ks) > dim:

@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from benchharness.core.cpu_share import kept_threads
 from benchharness.core.devices import autocast, check_precision, pick_device
 from benchharness.core.errors import DivergedError, InvalidInputError
+from benchharness.core.progress import shown
 from benchharness.core.seeding import seed_everything
 from benchharness.encoders import hub
 from benchharness.encoders.methods import data_parallel
@@ -247,7 +248,7 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
             save_checkpoint(out, config, method, optimizer, scheduler, scaler, state, rngs)
 
     bar = tqdm(total=steps, initial=state["step"], desc=f"train {method.method_name}", unit="step",
-               disable=not (config.progress and main), dynamic_ncols=True)
+               disable=not (shown() and main), dynamic_ncols=True)
     if state["step"] == 0 and config.eval_at_start and dev is not None and not state["dev_curve"]:
         evaluate(0)
     window: dict[str, list[float]] = {}

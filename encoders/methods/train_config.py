@@ -70,7 +70,6 @@ class TrainConfig:
     threads: int | None = None  # torch CPU threads
     stop_after: int | None = None  # end this invocation after this step, resumable (time-boxing)
     overwrite: bool = False  # discard an existing finished run or checkpoint in ``out``
-    progress: bool = True
     nproc: int = 1  # processes of a data-parallel run (torchrun, one per device); the global batch is split
     negatives: str = "gather-grad"  # data-parallel runs: one of NEGATIVES
 
@@ -183,7 +182,7 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
     g.add_argument("--stop-after", type=positive_int, help="stop this invocation after step N (resumable)")
     g.add_argument("--keep-checkpoint", action="store_true", default=None, help="keep the resumable checkpoint")
     g.add_argument("--overwrite", action="store_true", default=None, help="discard what --out holds and retrain")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress bar")
     g.add_argument("--show", action="store_true", help="print the recipe these flags give, with its key, and exit")
 
 
@@ -207,6 +206,4 @@ def resolve_options(args: argparse.Namespace, presets: dict[str, dict[str, Any]]
 def config_from_options(opts: dict[str, Any]) -> TrainConfig:
     """A ``TrainConfig`` from merged options (keys that are not config fields are ignored)."""
     names = set(TrainConfig.field_names())
-    kwargs = {k: v for k, v in opts.items() if k in names}
-    kwargs["progress"] = not opts.get("quiet", False)
-    return TrainConfig(**kwargs)
+    return TrainConfig(**{k: v for k, v in opts.items() if k in names})

@@ -105,9 +105,9 @@ class PostProcessor(Encoder):
     def _transform(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         self.fit()
-        vectors = self.base.encode(sentences, show_progress=show_progress)
+        vectors = self.base.encode(sentences)
         return np.asarray(self._transform(sentences, vectors), dtype=np.float32)
 
     def identity_info(self) -> dict[str, Any]:

@@ -141,22 +141,22 @@ class RepAL(PostProcessor):
         assert token is not None
         return [self.masker.mask(s, token) for s in sentences]
 
-    def components(self, sentences: Sequence[str], show_progress: bool = False
+    def components(self, sentences: Sequence[str]
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(f(x), f(x*), v_mean): the refinement is linear in them, so tuning sweeps l1, l2 on these."""
         self.fit()
         assert self.v_mean is not None
-        fx = np.asarray(self.base.encode(sentences, show_progress=show_progress), dtype=np.float64)
-        fx_star = np.asarray(self.base.encode(self.masked(sentences), show_progress=show_progress), dtype=np.float64)
+        fx = np.asarray(self.base.encode(sentences), dtype=np.float64)
+        fx_star = np.asarray(self.base.encode(self.masked(sentences)), dtype=np.float64)
         return fx, fx_star, self.v_mean
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         if self.l1 == 0:  # the masked pass would be multiplied by 0: skip its cost
             self.fit()
             assert self.v_mean is not None
-            fx = np.asarray(self.base.encode(sentences, show_progress=show_progress), dtype=np.float64)
+            fx = np.asarray(self.base.encode(sentences), dtype=np.float64)
             return refine(fx, np.zeros_like(fx), self.v_mean, 0.0, self.l2).astype(np.float32)
-        fx, fx_star, v_mean = self.components(sentences, show_progress)
+        fx, fx_star, v_mean = self.components(sentences)
         return refine(fx, fx_star, v_mean, self.l1, self.l2).astype(np.float32)
 
 

@@ -39,7 +39,9 @@ def test_no_encoder_name_leaves_the_results_folder_and_no_two_share_one(tmp_path
             store.path("glove-50d", task)
 
 
-def test_results_stored_under_the_old_lossy_folder_move_once_and_shared_ones_stay(tmp_path):
+def test_results_stored_under_the_old_lossy_folder_move_once_by_migrate_and_shared_ones_stay(tmp_path):
+    from benchharness.evaluation.migrate import migrate
+
     root = tmp_path / "results"
     store = ResultStore(root)
     old = root / "hf_a_b"  # where "hf:a/b" was stored before folders became one-to-one
@@ -48,13 +50,17 @@ def test_results_stored_under_the_old_lossy_folder_move_once_and_shared_ones_sta
               "metrics": {}, "protocol": {}, "encoder_identity": {}, "encoder_metadata": {}, "data": {},
               "seed": 0, "timings": {}, "versions": {}, "date": "2026-01-01"}
     (old / "STSBenchmark.json").write_text(json.dumps(result))
+    assert store.load("hf:a/b", "STSBenchmark") is None and old.is_dir()  # a lookup moves nothing
+    migrate(root, None)
     assert store.load("hf:a/b", "STSBenchmark").main_score == 80.0
     assert not old.exists() and store.path("hf:a/b", "STSBenchmark").exists()
     shared = root / "hf_c_d"
     shared.mkdir()
     (shared / "STSBenchmark.json").write_text(json.dumps({**result, "encoder": "hf:c/d"}))
     (shared / "STS12.json").write_text(json.dumps({**result, "encoder": "hf_c:d", "task": "STS12"}))
+    migrate(root, None)
     assert store.load("hf:c/d", "STSBenchmark") is None and shared.is_dir()  # not this encoder's alone
+
 
 def test_a_dotdot_encoder_registered_in_the_config_writes_inside_results(project):
     (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[encoders.".."]\nspec = "glove-50d"\n')
@@ -245,8 +251,8 @@ def test_the_command_train_out_prints_works_when_pasted(project, capsys, tiny_be
                       "a child reads a book\n")
     out = tmp_path / "my-run"
     assert main(["train", "simcse", "--base", str(tiny_bert), "--out", str(out), "--data", str(corpus),
-                 "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--threads", "1", "--quiet"]) == 0
-    printed = [line for line in capsys.readouterr().out.splitlines() if "evaluate it with:" in line][-1]
+                 "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--threads", "1"]) == 0
+    printed = [line for line in capsys.readouterr().err.splitlines() if "evaluate it with:" in line][-1]
     words = shlex.split(printed.split("evaluate it with:", 1)[1])
     assert words[:2] == ["benchharness", "run"]
     assert main([*words[1:], "--quiet", "--no-cache"]) == 0

@@ -36,8 +36,8 @@ class MaskedEncoder(HashEncoder):
         super().__init__(name)
         self.word, self.value = word, value
 
-    def encode(self, sentences, show_progress=False):
-        vectors = super().encode(sentences, show_progress)
+    def encode(self, sentences):
+        vectors = super().encode(sentences)
         vectors[[self.word in s.split() for s in sentences]] = self.value
         return vectors
 

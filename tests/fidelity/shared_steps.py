@@ -190,7 +190,7 @@ def run_project_steps(method: torch.nn.Module, examples: list[Any], base: Path, 
     handle = method.register_forward_pre_hook(observe)
     try:
         cfg = TrainConfig(base=str(base), out=out, max_steps=steps, batch_size=len(examples), drop_last=False,
-                          eval_every=None, eval_at_start=False, progress=False, **config)
+                          eval_every=None, eval_at_start=False, **config)
         train(method, examples, cfg, data={"name": "fidelity"})
     finally:
         handle.remove()

@@ -70,7 +70,7 @@ def official_entry_matrix(model, tokenizer, definitions: list[list[str]], kind: 
 @pytest.mark.parametrize("kind", ["ac", "amp"])
 def test_entry_vectors(tiny_bert, toy, kind):
     model, tokenizer = load_tiny(tiny_bert)
-    got = entry_embeddings(model, tokenizer, toy, kind, max_length=150, batch_size=3, show_progress=False)
+    got = entry_embeddings(model, tokenizer, toy, kind, max_length=150, batch_size=3)
     expected = official_entry_matrix(model, tokenizer, toy.definitions, kind)
     diff = float((got.double() - expected).abs().max())
     print(f"defsent+ entry vectors {kind}: max |project - official| = {diff:.1e}")

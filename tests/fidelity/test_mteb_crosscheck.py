@@ -114,7 +114,7 @@ class TableEncoder(Encoder):
         super().__init__("table")
         self.table = table
 
-    def encode(self, sentences, show_progress=False):
+    def encode(self, sentences):
         return np.array([self.table[s] for s in sentences], dtype=np.float32)
 
     def identity_info(self):

@@ -216,8 +216,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
         logger.info("round %d: entry embeddings (%s) with %s", r, run.entry_type.upper(), previous or base_config.base)
         # every rank of a data-parallel run builds the same matrix (DDP then copies rank 0's once); one bar
         matrix = entry_embeddings(builder, tokenizer, dictionary, run.entry_type, base_config.max_length,
-                                  run.entry_batch_size, device, precision,
-                                  base_config.progress and data_parallel.is_main())
+                                  run.entry_batch_size, device, precision, data_parallel.is_main())
         entry_seconds = time.perf_counter() - t_round
         space = run.entry_type.upper()
         if r in ica_rounds:
@@ -251,7 +250,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     if previous is not None and not run.no_final_space:
         final = load_base(str(previous))[0].to(device)
         matrix = entry_embeddings(final, tokenizer, dictionary, run.entry_type, base_config.max_length,
-                                  run.entry_batch_size, device, precision, base_config.progress)
+                                  run.entry_batch_size, device, precision)
         plot_entry_space(matrix, previous.parent / "entry_space_after.png",
                          f"{name} after round {run.rounds}: {run.entry_type.upper()} entry space")
         update_manifest(previous.parent, entry_space_after_plot="entry_space_after.png")

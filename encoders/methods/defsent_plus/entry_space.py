@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from benchharness.core.devices import autocast
 from benchharness.core.encoder import length_sorted_batches
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.progress import shown
 from benchharness.encoders.methods.defsent_plus.dictionary import Dictionary
 from benchharness.encoders.pooling import masked_mean
 
@@ -35,8 +36,9 @@ ENTRY_TYPES = ("ac", "amp")
 @torch.no_grad()
 def definition_vectors(encoder: torch.nn.Module, tokenizer, texts: Sequence[str], entry_type: str,
                        max_length: int, batch_size: int = 128, device: torch.device | None = None,
-                       precision: str = "fp32", show_progress: bool = True) -> torch.Tensor:
-    """One float32 row per text: last-layer [CLS] (``ac``) or masked mean (``amp``)."""
+                       precision: str = "fp32", main_process: bool = True) -> torch.Tensor:
+    """One float32 row per text: last-layer [CLS] (``ac``) or masked mean (``amp``); a progress bar
+    where progress is shown and this is the main process (one bar for a data-parallel run)."""
     if entry_type not in ENTRY_TYPES:
         raise InvalidInputError(f"unknown entry type {entry_type!r}; choose one of {', '.join(ENTRY_TYPES)}")
     device = device or next(encoder.parameters()).device
@@ -46,7 +48,7 @@ def definition_vectors(encoder: torch.nn.Module, tokenizer, texts: Sequence[str]
     batches = list(length_sorted_batches([len(t) for t in texts], batch_size))
     try:
         for idx in tqdm(batches, desc=f"entry embeddings ({entry_type.upper()})", unit="batch",
-                        disable=not show_progress, dynamic_ncols=True):
+                        disable=not (shown() and main_process), dynamic_ncols=True):
             enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length,
                             return_tensors="pt").to(device)
             with autocast(device, precision):
@@ -74,11 +76,11 @@ def average_by_entry(vectors: torch.Tensor, labels: Sequence[int], n_entries: in
 
 def entry_embeddings(encoder: torch.nn.Module, tokenizer, dictionary: Dictionary, entry_type: str,
                      max_length: int, batch_size: int = 128, device: torch.device | None = None,
-                     precision: str = "fp32", show_progress: bool = True) -> torch.Tensor:
+                     precision: str = "fp32", main_process: bool = True) -> torch.Tensor:
     """The (entries x hidden) AC or AMP matrix of ``dictionary`` under ``encoder``."""
     texts, labels = dictionary.pairs()
     vecs = definition_vectors(encoder, tokenizer, texts, entry_type, max_length, batch_size, device, precision,
-                              show_progress)
+                              main_process)
     return average_by_entry(vecs, labels, len(dictionary))
 
 

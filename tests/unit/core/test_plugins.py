@@ -30,8 +30,8 @@ def outside_package(tmp_path, monkeypatch):
                 super().__init__(name)
                 self.base = base
 
-            def encode(self, sentences, show_progress=False):
-                return 2 * self.base.encode(sentences, show_progress)
+            def encode(self, sentences):
+                return 2 * self.base.encode(sentences)
 
             def identity_info(self):
                 return {"post": "double", "base": self.base.identity}

@@ -16,7 +16,7 @@ from fakes import HashEncoder
 class SlowHash(HashEncoder):
     """HashEncoder that sleeps ``pause`` seconds per call and touches ``<marks>/<node id>-<pid>``."""
 
-    def encode(self, sentences, show_progress=False):
+    def encode(self, sentences):
         steer = Path("ray_test.json")
         settings = json.loads(steer.read_text()) if steer.is_file() else {}
         if settings.get("marks"):

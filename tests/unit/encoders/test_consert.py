@@ -205,8 +205,7 @@ def test_short_run_lowers_loss_and_improves_alignment_uniformity(tiny_bert, tmp_
     texts = [f"{s[:-2]} number {i} ." for i, s in enumerate(SENTENCES * 4)]
     a0, b0 = _views(method, texts, seed=7)
     config = TrainConfig(base=str(tiny_bert), out=tmp_path / "run", batch_size=16, lr=1e-3, max_steps=40,
-                         warmup_ratio=0.0, eval_every=None, eval_at_start=False, log_every=1, progress=False,
-                         threads=1)
+                         warmup_ratio=0.0, eval_every=None, eval_at_start=False, log_every=1, threads=1)
     train(method, texts, config, data={"name": "test sentences"}, base_source=source)
     a1, b1 = _views(method, texts, seed=7)
     losses = [r["loss"] for r in map(__import__("json").loads, (tmp_path / "run" / "metrics.jsonl").open())

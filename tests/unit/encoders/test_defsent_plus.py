@@ -59,7 +59,7 @@ def hand_entry_embeddings(model, tokenizer, dictionary: Dictionary, kind: str) -
 @pytest.mark.parametrize("kind", ["ac", "amp"])
 def test_entry_embeddings_match_hand_computation(tiny_bert, toy, kind):
     model, tokenizer, _ = load_base(str(tiny_bert))
-    got = entry_embeddings(model, tokenizer, toy, kind, max_length=64, batch_size=3, show_progress=False)
+    got = entry_embeddings(model, tokenizer, toy, kind, max_length=64, batch_size=3)
     expected = hand_entry_embeddings(model, tokenizer, toy, kind)
     assert got.shape == (len(toy), model.config.hidden_size)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
@@ -94,7 +94,7 @@ def test_frozen_head_logits_and_training(tiny_bert, toy, tmp_path):
 
     config = TrainConfig(base=str(tiny_bert), out=tmp_path / "run", batch_size=3, lr=1e-3, epochs=1,
                          warmup_ratio=0.0, grad_clip=1.0, drop_last=False, eval_every=None, eval_at_start=False,
-                         progress=False, adam_eps=1e-6)
+                         adam_eps=1e-6)
     result = train(method, list(zip(texts, labels)), config, data={"name": "toy"}, base_source=source)
     assert result.steps == 3  # ceil(8 / 3): one epoch, last partial batch kept
     torch.testing.assert_close(method.entry_matrix, matrix)  # frozen
@@ -124,7 +124,7 @@ def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_fil
     texts, labels = toy.pairs()
     config = TrainConfig(base=str(tiny_bert), out=tmp_path / "by-hand", batch_size=3, lr=5e-4, epochs=1,
                          warmup_ratio=0.0, grad_clip=1.0, drop_last=False, eval_every=None, eval_at_start=False,
-                         progress=False, adam_eps=1e-6, optimizer="adamw-legacy", max_length=32)
+                         adam_eps=1e-6, optimizer="adamw-legacy", max_length=32)
     train(method, list(zip(texts, labels)), config, data={}, base_source=source)
     trained_r2 = load_base(str(r2 / "model"))[0].state_dict()
     for name, value in encoder.state_dict().items():

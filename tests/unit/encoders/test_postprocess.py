@@ -39,7 +39,7 @@ class TableEncoder(Encoder):
         seed = int.from_bytes(hashlib.sha1(s.encode()).digest()[:4], "little")
         return np.random.default_rng(seed).normal(size=self.dim) * np.arange(1, self.dim + 1)
 
-    def encode(self, sentences: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
         self.calls.append(list(sentences))
         return np.stack([self.vector(s) for s in sentences]).astype(np.float32)
 

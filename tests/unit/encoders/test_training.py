@@ -29,7 +29,7 @@ TEXTS = [f"sentence {i} talks about {w} and {v} ." for i, (w, v) in
 
 def _config(tmp_path, name="run", **kw) -> TrainConfig:
     base = dict(base="unused", out=tmp_path / name, batch_size=8, lr=1e-3, warmup_ratio=0.0, eval_every=None,
-                eval_at_start=False, log_every=1, progress=False, threads=1)
+                eval_at_start=False, log_every=1, threads=1)
     base.update(kw)
     return TrainConfig(**base)
 

@@ -45,7 +45,7 @@ class FakeEncoder(Encoder):
         self.sleep, self.log = sleep, log
         self.calls: list[list[str]] = []
 
-    def encode(self, sentences, show_progress=False):
+    def encode(self, sentences):
         time.sleep(self.sleep)
         self.calls.append(list(sentences))
         if self.log:
@@ -314,7 +314,7 @@ def test_chunks_give_the_batches_of_one_length_sorted_call(tmp_path):
             super().__init__()
             self.batches: list[list[str]] = []
 
-        def encode(self, sentences, show_progress=False):
+        def encode(self, sentences):
             self.batches += [[sentences[i] for i in b] for b in length_sorted_batches([len(s) for s in sentences], 2)]
             return super().encode(sentences)
 

@@ -45,7 +45,7 @@ def test_an_encoder_without_cache_encodes_a_large_pass_in_longest_first_chunks(t
     texts = [f"sentence {'x' * (i % 7)} {i}" for i in range(23)]
     encoder = HashEncoder()
     with PassMemory(len(texts), memory_mib=1e-6, folder=tmp_path) as memory:
-        vectors = encode_pass(encoder, texts, memory, show_progress=False)
+        vectors = encode_pass(encoder, texts, memory)
         np.testing.assert_array_equal(vectors[np.arange(23)], HashEncoder().encode(texts))
     assert [len(c) for c in encoder.calls] == [4, 4, 4, 4, 4, 3]
     lengths = [len(s) for call in encoder.calls for s in call]

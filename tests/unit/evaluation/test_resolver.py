@@ -82,7 +82,7 @@ def test_an_encoder_defined_in_python_is_named_module_attribute_in_the_config(pr
         "import numpy as np\n"
         "from benchharness.core.encoder import Encoder\n\n\n"
         "class Letters(Encoder):\n"
-        "    def encode(self, sentences, show_progress=False):\n"
+        "    def encode(self, sentences):\n"
         "        counts = [np.bincount([ord(c) % 16 for c in s], minlength=16) for s in sentences]\n"
         "        return np.stack(counts).astype('f4')\n\n"
         "    def identity_info(self):\n"

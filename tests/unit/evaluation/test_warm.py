@@ -84,7 +84,10 @@ def fill_cache(project: Path, spec: str) -> str:
     from benchharness.evaluation.embeddings import unique_sentences
     from benchharness.evaluation.resolver import Resolver
 
-    identity = Resolver({"data_dir": DATA}).get(spec).identity
+    from benchharness.core import digests
+
+    with digests.remembering(project / ".cache"):  # as the run that filled the cache would have
+        identity = Resolver({"data_dir": DATA}).get(spec).identity
     task = tasks.get(TASK)
     task.load(DataRoot(DATA))
     sentences = unique_sentences([task])
@@ -154,6 +157,8 @@ def weights_hash_by_hand(folder: Path) -> str:
 
 def test_weights_digest_is_remembered_and_recomputed_when_a_weight_file_changes(project, monkeypatch):
     from benchharness.core import digests
+
+    monkeypatch.setattr(digests, "store_path", lambda: project / ".cache" / digests.STORE_NAME)  # a run's scope
     from benchharness.encoders.hub import weights_fingerprint
 
     monkeypatch.setattr(digests, "RACY_NS", 0)

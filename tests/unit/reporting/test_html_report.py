@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import re
 import shutil
 import subprocess
@@ -27,8 +28,8 @@ def _store(tmp_path):
         _store_all(store, name, [float(s) for s in scores], confidence={"main": [1.0, 2.0]})
         cosine = gold + rng.normal(0, noise, 300)
         items = {"cosine": cosine, "gold": gold, "subset": np.zeros(300, np.int16), "subset_names": np.array(["test"])}
-        store.save(_result(name, "STSBenchmark", scores[5], confidence={"main": [scores[5] - 1, scores[5] + 1]}),
-                   Evaluation({}, items, "sts"))
+        store.save(replace(_result(name, "STSBenchmark", scores[5], confidence={"main": [scores[5] - 1, scores[5] + 1]}),
+                           per_item=Evaluation({}, items, "sts")))
     return store
 
 

@@ -1,5 +1,6 @@
 """Leaderboard grouping, sorting, seed aggregation, marks and intervals on synthetic result files."""
 
+from dataclasses import replace
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
@@ -72,7 +73,7 @@ def test_marks_follow_a_paired_test_on_items_and_intervals_are_listed(tmp_path):
         conf = {"main": [score - 2, score + 1.5]}
         _store_all(store, name, [50.0] * 5 + [score, 50.0], confidence=conf)  # STS-B is the 6th column
         items = {"cosine": cos, "gold": gold, "subset": np.zeros(400, np.int16), "subset_names": np.array(["test"])}
-        store.save(_result(name, "STSBenchmark", score, confidence=conf), Evaluation({}, items, "sts"))
+        store.save(replace(_result(name, "STSBenchmark", score, confidence=conf), per_item=Evaluation({}, items, "sts")))
     board = render(store, tmp_path / "none")
     rows = {r[0]: r for r in _table(board, STS.title)}
     assert {k: rows[k][7].endswith("†") for k in expected} == expected

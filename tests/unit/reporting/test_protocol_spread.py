@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import numpy as np
 from scipy.stats import spearmanr
 from test_leaderboard import _result
@@ -21,7 +22,7 @@ def test_variants_come_from_the_stored_metrics_and_items(tmp_path):
     sts12 = _result("enc", "STS12", 100 * spearmanr(cosine, gold)[0])
     sts12.main_metric = "all.spearman"
     sts12.metrics = {"all.spearman": sts12.main_score, "mean.spearman": 61.5, "wmean.spearman": 62.25}
-    store.save(sts12, Evaluation({}, items, "sts"))
+    store.save(replace(sts12, per_item=Evaluation({}, items, "sts")))
     store.save(_result("enc", "MR", 75.0))
     store.save(_result("enc", "MR-fast", 76.5))
     variants = {(v.task, v.variant): v for v in spread(store, "enc")}

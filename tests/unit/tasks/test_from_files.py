@@ -3,6 +3,7 @@ the errors naming file and line, and the whole path through the command line."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 import csv
 import hashlib
 import json
@@ -278,7 +279,7 @@ def test_leaderboard_shows_file_tasks_even_where_no_paired_test_is_defined(tmp_p
                         data={"sha256": encoder, "root": "", "files": ["pairs.csv"], "verified": True},
                         seed=1111, timings={}, versions={}, date="today")
         items = {"cosine": cos, "gold": g, "subset": np.zeros(len(g), np.int16), "subset_names": np.array(["test"])}
-        store.save(result, Evaluation({}, items, "sts"))
+        store.save(replace(result, per_item=Evaluation({}, items, "sts")))
     board = render(store, None).split("## Tasks from files")[1]
     cells = {row[0]: row[2] for row in (table_rows(board, e)[0] for e in runs)}
     assert cells == {e: f"{100 * spearmanr(cos, g)[0]:.2f}" for e, (cos, g) in runs.items()}

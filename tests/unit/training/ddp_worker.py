@@ -123,7 +123,7 @@ def train(model: Path, out: Path) -> None:
 
         config = TrainConfig(base=str(model), out=out / name, nproc=2, batch_size=4, max_length=32, lr=1e-3,
                              max_steps=12, warmup_ratio=0.0, eval_every=3, patience=1, log_every=1,
-                             progress=False, **settings)
+                             **settings)
         result = run(method, sentences, config, data={"name": "test sentences"}, dev=dev)
         torch.save({"steps": result.steps, "parameters": method.state_dict()}, out / f"{name}-rank{rank}.pt")
         return result
