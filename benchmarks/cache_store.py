@@ -175,7 +175,7 @@ def warm_encode(n: int, dim: int, size: int, repeats: int) -> dict[str, float]:
     from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 
     class Refuses(Encoder):
-        def encode(self, sentences, show_progress=False):
+        def encode(self, sentences):
             raise AssertionError("a warm rerun encoded something")
 
         def identity_info(self):

@@ -32,10 +32,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--model", default="sentence-transformers/paraphrase-MiniLM-L3-v2")
-    parser.add_argument("--smoke", action="store_true", default=SMOKE,
-                        help="one repeat, to check that the script runs (default: $BENCHMARK_SMOKE=1)")
     args = parser.parse_args()
-    repeats = 1 if args.smoke else args.repeats
+    repeats = 1 if SMOKE else args.repeats
 
     from benchharness.core.settings import apply_environment, load_config
 
@@ -77,11 +75,11 @@ def main() -> None:
     steps = {"engine": engine, "evaluator": harness, "st-encode": st_encode}
     times: dict[str, list[float]] = {name: [] for name in steps}
     scores = {}
-    for i in range(repeats + (0 if args.smoke else 1)):
+    for i in range(repeats + (0 if SMOKE else 1)):
         for name, fn in steps.items():
             t0 = time.perf_counter()
             scores[name] = fn()
-            if i or args.smoke:
+            if i or SMOKE:
                 times[name].append(time.perf_counter() - t0)
     median = {name: statistics.median(t) for name, t in times.items()}
     labels = {"engine": "as_encoder(model).encode + spearman", "evaluator": "STSEvaluator call",

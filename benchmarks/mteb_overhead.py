@@ -60,9 +60,9 @@ class Counting(Encoder):
         super().__init__(inner.name)
         self.inner, self.count = inner, 0
 
-    def encode(self, sentences, show_progress=False):
+    def encode(self, sentences):
         self.count += len(sentences)
-        return self.inner.encode(sentences, show_progress=False)
+        return self.inner.encode(sentences)
 
     def identity_info(self):
         return self.inner.identity_info()

@@ -16,4 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return PLUGINS.get("tuners", args.post).main(args)
+    """A tuner's ``main`` returns its output, printed here (or, as commands do, an exit code)."""
+    out = PLUGINS.get("tuners", args.post).main(args)
+    if isinstance(out, str):
+        print(out)
+        return 0
+    return int(out)

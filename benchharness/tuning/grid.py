@@ -132,14 +132,14 @@ def register(name: str, spec: str, post: str, base: str, task: str, scored: list
     return path
 
 
-def print_grid(scored: list[dict[str, Any]], row: str, col: str | None) -> None:
+def render_grid(scored: list[dict[str, Any]], row: str, col: str | None) -> str:
+    """The dev score of every grid point, as a table (one column, or ``row`` x ``col``)."""
     from tabulate import tabulate
 
     if col is None:
-        print(tabulate([[p[row], f"{p['score']:.2f}"] for p in scored], headers=[row, "dev"], tablefmt="github"))
-        return
+        return tabulate([[p[row], f"{p['score']:.2f}"] for p in scored], headers=[row, "dev"], tablefmt="github")
     rows = list(dict.fromkeys(p[row] for p in scored))
     cols = list(dict.fromkeys(p[col] for p in scored))
     table = {(p[row], p[col]): p["score"] for p in scored}
-    print(tabulate([[f"{row}={format_number(r)}", *(f"{table[(r, c)]:.2f}" for c in cols)] for r in rows],
-                   headers=[f"{row} \\ {col}", *map(format_number, cols)], tablefmt="github"))
+    return tabulate([[f"{row}={format_number(r)}", *(f"{table[(r, c)]:.2f}" for c in cols)] for r in rows],
+                    headers=[f"{row} \\ {col}", *map(format_number, cols)], tablefmt="github")

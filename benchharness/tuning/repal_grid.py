@@ -42,7 +42,8 @@ def composition(args: argparse.Namespace, l1: float, l2: float) -> str:
     return f"{args.encoder}+repal({','.join(params)})"
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> str:
+    """Tune, register the best chain, and return the grid and the best point (the command's output)."""
     from benchharness.encoders.postprocess.repal import refine
 
     registry, data = tuning.setup(args)
@@ -53,7 +54,6 @@ def main(args: argparse.Namespace) -> int:
     fx, fx_star, v_mean = repal.components(scorer.sentences)
     points = [{"l1": a, "l2": b} for a in tuning.parse_grid(args.l1) for b in tuning.parse_grid(args.l2)]
     scored = tuning.grid_search(points, lambda p: refine(fx, fx_star, v_mean, p["l1"], p["l2"]), scorer)
-    tuning.print_grid(scored, "l1", "l2")
     best = tuning.best_of(scored)
     tuning.warn_on_edge(scored, best, {"l1": "--l1", "l2": "--l2"})
     bare = scorer.score(fx)
@@ -61,8 +61,8 @@ def main(args: argparse.Namespace) -> int:
     name = args.name or f"{args.encoder}+repal-tuned"
     path = tuning.register(name, spec, "repal", args.encoder, args.task, scored, best,
                            {"base_score": bare, "keywords": args.keywords, "fit": args.fit, "tfidf": args.tfidf})
-    print(f"{args.task} {scorer.task.metadata.main_score}: {args.encoder} {bare:.2f} -> best {best['score']:.2f} "
-          f"at l1={tuning.format_number(best['l1'])}, l2={tuning.format_number(best['l2'])}")
     logger.info("registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
                 name, spec, path, name)
-    return 0
+    return (tuning.render_grid(scored, "l1", "l2") + "\n"
+            f"{args.task} {scorer.task.metadata.main_score}: {args.encoder} {bare:.2f} -> best {best['score']:.2f} "
+            f"at l1={tuning.format_number(best['l1'])}, l2={tuning.format_number(best['l2'])}")

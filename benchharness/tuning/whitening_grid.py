@@ -19,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", help="comma list of k values (default: multiples of rank/8 up to the fit's rank)")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> str:
+    """Tune, register the best k, and return the grid and the best point (the command's output)."""
     import numpy as np
 
     registry, data = tuning.setup(args)
@@ -34,7 +35,6 @@ def main(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"k={max(ks)} exceeds the dimension {dim} of {args.encoder}")
     # the transform with k dimensions is the first k columns of the full one
     scored = tuning.grid_search([{"k": k} for k in ks], lambda p: full[:, : p["k"]], scorer)
-    tuning.print_grid(scored, "k", None)
     best = tuning.best_of(scored)
     if best["k"] < dim:  # k cannot grow beyond the rank
         tuning.warn_on_edge(scored, best, {"k": "--k"})
@@ -42,7 +42,6 @@ def main(args: argparse.Namespace) -> int:
     spec = f"{args.encoder}+whitening({params})" if params else f"{args.encoder}+whitening"
     name = args.name or f"{args.encoder}+whitening-tuned"
     path = tuning.register(name, spec, "whitening", args.encoder, args.task, scored, best, {"fit": args.fit})
-    print(f"best k={best['k']} ({best['score']:.2f})")
     logger.info("registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
                 name, spec, path, name)
-    return 0
+    return tuning.render_grid(scored, "k", None) + f"\nbest k={best['k']} ({best['score']:.2f})"

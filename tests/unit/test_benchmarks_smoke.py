@@ -47,8 +47,10 @@ def test_script_runs_in_smoke_mode(script: Path, tmp_path: Path):
         pytest.skip(reason)
     kept = ROOT / "results" / "benchmarks"
     before = {p: p.stat().st_mtime_ns for p in kept.glob("*")} if kept.is_dir() else {}
+    # RAY_ADDRESS=local: a script's Ray starts a cluster of its own, not joining the Ray tests' session
+    # cluster (ray.init without an address joins the latest cluster started on this machine)
     env = {**os.environ, "BENCHMARK_SMOKE": "1", "BENCHMARK_RESULTS_DIR": str(tmp_path / "kept"),
-           "TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false"}
+           "TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false", "RAY_ADDRESS": "local"}
     done = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, f"{script.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"

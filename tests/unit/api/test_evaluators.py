@@ -28,8 +28,10 @@ def test_the_sentence_transformers_evaluator_names_its_metrics_and_matches_a_sav
     assert evaluator.primary_metric == f"benchharness_{TASK}_main"
     tiny_st.save(str(project / "saved"))
     stored = benchharness.evaluate(f"st:{project / 'saved'}", TASK).results[0]
-    assert metrics[evaluator.primary_metric] == pytest.approx(stored.main_score / 100, abs=1e-12)
-    assert metrics[f"benchharness_{TASK}_pearson"] == pytest.approx(stored.metrics["pearson"] / 100, abs=1e-12)
+    # the thread share (core.cpu_share) may run the two encodings at different thread counts on a busy
+    # machine, which moves vectors in their last bits (~6e-8) and the correlations by ~1e-10
+    assert metrics[evaluator.primary_metric] == pytest.approx(stored.main_score / 100, abs=1e-8)
+    assert metrics[f"benchharness_{TASK}_pearson"] == pytest.approx(stored.metrics["pearson"] / 100, abs=1e-8)
     assert evaluator.history[0][0] == 7
 
 

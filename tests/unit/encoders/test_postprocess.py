@@ -300,7 +300,8 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
     base = f"hf:{tiny_bert}?pooling=avg"
     args = parser.parse_args(["--encoder", base, "--l1", "0,0.5", "--l2", "0:1:0.5", "--fit", f"text:{corpus}",
                               "--tfidf", f"text:{corpus}", "--data-dir", str(data_dir), "--name", "tiny-tuned"])
-    assert tune_repal.main(args) == 0
+    output = tune_repal.main(args)  # the command's output: the grid and the best point
+    assert "| l1=0.5 " in output and "-> best" in output
     manifest = json.loads((tmp_path / "runs/tiny-tuned/manifest.json").read_text())
     grid = manifest["tuning"]["grid"]
     assert [(p["l1"], p["l2"]) for p in grid] == [(a, b) for a in (0, 0.5) for b in (0, 0.5, 1)]

@@ -262,7 +262,7 @@ def test_train_nproc_launches_torchrun_and_records_the_data_parallel_recipe(tiny
     out = tmp_path / "run"
     result = launch([sys.executable, "-m", "benchharness.cli", "train", "simcse", "--base", str(tiny_bert),
                      "--data", f"text:{corpus}", "--nproc", "2", "--batch-size", "4", "--max-steps", "3",
-                     "--max-length", "16", "--eval-every", "0", "--out", str(out), "--quiet"])
+                     "--max-length", "16", "--eval-every", "0", "--out", str(out)])
     assert "torchrun --standalone --nproc-per-node 2 -m benchharness.cli train simcse" in result.stdout
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
     manifest = json.loads((out / "manifest.json").read_text())
