@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from benchharness import tasks as task_registry
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder, identity_scope
+from benchharness.core.environment import kept_environment
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import progress_shown
 from benchharness.core.results import ResultStore
@@ -141,7 +142,7 @@ def evaluate_with(settings: RunSettings, model: ModelLike | Sequence[ModelLike],
 
         pools = ActorPools(settings)
     try:
-        with progress_shown(settings.show_progress), identity_scope(), _digest_store(settings):
+        with kept_environment(), progress_shown(settings.show_progress), identity_scope(), _digest_store(settings):
             return _evaluate(settings, models, selected, data, cache, pools, name=name, tokenizer=tokenizer,
                              pooling=pooling, identity=identity)
     finally:

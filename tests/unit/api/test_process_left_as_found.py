@@ -84,3 +84,25 @@ print(json.dumps({{"before": before, "after": snapshot(), "shape": list(vectors.
     assert "offline mode is on" in got["missing"]  # refused at once: no download was tried
     assert got["after"] == got["before"]
     assert not any(k.startswith(("HF_", "TRANSFORMERS_", "TOKENIZERS_", "ONEDNN_")) for k in got["after"]["environ"])
+
+
+def test_variables_third_party_imports_set_during_a_call_are_put_back(tmp_path, offline_checkout):
+    """Without the pre-imports above: the call itself imports sentence-transformers (which sets
+    TORCHINDUCTOR_CACHE_DIR) and scikit-learn (KMP_*), and the environment still comes back whole."""
+    owned = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "ONEDNN_", "BENCHHARNESS_CONFIG", "KMP_",
+             "TORCHINDUCTOR_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(owned)}
+    env["PYTHONPATH"] = str(ROOT)
+    body = """
+import json, os, sys
+before = dict(os.environ)
+import benchharness
+benchharness.evaluate("minilm-l3", "STSBenchmark-dev", intervals=False)
+imported = [m for m in ("sentence_transformers", "sklearn", "torch._dynamo") if m in sys.modules]
+print(json.dumps({"before": before, "after": dict(os.environ), "imported": imported}))
+"""
+    out = subprocess.run([sys.executable, "-c", body], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["imported"] == ["sentence_transformers", "sklearn", "torch._dynamo"]  # the setters ran
+    assert got["after"] == got["before"]
