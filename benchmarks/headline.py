@@ -80,9 +80,11 @@ def commit(checkout: Path) -> str:
 
 def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
     venv = checkout / ".venv" / "bin"
-    env = {**os.environ, "BENCHHARNESS_RUNS": str(workdir / "runs")}
+    # no progress bars (TQDM_DISABLE), but the messages, which carry the training estimates (``--quiet`` hides
+    # them since messages became log records)
+    env = {**os.environ, "BENCHHARNESS_RUNS": str(workdir / "runs"), "TQDM_DISABLE": "1"}
     command = [str(venv / "benchharness"), "run", "--encoders", ",".join(ENCODERS), "--tasks", ",".join(STS),
-               "--cache-dir", str(workdir / "cache"), "--results-dir", str(workdir / "results"), "--quiet"]
+               "--cache-dir", str(workdir / "cache"), "--results-dir", str(workdir / "results")]
     spy = shutil.which("py-spy", path=str(venv)) or shutil.which("py-spy")
     raw = workdir / "profile.txt"
     if spy:  # py-spy starts and samples the command (its main thread; see ``phases``)
