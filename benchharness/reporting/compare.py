@@ -19,6 +19,7 @@ from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.task import Evaluation
 from benchharness.evaluation.results import Results
+from benchharness.reporting.escape import md_cell, one_line
 from benchharness.scoring.confidence import RESAMPLES, paired
 from benchharness.scoring.stats import PairedReplicates, average_paired, holm
 
@@ -166,11 +167,11 @@ def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
         elif "mcnemar" in r.crosscheck:
             m = r.crosscheck["mcnemar"]
             check = f"McNemar {m['a_only']}/{m['b_only']} p={_p(m['p_value'])}"
-        table.append([r.task, f"{r.score_a:.2f}", f"{r.score_b:.2f}", f"{r.difference:+.2f}",
+        table.append([md_cell(r.task), f"{r.score_a:.2f}", f"{r.score_b:.2f}", f"{r.difference:+.2f}",
                       f"[{r.low:+.2f}, {r.high:+.2f}]", _p(r.p_value), _p(r.p_holm), check, r.unit])
-    legend = (f"A = {encoder_a}, B = {encoder_b}. A-B with its 95% paired-bootstrap CI; p: paired permutation "
-              "test (two-sided; the smallest p that B resamples can give is 1/(B+1)); Holm: adjusted across "
-              "the tasks above; cross-check: Steiger's test for "
+    legend = (f"A = {one_line(encoder_a)}, B = {one_line(encoder_b)}. A-B with its 95% paired-bootstrap CI; "
+              "p: paired permutation test (two-sided; the smallest p that B resamples can give is 1/(B+1)); "
+              "Holm: adjusted across the tasks above; cross-check: Steiger's test for "
               "dependent correlations (STS), McNemar on the test predictions (transfer; A-only/B-only right). "
               "Avg. rows: the difference of the averages over the tasks of that kind, not in the Holm family.")
     return tabulate(table, headers=["task", "A", "B", "A-B", "95% CI", "p", "p (Holm)", "cross-check", "resampled"],

@@ -1,11 +1,13 @@
 """``benchharness report``: one self-contained HTML page of the stored results, readable offline.
 
 Everything is inside the file: the styles, a small sort-and-filter script (no framework, no CDN) and
-the figures as inline SVG drawn by matplotlib. The page holds, per leaderboard section:
+its own figures as inline SVG drawn by matplotlib (the analysis figures, files from elsewhere, as
+``<img>`` data URIs: never markup of the page, so a script inside one never runs). The page holds,
+per leaderboard section:
 
 - the leaderboard table (``reporting.table_formats.html_table``), sortable by any column and
   filterable by encoder name and row group, with the 95% intervals under each score;
-- per-task bars with interval whiskers, one panel per task;
+- per-task bars with interval whiskers, one panel per task, every panel from zero on one shared axis;
 - the pairwise-significance matrix: for rows A and columns B, on how many of the section's tasks A
   is significantly better than B (the leaderboard's paired tests, p < 0.05, no multiplicity
   correction), over the results that keep per-item outputs;
@@ -20,16 +22,20 @@ The sort and filter state can be set from the address (``#sort=<table>:<column>:
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.provenance import now
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.version import __version__
 from benchharness.reporting.leaderboard import ALPHA, Board, Table, build
 from benchharness.reporting.table_formats import html_table
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222;max-width:1400px}
@@ -44,7 +50,7 @@ td.best{font-weight:bold}td .ci{display:block;color:#888;font-size:10px}
 tr[data-group=published] td{color:#666;font-style:italic}
 .controls{position:sticky;top:0;background:#fff;padding:.5em 0;z-index:2;border-bottom:1px solid #eee}
 .note{color:#666;font-size:12px}.matrix td{text-align:center;min-width:1.6em}
-details{margin:.3em 0}summary{cursor:pointer}figure{margin:.5em 0}svg{max-width:100%;height:auto}
+details{margin:.3em 0}summary{cursor:pointer}figure{margin:.5em 0}svg,img{max-width:100%;height:auto}
 """
 
 _SCRIPT = """
@@ -96,8 +102,30 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]
 
 
+def _plain(text: str) -> str:
+    """A name as matplotlib text: its dollar signs escaped, so a name is never read as mathtext."""
+    return text.replace("$", r"\$")
+
+
+def axis_range(table: Table) -> tuple[float, float]:
+    """One x range for every panel of a table's bars: from zero (or the lowest negative score or
+    interval end) to past the highest score or interval end, so bars of different panels compare at
+    a glance and no whisker leaves its frame."""
+    ends = [0.0]
+    for line in table.lines:
+        if line.group == "published":
+            continue
+        for cell in line.cells:
+            if cell.value is not None:
+                ends += [cell.value, *(cell.interval or ())]
+    low, high = min(ends), max(ends)
+    pad = 0.03 * ((high - low) or 1.0)
+    return (low - pad if low < 0 else 0.0, high + pad)
+
+
 def bars(table: Table) -> str:
-    """Per-task horizontal bars of the measured rows with their 95% interval whiskers, as SVG."""
+    """Per-task horizontal bars of the measured rows with their 95% interval whiskers, as SVG: bars
+    start at zero and every panel shares one x range (``axis_range``)."""
     from benchharness.reporting.analysis import pyplot_agg
 
     plt = pyplot_agg()
@@ -107,7 +135,8 @@ def bars(table: Table) -> str:
     columns = len(table.headers)
     fig, axes = plt.subplots(1, columns, figsize=(2.1 * columns, 0.22 * len(lines) + 1.2), sharey=True,
                              squeeze=False)
-    names = [line.encoder for line in lines][::-1]
+    names = [_plain(line.encoder) for line in lines][::-1]
+    left, right = axis_range(table)
     for j, header in enumerate(table.headers):
         ax = axes[0, j]
         values = [line.cells[j].value for line in lines][::-1]
@@ -119,11 +148,9 @@ def bars(table: Table) -> str:
                 # a percentile bootstrap interval may leave out its own estimate: whiskers never negative
                 ax.errorbar([v], [y], xerr=[[max(0.0, v - iv[0])], [max(0.0, iv[1] - v)]], color="black",
                             capsize=2, linewidth=0.8)
-        present = [v for v in values if v is not None]
-        if present:
-            low = min(min(present), *(iv[0] for iv in ivs if iv)) if any(ivs) else min(present)
-            ax.set_xlim(max(0.0, low - 5), max(present) + 3)
-        ax.set_title(header, fontsize=9)
+        ax.set_xlim(left, right)
+        ax.axvline(0.0, color="black", linewidth=0.6)
+        ax.set_title(_plain(header), fontsize=9)
         ax.tick_params(labelsize=7)
     axes[0, 0].set_yticks(list(range(len(lines))), names, fontsize=7)
     return _svg(fig)
@@ -204,8 +231,10 @@ def _analysis(folder: Path | None) -> str:
     shown = []
     for name in ("alignment-uniformity.svg", "cosine-levels.svg"):
         if (folder / name).is_file():
-            svg = (folder / name).read_text()
-            shown.append(f"<figure>{svg[svg.index('<svg'):]}<figcaption>{name}</figcaption></figure>")
+            # a file from elsewhere is an image, never markup of the page: scripts in an <img> never run
+            data = base64.b64encode((folder / name).read_bytes()).decode("ascii")
+            shown.append(f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{name}">'
+                         f"<figcaption>{name}</figcaption></figure>")
     return "\n".join(shown) or f'<p class="note">{html.escape(str(folder))} holds no analysis figures (SVG).</p>'
 
 
@@ -229,7 +258,9 @@ def protocol_tables(board: Board, store: ResultStore) -> str:
                      f"<th>variant</th><th>score</th><th>vs default</th></tr></thead><tbody>{''.join(rows)}"
                      "</tbody></table></details>")
     papers = "".join(f"<li>{html.escape(p)}: {html.escape(t)}</li>" for p, t in PAPERS.items())
-    return "\n".join(parts) + f'<p class="note">Variants the published rows report:</p><ul class="note">{papers}</ul>'
+    which = ("the published rows" if board.published_rows
+             else "the method papers (no published row is shown on this page)")
+    return "\n".join(parts) + f'<p class="note">Variants {which} report:</p><ul class="note">{papers}</ul>'
 
 
 def render(board: Board, store: ResultStore, analysis_dir: Path | None = None) -> str:
@@ -273,8 +304,8 @@ bootstrap interval. Click a column to sort.</p>
 """
 
 
-def write_report(store: ResultStore, out: Path, published_dir: Path | None, *, analysis_dir: Path | None = None,
-                 results_label: str | None = None, **filters: Any) -> Path:
+def write_report(store: ResultStore, out: Path, published_dir: Path | Traversable | None, *,
+                 analysis_dir: Path | None = None, results_label: str | None = None, **filters: Any) -> Path:
     """Write ``<out>/index.html``; returns its path."""
     from benchharness.core.atomic import write_text
 

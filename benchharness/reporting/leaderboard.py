@@ -3,7 +3,8 @@ of tables (``build``) that ``reporting.table_formats`` prints as Markdown, CSV, 
 
 Each section is a table of encoders x tasks (+ Avg. when a row has every column, as the papers
 average). Measured rows come from ``results/<encoder>/<task>.json``; published rows from
-``results/published/*.csv`` and are marked ``published`` with paper and table, so nobody mistakes
+the package's tables (``benchharness/reporting/published/*.csv``, package data, so an installed
+wheel has them too) and are marked ``published`` with paper and table, so nobody mistakes
 a number copied from a paper for one measured here. Results of mteb tasks run through the bridge
 (``mteb:<Name>``) get a section of their own, a column per task present, and so do the results of
 tasks declared from files (``benchharness.tasks.from_files``), which no built-in section knows.
@@ -32,18 +33,20 @@ import csv
 import fnmatch
 import json
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tabulate import tabulate
-
-from benchharness.core.checkout import CHECKOUT
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.results import Result, ResultStore
 from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
 
-#: the papers' numbers, kept with the stored results of this checkout (see its README for sources)
-#: the published tables of this checkout (None when installed from a wheel: pass ``--published-dir``)
-PUBLISHED_DIR = None if CHECKOUT is None else CHECKOUT / "results" / "published"
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+#: the papers' numbers (see its README for sources): package data, read through importlib.resources so
+#: that a wheel installed anywhere shows them as the checkout does; ``--published-dir`` overrides it
+PUBLISHED_DIR: Traversable = files("benchharness.reporting") / "published"
 
 
 @dataclass(frozen=True)
@@ -354,6 +357,12 @@ class Table:
 class Board:
     tables: list[Table]
     results_label: str  # the results folder read, as the header names it
+    #: where published rows were looked for, as the prose names it; None where they were left out
+    published_source: str | None = None
+
+    @property
+    def published_rows(self) -> int:
+        return sum(line.group == "published" for table in self.tables for line in table.lines)
 
 
 ROW_GROUPS = (*GROUPS, "published")
@@ -380,11 +389,12 @@ def _measured_lines(section: Section, results: list[Result],
     return lines, notes
 
 
-def _published_lines(section: Section, published_dir: Path | None, papers: set[str] | None) -> list[Line]:
-    if published_dir is None or section.published_csv is None or not (published_dir / section.published_csv).exists():
+def _published_lines(section: Section, published_dir: Path | Traversable | None,
+                     papers: set[str] | None) -> list[Line]:
+    if published_dir is None or section.published_csv is None or not (published_dir / section.published_csv).is_file():
         return []
     lines = []
-    with open(published_dir / section.published_csv, newline="") as fh:
+    with (published_dir / section.published_csv).open(newline="", encoding="utf-8") as fh:
         for rec in csv.DictReader(fh):
             if papers is not None and rec["paper"] not in papers:
                 continue
@@ -422,11 +432,12 @@ def _select(section: Section, tasks: set[str] | None) -> Section | None:
     return Section(section.title, columns, section.published_csv, section.average and columns == section.columns)
 
 
-def build(store: ResultStore, published_dir: Path | None, papers: set[str] | None = None, *,
+def build(store: ResultStore, published_dir: Path | Traversable | None, papers: set[str] | None = None, *,
           encoders: list[str] | None = None, tasks: set[str] | None = None,
           groups: set[str] | None = None, results_label: str | None = None) -> Board:
     """Every table of the leaderboard, filtered: ``encoders`` are names or shell patterns
-    (``minilm-*``), ``tasks`` task names, ``groups`` row groups (``ROW_GROUPS``)."""
+    (``minilm-*``), ``tasks`` task names, ``groups`` row groups (``ROW_GROUPS``). ``published_dir``:
+    the published tables (``PUBLISHED_DIR``, the package's), None for none."""
     if groups is not None and (unknown := sorted(groups - set(ROW_GROUPS))):
         raise InvalidInputError(f"unknown row group(s) {', '.join(unknown)}; choose from {', '.join(ROW_GROUPS)}")
     results = [r for r in store if encoders is None or any(fnmatch.fnmatchcase(r.encoder, e) for e in encoders)]
@@ -449,4 +460,6 @@ def build(store: ResultStore, published_dir: Path | None, papers: set[str] | Non
         variants = sorted({f"{r.task}: {r.protocol.get('variant')}" for r in results
                            if r.task in {c.task for c in section.columns} and r.encoder in shown})
         tables.append(Table(section, headers, lines, [n for e, n in notes.items() if e in shown], variants))
-    return Board(tables, results_label or store.root.name + "/")
+    source = None if not show_published or published_dir is None else (
+        "benchharness/reporting/published/" if published_dir is PUBLISHED_DIR else str(published_dir))
+    return Board(tables, results_label or store.root.name + "/", source)

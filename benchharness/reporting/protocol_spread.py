@@ -14,8 +14,8 @@ all from stored results (nothing is encoded here):
 - transfer: SentEval's default classifier configuration against ``fast`` (``MR-fast``, ...).
 
 A variant without a stored result is listed with the command that stores it. ``PAPERS`` says which
-variant each paper of ``results/published/`` reports, so a reader sees how much of a claimed gain
-is protocol.
+variant each paper of ``benchharness/reporting/published/`` reports, so a reader sees how much of
+a claimed gain is protocol.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from benchharness.core.results import Result, ResultStore
+from benchharness.reporting.escape import md_cell, md_code, one_line
 
 STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 TRANSFER = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 
-#: the variant each paper of results/published/ reports, and where that is said
+#: the variant each paper of benchharness/reporting/published/ reports, and where that is said
 PAPERS = {
     "consert": "STS12-16 all (stated: Spearman once over the merged subsets), SentEval text, SICK-R test",
     "paser": "STS12-16 all (docs/PROTOCOLS.md), SentEval text, SICK-R test; transfer default",
@@ -108,16 +109,16 @@ def markdown(encoder: str, variants: list[Variant]) -> str:
         if v.default:
             default = v.score
         delta = "" if v.default or v.score is None or default is None else delta_text(v.score - default)
-        score = f"{v.score:.2f}" if v.score is not None else f"not stored: `{v.missing}`" if v.missing else "n/a"
-        rows.append([v.task, v.variant + (" (default)" if v.default else ""), score, delta])
+        score = f"{v.score:.2f}" if v.score is not None else f"not stored: {md_code(v.missing)}" if v.missing else "n/a"
+        rows.append([md_cell(c) for c in (v.task, v.variant + (" (default)" if v.default else ""), score, delta)])
         if v.score is not None:
             spreads.setdefault(v.task, []).append(v.score)
     widest = max(spreads.items(), key=lambda kv: max(kv[1]) - min(kv[1]), default=None)
-    parts = [f"# Protocol spread: {encoder}", "",
+    parts = [f"# Protocol spread: {one_line(encoder)}", "",
              tabulate(rows, headers=["task", "variant", "score", "vs default"], tablefmt="github",
                       disable_numparse=True), ""]
     if widest is not None:
         parts += [f"Largest spread: {widest[0]}, {max(widest[1]) - min(widest[1]):.2f} points between variants.", ""]
-    parts += ["Variants the published rows (`results/published/`) report:", "",
+    parts += ["Variants the published rows (`benchharness/reporting/published/`) report:", "",
               *(f"- {paper}: {text}" for paper, text in PAPERS.items()), ""]
     return "\n".join(parts)

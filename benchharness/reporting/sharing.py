@@ -26,8 +26,9 @@ def run_folder(spec: dict) -> Path:
     return Path(model).parent
 
 
-def stage(name: str, folder: Path, store: ResultStore, out: Path) -> Path:
-    """Fill ``out`` with the run ``folder`` as it is shared under ``name``; returns ``out``."""
+def stage(name: str, folder: Path, store: ResultStore, out: Path, repo_id: str | None = None) -> Path:
+    """Fill ``out`` with the run ``folder`` as it is shared under ``name`` (its card names ``repo_id``,
+    the hub repository it goes to, when known); returns ``out``."""
     from benchharness.encoders.sentence_transformers_format import save_as_sentence_transformer
     from benchharness.reporting.model_card import card
 
@@ -38,7 +39,7 @@ def stage(name: str, folder: Path, store: ResultStore, out: Path) -> Path:
     if not (out / "modules.json").is_file():
         save_as_sentence_transformer(out, dict(manifest["encoder"]))
     shutil.copy2(folder / MANIFEST, out / "benchharness_manifest.json")
-    write_text(out / "README.md", card(name, manifest, store) + "\n")
+    write_text(out / "README.md", card(name, manifest, store, repo_id) + "\n")
     return out
 
 
