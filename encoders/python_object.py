@@ -35,5 +35,6 @@ def build(name: str, spec: EncoderSpec, defaults: Defaults) -> Encoder:
     return encoder
 
 
-FAMILY = Family.of("python", build, target="object", accepts=(), usage="python:<module:attribute>",
+#: runs code: named by the user's own config or command line, never by a run manifest (data from elsewhere)
+FAMILY = Family.of("python", build, target="object", accepts=(), usage="python:<module:attribute>", runs_code=True,
                    check=lambda spec: load_target(spec["object"]))  # type: ignore[typeddict-item]

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Required, TypedDict
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
-from benchharness.core.specs import EncoderSpec
+from benchharness.core.plugins import PLUGINS
+from benchharness.core.specs import COMPOSE, EncoderSpec, split_composition
 
 MANIFEST = "manifest.json"
 
@@ -90,16 +91,37 @@ def read_manifest(folder: Path) -> RunManifest:
         manifest = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-    if "encoder" not in manifest:
+    if not isinstance(manifest, dict) or "encoder" not in manifest:
         raise InvalidInputError(f"{path}: not a benchharness run manifest (no 'encoder' entry)")
+    encoder = manifest["encoder"]
+    if not isinstance(encoder, dict) or not isinstance(encoder.get("type"), str):
+        raise InvalidInputError(f"{path}: 'encoder' must be an object with a 'type' string (a model family)")
     return manifest
+
+
+def refuse_code(folder: Path, spec: EncoderSpec) -> None:
+    """A manifest is data that may come from elsewhere (a shared runs folder, a downloaded run), so
+    it may name only model families: a family that imports or calls code (``Family.runs_code``, the
+    ``python`` family) is refused, for the whole spec or the base of a composition (a tuned run), before
+    anything is imported. Only the installed family is consulted, never the code the spec names.
+    The user's own ``benchharness.toml`` and command line may still name Python objects."""
+    kind = spec["type"]
+    if kind == COMPOSE:
+        base = split_composition(str(spec.get("spec", "")))[0]
+        kind = base.split(":", 1)[0] if ":" in base else ""
+    entry = PLUGINS.entry("families", kind)
+    if entry is not None and getattr(entry.load(), "runs_code", False):
+        raise InvalidInputError(f"{folder / MANIFEST}: names the {kind!r} family, which runs code; a run manifest "
+                                "may name only model families (hf, st, glove...). Name Python encoders in your own "
+                                "benchharness.toml instead")
 
 
 def manifest_spec(folder: Path, manifest: RunManifest) -> EncoderSpec:
     """A trained run's encoder spec with its model path made absolute. A run whose weights are gone
     (the folder kept, ``model/`` deleted) is refused here with the command that trains it again,
-    before a model loader reads the path as a hub id."""
+    before a model loader reads the path as a hub id. A spec that names code is refused (:func:`refuse_code`)."""
     spec: EncoderSpec = dict(manifest["encoder"])  # type: ignore[assignment]
+    refuse_code(folder, spec)
     for key in ("model", "file"):
         if key in spec and not Path(spec[key]).is_absolute():
             path = folder / spec[key]
@@ -121,13 +143,16 @@ def _retrain_hint(folder: Path, manifest: RunManifest) -> str:
 
 
 def registered_runs(runs_dir: Path) -> dict[str, Path]:
-    """Manifests under the runs folder, by the name they declare (else their folder name)."""
+    """Manifests under the runs folder, by the name they declare (else their folder name). A file
+    that is no manifest (not a JSON object) is passed over: naming its folder gives its error."""
     runs: dict[str, Path] = {}
     if runs_dir.is_dir():
         for manifest in sorted(runs_dir.glob(f"*/{MANIFEST}")):
             try:
-                name = json.loads(manifest.read_text()).get("name") or manifest.parent.name
-            except json.JSONDecodeError:
+                record = json.loads(manifest.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 continue
-            runs[name] = manifest.parent
+            if isinstance(record, dict):
+                name = record.get("name")
+                runs[name if isinstance(name, str) and name else manifest.parent.name] = manifest.parent
     return runs

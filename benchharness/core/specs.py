@@ -55,11 +55,13 @@ class Family:
     params: tuple[str, ...] | None = None
     #: a cheap check of a spec beyond its keys, run before any encoder is built (raises UserError)
     check: Callable[[EncoderSpec], None] | None = None
+    #: its spec names code to import or call (``python``): refused in a run manifest, which is data
+    runs_code: bool = False
 
     @classmethod
     def of(cls, name: str, build: Builder, target: str = "model", usage: str | None = None,
            accepts: Callable[..., Any] | Collection[str] | None = None,
-           check: Callable[[EncoderSpec], None] | None = None) -> "Family":
+           check: Callable[[EncoderSpec], None] | None = None, runs_code: bool = False) -> "Family":
         """A family whose accepted spec keys are ``accepts``: the encoder class the builder passes
         them to (its constructor's keyword parameters, less ``name``), or the keys themselves. A
         spec with another key is then refused with the accepted ones listed, instead of a
@@ -68,7 +70,7 @@ class Family:
             params = None if accepts is None else tuple(accepts)
         else:
             params = tuple(p for p in inspect.signature(accepts).parameters if p not in ("self", "name"))
-        return cls(name, build, target, usage or f"{name}:<{target}>", params, check)
+        return cls(name, build, target, usage or f"{name}:<{target}>", params, check, runs_code)
 
 
 @dataclass(frozen=True)
