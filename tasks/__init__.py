@@ -11,11 +11,14 @@ A selection is a comma list of task names, group names (``sts``, ``transfer``) a
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 
 from benchharness.core.errors import UserError
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.task import Task, TaskProvider
+
+logger = logging.getLogger(__name__)
 
 
 class UnknownTaskError(UserError, KeyError):
@@ -27,6 +30,8 @@ class TaskTable:
     """Every installed task provider merged: names, groups and aliases, in the providers' order."""
 
     providers: dict[str, TaskProvider]
+    #: the providers left out, by plugin name, with why
+    broken: dict[str, str] = field(default_factory=dict)
 
     @property
     def factories(self) -> dict[str, object]:
@@ -52,9 +57,36 @@ class TaskTable:
 
 
 def catalogue() -> TaskTable:
-    loaded = {name: plugin() if callable(plugin) else plugin for name, plugin in PLUGINS.load_all("tasks").items()}
-    providers = sorted(loaded.items(), key=lambda item: item[1].order)
-    return TaskTable(dict(providers))
+    """Every task provider that loads. A broken one (its plugin fails to import, its provider
+    function raises, or it gives no ``TaskProvider``) breaks only its own names: it is left out
+    with a warning, once per process and problem, and named in the unknown-task error."""
+    providers: dict[str, TaskProvider] = {}
+    loaded = PLUGINS.load_all("tasks")
+    broken = {name: str(exc) for name, exc in PLUGINS.broken("tasks").items()}
+    for name, plugin in loaded.items():
+        try:
+            provider = plugin() if callable(plugin) else plugin
+        except Exception as exc:  # noqa: BLE001 - a provider function (another package's, the config's file tasks)
+            broken[name] = f"tasks plugin {name!r}: {' '.join(f'{type(exc).__name__}: {exc}'.split())}"
+            warn_once(f"{broken[name]}; its tasks are unavailable")
+            continue
+        if not isinstance(provider, TaskProvider):
+            broken[name] = f"tasks plugin {name!r} gives a {type(provider).__name__}, not a TaskProvider"
+            warn_once(f"{broken[name]}; its tasks are unavailable")
+            continue
+        providers[name] = provider
+    return TaskTable(dict(sorted(providers.items(), key=lambda item: item[1].order)), broken)
+
+
+#: the warnings given already: the catalogue is read several times per command
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """Log ``message`` as a warning the first time in this process: providers are re-read at each lookup."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logger.warning("%s", message)
 
 
 def names() -> list[str]:
@@ -102,6 +134,7 @@ def _expand(cat: TaskTable, selection: str | list[str]) -> list[str]:
                 close = difflib.get_close_matches(item, [*factories, *group_table], n=5, cutoff=0.5)
                 hint = f" Did you mean: {', '.join(close)}?" if close else ""
                 extra = "".join(f"; {p.prefix_usage}" for p in cat.providers.values() if p.prefix_usage)
+                extra += "".join(f"; unavailable: {why}" for why in cat.broken.values())
                 raise UnknownTaskError(f"unknown task {item!r}.{hint} Groups: {', '.join(group_table)}; "
                                        f"tasks: {', '.join(factories)}{extra}")
         out.extend(n for n in expanded if n not in out)

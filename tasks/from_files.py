@@ -40,8 +40,10 @@ naming where it was declared.
 
 Names: a file task may not take a name that another task plugin's provider already answers to (a
 task, group or alias, compared case-insensitively as ``--tasks`` matches them, or a prefix such as
-``mteb:``), since one would silently hide the other. Only providers that are plain objects are
-checked: those rebuilt at every lookup, as this one, cannot be asked without recursion.
+``mteb:``), since one would silently hide the other: such a table of the configuration is left out
+with a warning naming both, ``register_file_task`` refuses such a name. Only providers that are
+plain objects are checked: those rebuilt at every lookup, as this one, cannot be asked without
+recursion. A name is at most ``NAME_MAX`` characters (it names result files).
 """
 
 from __future__ import annotations
@@ -64,10 +66,11 @@ import numpy as np
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
+from benchharness.core.results import SLUG_MAX
 from benchharness.core.settings import load_config
 from benchharness.core.task import Embed, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
-from benchharness.tasks import sts
+from benchharness.tasks import sts, warn_once
 from benchharness.tasks.senteval_config import CONFIGS, ClassifierConfig
 from benchharness.tasks.transfer import BinaryTask
 
@@ -84,6 +87,8 @@ OPTIONS = {"pairs": ("score_range",), "labels": ("config",)}
 MAX_CLASSES = 127
 #: a task name becomes a result file name (``results/<encoder>/<task>.json``) and a ``--tasks`` item
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+#: the longest task name: the result store's limit on the folder names it makes, well under 255 bytes
+NAME_MAX = SLUG_MAX
 INTEGER = re.compile(r"[+-]?[0-9]+")
 TEXT = "as in the file (not re-joined, not lowercased)"
 
@@ -124,9 +129,17 @@ def declare(name: str, entry: Mapping[str, Any], origin: str) -> Declaration:
 
 
 def _check_name(name: str, origin: str) -> None:
+    """A name makes a result file (``<task>.json``, ``<task>.items.npz``) and a ``--tasks`` item:
+    checked where it is declared, so that no run does its work and then fails to store it."""
     if not NAME.fullmatch(name):
         raise InvalidInputError(f"{origin}: task name {name!r}; use letters, digits and . _ + - "
                                 "(it names result files)")
+    if len(name) > NAME_MAX:
+        raise InvalidInputError(f"{origin}: task name of {len(name)} characters; use at most {NAME_MAX} "
+                                "(it names result files)")
+
+
+def _refuse_clash(name: str, origin: str) -> None:
     clash = _clash(name)
     if clash is not None:
         raise InvalidInputError(f"{origin}: task name {name!r} is taken by {clash}; choose another name")
@@ -181,16 +194,32 @@ REGISTERED: dict[str, Declaration] = {}
 
 def register_file_task(name: str, file: str | Path, kind: str = "pairs", **options: Any) -> None:
     """Declare a task from a file in Python (a relative ``file`` is relative to the working
-    directory); ``options`` are the keys of a ``[tasks.<name>]`` table. It lasts for the process."""
+    directory); ``options`` are the keys of a ``[tasks.<name>]`` table. It lasts for the process.
+    A name another task plugin answers to is refused here, where it is asked for."""
     entry = {"file": Path(file).expanduser().resolve(), "kind": kind, **options}
-    REGISTERED[name] = declare(name, entry, f"register_file_task({name!r})")
+    origin = f"register_file_task({name!r})"
+    _refuse_clash(name, origin)
+    REGISTERED[name] = declare(name, entry, origin)
 
 
 def provider() -> TaskProvider:
     """The ``files`` task plugin, rebuilt at every lookup (the configuration can change between
-    two): the configuration's ``[tasks.*]``, then those declared from Python."""
+    two): the configuration's ``[tasks.*]``, then those declared from Python.
+
+    A table named as another plugin's task (``[tasks.STSBenchmark]``, perhaps written before that
+    plugin was installed) is left out with a warning naming both: the name keeps meaning the
+    built-in task, whose stored results and leaderboard rows it names, and every other task and
+    command still works. An invalid table (a bad name, kind, key) fails the whole plugin, before any
+    work: ``benchharness.tasks.catalogue`` then leaves the file tasks out and names the error."""
     cfg = load_config()
-    declared = {name: declare(name, entry, f"{cfg.file}: [tasks.{name}]") for name, entry in cfg.tasks.items()}
+    declared: dict[str, Declaration] = {}
+    for name, entry in cfg.tasks.items():
+        origin = f"{cfg.file}: [tasks.{name}]"
+        clash = _clash(name)
+        if clash is not None:
+            warn_once(f"{origin} is left out: {name!r} is taken by {clash}; rename the table to run its file")
+            continue
+        declared[name] = declare(name, entry, origin)
     declared.update(REGISTERED)
     factories: dict[str, Callable[[], Task]] = {name: partial(KINDS[d.kind], d) for name, d in declared.items()}
     return TaskProvider(tasks=factories, groups={GROUP: list(declared)}, order=80)

@@ -61,7 +61,11 @@ def main(args: argparse.Namespace) -> int:
     groups = {t: g for g, names in table.groups.items() for t in names}
     rows = []
     for name, factory in table.factories.items():
-        m = factory().metadata  # type: ignore[operator]
+        try:
+            m = factory().metadata  # type: ignore[operator]
+        except Exception as exc:  # noqa: BLE001 - another package's task: its row says why, the rest are listed
+            rows.append([name, groups.get(name, ""), "", "", "", "", f"unavailable: {type(exc).__name__}: {exc}"])
+            continue
         rows.append([name, groups.get(name, ""), m.split, m.main_score, m.protocol, m.n_samples, m.description])
     print(tabulate(rows, headers=["task", "group", "split", "main score", "protocol", "n", "description"],
                    tablefmt="github"))

@@ -21,10 +21,13 @@ take precedence over installed ones of the same name.
 from __future__ import annotations
 
 import importlib
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchharness.core.errors import UserError
+
+logger = logging.getLogger(__name__)
 
 KINDS = ("families", "postprocessors", "catalogues", "tasks", "methods", "tuners")
 GROUP_PREFIX = "benchharness."
@@ -54,15 +57,23 @@ class Entry:
     source: str  # the distribution that declares it, or "python" for register()
     obj: Any = field(default=None, repr=False)
     loaded: bool = False
+    #: why it cannot be loaded, kept so that a module that fails is not imported (run) again
+    error: PluginError | None = field(default=None, repr=False)
 
     def load(self) -> Any:
+        """The plugin object; a plugin whose import fails in any way (a missing module, an attribute,
+        a module that raises while it runs) gives one ``PluginError`` naming the entry point."""
+        if self.error is not None:
+            raise self.error
         if not self.loaded:
             assert self.target is not None
             try:
                 self.obj = load_object(self.target)
-            except (ImportError, AttributeError) as exc:
-                raise PluginError(f"{self.kind} plugin {self.name!r} = {self.target!r} (from {self.source}) cannot be "
-                                  f"loaded: {exc}") from exc
+            except Exception as exc:  # a third party's module may raise anything at import
+                detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+                self.error = PluginError(f"{self.kind} plugin {self.name!r} = {self.target!r} (from {self.source}) "
+                                         f"cannot be loaded: {detail}")
+                raise self.error from exc
             self.loaded = True
         return self.obj
 
@@ -105,7 +116,23 @@ class Registry:
         return entry.load()
 
     def load_all(self, kind: str) -> dict[str, Any]:
-        return {name: entry.load() for name, entry in self._entries(kind).items()}
+        """Every plugin of ``kind`` that loads. One that cannot be loaded breaks only its own names:
+        it is left out, with one logged warning the first time (:meth:`get` of its name raises its
+        error, and :meth:`broken` says which are out), so that a broken third-party entry does not stop
+        every command."""
+        loaded: dict[str, Any] = {}
+        for name, entry in self._entries(kind).items():
+            first = entry.error is None
+            try:
+                loaded[name] = entry.load()
+            except PluginError as exc:
+                if first:
+                    logger.warning("%s; its names are unavailable", exc)
+        return loaded
+
+    def broken(self, kind: str) -> dict[str, PluginError]:
+        """The entries of ``kind`` that failed to load so far, with their errors."""
+        return {name: entry.error for name, entry in self._entries(kind).items() if entry.error is not None}
 
     def register(self, kind: str, name: str, plugin: Any) -> None:
         """Add a plugin from Python: an object, or a ``"module:attribute"`` string loaded lazily."""

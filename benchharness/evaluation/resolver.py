@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchharness.core.encoder import Encoder
+from benchharness.core.errors import UserError
 from benchharness.core.local_paths import check_local_path
 from benchharness.core.manifests import RunManifest, manifest_spec, read_manifest, registered_runs
 from benchharness.core.plugins import PLUGINS
@@ -91,10 +92,9 @@ def check_spec(name: str, spec: EncoderSpec) -> Family:
     """The family of ``spec``, once its keys are known to it and a local path it names exists;
     cheap (no model is loaded), so that a typo fails before any encoder is built."""
     kind = spec.get("type")
-    known = families()
-    family = known.get(kind)  # type: ignore[arg-type]
-    if family is None:
-        raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} ({', '.join(known)})")
+    if not isinstance(kind, str) or PLUGINS.entry("families", kind) is None:
+        raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} ({', '.join(PLUGINS.names('families'))})")
+    family: Family = PLUGINS.get("families", kind)  # a plugin that cannot be loaded: its own one-line error
     if family.params is not None:
         accepted = [family.target, *(p for p in family.params if p != family.target)]
         for key in spec:
@@ -201,10 +201,10 @@ class Resolver:
         known = self.known_names()
         close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        # one line: the close matches, then where the rest is (the full list runs to dozens of names)
         raise UnknownEncoderError(
-            f"unknown encoder {name!r}.{hint} Known names: {', '.join(known)}; or write "
-            f"{', '.join(f'{f.name}:<{f.target}>' for f in families().values())}, a run folder with manifest.json, "
-            f"and compose post-processors with + ({', '.join(sorted(PLUGINS.names('postprocessors'))) or 'none'})."
+            f"unknown encoder {name!r}.{hint} 'benchharness list encoders' lists every name; or give a run "
+            f"folder with manifest.json, or <family>:<target> ({', '.join(PLUGINS.names('families'))})"
         )
 
     def _registered_whole(self, name: str) -> bool:
@@ -284,7 +284,11 @@ class Resolver:
         for catalogue in catalogues():
             rows.extend(catalogue.rows())
         for n, folder in registered_runs(self.config.runs_dir).items():
-            m = read_manifest(folder)
+            try:  # one broken run folder is listed as such, not a failed listing of every name
+                m = read_manifest(folder)
+            except UserError as exc:
+                rows.append({"name": n, "source": str(folder), "settings": "", "description": f"unusable: {exc}"})
+                continue
             rows.append({"name": n, "source": str(folder), "settings": json.dumps(m["encoder"]),
                          "description": f"{'tuned' if m['encoder'].get('type') == COMPOSE else 'trained'}: "
                                          f"{m.get('method', '?')} on {m.get('base_model', '?')}"})

@@ -255,6 +255,7 @@ def test_a_missing_file_is_listed_and_fails_on_load(tmp_path):
     ("transfer", {}, "group 'transfer'"),
     ("files", {}, "group 'files'"),
     ("a/b", {}, "letters, digits"),
+    ("a" * 151, {}, "task name of 151 characters; use at most 150"),
     ("ok", {"scor": "x"}, "unknown key(s) scor"),
     ("ok", {"kind": "triples"}, "kind 'triples'"),
     ("ok", {"score_range": [5, 0]}, "score_range [5, 0]"),
@@ -369,10 +370,16 @@ def test_declared_tasks_run_compare_list_and_rank_through_the_cli(project, tmp_p
                                                      f"{rerun['main_score']:.2f}"]
 
 
-def test_a_declaration_that_takes_a_builtin_name_is_a_one_line_error(project, capsys):
+def test_a_table_that_takes_a_builtin_name_is_left_out_with_a_warning_naming_both(project, capsys):
+    """A table named as a built-in task stops nothing: the name keeps meaning the built-in task
+    (whose results it names) and the warning says which table is left out and why."""
     from benchharness.cli import main
 
-    (project / "benchharness.toml").write_text('[tasks.MR]\nfile = "mine.csv"\n')
-    assert main(["list", "tasks"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert "[tasks.MR]" in error and "'transfer' task plugin" in error and "\n" not in error
+    write_pairs(project / "mine.csv", PAIRS)
+    (project / "benchharness.toml").write_text('[tasks.MR]\nfile = "mine.csv"\n[tasks.mine]\nfile = "mine.csv"\n')
+    assert main(["list", "tasks"]) == 0
+    captured = capsys.readouterr()
+    warnings = [line for line in captured.err.splitlines() if "[tasks.MR]" in line]
+    assert len(warnings) == 1 and "'transfer' task plugin" in warnings[0] and "left out" in warnings[0]
+    assert table_rows(captured.out, "MR")[0][1] == "transfer"  # the built-in, not the file
+    assert table_rows(captured.out, "mine")[0][1] == "files"
