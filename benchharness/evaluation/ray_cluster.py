@@ -4,16 +4,20 @@ cluster), else started (locally, or at ``address``) and shut down whatever happe
 Ray reports usage statistics to its makers unless told not to; machines without internet stall on
 it, so it is told not to. Workers get the driver's working folder (where ``benchharness.toml`` and
 relative paths point) and its settings of this harness and of the Hugging Face libraries.
+
+A cluster at an address must accept a connection to its head within ``CONNECT_TIMEOUT`` (10 s);
+otherwise the session fails with one line naming the address (``ray.init`` alone would retry forever).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from pathlib import Path
 from typing import Any, Iterator
 
-from benchharness.core.errors import UserError
+from benchharness.core.errors import InvalidInputError, UserError
 
 #: environment a worker needs to resolve names as the driver does
 _PASSED_ON = ("BENCHHARNESS_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "NLTK_DATA", "PYTHONPATH")
@@ -32,13 +36,42 @@ def worker_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(_PASSED_ON)} | {"RAY_USAGE_STATS_ENABLED": "0"}
 
 
+#: seconds a Ray cluster's head has to accept a connection before it counts as unreachable
+CONNECT_TIMEOUT = 10.0
+#: addresses that name no host: Ray finds (``auto``) or starts (``local``) the cluster itself
+_NO_HOST = ("auto", "local")
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Refuse an ``--address`` that is no ``host:port`` or whose port accepts no connection within
+    ``timeout`` seconds: ``ray.init`` itself keeps retrying such an address without end (a run
+    printed nothing for ten minutes), so it is asked only once something answers there."""
+    if address in _NO_HOST:
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InvalidInputError(f"Ray address {address!r} is not host:port (or ray://host:port, auto, local)")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        raise UserError(f"cannot reach a Ray cluster at {address!r}: {reason} (its head must accept a "
+                        f"connection within {timeout:g} s)") from None
+
+
 @contextlib.contextmanager
 def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[Any]:
-    """The ``ray`` module with a session open; one this function opened is closed on the way out."""
+    """The ``ray`` module with a session open; one this function opened is closed on the way out.
+    An ``address`` (else ``RAY_ADDRESS``) is checked first (:func:`check_reachable`), so an unreachable one fails in
+    seconds with one line instead of hanging."""
     ray = import_ray()
     if ray.is_initialized():
         yield ray
         return
+    target = address or os.environ.get("RAY_ADDRESS")  # ray.init reads RAY_ADDRESS when given none
+    if target:
+        check_reachable(target)
     try:
         ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
                  logging_level="warning", runtime_env={"env_vars": worker_environment()})
