@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import logging
 import shlex
+from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from torch import nn
 
 from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.local_paths import check_local_path
+from benchharness.core.manifests import registered_runs
+from benchharness.core.settings import load_config
 from benchharness.encoders import hub
 from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import base_folder
@@ -70,7 +73,18 @@ def report(result: TrainResult) -> int:
                 m["base_model"], t["steps"], t["train_seconds"], t["sentences_per_second"], t["peak_rss_mib"])
     if result.best_dev is not None:
         logger.info("best STS-B dev spearman %.2f at step %s", result.best_dev, result.best_step)
-    # the folder itself always resolves (its manifest.json), wherever it is; its name only under the runs folder
-    logger.info("encoder registered: %s (%s); evaluate it with: benchharness run --encoders %s --tasks sts",
-                result.out, m["name"], shlex.quote(str(result.out)))
+    logger.info("%s", resolvable_as(result.out, m["name"]))
     return 0
+
+
+def resolvable_as(out: Path, name: str) -> str:
+    """What ``run --encoders`` accepts for a finished run: its name when the runs folder registers
+    it under that name (``registered_runs``), else its folder, absolute (an ``--out`` folder elsewhere
+    resolves by its manifest.json from anywhere, by its name nowhere)."""
+    folder = out.resolve()
+    registered = registered_runs(load_config().runs_dir).get(name)
+    if registered is not None and registered.resolve() == folder:
+        return (f"encoder registered: {name} (in {folder}); evaluate it with: benchharness run --encoders "
+                f"{shlex.quote(name)} --tasks sts")
+    return (f"encoder saved in {folder} (outside the runs folder: not registered by name); evaluate it with: "
+            f"benchharness run --encoders {shlex.quote(str(folder))} --tasks sts")
