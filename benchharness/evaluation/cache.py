@@ -37,6 +37,7 @@ import numpy as np
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
+from benchharness.core.progress import progress_shown, shown
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,11 @@ ENCODE_CHUNK = 2048
 SMALL_CHUNK = 2048
 MAX_SMALL_CHUNKS = 8
 MERGED_CHUNK = 65536  # 96 MiB at dim 384, well under SQLite's 1 GB blob limit
+#: seconds a write waits for another connection's SQLite write lock before saying so, and in all: a
+#: lock held longer than BUSY_TIMEOUT_S (a foreign program's open transaction) leaves the run to go on
+#: without the cache. The harness's own writers never meet here: they queue on the ``lock`` file first.
+LOCK_NOTICE_S = 2
+BUSY_TIMEOUT_S = 600
 _CORRUPTION_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
@@ -62,6 +68,11 @@ def sentence_key(sentence: str) -> bytes:
 class CacheWriteError(UserError):
     """The cache cannot take more rows (a full disk, a read-only folder): the message names the file
     and SQLite's cause; what is stored stays intact."""
+
+
+#: what a cache folder that cannot be used raises (read-only, full, forbidden, locked, not a folder):
+#: the run goes on without the cache. Not the errors of the encoder or of the pass's own memory.
+_CACHE_FAILURES = (sqlite3.Error, OSError, CacheWriteError)
 
 
 class DamagedCacheError(UserError):
@@ -91,7 +102,7 @@ def _crc(keys: bytes, vecs: bytes) -> int:
 
 def _connect(path: Path) -> sqlite3.Connection:
     # mode=rw: reading never creates a database; isolation_level=None: transactions are explicit
-    con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=600,
+    con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
                           isolation_level=None)
     try:
         con.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses no commit
@@ -284,11 +295,34 @@ class CacheWriter:
                 self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
                                  (len(k) // KEY_BYTES, k, v, _crc(k, v)))
 
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE``, saying so when another connection's write lock makes it wait longer than
+        LOCK_NOTICE_S (it then waits up to BUSY_TIMEOUT_S in all, and fails as 'database is locked')."""
+        try:
+            self._begin_within(LOCK_NOTICE_S)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+        logger.warning("embedding cache %s is locked by another program's open write transaction; waiting up to "
+                       "%g s for it, then going on without the cache", self.path, BUSY_TIMEOUT_S - LOCK_NOTICE_S)
+        self._begin_within(BUSY_TIMEOUT_S - LOCK_NOTICE_S)
+
+    def _begin_within(self, seconds: float) -> None:
+        self.con.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
+        try:
+            self.con.execute("BEGIN IMMEDIATE")
+        finally:
+            self.con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
         """One write transaction; a failure rolls back (unless SQLite already has, as after a COMMIT
         that found the disk full) and a write SQLite refuses is named with the file and its cause."""
-        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            self._begin()
+        except sqlite3.OperationalError as exc:
+            raise CacheWriteError(f"cannot write the embedding cache {self.path}: {exc}") from None
         try:
             yield
             self.con.execute("COMMIT")
@@ -452,6 +486,9 @@ class CachingEncoder(Encoder):
         #: encodes a stream of chunks elsewhere (a pool of Ray actors), yielding their vectors in order
         self.encode_chunks = encode_chunks
         self.encoded = 0  # sentences actually encoded (not served from the cache)
+        #: set once the cache failed (a read-only, full or locked folder): the rest of the run goes on
+        #: without it, and that was said once
+        self.without_cache = False
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
         if not sentences:
@@ -463,35 +500,66 @@ class CachingEncoder(Encoder):
         row = {s: i for i, s in enumerate(unique)}
         return vectors[np.fromiter((row[s] for s in sentences), dtype=np.intp, count=len(sentences))]
 
-    def encode_into(self, sentences: Sequence[str], allocate: Allocate) -> Any:
+    def encode_into(self, sentences: Sequence[str], allocate: Allocate,
+                    cached: Callable[[int], None] | None = None) -> Any:
         """The vectors of distinct ``sentences``, in order, in the array ``allocate(dim)`` makes: cached
         rows are copied in during one scan of the cache, the rest encoded chunk by chunk, committed
-        and copied in. Non-finite vectors are returned as they are and never cached."""
+        and copied in; ``cached`` is told how many the scan served, before any encoding. Non-finite
+        vectors are returned as they are and never cached. A cache that cannot be read or written is
+        left for the rest of the run, with one warning."""
         identity = self.inner.identity
         where = {sentence_key(s): i for i, s in enumerate(sentences)}
         if len(where) != len(sentences):
             raise InvalidInputError(f"{self.name}: encode_into takes distinct sentences")
         fill = _Filler(where, allocate)
-        self.cache.lookup(identity, fill, fill.clear)
-        unserved = 0
-        if not fill.filled.all():
+        if not self.without_cache:
             try:
-                with self.cache.writer(identity) as writer:
-                    stored = writer.rows.index
-                    if any(sentence_key(sentences[i]) in stored for i in np.flatnonzero(~fill.filled)):
-                        writer.read(fill)  # a concurrent run encoded some while we scanned
-                    for chunk, vecs, finite in self._encode_missing(sentences, fill):
-                        writer.add_keys([sentence_key(chunk[i]) for i in np.flatnonzero(finite)], vecs[finite])
-                        unserved += int((~finite).sum())
-            except (CacheWriteError, sqlite3.OperationalError, OSError) as exc:
-                logger.warning("%s: the embedding cache cannot be written (%s); the rest is encoded without it",
-                               self.name, exc)
-                for _ in self._encode_missing(sentences, fill):
-                    pass
-            if unserved:
-                logger.warning("%s: %d sentence(s) encoded to non-finite vectors; returned as they are, not cached",
-                               self.name, unserved)
+                self.cache.lookup(identity, fill, fill.clear)
+            except _CACHE_FAILURES as exc:
+                fill.clear()
+                self._leave_cache("read", identity, exc)
+        if cached is not None:
+            cached(int(fill.filled.sum()))
+        if fill.filled.all():
+            return fill.out
+        chunks = self._encode_missing(sentences, fill)
+        if not self.without_cache:
+            self._encode_and_store(identity, sentences, fill, chunks)
+        for _ in chunks:  # whatever is left once the cache failed, or all of it without one
+            pass
         return fill.out
+
+    def _encode_and_store(self, identity: str, sentences: Sequence[str], fill: _Filler,
+                          chunks: Iterator[tuple[list[str], np.ndarray, np.ndarray]]) -> None:
+        """Encode ``chunks`` under the identity's lock, committing each; a failure of the cache (not of
+        the encoder, whose errors pass through) leaves the rest of ``chunks`` to the caller."""
+        unserved, encoding = 0, False
+        try:
+            with self.cache.writer(identity) as writer:
+                stored = writer.rows.index
+                if any(sentence_key(sentences[i]) in stored for i in np.flatnonzero(~fill.filled)):
+                    writer.read(fill)  # a concurrent run encoded some while we scanned
+                while True:
+                    encoding = True
+                    step = next(chunks, None)
+                    encoding = False
+                    if step is None:
+                        break
+                    chunk, vecs, finite = step
+                    writer.add_keys([sentence_key(chunk[i]) for i in np.flatnonzero(finite)], vecs[finite])
+                    unserved += int((~finite).sum())
+        except _CACHE_FAILURES as exc:
+            if encoding:
+                raise
+            self._leave_cache("written", identity, exc)
+        if unserved:
+            logger.warning("%s: %d sentence(s) encoded to non-finite vectors; returned as they are, not cached",
+                           self.name, unserved)
+
+    def _leave_cache(self, what: str, identity: str, exc: BaseException) -> None:
+        self.without_cache = True
+        logger.warning("%s: the embedding cache cannot be %s (%s: %s); this run goes on without it",
+                       self.name, what, self.cache.root / identity, exc)
 
     def _encode_missing(self, sentences: Sequence[str], fill: _Filler
                         ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
@@ -509,20 +577,34 @@ class CachingEncoder(Encoder):
         rows = [np.asarray(missing[a : a + self.chunk_size], dtype=np.intp)
                 for a in range(0, len(missing), self.chunk_size)]
         chunks = [[sentences[i] for i in r] for r in rows]
+        # one bar over the whole pass: the cache's, counting sentences, where there are several chunks
+        # (or actors, whose bars are elsewhere); a single chunk keeps the encoder's own finer bar
+        own_bar = shown() and (self.encode_chunks is not None or len(chunks) > 1)
         if self.encode_chunks is not None:
             encoded = self.encode_chunks(chunks)
+        elif own_bar:
+            encoded = (self._encode_quietly(chunk) for chunk in chunks)
         else:
             encoded = (self.inner.encode(chunk) for chunk in chunks)
-        for at, chunk, vecs in zip(rows, chunks, encoded):
-            vecs = np.asarray(vecs, dtype=np.float32)
-            if vecs.ndim != 2 or len(vecs) != len(chunk):
-                raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape {vecs.shape}")
-            self.encoded += len(chunk)
-            if fill.out is None:
-                fill.out = fill.allocate(vecs.shape[1])
-            fill.out[at] = vecs
-            fill.filled[at] = True
-            yield chunk, vecs, np.isfinite(vecs).all(axis=1)
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(missing), desc=f"encode {self.name}", unit="sentence", disable=not own_bar) as bar:
+            for at, chunk, vecs in zip(rows, chunks, encoded):
+                vecs = np.asarray(vecs, dtype=np.float32)
+                if vecs.ndim != 2 or len(vecs) != len(chunk):
+                    raise InvalidInputError(f"{self.name}: {len(chunk)} sentences gave an array of shape {vecs.shape}")
+                self.encoded += len(chunk)
+                if fill.out is None:
+                    fill.out = fill.allocate(vecs.shape[1])
+                fill.out[at] = vecs
+                fill.filled[at] = True
+                bar.update(len(chunk))
+                yield chunk, vecs, np.isfinite(vecs).all(axis=1)
+
+    def _encode_quietly(self, chunk: list[str]) -> np.ndarray:
+        """The inner encoder's vectors with its own bar off (the cache shows one for the pass)."""
+        with progress_shown(False):
+            return self.inner.encode(chunk)
 
     def identity_info(self) -> dict[str, Any]:
         return self.inner.identity_info()

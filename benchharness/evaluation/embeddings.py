@@ -9,14 +9,16 @@ chunks for an encoder without cache) and never exists as one array.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from benchharness.core.encoder import Encoder
+from benchharness.core.errors import UserError
 from benchharness.evaluation.cache import ENCODE_CHUNK, CachingEncoder
 from benchharness.evaluation.run_settings import DEFAULT_MEMORY_MIB
 
@@ -26,22 +28,55 @@ LARGE_PASS = 262_144
 #: rows read at a time where a whole pass is checked (non-finite rows, zero vectors)
 READ_BLOCK = 65_536
 
+logger = logging.getLogger(__name__)
+
+
+class SpillError(UserError):
+    """A pass's vectors could not be written to (or read back from) its spill file: a full disk, a
+    file size limit, an I/O error. The pass fails: no task may be scored from rows never written.
+    Deliberately not an ``OSError``, so that the embedding cache, which runs on without its own
+    folder when that fails, never mistakes it for a failure of the cache."""
+
 
 class RowFile:
     """float32 rows in a file, written and read by position with ``pwrite``/``pread``.
 
     Not a memory map: mapped pages that were touched count in the process's resident memory until
     they are unmapped, and bounding that memory is why the rows are on disk. Indexing with an array
-    of positions reads (or writes) each run of consecutive rows with one call.
+    of positions reads (or writes) each run of consecutive rows with one call. Every write is
+    checked to its last byte (a full disk writes short before it refuses), so a row is either on
+    disk or the pass fails with a ``SpillError`` naming the file.
     """
 
-    def __init__(self, path: Path, n: int, dim: int) -> None:
+    def __init__(self, path: Path, n: int, dim: int, fd: int | None = None) -> None:
         self.path = path
         self.shape = (n, dim)
         self.dtype = np.dtype(np.float32)
         self._row = dim * self.dtype.itemsize
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.ftruncate(self._fd, n * self._row)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600) if fd is None else fd
+        try:
+            os.ftruncate(self._fd, n * self._row)
+        except OSError as exc:
+            self.close()
+            raise self._error(exc) from None
+
+    @classmethod
+    def anonymous(cls, folder: Path | None, n: int, dim: int) -> RowFile:
+        """A RowFile whose name is removed as soon as it is open: POSIX keeps an unlinked file while
+        a descriptor holds it, so its space comes back when the pass ends or the process dies, even
+        by SIGKILL, and no run ever leaves a spill file behind."""
+        fd, name = tempfile.mkstemp(prefix="benchharness-pass-", suffix=".f32", dir=folder)
+        try:
+            os.unlink(name)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(Path(name), n, dim, fd)
+
+    def _error(self, cause: OSError | str) -> SpillError:
+        return SpillError(f"cannot hold this pass's vectors in the spill file {self.path} ({cause}): free space in "
+                          f"{self.path.parent} (the cache folder, else TMPDIR) or give the pass more memory "
+                          "(--embedding-memory, embedding_memory_mib=)")
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -77,9 +112,12 @@ class RowFile:
         out = np.empty((len(positions), self.shape[1]), dtype=self.dtype)
         for a, b in self._runs(ordered):
             size = (b - a) * self._row
-            data = os.pread(self._fd, size, int(ordered[a]) * self._row)
+            try:
+                data = os.pread(self._fd, size, int(ordered[a]) * self._row)
+            except OSError as exc:
+                raise self._error(exc) from None
             if len(data) != size:
-                raise OSError(f"{self.path}: short read")
+                raise self._error(f"read {len(data)} of {size} bytes")
             out[order[a:b]] = np.frombuffer(data, dtype=self.dtype).reshape(b - a, self.shape[1])
         return out
 
@@ -89,7 +127,19 @@ class RowFile:
         order = np.argsort(positions, kind="stable")
         ordered, rows = positions[order], rows[order]
         for a, b in self._runs(ordered):
-            os.pwrite(self._fd, rows[a:b].tobytes(), int(ordered[a]) * self._row)
+            self._write(memoryview(rows[a:b]).cast("B"), int(ordered[a]) * self._row)
+
+    def _write(self, data: memoryview, offset: int) -> None:
+        """All of ``data`` at ``offset``: ``pwrite`` may write only part (a full disk does, before it
+        refuses with ENOSPC), so the rest is written until done or refused."""
+        while len(data):
+            try:
+                done = os.pwrite(self._fd, data, offset)
+            except OSError as exc:
+                raise self._error(exc) from None
+            if done <= 0:
+                raise self._error(f"wrote 0 of {len(data)} bytes")
+            data, offset = data[done:], offset + done
 
     def blocks(self, size: int = READ_BLOCK) -> Iterator[np.ndarray]:
         for start in range(0, self.shape[0], size):
@@ -100,12 +150,12 @@ Vectors = Any  # an np.ndarray or a RowFile: both index by an array of positions
 
 
 class PassMemory:
-    """Where one pass's vectors go: an array when they fit ``memory_mib``, else a ``RowFile`` in a
-    private folder (under ``folder``, the system's temporary folder by default), removed on close."""
+    """Where one pass's vectors go: an array when they fit ``memory_mib``, else an anonymous
+    ``RowFile`` (``RowFile.anonymous``) in ``folder`` (the cache folder) or the system's temporary
+    folder, closed with the pass."""
 
     def __init__(self, n: int, memory_mib: float = DEFAULT_MEMORY_MIB, folder: Path | None = None) -> None:
         self.n, self.memory_mib, self.folder = n, memory_mib, folder
-        self._scratch: tempfile.TemporaryDirectory | None = None
         self._file: RowFile | None = None
 
     def fits(self, dim: int) -> bool:
@@ -114,17 +164,26 @@ class PassMemory:
     def allocate(self, dim: int) -> Vectors:
         if self.fits(dim):
             return np.empty((self.n, dim), dtype=np.float32)
-        if self.folder is not None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        self._scratch = tempfile.TemporaryDirectory(prefix="benchharness-pass-", dir=self.folder)
-        self._file = RowFile(Path(self._scratch.name) / "vectors.f32", self.n, dim)
+        folder = self.folder
+        if folder is not None:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                self._file = RowFile.anonymous(folder, self.n, dim)
+                return self._file
+            except OSError as exc:  # a read-only or unusable cache folder: the run goes on without it
+                logger.warning("cannot spill this pass's vectors beside the cache in %s (%s); using the temporary "
+                               "folder %s", folder, exc, tempfile.gettempdir())
+        try:
+            self._file = RowFile.anonymous(None, self.n, dim)
+        except OSError as exc:
+            raise SpillError(f"cannot create a spill file for this pass's vectors in {tempfile.gettempdir()} ({exc}): "
+                             "set TMPDIR to a writable folder or give the pass more memory "
+                             "(--embedding-memory, embedding_memory_mib=)") from None
         return self._file
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
-        if self._scratch is not None:
-            self._scratch.cleanup()
 
     def __enter__(self) -> PassMemory:
         return self
@@ -133,8 +192,19 @@ class PassMemory:
         self.close()
 
 
-def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory) -> Vectors:
-    """Every (distinct) sentence's vector, in order, in the array ``allocate`` makes.
+def encoding_line(total: int, cached: int) -> str:
+    """What a pass is about to do, for the log: how many of its sentences are encoded, how many cached."""
+    if cached == 0:
+        return f"encoding {total:,} unique sentences"
+    if cached == total:
+        return f"all {total:,} unique sentences cached"
+    return f"encoding {total - cached:,} of {total:,} unique sentences ({cached:,} cached)"
+
+
+def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory,
+                cached: Callable[[int], None] | None = None) -> Vectors:
+    """Every (distinct) sentence's vector, in order, in the array ``allocate`` makes; ``cached`` is
+    told, before any encoding, how many of them the cache serves (0 without a cache).
 
     Through the cache, rows are copied in as the cache is scanned and as chunks are encoded. An
     encoder without cache encodes a pass of up to ``LARGE_PASS`` sentences in one call, as it always
@@ -142,7 +212,9 @@ def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory) 
     batches are those of one call; see ``CachingEncoder._encode_missing``).
     """
     if isinstance(encoder, CachingEncoder):
-        return encoder.encode_into(sentences, memory.allocate)
+        return encoder.encode_into(sentences, memory.allocate, cached)
+    if cached is not None:
+        cached(0)
     if len(sentences) <= LARGE_PASS:
         vectors = np.asarray(encoder.encode(list(sentences)))
         if vectors.ndim != 2 or len(vectors) != len(sentences):

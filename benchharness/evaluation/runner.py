@@ -43,6 +43,7 @@ from benchharness.evaluation.embeddings import (
     EmbeddingStore,
     PassMemory,
     encode_pass,
+    encoding_line,
     non_finite_message,
     unique_sentences,
     zero_vectors,
@@ -189,7 +190,8 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
     encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else 0
     with PassMemory(len(sentences), ctx.settings.embedding_memory_mib, ctx.scratch) as memory:
         try:
-            vectors = encode_pass(encoder, sentences, memory)
+            vectors = encode_pass(encoder, sentences, memory, lambda cached: logger.info(
+                "[%s] %s for %d task(s)", enc_name, encoding_line(len(sentences), cached), len(todo)))
         except Exception as exc:
             for task in todo:
                 ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))

@@ -324,3 +324,69 @@ def test_chunks_give_the_batches_of_one_length_sorted_call(tmp_path):
     np.testing.assert_array_equal(CachingEncoder(inner, EmbeddingCache(tmp_path), chunk_size=4).encode(texts),
                                   expected(texts))
     assert len(inner.calls) == 3 and inner.batches == one_call
+
+
+def test_a_cache_that_cannot_be_read_is_left_for_the_run_with_one_warning(tmp_path, monkeypatch, caplog):
+    """SQLite refusing to open the database (a read-only folder: 'unable to open database file') on
+    the lookup: every call encodes without the cache, and the folder and cause are said once."""
+    from benchharness.evaluation import cache as cache_module
+
+    cache = EmbeddingCache(tmp_path)
+    cache.add(FakeEncoder().identity, ["stored"], expected(["stored"]))
+
+    def refuse(path):
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(cache_module, "_connect", refuse)
+    inner = FakeEncoder()
+    encoder = CachingEncoder(inner, cache)
+    with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
+        np.testing.assert_array_equal(encoder.encode(["stored", "new one"]), expected(["stored", "new one"]))
+        np.testing.assert_array_equal(encoder.encode(["again"]), expected(["again"]))
+    assert inner.calls == [["new one", "stored"], ["again"]]
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == [(f"fake: the embedding cache cannot be read ({tmp_path / inner.identity}: "
+                         "unable to open database file); this run goes on without it")]
+
+
+def test_an_encoder_error_is_not_taken_for_a_cache_failure(tmp_path):
+    """An OSError raised by the encoder itself (a missing file) is the encoder's: it propagates."""
+
+    class Missing(FakeEncoder):
+        def encode(self, sentences):
+            raise FileNotFoundError("vectors.txt")
+
+    with pytest.raises(FileNotFoundError, match="vectors.txt"):
+        CachingEncoder(Missing(), EmbeddingCache(tmp_path)).encode(["a"])
+
+
+def test_a_foreign_write_lock_is_named_then_waited_for_up_to_its_bound(tmp_path, monkeypatch, caplog):
+    """Another program's open write transaction: after LOCK_NOTICE_S the wait is logged naming the
+    database; past BUSY_TIMEOUT_S the run goes on without the cache (bounds shrunk for the test)."""
+    from benchharness.evaluation import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "LOCK_NOTICE_S", 0.2)
+    monkeypatch.setattr(cache_module, "BUSY_TIMEOUT_S", 0.6)
+    cache = EmbeddingCache(tmp_path)
+    identity = FakeEncoder().identity
+    cache.add(identity, ["stored"], expected(["stored"]))
+    path = tmp_path / identity / DB_NAME
+    foreign = sqlite3.connect(path, isolation_level=None)
+    foreign.execute("BEGIN IMMEDIATE")
+    try:
+        inner = FakeEncoder()
+        start = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
+            out = CachingEncoder(inner, cache).encode(["stored", "fresh"])
+        waited = time.monotonic() - start
+    finally:
+        foreign.execute("ROLLBACK")
+        foreign.close()
+    np.testing.assert_array_equal(out, expected(["stored", "fresh"]))
+    assert inner.calls == [["fresh"]] and 0.6 <= waited < 5
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == (f"embedding cache {path} is locked by another program's open write transaction; "
+                           "waiting up to 0.4 s for it, then going on without the cache")
+    assert "the embedding cache cannot be written" in messages[1] and "database is locked" in messages[1]
+    assert len(messages) == 2
+    assert len(cache.lookup(identity)) == 1  # "fresh" was not stored, "stored" still is

@@ -1,14 +1,20 @@
 """A pass too large for memory goes to disk and gives the same scores: RowFile against a NumPy
-array, the spill threshold, chunked encoding without a cache, and a whole QQP run both ways."""
+array, the spill threshold, short writes and full disks, chunked encoding without a cache, and a
+whole QQP run both ways."""
 
 from __future__ import annotations
+
+import errno
+import logging
+import os
+import tempfile
 
 import numpy as np
 import pytest
 from fakes import HashEncoder
 
 from benchharness.evaluation import embeddings
-from benchharness.evaluation.embeddings import DEFAULT_MEMORY_MIB, PassMemory, RowFile, encode_pass
+from benchharness.evaluation.embeddings import DEFAULT_MEMORY_MIB, PassMemory, RowFile, SpillError, encode_pass
 
 
 def test_row_file_reads_and_writes_like_an_array(tmp_path):
@@ -30,13 +36,72 @@ def test_row_file_reads_and_writes_like_an_array(tmp_path):
     rows.close()
 
 
-def test_a_pass_spills_to_a_file_only_above_the_budget_and_the_file_is_removed(tmp_path):
+def test_a_pass_spills_to_a_file_only_above_the_budget_and_the_file_has_no_name(tmp_path):
+    """The spill file is unlinked once open (so a killed run leaves nothing): the folder is empty
+    while the pass holds its rows, and the rows read back."""
     with PassMemory(1000, memory_mib=1, folder=tmp_path) as memory:
         assert isinstance(memory.allocate(256), np.ndarray)  # 1000 x 256 x 4 bytes < 1 MiB
     with PassMemory(1000, memory_mib=0.5, folder=tmp_path) as memory:
         spilled = memory.allocate(256)
-        assert isinstance(spilled, RowFile) and spilled.path.is_file()
+        assert isinstance(spilled, RowFile) and spilled.path.parent == tmp_path
+        assert list(tmp_path.iterdir()) == []
+        spilled[np.arange(1000)] = np.full((1000, 256), 1.5, np.float32)
+        assert (spilled[slice(0, 1000)] == 1.5).all()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_short_writes_are_completed(tmp_path, monkeypatch):
+    """pwrite may write part of what it is given: every byte is still written, in place."""
+    real = os.pwrite
+    sizes = []
+
+    def short(fd, data, offset):
+        sizes.append(len(data))
+        return real(fd, memoryview(data).cast("B")[:100], offset)
+
+    monkeypatch.setattr(os, "pwrite", short)
+    rows = RowFile(tmp_path / "v.f32", 30, 5)
+    values = np.arange(150, dtype=np.float32).reshape(30, 5)
+    rows[np.arange(30)] = values
+    assert sizes == list(range(600, 0, -100))  # 30 x 5 x 4 bytes, 100 at a time
+    np.testing.assert_array_equal(rows[slice(0, 30)], values)
+    rows.close()
+
+
+@pytest.mark.parametrize("fault", ["enospc", "zero"])
+def test_a_full_disk_fails_the_write_naming_the_file_and_the_cause(tmp_path, monkeypatch, fault):
+    """A disk that takes 64 bytes, then refuses (ENOSPC) or writes nothing: one-line error naming the
+    spill file and the OS error, never a silently zero row."""
+    real, left = os.pwrite, [64]
+
+    def full(fd, data, offset):
+        if left[0] == 0:
+            if fault == "enospc":
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return 0
+        done = real(fd, memoryview(data).cast("B")[: left[0]], offset)
+        left[0] -= done
+        return done
+
+    monkeypatch.setattr(os, "pwrite", full)
+    with PassMemory(40, memory_mib=1e-6, folder=tmp_path) as memory:
+        rows = memory.allocate(4)
+        with pytest.raises(SpillError) as caught:
+            rows[np.arange(40)] = np.ones((40, 4), np.float32)
+    message = str(caught.value)
+    assert str(tmp_path / "benchharness-pass-") in message and "\n" not in message
+    assert ("No space left on device" if fault == "enospc" else "wrote 0 of 576 bytes") in message
+    assert not isinstance(caught.value, OSError)  # the cache must not take it for a failure of its own
+
+
+def test_a_spill_folder_that_cannot_be_used_falls_back_to_the_temporary_folder(tmp_path, monkeypatch, caplog):
+    (tmp_path / "cache").write_text("a file, not a folder")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with (caplog.at_level(logging.WARNING, logger="benchharness.evaluation.embeddings"),
+          PassMemory(10, memory_mib=1e-6, folder=tmp_path / "cache") as memory):
+        assert memory.allocate(3).path.parent == tmp_path / "tmp"
+    assert f"cannot spill this pass's vectors beside the cache in {tmp_path / 'cache'}" in caplog.text
 
 
 def test_an_encoder_without_cache_encodes_a_large_pass_in_longest_first_chunks(tmp_path, monkeypatch):
