@@ -33,6 +33,7 @@ from abc import abstractmethod
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.errors import InvalidInputError
 from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import (
     SICK_COLUMNS,
@@ -46,7 +47,7 @@ from benchharness.data.readers import (
     sts_year_file,
     stsb_file,
 )
-from benchharness.scoring.metrics import correlations, paired_cosine
+from benchharness.scoring.metrics import constant_value, correlations, paired_cosine
 
 PROTOCOL = "senteval-unsup-cosine"
 #: scored pairs per year, from the task papers (and docs/PROTOCOLS.md)
@@ -58,6 +59,21 @@ class PairTask(Task):
     """Pairs with gold scores, possibly in named subsets; evaluation by cosine."""
 
     subsets: dict[str, tuple[list[str], list[str], np.ndarray]]
+
+    def load(self, data: DataRoot) -> None:
+        """Read the files, then refuse a subset whose gold scores are all one value: no correlation
+        with a constant exists, so the task fails here, before any sentence is encoded, naming the file
+        (and not later as NaN scores, warnings and a result that cannot be stored)."""
+        super().load(data)
+        for name, (_, _, gold) in self.subsets.items():
+            value = constant_value(gold)
+            if value is not None:
+                raise DataError(f"gold scores are all {value} in {self._gold_file(name)}: "
+                                "a correlation with a constant is undefined")
+
+    def _gold_file(self, subset: str) -> str:
+        """The file(s) holding ``subset``'s gold scores, for messages (by default every file read)."""
+        return ", ".join(map(str, self.files))
 
     def sentences(self) -> list[str]:
         return [s for a, b, _ in self.subsets.values() for s in (*a, *b)]
@@ -87,6 +103,13 @@ class PairTask(Task):
         """The metrics and, per pair in the task's order (subsets concatenated), the cosine (float64,
         as scored: float32 could tie pairs that are not tied and move Spearman), gold and subset."""
         scores = self._scores(embed)
+        for name, (pred, _) in scores.items():
+            value = constant_value(pred)
+            if value is not None:
+                where = self.name if len(scores) == 1 else f"{self.name} ({name})"
+                raise InvalidInputError(f"the cosines are all {value:.6g} on {where}: the encoder scores every pair "
+                                        "alike (the same vector for every sentence?); a correlation with a "
+                                        "constant is undefined")
         items = {
             "cosine": np.concatenate([p for p, _ in scores.values()]),
             "gold": np.concatenate([np.asarray(g, dtype=np.float64) for _, g in scores.values()]),
@@ -129,6 +152,9 @@ class STSYear(PairTask):
             a, b, g = read_sts_pairs(in_path, gs_path)
             self.subsets[subset] = (a, b, np.asarray(g))
         self._check_count()
+
+    def _gold_file(self, subset: str) -> str:
+        return next(str(f) for f in self.files if f.name == f"STS.gs.{subset}.txt")
 
     def _metrics(self, scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> Metrics:
         metrics: Metrics = {}

@@ -25,6 +25,7 @@ logger.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,9 +261,17 @@ def _keep(task: Task, enc_name: str, encoder: Encoder, identity: dict, evaluatio
           timings: Timings, ctx: _Context, *, zeros: int | None = None, confidence: dict | None = None,
           previous: float | None = None) -> None:
     """Build the task's result, with its per-item outputs attached, save it to the store if there is
-    one, and report it; a result that cannot be stored (a NaN metric, which JSON cannot hold) fails
-    alone."""
+    one, and report it. A metric that is NaN or infinite fails the task alone, naming the metric: such
+    a score says nothing, no result file can hold it, and it must never be reported or reused. A
+    result that cannot be stored (a full or read-only disk) fails alone too."""
     metrics = evaluation.metrics
+    undefined = [key for key, value in metrics.items()
+                 if isinstance(value, float) and not math.isfinite(value)]
+    if undefined:
+        message = (f"{', '.join(f'{k} = {metrics[k]}' for k in undefined)}: the task gave no defined score; "
+                   "nothing stored")
+        ctx.fail(enc_name, task.name, message, f"[{enc_name}/{task.name}] failed: {message}")
+        return
     result = Result(
         encoder=enc_name, task=task.name, main_score=float(metrics[task.metadata.main_score]),
         main_metric=task.metadata.main_score, metrics=metrics, protocol=_protocol(task),

@@ -6,7 +6,8 @@ floats bit for bit (``tests/unit/scoring/test_metrics.py`` checks it against sci
 result was re-scored with both), while a run that only scores needs no scipy import: importing
 ``scipy.stats`` took 1.1-1.6 s, most of the 2 s a warm rerun may take (the target). scipy's checks
 are kept: a constant input gives NaN with a warning (logged, where scipy warns), an input holding NaN
-gives NaN.
+gives NaN. ``correlations``, the scores tasks store, refuses both instead (``UndefinedCorrelationError``):
+a NaN score says nothing and no result file can hold it.
 """
 
 from __future__ import annotations
@@ -100,9 +101,34 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(ranked, rowvar=False)[1, 0])
 
 
+class UndefinedCorrelationError(InvalidInputError):
+    """A correlation that has no value: one side is constant (0/0) or holds a NaN."""
+
+
+def constant_value(values: np.ndarray) -> float | None:
+    """The one value every element of ``values`` equals, or None when there are two or more (or none)."""
+    values = np.asarray(values)
+    if values.size == 0 or not (values == values.flat[0]).all():
+        return None
+    return float(values.flat[0])
+
+
 def correlations(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-    """Pearson and Spearman (scipy's values, computed in NumPy), x100 as the field reports them."""
+    """Pearson and Spearman (scipy's values, computed in NumPy), x100 as the field reports them.
+
+    Where scipy would give NaN, this raises ``UndefinedCorrelationError`` saying why (which side is
+    constant, at which value): a caller that knows the file or the encoder adds it, and no NaN
+    becomes a score."""
+    x, y = _pair(pred, gold, "correlations")
+    for what, values in (("predicted similarities", x), ("gold scores", y)):
+        value = constant_value(values)
+        if value is not None:
+            raise UndefinedCorrelationError(f"the {what} are all {value}: a correlation with a constant is undefined")
+    for what, values in (("predicted similarities", x), ("gold scores", y)):
+        if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
+            raise UndefinedCorrelationError(f"the {what} hold {int((~np.isfinite(values)).sum())} non-finite "
+                                            "value(s): the correlation is undefined")
     return {
-        "pearson": pearson(pred, gold) * 100.0,
-        "spearman": spearman(pred, gold) * 100.0,
+        "pearson": pearson(x, y) * 100.0,
+        "spearman": spearman(x, y) * 100.0,
     }
