@@ -558,8 +558,11 @@ class CachingEncoder(Encoder):
 
     def _leave_cache(self, what: str, identity: str, exc: BaseException) -> None:
         self.without_cache = True
+        # the cache's own wrappers name the file; the folder is named here, so say the bare cause
+        inner = exc.__cause__ or (exc.__context__ if isinstance(exc, CacheWriteError) else None)
+        cause = inner if isinstance(inner, (sqlite3.Error, OSError)) else exc
         logger.warning("%s: the embedding cache cannot be %s (%s: %s); this run goes on without it",
-                       self.name, what, self.cache.root / identity, exc)
+                       self.name, what, self.cache.root / identity, cause)
 
     def _encode_missing(self, sentences: Sequence[str], fill: _Filler
                         ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
