@@ -4,6 +4,7 @@ family, ``glove:<path>``; the file name ``glove-50d`` stands for GloVe 6B 50d un
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,9 +18,17 @@ from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.specs import Defaults, EncoderSpec, Family
 from benchharness.data.readers import undecodable_message
 
+#: word2vec's text format starts with ``<count> <dim>``
+WORD2VEC_HEADER = re.compile(r"[0-9]+ [0-9]+")
+
 
 def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
     """Read ``word v1 ... vd`` lines (plain or .gz) into a vocabulary and a float32 matrix.
+
+    word2vec's text format is this one after a ``<count> <dim>`` header line: a first line of
+    exactly two integers is read as that header (a GloVe line has a word and at least one value,
+    and no one averages 1-d vectors) and the body is checked against it, every line holding
+    ``dim`` values and ``count`` lines in all.
 
     A malformed line, undecodable text or a damaged compressed stream raises ValueError with the
     file and line number, since a truncated download is the usual cause.
@@ -28,11 +37,18 @@ def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
     vocab: dict[str, int] = {}
     rows: list[np.ndarray] = []
     dim = None
+    header: tuple[int, int] | None = None
+    lines = 0  # vector lines read
     lineno = 0
     with opener(path, "rt", encoding="utf8") as fh:
         try:
             for lineno, line in enumerate(fh, 1):
-                word, _, rest = line.rstrip("\n").partition(" ")
+                if lineno == 1 and WORD2VEC_HEADER.fullmatch(line.strip()):
+                    header = (int(line.split()[0]), int(line.split()[1]))
+                    dim = header[1]
+                    continue
+                lines += 1
+                word, _, rest = line.rstrip().partition(" ")  # word2vec's C tool ends lines with a space
                 try:
                     vec = np.array(rest.split(" "), dtype=np.float32)
                 except ValueError:
@@ -40,7 +56,8 @@ def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
                 if dim is None:
                     dim = vec.shape[0]
                 elif vec.shape[0] != dim:
-                    raise InvalidInputError(f"{path}:{lineno}: {vec.shape[0]} values, expected {dim}")
+                    said = "" if header is None else " (the word2vec header on line 1 says so)"
+                    raise InvalidInputError(f"{path}:{lineno}: {vec.shape[0]} values, expected {dim}{said}")
                 if word not in vocab:  # first occurrence wins, as in SentEval's loader
                     vocab[word] = len(rows)
                     rows.append(vec)
@@ -51,6 +68,9 @@ def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
             raise InvalidInputError(f"{path}:{lineno + 1}: damaged or truncated compressed file ({exc})") from None
     if not rows:
         raise InvalidInputError(f"{path}:1: no word vectors")
+    if header is not None and lines != header[0]:
+        raise InvalidInputError(f"{path}:{lineno}: {lines} vectors, but the word2vec header on line 1 says "
+                                f"{header[0]}; the file is truncated or its header is wrong")
     return vocab, np.stack(rows)
 
 

@@ -66,7 +66,7 @@ def _signature(path: str) -> list[int | str]:
 def _load(store: Path) -> dict[str, dict]:
     try:
         raw = json.loads(store.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested too deeply: digests afresh
         return {}
     if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("entries"), dict):
         return {}

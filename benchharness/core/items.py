@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import zipfile
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -69,6 +70,10 @@ def load_items(result_json: Path, record: dict[str, Any] | None, rerun_hint: str
     if digest != record["sha256"]:
         raise MissingItemsError(f"{path} has sha256 {digest[:12]}..., but {result_json} links "
                                 f"{record['sha256'][:12]}...; it belongs to another run. Recompute with: {rerun_hint}")
-    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
+    try:  # never unpickled: an object array is refused, not run
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        raise InvalidInputError(f"{path}: not per-item outputs benchharness can read ({exc}); "
+                                f"recompute with: {rerun_hint}") from None
     return Evaluation({}, arrays, record["kind"])

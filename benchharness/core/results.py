@@ -283,15 +283,25 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def read_result(path: Path) -> Result:
-    """Load one result file; anything that is not a result (bad JSON, missing or unknown keys, a
-    value of the wrong type) raises ``ValueError`` naming the file and the key."""
+    """Load one result file; anything that is not a result (bad JSON, nesting deeper than Python's
+    recursion limit, NaN or infinite numbers, which no stored result holds, missing or unknown keys,
+    a value of the wrong type) raises ``ValueError`` naming the file and the key."""
+    def no_constant(name: str) -> float:
+        raise InvalidInputError(f"{path}: holds {name}, which no stored result has (the file was edited or "
+                                "damaged); delete it to recompute")
+
     try:
-        raw = json.loads(path.read_text())
+        raw = json.loads(path.read_text(), parse_constant=no_constant)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{path}:{exc.lineno}: corrupt result file ({exc.msg}); "
                                 "delete it to recompute") from None
     except (UnicodeDecodeError, OSError) as exc:
         raise InvalidInputError(f"{path}: unreadable result file ({exc}); delete it to recompute") from None
+    except InvalidInputError:  # from no_constant
+        raise
+    except (RecursionError, ValueError) as exc:  # nested beyond the recursion limit; an integer of 4,300+ digits
+        what = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+        raise InvalidInputError(f"{path}: not a benchharness result ({what}); delete it to recompute") from None
     if not isinstance(raw, dict):
         raise InvalidInputError(f"{path}: not a benchharness result (a JSON {type(raw).__name__}, expected an object); "
                          "delete it to recompute")
@@ -311,4 +321,7 @@ def read_result(path: Path) -> Result:
                 for t in types)
             raise InvalidInputError(f"{path}: key {key!r} is {json.dumps(value)[:60]}, expected {expected}; "
                              "the file is damaged: delete it to recompute")
+    if not abs(raw["main_score"]) < float("inf"):  # 1e999 reads as infinity
+        raise InvalidInputError(f"{path}: main_score is {raw['main_score']}, not a finite number; the file is "
+                                "damaged: delete it to recompute")
     return Result(**raw)

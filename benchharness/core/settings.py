@@ -102,9 +102,11 @@ def load_config(path: Path | None = None) -> Config:
     if path is None:
         return Config(runs_dir=Path(os.environ[RUNS_ENV]).expanduser()) if os.environ.get(RUNS_ENV) else Config()
     try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise InvalidInputError(f"{path}: invalid TOML: nested too deeply to read") from None
     _refuse_unknown(path, raw)
     base = path.parent
     paths = raw.get("paths", {})

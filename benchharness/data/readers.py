@@ -17,6 +17,7 @@ Text is SentEval's: the line split on whitespace and re-joined with single space
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from pathlib import Path
@@ -100,6 +101,18 @@ def sick_file(split: str) -> str:
     return f"senteval/SICK/{SICK_FILES[split]}"
 
 
+def gold_score(text: str, path: Path | None, lineno: int) -> float:
+    """A gold score as a float; text that is no finite number (``nan`` and ``inf`` parse as floats)
+    raises ``DataError`` naming the file and line: one such score makes every correlation NaN."""
+    try:
+        score = float(text)
+    except ValueError:
+        score = math.nan
+    if not math.isfinite(score):
+        raise DataError(f"{path}:{lineno}: gold score {text!r} is not a number")
+    return score
+
+
 def read_sts_pairs(input_path: Path, gold_path: Path | None = None) -> Pairs:
     """An STS12-16 subset. With ``gold_path``: the scored pairs only and their gold scores (SentEval's
     evaluation set); without: every pair of the input file, gold or not, and no scores."""
@@ -122,10 +135,7 @@ def read_sts_pairs(input_path: Path, gold_path: Path | None = None) -> Pairs:
         a.append(senteval_text(fields[0]))
         b.append(senteval_text(fields[1]))
         if score is not None:
-            try:
-                g.append(float(score))
-            except ValueError:
-                raise DataError(f"{gold_path}:{lineno}: gold score {score!r} is not a number") from None
+            g.append(gold_score(score, gold_path, lineno))
     return a, b, g
 
 
@@ -144,10 +154,7 @@ def read_scored_tsv(path: Path, columns: tuple[int, int, int], header: bool, gol
         a.append(text(fields[ai]))
         b.append(text(fields[bi]))
         if gold:
-            try:
-                g.append(float(fields[gi]))
-            except ValueError:
-                raise DataError(f"{path}:{lineno}: gold score {fields[gi]!r} is not a number") from None
+            g.append(gold_score(fields[gi], path, lineno))
     return a, b, g
 
 
