@@ -40,6 +40,7 @@ _EXPORTS = {
     "RunSettings": "benchharness.evaluation.run_settings",
     "Results": "benchharness.evaluation.results",
     "load_results": "benchharness.evaluation.results",
+    "EvaluationFailedError": "benchharness.evaluation.results",
     "compare": "benchharness.reporting.compare",
     "Comparison": "benchharness.reporting.compare",
     "Result": "benchharness.core.results",

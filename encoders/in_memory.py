@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -70,6 +71,26 @@ def _name_or_path(model: Any) -> str | None:
     return getattr(config, "_name_or_path", None) or getattr(model, "name_or_path", None) or None
 
 
+@dataclass(frozen=True)
+class HeldSource(hub.ModelSource):
+    """Where a model in memory came from (a hub id or a folder, as its config says), with the
+    weights it holds now: the fingerprint is of the module itself, never of files under that name.
+    A hub id is no folder, and a folder's files need not be the weights in memory (a model trained
+    since it was loaded)."""
+
+    module: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def weights_sha256(self) -> str:
+        return module_fingerprint(self.module)
+
+    @classmethod
+    def of(cls, module: Any, fallback: str, described_by: Any = None) -> HeldSource:
+        """``module``'s weights, named as ``described_by`` (default: ``module``) says it was loaded."""
+        origin = _name_or_path(module if described_by is None else described_by) or fallback
+        return cls(origin, Path(origin), None, module)
+
+
 class _HeldModel:
     """What the in-memory encoders share: the tokenizer is loaded already, and the model encodes
     in eval mode and is handed back in the mode it was in."""
@@ -92,9 +113,7 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
                  precision: str = "fp32", backend: str | None = None) -> None:
         TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
         self._model = model.to(self.device)
-        origin = _name_or_path(model[0].auto_model) or name
-        self.source = hub.ModelSource(origin, Path(origin), None)
-
+        self.source = HeldSource.of(self._model, name, described_by=model[0].auto_model)
 
     def _module_configs(self) -> dict[str, Any]:
         """Each module's class and configuration (pooling mode, normalisation, max sequence length)."""
@@ -107,7 +126,7 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
 
     def identity_info(self) -> dict[str, Any]:
         return {"family": "sentence-transformers-object", "model": self.source.name,
-                "weights_sha256": module_fingerprint(self._model), "modules": self._module_configs(),
+                "weights_sha256": self.source.weights_sha256, "modules": self._module_configs(),
                 **({"precision": self.precision} if self.precision != "fp32" else {})}
 
 
@@ -124,35 +143,39 @@ class TransformersModelEncoder(_HeldModel, HFEncoder):
             raise InvalidInputError(f"pooling 'cls' needs the model's pooler, and {type(model).__name__} has none: "
                                     "use cls_before_pooler")
         TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
-        origin = _name_or_path(model) or name
-        self.source = hub.ModelSource(origin, Path(origin), None)
+        self.source = HeldSource.of(model, name)
         self.tokenizer_source = None
         self.pooling, self.first_layer, self.max_length = pooling, int(first_layer), int(max_length)
         self.normalize, self.prompt = bool(normalize), prompt
         self._model = model.to(self.device)
         self._tokenizer = tokenizer
 
-
     @property
     def dimension(self) -> int:
         return int(self._model.config.hidden_size)
 
     def identity_info(self) -> dict[str, Any]:
-        info = super().identity_info()
+        info = super().identity_info()  # weights_sha256: the module's own (``HeldSource``)
         info.update({"family": "transformers-object", "revision": None,
-                     "weights_sha256": module_fingerprint(self._model),
                      "tokenizer": {"class": type(self._tokenizer).__name__, "vocabulary_size": len(self._tokenizer)}})
         return info
 
 
 class CallableEncoder(Encoder):
     """Any function from a list of sentences to vectors (numpy, torch or nested lists), called on
-    batches of ``batch_size`` sentences in the order given."""
+    batches of ``batch_size`` sentences in the order given.
+
+    ``identity`` is the owner's promise that the outputs depend on nothing else: a function cannot
+    be hashed like weights. The identity record also holds the function's qualified name, so two
+    functions of different names never share cached vectors or stored results under one identity
+    string; a function edited under the same name needs a new ``identity``."""
 
     def __init__(self, name: str, fn: Callable[[list[str]], Any], batch_size: int = 64,
                  identity: str | None = None) -> None:
         super().__init__(name)
         self.fn, self.batch_size, self.given_identity = fn, int(batch_size), identity
+        #: the width of the vectors returned so far (every batch must return the same)
+        self._width: int | None = None
 
     @property
     def pinned(self) -> bool:
@@ -164,20 +187,32 @@ class CallableEncoder(Encoder):
 
         rows = []
         starts = range(0, len(sentences), self.batch_size)
-        for start in tqdm(starts, desc=f"encode {self.name}", disable=not shown(), unit="batch"):
+        for number, start in enumerate(tqdm(starts, desc=f"encode {self.name}", disable=not shown(), unit="batch"), 1):
             batch = list(sentences[start:start + self.batch_size])
-            rows.append(as_vectors(self.fn(batch), len(batch), self.name))
-        return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+            vectors = as_vectors(self.fn(batch), len(batch), self.name)
+            if self._width is None:
+                self._width = vectors.shape[1]
+            elif vectors.shape[1] != self._width:
+                raise InvalidInputError(
+                    f"encoder {self.name!r} returned {vectors.shape[1]}-dimensional vectors for batch {number} "
+                    f"(sentences {start + 1}-{start + len(batch)}) but {self._width}-dimensional ones before; "
+                    "every batch must return vectors of one width")
+            rows.append(vectors)
+        return np.concatenate(rows) if rows else np.zeros((0, self._width or 0), dtype=np.float32)
 
     def identity_info(self) -> dict[str, Any]:
         if self.given_identity is None:
             return {"family": "callable", "unpinned": f"{type(self.fn).__qualname__}@{id(self.fn):x}"}
-        return {"family": "callable", "identity": self.given_identity}
+        return {"family": "callable", "identity": self.given_identity, "callable": callable_name(self.fn)}
 
     @property
     def metadata(self) -> dict[str, Any]:
-        return {**super().metadata, "callable": getattr(self.fn, "__qualname__", type(self.fn).__name__),
-                "pinned": self.pinned}
+        return {**super().metadata, "callable": callable_name(self.fn), "pinned": self.pinned}
+
+
+def callable_name(fn: Callable[..., Any]) -> str:
+    """A function's qualified name (a callable object's: its class's)."""
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
 
 
 def as_vectors(value: Any, n: int, name: str) -> np.ndarray:

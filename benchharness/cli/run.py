@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoders", required=True, help="comma list of names/specs (see `list encoders`)")
     p.add_argument("--tasks", required=True, help="comma list of tasks or groups (see `list tasks`)")
     p.add_argument("--overwrite", choices=["reuse", "stale", "always"], default="reuse",
-                   help="reuse stored results (default), recompute stale ones, or recompute all")
+                   help="reuse stored results of the same encoder identity (default: one of another identity is "
+                        "recomputed), also recompute those whose data or protocol changed (stale), or recompute all")
     p.add_argument("--seed", type=non_negative_int, default=1111)
     p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
     p.add_argument("--batch-size", type=positive_int)
@@ -100,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
     if args.executor == "ray":
         results = _sweep(encoder_names, selected, settings)
     else:
-        results = evaluate_with(settings, encoder_names, selected)
+        results = evaluate_with(settings, encoder_names, selected, errors="keep")  # failures are rows of the table
     print(results.table())
     print(f"results in {settings.results_dir.absolute()}")
     return 1 if results.failed else 0
@@ -130,7 +131,7 @@ def _verify(encoder_names: list[str], selected: list[Task], settings: RunSetting
     from benchharness.evaluation.verify import TOLERANCE, compare
 
     store = result_store(args)
-    fresh = evaluate_with(settings, encoder_names, selected)
+    fresh = evaluate_with(settings, encoder_names, selected, errors="keep")
     checks = [compare(store.load(r.encoder, r.task), r) for r in fresh]
     rows = [[c.encoder, c.task, "" if c.stored is None else f"{c.stored:.2f}", f"{c.fresh:.2f}",
              "" if c.max_deviation is None else f"{c.max_deviation:.4f}", c.verdict] for c in checks]

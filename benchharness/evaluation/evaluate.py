@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -22,8 +23,8 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import progress_shown
 from benchharness.core.results import ResultStore
 from benchharness.core.task import Task
-from benchharness.evaluation.models import ModelLike, as_encoder, default_name
-from benchharness.evaluation.results import Results
+from benchharness.evaluation.models import ModelLike, as_encoder, check_call, is_transformers_model
+from benchharness.evaluation.results import EvaluationFailedError, Results
 from benchharness.evaluation.run_resolver import cache_at, caching, resolver_for
 from benchharness.evaluation.run_settings import DEFAULT_MEMORY_MIB, DEFAULT_SEED, RunSettings
 from benchharness.evaluation.runner import run
@@ -31,6 +32,9 @@ from benchharness.evaluation.runner import run
 logger = logging.getLogger(__name__)
 
 TaskLike = Any  # a name, a group, a comma list of them, or a Task object
+
+#: what ``evaluate`` does when a pair fails: raise once every other pair is done, or return it as a row
+ERRORS = ("raise", "keep")
 
 
 def resolve_tasks(tasks: TaskLike | Sequence[TaskLike]) -> list[Task]:
@@ -93,6 +97,7 @@ def evaluate(
     embedding_memory_mib: float = DEFAULT_MEMORY_MIB,
     encode_actors: int = 0,
     ray_address: str | None = None,
+    errors: str = "raise",
 ) -> Results:
     """Evaluate ``model`` on ``tasks`` and return the results.
 
@@ -111,23 +116,61 @@ def evaluate(
     read back a block at a time, with the same scores. ``encode_actors`` encodes what the cache
     lacks with that many Ray actors (needs ``cache_dir``), at ``ray_address`` or on a local Ray.
     Messages go to the ``benchharness`` logger; ``show_progress`` shows progress bars.
+
+    A pair (model, task) that fails does not stop the others. Once all are done, ``errors="raise"``
+    (the default) raises ``EvaluationFailedError`` naming each failed pair and its cause (the
+    results computed are on the error, and already stored when ``results_dir`` is given);
+    ``errors="keep"`` returns them, failures included (``failed``; rows of ``to_pandas()`` with a
+    NaN score and their ``message``).
     """
+    _check_keywords(locals())  # the keywords only: nothing else is bound yet
+    device = _device_name(device)
     settings = RunSettings(device=device, batch_size=batch_size, seed=seed, overwrite=overwrite,
                            results_dir=results_dir, cache_dir=cache_dir, data_dir=data_dir, verify_data=verify_data,
                            train=train, add_items=add_items, show_progress=show_progress, intervals=intervals,
                            embedding_memory_mib=embedding_memory_mib, encode_actors=encode_actors,
                            ray_address=ray_address)
-    return evaluate_with(settings, model, tasks, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity)
+    return evaluate_with(settings, model, tasks, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity,
+                         errors=errors)
+
+
+def _check_keywords(given: dict[str, Any]) -> None:
+    """The keywords that ``RunSettings`` and the model checks do not cover, each refused in one
+    line before anything loads: a wrong type there would surface as a bare TypeError deep in a run,
+    or, worse, be taken for true (``intervals="no"``)."""
+    for key in ("verify_data", "train", "add_items", "show_progress", "intervals"):
+        if not isinstance(given[key], bool):
+            raise InvalidInputError(f"{key}={given[key]!r}: must be True or False")
+    for key in ("results_dir", "cache_dir", "data_dir"):
+        value = given[key]
+        if value is not None and (not isinstance(value, (str, os.PathLike)) or not str(value).strip()):
+            raise InvalidInputError(f"{key}={value!r}: must be a folder (a str or a Path)")
+    for key, kinds in (("embedding_memory_mib", (int, float)), ("encode_actors", (int,))):
+        if isinstance(given[key], bool) or not isinstance(given[key], kinds):
+            raise InvalidInputError(f"{key}={given[key]!r}: must be a number")
+    if given["ray_address"] is not None and not isinstance(given["ray_address"], str):
+        raise InvalidInputError(f"ray_address={given['ray_address']!r}: must be a string (host:port)")
+
+
+def _device_name(device: Any) -> str | None:
+    """``device`` as the string the run takes: a ``torch.device`` is accepted as its name."""
+    if device is None or isinstance(device, str):
+        return device
+    if type(device).__module__ == "torch" and type(device).__name__ == "device":
+        return str(device)
+    raise InvalidInputError(f"device={device!r}: give a device name such as 'cpu', 'cuda' or 'cuda:1'")
 
 
 def evaluate_with(settings: RunSettings, model: ModelLike | Sequence[ModelLike],
                   tasks: TaskLike | Sequence[TaskLike], *, name: str | None = None, tokenizer: Any = None,
-                  pooling: str | None = None, identity: str | None = None) -> Results:
-    """``evaluate`` with its settings already built (the command line builds them from its flags)."""
+                  pooling: str | None = None, identity: str | None = None, errors: str = "raise") -> Results:
+    """``evaluate`` with its settings already built (the command line builds them from its flags,
+    and keeps failures: ``errors="keep"``)."""
+    if errors not in ERRORS:
+        raise InvalidInputError(f"errors={errors!r}: must be one of {', '.join(map(repr, ERRORS))}")
     selected = resolve_tasks(tasks)
     models = _models(model)
-    if name is not None and len(models) != 1:
-        raise InvalidInputError("name= names one model; give each of several models as a name or an Encoder")
+    check_call(models, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity)
     if settings.device is not None:  # before any model loads: a typo or a missing GPU fails here
         from benchharness.core.devices import pick_device
 
@@ -143,11 +186,23 @@ def evaluate_with(settings: RunSettings, model: ModelLike | Sequence[ModelLike],
         pools = ActorPools(settings)
     try:
         with kept_environment(), progress_shown(settings.show_progress), identity_scope(), _digest_store(settings):
-            return _evaluate(settings, models, selected, data, cache, pools, name=name, tokenizer=tokenizer,
-                             pooling=pooling, identity=identity)
+            results = _evaluate(settings, models, selected, data, cache, pools, name=name, tokenizer=tokenizer,
+                                pooling=pooling, identity=identity)
     finally:
         if pools is not None:
             pools.close()
+    if errors == "raise" and results.failed:
+        raise EvaluationFailedError(results)
+    return results
+
+
+def _refuse_shared_names(names: list[str], built: dict[str, Encoder]) -> None:
+    """Two models of one call under one name would share its results (and the second would be
+    scored twice, in place of both): refused, naming the way to tell them apart."""
+    for n in built:
+        if names.count(n) > 1:
+            raise InvalidInputError(f"{names.count(n)} models of this call are named {n!r}; give each its own name "
+                                    "with benchharness.as_encoder(model, name=...)")
 
 
 def _digest_store(settings: RunSettings) -> contextlib.AbstractContextManager[None]:
@@ -169,12 +224,14 @@ def _evaluate(settings: RunSettings, models: list[ModelLike], selected: list[Tas
             resolver.check(m)  # every name is checked before any model loads
             names.append(m)
             continue
-        encoder = as_encoder(m, name=name or default_name(m), tokenizer=tokenizer, pooling=pooling,
+        held = is_transformers_model(m)  # tokenizer= and pooling= are its alone
+        encoder = as_encoder(m, name=name, tokenizer=tokenizer if held else None, pooling=pooling if held else None,
                              identity=identity, batch_size=settings.batch_size, device=settings.device)
         if encoder.pinned and cache is not None:
             encoder = caching(cache)(encoder)
         built[encoder.name] = encoder
         names.append(encoder.name)
+    _refuse_shared_names(names, built)
     pinned = all(e.pinned for e in built.values())
     store = None
     if settings.results_dir is not None:

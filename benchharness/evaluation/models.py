@@ -22,7 +22,7 @@ def _is_sentence_transformer(model: Any) -> bool:
                for c in type(model).__mro__)
 
 
-def _is_transformers_model(model: Any) -> bool:
+def is_transformers_model(model: Any) -> bool:
     return any(c.__name__ == "PreTrainedModel" and c.__module__.startswith("transformers")
                for c in type(model).__mro__)
 
@@ -36,16 +36,53 @@ def default_name(model: ModelLike) -> str:
     if _is_sentence_transformer(model):
         origin = getattr(model[0].auto_model.config, "_name_or_path", "") if len(model) else ""
         return f"st-object:{origin or type(model).__name__}"
-    if _is_transformers_model(model):
+    if is_transformers_model(model):
         return f"hf-object:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
     return f"callable:{getattr(model, '__qualname__', type(model).__name__)}"
+
+
+def check_keywords(model: ModelLike, *, name: str | None, tokenizer: Any, pooling: str | None,
+                   identity: str | None) -> None:
+    """Refuse, in one line, a keyword of ``as_encoder`` that is malformed or that ``model`` would
+    ignore: the caller meant something by it."""
+    for key, value in (("name", name), ("identity", identity), ("pooling", pooling)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidInputError(f"{key}={value!r}: must be a non-empty string")
+    kind = type(model).__name__
+    if name is not None and isinstance(model, (str, Encoder)):
+        raise InvalidInputError(f"name={name!r} names a model object; a name, a spec or an Encoder ({model!r}) is "
+                                "named by itself")
+    if (tokenizer is not None or pooling is not None) and not is_transformers_model(model):
+        raise InvalidInputError(f"tokenizer= and pooling= go with a transformers model, not a {kind}; for a model "
+                                "by name, use the spec hf:<id or folder>?pooling=<pooling>")
+    if identity is not None and (isinstance(model, (str, Encoder)) or is_transformers_model(model)
+                                 or _is_sentence_transformer(model)):
+        raise InvalidInputError(f"identity= pins a plain callable; a {kind} has an identity of its own (a model "
+                                "object's is the fingerprint of its weights)")
+
+
+def check_call(models: list[ModelLike], *, name: str | None, tokenizer: Any, pooling: str | None,
+               identity: str | None) -> None:
+    """The model keywords of one ``evaluate`` call, checked before any model loads: ``name`` and
+    ``identity`` belong to one model, ``tokenizer`` and ``pooling`` to its transformers models."""
+    if len(models) == 1:
+        check_keywords(models[0], name=name, tokenizer=tokenizer, pooling=pooling, identity=identity)
+        return
+    for key, value in (("name", name), ("identity", identity)):
+        if value is not None:
+            raise InvalidInputError(f"{key}= belongs to one model, and {len(models)} are given; give each its own "
+                                    f"with benchharness.as_encoder(model, {key}=...)")
+    if (tokenizer is not None or pooling is not None) and not any(is_transformers_model(m) for m in models):
+        raise InvalidInputError("tokenizer= and pooling= go with a transformers model, and none is given")
 
 
 def as_encoder(model: ModelLike, *, name: str | None = None, tokenizer: Any = None, pooling: str | None = None,
                identity: str | None = None, batch_size: int | None = None, device: str | None = None,
                resolver: Resolver | None = None, **options: Any) -> Encoder:
     """The encoder ``model`` stands for; ``options`` go to the in-memory encoder (``max_length``,
-    ``normalize``, ``precision``...)."""
+    ``normalize``, ``precision``...). A keyword that does not apply to ``model`` is refused, not
+    ignored: the caller meant something by it."""
+    check_keywords(model, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity)
     name = name or default_name(model)
     sizes = {} if batch_size is None else {"batch_size": batch_size}
     if isinstance(model, str):
@@ -58,7 +95,7 @@ def as_encoder(model: ModelLike, *, name: str | None = None, tokenizer: Any = No
         from benchharness.encoders.in_memory import SentenceTransformerObjectEncoder
 
         return SentenceTransformerObjectEncoder(name, model, device=device, **sizes, **options)
-    if _is_transformers_model(model):
+    if is_transformers_model(model):
         if tokenizer is None or pooling is None:
             raise InvalidInputError("a transformers model needs tokenizer= and pooling= (cls, cls_before_pooler, "
                                     "avg, avg_top2, avg_first_last, max, prompt)")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from benchharness.core.errors import InvalidInputError
+from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.results import Result, ResultStore, items_of
 from benchharness.core.task import Evaluation
 from benchharness.evaluation.runner import Outcome
@@ -85,21 +85,19 @@ class Results:
         return {(r.encoder, r.task): r.main_score for r in self.results}
 
     def rows(self) -> list[dict[str, Any]]:
-        """One flat row per result: names, main score and its interval, status, identity."""
-        status = {(o.encoder, o.task): o.status for o in self.outcomes}
-        rows = []
-        for r in self.results:
-            low, high = (r.confidence or {}).get("main") or (None, None)
-            rows.append({"encoder": r.encoder, "task": r.task, "main_metric": r.main_metric,
-                         "main_score": r.main_score, "ci_low": low, "ci_high": high,
-                         "status": status.get((r.encoder, r.task), ""), "identity": r.encoder_identity.get("hash")})
-        return rows
+        """One flat row per pair, in outcome order: names, main score and its interval, status,
+        identity and the outcome's message; a pair without a result (failed: the message says why)
+        has a NaN score."""
+        results = {(r.encoder, r.task): r for r in self.results}
+        rows = [_row(o.encoder, o.task, results.pop((o.encoder, o.task), None), o.status, o.message)
+                for o in self.outcomes]
+        return rows + [_row(r.encoder, r.task, r, "", "") for r in results.values()]
 
     def to_pandas(self) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame(self.rows(), columns=["encoder", "task", "main_metric", "main_score", "ci_low",
-                                                  "ci_high", "status", "identity"])
+                                                  "ci_high", "status", "identity", "message"])
 
     def table(self) -> str:
         from tabulate import tabulate
@@ -114,6 +112,33 @@ class Results:
 
     def _repr_markdown_(self) -> str:  # notebooks render the table
         return str(self)
+
+
+def _row(encoder: str, task: str, result: Result | None, status: str, message: str) -> dict[str, Any]:
+    """One row of ``Results.rows``: a pair without a result keeps its place, with a NaN score."""
+    low, high = ((result.confidence or {}).get("main") if result is not None else None) or (None, None)
+    return {"encoder": encoder, "task": task, "main_metric": None if result is None else result.main_metric,
+            "main_score": float("nan") if result is None else result.main_score, "ci_low": low, "ci_high": high,
+            "status": status, "identity": None if result is None else result.encoder_identity.get("hash"),
+            "message": message}
+
+
+class EvaluationFailedError(UserError, RuntimeError):
+    """Raised by ``evaluate`` (``errors="raise"``) once every pair is done, when some failed: one
+    line per failed pair, with its cause (one line in all when one failed). Nothing computed is
+    lost: ``results`` holds the whole call (the results computed, every outcome), and with a
+    ``results_dir`` they are stored already."""
+
+    def __init__(self, results: Results) -> None:
+        self.results = results
+        failed = results.failed
+        done = len(results.outcomes) - len(failed)
+        kept = f", stored in {results.store.root}" if results.store is not None and len(results) else ""
+        hint = (f"the {done} other(s) are in this error's .results{kept}; " if done else "") + \
+            "errors='keep' returns failures as rows"
+        lines = [f"{o.encoder} on {o.task}: {' '.join(o.message.split())}" for o in failed]
+        super().__init__(f"evaluation failed, {lines[0]} ({hint})" if len(lines) == 1 else
+                         f"{len(failed)} of {len(results.outcomes)} evaluations failed ({hint}):\n" + "\n".join(lines))
 
 
 def load_results(folder: str | Path) -> Results:
