@@ -161,7 +161,13 @@ def _load_tasks(tasks: list[Task], encoder_names: list[str], ctx: _Context) -> d
 
 def _plan(enc_name: str, identity: str, tasks: dict[str, Task], ctx: _Context) -> _Plan:
     """Which tasks this encoder computes: stored results are reused as the overwrite strategy says,
-    except those lacking items when ``add_items`` asks for them. Without a store, all of them."""
+    except those lacking items when ``add_items`` asks for them. Without a store, all of them.
+
+    A stored result is reused only for the identity it was computed with: under one name, other
+    weights (a model trained in place, a new hub revision) are other results, as results are keyed
+    by model revision in mteb and lm-eval. So ``reuse`` keeps a result of the same identity even
+    when its data or protocol record changed (``stale`` recomputes those), and recomputes and
+    replaces one of another identity, with a warning naming both."""
     plan = _Plan()
     overwrite, add_items = ctx.settings.overwrite, ctx.settings.add_items
     for name, task in tasks.items():
@@ -170,10 +176,14 @@ def _plan(enc_name: str, identity: str, tasks: dict[str, Task], ctx: _Context) -
             plan.previous[name] = stored.main_score
         elif stored is not None and overwrite != "always":
             fresh = stored.fingerprint() == fingerprint(identity, ctx.digests[name], _protocol(task))
-            if overwrite == "reuse" or fresh:
-                note = "" if fresh else "stored with a different identity/data/protocol; --overwrite stale recomputes"
+            same_identity = stored.encoder_identity.get("hash") == identity
+            if fresh or (overwrite == "reuse" and same_identity):
+                note = "" if fresh else "stored with other data or protocol; overwrite 'stale' recomputes"
                 ctx.summary.outcomes.append(Outcome(enc_name, name, "reused", stored.main_score, note, stored))
                 continue
+            if not same_identity:
+                logger.warning("[%s/%s] the stored result is of another identity (%s; now %s): recomputing it, and "
+                               "replacing it", enc_name, name, stored.encoder_identity.get("hash"), identity)
         if stored is not None:
             plan.replaced[name] = stored
         plan.todo.append(task)
