@@ -4,7 +4,6 @@ STS-B test for several encoders, written as JSON and as figures holding all of t
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from benchharness.cli.options import add_data_options, add_encoding_options
 
@@ -24,13 +23,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from benchharness import tasks
-    from benchharness.cli.options import data_root, resolver
+    from benchharness.cli.options import check_output, data_root, resolver
     from benchharness.core.errors import InvalidInputError
     from benchharness.reporting.analysis_report import analyze, write
 
     formats = tuple(f.strip().lower() for f in args.formats.split(",") if f.strip())
     if not formats or set(formats) - set(FORMATS):
         raise InvalidInputError(f"--formats {args.formats!r}: choose among {', '.join(FORMATS)}")
+    out = check_output(args.out, "folder", "--out")
     data = data_root(args)
     names = resolver(args, data)
     for name in args.encoders:
@@ -48,7 +48,6 @@ def main(args: argparse.Namespace) -> int:
               f"{iso['top1_pc_variance_share']:.4f}")
         for level in report["cosine_by_gold_level"]:
             print(f"  gold {level['level']}: n={level['n']}, mean cosine {level['mean']:.4f}, var {level['var']:.4f}")
-    out = Path(args.out)
     written = write(reports, gold, out, formats)
     print(f"written to {out}: {', '.join(p.name for p in written)}")
     return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchharness.cli.options import add_data_options, results_root
+from benchharness.cli.options import add_data_options, check_output, results_root
 from benchharness.core.settings import load_config
 
 HELP = "show or download evaluation data; migrate old results and embedding caches"
@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from benchharness.core.data_root import SOURCES, DataRoot, download
+    from benchharness.core.data_root import SOURCES, DataError, DataRoot, download
 
     if args.action == "migrate":
         return migrate(args)
@@ -34,7 +34,12 @@ def main(args: argparse.Namespace) -> int:
         print(tabulate([[r["file"], r["state"]] for r in rows], headers=["file", "state"], tablefmt="github"))
         print("\nsources:\n" + "\n".join(f"  {s.name:10s} {s.url}\n             {s.note}" for s in SOURCES.values()))
         return 0
-    for name in args.datasets or list(SOURCES):
+    names = args.datasets or list(SOURCES)
+    for name in names:  # every name and target folder, before the first download
+        if name not in SOURCES:
+            raise DataError(f"unknown dataset {name!r}; known: {', '.join(SOURCES)}")
+        check_output(data.root / SOURCES[name].folder, "folder", f"the {name} folder")
+    for name in names:
         print(f"downloading {name} into {download(name, data.root)}")
     return 0
 
@@ -43,8 +48,9 @@ def migrate(args: argparse.Namespace) -> int:
     """Import old ``shard-*.npz`` cache files and rename legacy result folders; print what moved."""
     from benchharness.evaluation.migrate import migrate as run_migration
 
-    cache_dir = Path(args.cache_dir) if args.cache_dir else load_config().cache_dir
-    report = run_migration(results_root(args), cache_dir)
+    cache_dir = check_output(Path(args.cache_dir) if args.cache_dir else load_config().cache_dir, "folder",
+                             "--cache-dir")
+    report = run_migration(check_output(results_root(args), "folder", "--results-dir"), cache_dir)
     for identity, rows in report.imported_rows.items():
         print(f"embedding cache {cache_dir / identity}: imported {rows} rows of old shards")
     for old, new in report.renamed:

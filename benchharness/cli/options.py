@@ -5,6 +5,7 @@ to build the parser, so what the objects need is imported when they are built.""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,32 @@ def add_encoding_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int)
     p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
+
+
+def check_output(path: str | Path, kind: str, flag: str) -> Path:
+    """``path`` as a place this command can write a ``kind`` ("file" or "folder") into, checked before
+    any work starts (a model loaded, a sentence encoded); else one line naming ``flag`` (the option,
+    or what the path is) and the problem. Nothing is created: a path that does not exist yet passes
+    when its nearest existing parent is a folder this process may write in."""
+    from benchharness.core.errors import InvalidInputError
+
+    path = Path(path).expanduser()
+    if path.exists():
+        if kind == "folder" and not path.is_dir():
+            raise InvalidInputError(f"{flag} {path} is a file; give a folder")
+        if kind == "file" and path.is_dir():
+            raise InvalidInputError(f"{flag} {path} is a folder; give a file name")
+        if not os.access(path, os.W_OK | (os.X_OK if kind == "folder" else 0)):
+            raise InvalidInputError(f"{flag} {path}: not writable")
+        return path
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InvalidInputError(f"{flag} {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"{flag} {path}: cannot create it, {parent} is not writable")
+    return path
 
 
 def results_root(args: argparse.Namespace) -> Path:

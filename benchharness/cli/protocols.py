@@ -14,10 +14,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from benchharness.cli.options import result_store
+    from benchharness.cli.options import check_output, result_store
     from benchharness.core.errors import InvalidInputError
     from benchharness.reporting.protocol_spread import markdown, spread
 
+    if args.output:
+        check_output(args.output, "file", "--output")
     store = result_store(args)
     variants = spread(store, args.encoder)
     if all(v.score is None for v in variants):

@@ -129,16 +129,33 @@ def per_seed(args: argparse.Namespace, seed: int) -> argparse.Namespace:
     return one
 
 
+def check_outputs(args: argparse.Namespace, seeds: list[int] | None) -> None:
+    """Every folder the command will train into (each seed's ``--out`` folder, else the runs
+    folder), checked before the first model loads; ``--show`` writes nothing."""
+    from benchharness.cli.options import check_output
+    from benchharness.core.settings import load_config
+
+    if getattr(args, "show", False):
+        return
+    if getattr(args, "out", None) is None:
+        check_output(load_config().runs_dir, "folder", "the runs folder")
+        return
+    for seed in seeds or [None]:
+        check_output(args.out if seed is None else per_seed(args, seed).out, "folder", "--out")
+
+
 def main(args: argparse.Namespace) -> int:
     seeds = getattr(args, "seeds", None)
     on_ray = getattr(args, "executor", None) == "ray"
     if (on_ray or getattr(args, "address", None)) and not seeds:
         raise InvalidInputError("--executor ray and --address spread a seed grid over a Ray cluster; give --seeds too")
     if not seeds:
+        check_outputs(args, None)
         return _train_one(args)
     if getattr(args, "seed", None) is not None:
         raise InvalidInputError("give either --seed or --seeds, not both")
     grid = parse_seeds(seeds)
+    check_outputs(args, grid)
     if on_ray:
         return _train_on_ray(args, grid)
     status = 0

@@ -16,7 +16,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """A tuner's ``main`` returns its output, printed here (or, as commands do, an exit code)."""
+    """A tuner's ``main`` returns its output, printed here (or, as commands do, an exit code). The
+    runs folder it registers the winner in is checked first, before the grid's work."""
+    from benchharness.cli.options import check_output
+    from benchharness.core.settings import load_config
+
+    check_output(load_config().runs_dir, "folder", "the runs folder")
     out = PLUGINS.get("tuners", args.post).main(args)
     if isinstance(out, str):
         print(out)
