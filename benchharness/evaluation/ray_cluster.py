@@ -40,24 +40,35 @@ def worker_environment() -> dict[str, str]:
 CONNECT_TIMEOUT = 10.0
 #: addresses that name no host: Ray finds (``auto``) or starts (``local``) the cluster itself
 _NO_HOST = ("auto", "local")
+#: an HTTP/2 client preface and an empty SETTINGS frame: a Ray head (its GCS, or the Ray client server of
+#: ray://) speaks gRPC, over HTTP/2, and answers with its own SETTINGS frame (frame type 4)
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_H2_SETTINGS = 4
 
 
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
-    """Refuse an ``--address`` that is no ``host:port`` or whose port accepts no connection within
-    ``timeout`` seconds: ``ray.init`` itself keeps retrying such an address without end (a run
-    printed nothing for ten minutes), so it is asked only once something answers there."""
+    """Refuse an ``--address`` that is no ``host:port``, or where no Ray head answers within ``timeout``
+    seconds (no connection, or no gRPC answer to an HTTP/2 preface): ``ray.init`` itself keeps
+    retrying such an address without end (a run printed nothing for ten minutes), so it is asked
+    only once a head answers there."""
     if address in _NO_HOST:
         return
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise InvalidInputError(f"Ray address {address!r} is not host:port (or ray://host:port, auto, local)")
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-            pass
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as conn:
+            conn.sendall(_H2_PREFACE)
+            answer = b""  # the server's preface: a SETTINGS frame, its type the 4th byte of its header
+            while len(answer) < 4 and (chunk := conn.recv(9 - len(answer))):
+                answer += chunk
     except OSError as exc:
         reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
-        raise UserError(f"cannot reach a Ray cluster at {address!r}: {reason} (its head must accept a "
-                        f"connection within {timeout:g} s)") from None
+        raise UserError(f"cannot reach a Ray cluster at {address!r}: {reason} (its head must answer within "
+                        f"{timeout:g} s)") from None
+    if len(answer) < 4 or answer[3] != _H2_SETTINGS:
+        raise UserError(f"cannot reach a Ray cluster at {address!r}: something answers there, but not a Ray head "
+                        "(no gRPC); give the address of the head's GCS port (6379 unless set)")
 
 
 @contextlib.contextmanager

@@ -103,6 +103,34 @@ def test_an_unreachable_ray_address_is_a_one_line_error_within_seconds(project):
                    "'head-without-port' is not host:port")
 
 
+def test_an_address_where_something_else_answers_is_a_one_line_error(project):
+    """A port that accepts connections but is no Ray head (ray.init retried it without end too)."""
+    pytest.importorskip("ray", reason="the 'distributed' extra (ray) is not installed")
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer_http() -> None:
+        with server:
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=answer_http, daemon=True).start()
+    try:
+        done = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--executor", "ray",
+                   "--address", f"127.0.0.1:{port}", "--no-cache", timeout=120)
+    finally:
+        server.close()
+    one_line_error(done, f"cannot reach a Ray cluster at '127.0.0.1:{port}'", "not a Ray head")
+
+
 # --- 10: the unknown-encoder error is one short line --------------------------------------------------
 
 def test_an_unknown_encoder_gives_the_close_matches_and_where_the_rest_are(project):
