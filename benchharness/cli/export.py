@@ -19,12 +19,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from benchharness.cli.options import result_store
+    from benchharness.cli.leaderboard import stored_results
+    from benchharness.cli.options import check_output
     from benchharness.mteb_bridge import mteb_needed
 
+    check_output(args.out, "folder", "--out")
+    store = stored_results(args)
     with mteb_needed("benchharness export mteb"):
         import benchharness.mteb_bridge.export as export
-    store = result_store(args)
     wanted = None if not args.encoders else {n.strip() for n in args.encoders.split(",") if n.strip()}
     results = [r for r in store if wanted is None or r.encoder in wanted]
     if wanted is not None and wanted - {r.encoder for r in results}:

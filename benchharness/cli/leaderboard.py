@@ -6,6 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    from benchharness.core.results import ResultStore
 
 HELP = "leaderboard of stored results beside published numbers (md, csv, latex, html)"
 
@@ -24,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-published", action="store_true", help="leave out the papers' published rows")
     p.add_argument("--papers", help="comma list of papers whose published rows to show (default: all; 'none')")
     p.add_argument("--published-dir",
-                   help="folder of published-number CSVs (default: this checkout's results/published)")
+                   help="folder of published-number CSVs (default: the package's, benchharness/reporting/published)")
     p.add_argument("--format", default=None, choices=("md", "csv", "latex", "html"),
                    help="output format (default: from the --output suffix, else md)")
     p.add_argument("--intervals", action=argparse.BooleanOptionalAction, default=None,
@@ -32,7 +38,54 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
 
 
-_SUFFIXES = {".md": "md", ".csv": "csv", ".tex": "latex", ".html": "html", ".htm": "html"}
+#: the output suffixes each format writes (a file without a suffix takes any format)
+SUFFIXES = {"md": (".md", ".markdown", ".txt"), "csv": (".csv",), "latex": (".tex",), "html": (".html", ".htm")}
+
+
+def output_format(fmt: str | None, output: str | None) -> str:
+    """The format to write: ``--format``, else the one the ``--output`` suffix names, else md. A suffix
+    the format cannot write (``lb.pdf``, ``--format csv -o lb.tex``) is refused before any work."""
+    from benchharness.core.errors import InvalidInputError
+
+    suffix = Path(output).suffix.lower() if output else ""
+    if not suffix:
+        return fmt or "md"
+    named = [f for f, suffixes in SUFFIXES.items() if suffix in suffixes]
+    if fmt is None and named:
+        return named[0]
+    if fmt is not None and fmt in named:
+        return fmt
+    writable = ", ".join(s for f in ([fmt] if fmt else SUFFIXES) for s in SUFFIXES[f])
+    what = f"--format {fmt}" if fmt else "the leaderboard"
+    raise InvalidInputError(f"--output {output}: {what} cannot be written as {suffix}; use one of {writable}")
+
+
+def stored_results(args: argparse.Namespace) -> ResultStore:
+    """The results folder the command reads, which must be there: a board of nothing would hide a
+    mistyped --results-dir or a project where nothing has been run yet."""
+    from benchharness.cli.options import result_store
+    from benchharness.core.errors import InvalidInputError, MissingFileError
+
+    store = result_store(args)
+    if store.root.is_file():
+        raise InvalidInputError(f"results folder {store.root} is a file, not a folder")
+    if not store.root.is_dir():
+        flag = f" --results-dir {store.root}" if getattr(args, "results_dir", None) else ""
+        raise MissingFileError(f"no results folder {store.root}: fill it with `benchharness run --encoders NAMES "
+                               f"--tasks TASKS{flag}`")
+    return store
+
+
+def published_dir(args: argparse.Namespace) -> Path | Traversable:
+    """``--published-dir`` (which must be a folder), else the package's published tables."""
+    from benchharness.core.errors import MissingFileError
+    from benchharness.reporting.leaderboard import PUBLISHED_DIR
+
+    if not args.published_dir:
+        return PUBLISHED_DIR
+    if not Path(args.published_dir).is_dir():
+        raise MissingFileError(f"--published-dir {args.published_dir}: no such folder")
+    return Path(args.published_dir)
 
 
 def results_label(root: Path) -> str:
@@ -60,14 +113,16 @@ def task_selection(selection: list[str], stored: set[str]) -> set[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from benchharness.cli.options import result_store
-    from benchharness.reporting.leaderboard import PUBLISHED_DIR, build
+    from benchharness.cli.options import check_output
+    from benchharness.reporting.leaderboard import build
     from benchharness.reporting.table_formats import render
 
-    fmt = args.format or _SUFFIXES.get(Path(args.output).suffix.lower() if args.output else "", "md")
+    fmt = output_format(args.format, args.output)
+    if args.output:
+        check_output(args.output, "file", "--output")
     papers = None if not args.papers else (set() if args.papers == "none" else set(args.papers.split(",")))
-    published = Path(args.published_dir) if args.published_dir else PUBLISHED_DIR
-    store = result_store(args)
+    published = published_dir(args)
+    store = stored_results(args)
     groups = set(args.groups) if args.groups else None
     if args.no_published:
         from benchharness.reporting.leaderboard import GROUPS

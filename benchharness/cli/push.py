@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from benchharness.cli.options import result_store
+    from benchharness.cli.options import check_output, result_store
     from benchharness.core.errors import InvalidInputError
     from benchharness.evaluation.resolver import Resolver
     from benchharness.reporting.sharing import push, run_folder, stage
@@ -29,9 +29,12 @@ def main(args: argparse.Namespace) -> int:
         raise InvalidInputError("push needs --repo-id owner/name (or --stage-only to assemble the folder only)")
     if args.stage_only and not args.stage:
         raise InvalidInputError("--stage-only needs --stage FOLDER to leave the assembled folder in")
+    if args.stage:
+        check_output(args.stage, "folder", "--stage")
     folder = run_folder(dict(Resolver(train_missing=False).spec_for(args.encoder)))
     with tempfile.TemporaryDirectory() as scratch:
-        staged = stage(args.encoder, folder, result_store(args), Path(args.stage or Path(scratch) / "upload"))
+        staged = stage(args.encoder, folder, result_store(args), Path(args.stage or Path(scratch) / "upload"),
+                       args.repo_id)
         print(f"staged {folder} as {staged}")
         if not args.stage_only:
             print(f"uploaded: {push(staged, args.repo_id, args.private)}")

@@ -16,18 +16,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoders", type=comma_list, help="comma list of encoder names or shell patterns")
     p.add_argument("--tasks", type=comma_list, help="comma list of tasks and task groups")
     p.add_argument("--no-published", action="store_true", help="leave out the papers' published rows")
-    p.add_argument("--published-dir", help="folder of published-number CSVs (default: this checkout's)")
+    p.add_argument("--published-dir", help="folder of published-number CSVs (default: the package's)")
     p.add_argument("--analysis", help="a folder written by `benchharness analyze` whose figures to include")
 
 
 def main(args: argparse.Namespace) -> int:
-    from benchharness.cli.leaderboard import results_label, task_selection
-    from benchharness.cli.options import result_store
+    from benchharness.cli.leaderboard import published_dir, results_label, stored_results, task_selection
+    from benchharness.cli.options import check_output
+    from benchharness.core.errors import MissingFileError
     from benchharness.reporting.html_report import write_report
-    from benchharness.reporting.leaderboard import GROUPS, PUBLISHED_DIR
+    from benchharness.reporting.leaderboard import GROUPS
 
-    store = result_store(args)
-    published = Path(args.published_dir) if args.published_dir else PUBLISHED_DIR
+    check_output(args.out, "folder", "--out")
+    if args.analysis and not Path(args.analysis).is_dir():
+        raise MissingFileError(f"--analysis {args.analysis}: no such folder (`benchharness analyze A B --out "
+                               f"{args.analysis}` writes one)")
+    store = stored_results(args)
+    published = published_dir(args)
     tasks = task_selection(args.tasks, {r.task for r in store}) if args.tasks else None
     path = write_report(store, Path(args.out), published, analysis_dir=Path(args.analysis) if args.analysis else None,
                         results_label=results_label(store.root), encoders=args.encoders, tasks=tasks,
