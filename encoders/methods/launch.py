@@ -79,12 +79,12 @@ def report(result: TrainResult) -> int:
 
 def resolvable_as(out: Path, name: str) -> str:
     """What ``run --encoders`` accepts for a finished run: its name when the runs folder registers
-    it under that name (``registered_runs``), else its folder, absolute (an ``--out`` folder elsewhere
-    resolves by its manifest.json from anywhere, by its name nowhere)."""
+    it under that name (``registered_runs``), else its folder, absolute (a folder resolves by its manifest.json
+    from anywhere; a name only where ``registered_runs`` finds it, directly under the runs folder)."""
     folder = out.resolve()
     registered = registered_runs(load_config().runs_dir).get(name)
     if registered is not None and registered.resolve() == folder:
         return (f"encoder registered: {name} (in {folder}); evaluate it with: benchharness run --encoders "
                 f"{shlex.quote(name)} --tasks sts")
-    return (f"encoder saved in {folder} (outside the runs folder: not registered by name); evaluate it with: "
-            f"benchharness run --encoders {shlex.quote(str(folder))} --tasks sts")
+    return (f"encoder saved in {folder} ({name}); evaluate it with: benchharness run --encoders "
+            f"{shlex.quote(str(folder))} --tasks sts")
