@@ -224,8 +224,8 @@ def as_vectors(value: Any, n: int, name: str) -> np.ndarray:
         array = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError):
         raise InvalidInputError(f"encoder {name!r} returned {type(value).__name__}, not vectors") from None
-    if array.ndim != 2 or len(array) != n:
+    if array.ndim != 2 or len(array) != n or not array.shape[1]:
         raise InvalidInputError(f"encoder {name!r} returned an array of shape {array.shape} for {n} sentences; "
-                                "expected one row per sentence")
+                                "expected one row (of one value or more) per sentence")
     return array
 

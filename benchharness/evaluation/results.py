@@ -140,6 +140,9 @@ class EvaluationFailedError(UserError, RuntimeError):
         super().__init__(f"evaluation failed, {lines[0]} ({hint})" if len(lines) == 1 else
                          f"{len(failed)} of {len(results.outcomes)} evaluations failed ({hint}):\n" + "\n".join(lines))
 
+    def __reduce__(self) -> tuple[type, tuple[Results]]:  # rebuilt from its results (a worker's error, pickled)
+        return type(self), (self.results,)
+
 
 def load_results(folder: str | Path) -> Results:
     """Every result stored under ``folder`` (a ``results_dir``), ready for ``compare`` and

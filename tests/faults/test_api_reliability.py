@@ -8,6 +8,7 @@ import copy
 import hashlib
 import json
 import math
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -100,6 +101,9 @@ def test_a_failed_task_raises_after_the_others_are_computed_and_stored(project, 
     assert str(caught.value).splitlines()[1:] == ["hash on Broken: evaluation: boom", "other on Broken: evaluation: boom"]
     assert str(caught.value).startswith("2 of 4 evaluations failed (the 2 other(s) are in this error's .results;")
 
+    again = pickle.loads(pickle.dumps(caught.value))  # a worker's error reaches its driver whole
+    assert str(again) == str(caught.value) and len(again.results.failed) == 2
+
     kept = benchharness.evaluate(HashEncoder(), ["Broken", SMALL], errors="keep")
     frame = kept.to_pandas()
     assert list(frame["task"]) == ["Broken", SMALL] and list(frame["status"]) == ["failed", "computed"]
@@ -140,6 +144,11 @@ def test_every_keyword_is_checked_in_one_line(project, keywords, needle):
         benchharness.evaluate(call.pop("model"), call.pop("tasks"), **call)
     assert needle in str(caught.value) and "\n" not in str(caught.value)
     assert not (project / "results").exists()
+
+
+def test_a_callable_returning_no_values_per_sentence_is_refused(project):
+    with pytest.raises(benchharness.EvaluationFailedError, match=r"returned an array of shape \(8, 0\) for 8"):
+        benchharness.evaluate(lambda batch: np.ones((len(batch), 0)), SMALL, identity="empty", batch_size=8)
 
 
 def test_a_callable_whose_width_changes_is_refused_naming_the_batch_and_both_widths(project):
