@@ -91,6 +91,8 @@ def read_manifest(folder: Path) -> RunManifest:
         manifest = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except (UnicodeDecodeError, RecursionError, ValueError) as exc:  # not UTF-8; nested too deeply; a 4,300+ digit int
+        raise InvalidInputError(f"{path}: not a benchharness run manifest ({type(exc).__name__})") from None
     if not isinstance(manifest, dict) or "encoder" not in manifest:
         raise InvalidInputError(f"{path}: not a benchharness run manifest (no 'encoder' entry)")
     encoder = manifest["encoder"]
@@ -150,7 +152,7 @@ def registered_runs(runs_dir: Path) -> dict[str, Path]:
         for manifest in sorted(runs_dir.glob(f"*/{MANIFEST}")):
             try:
                 record = json.loads(manifest.read_text())
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deeply: not a manifest
                 continue
             if isinstance(record, dict):
                 name = record.get("name")

@@ -167,6 +167,17 @@ def test_an_object_array_items_file_is_refused_naming_it_and_never_unpickled(pro
     assert not marker.exists()
 
 
+def test_a_deeply_nested_run_manifest_breaks_only_its_own_name(project):
+    runs = project / "runs"
+    (runs / "deep").mkdir(parents=True)
+    (runs / "deep" / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
+    env = {"BENCHHARNESS_RUNS": str(runs)}
+    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", env=env)
+    assert rc == 0 and "Traceback" not in out, out
+    line = one_line_error(*cli(project, "run", "--encoders", str(runs / "deep"), "--tasks", TASK, env=env))
+    assert f"{runs / 'deep' / 'manifest.json'}: not a benchharness run manifest" in line
+
+
 class Unpickled:
     """An object whose unpickling would leave a file behind: proof that nothing was unpickled."""
 
