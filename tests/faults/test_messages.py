@@ -222,6 +222,11 @@ OUTPUTS = [  # (command words, with FILE a file and DIR a folder; the words the 
     (["train", "simcse", "--out", "FILE", "--seeds", "1,2"], "--out FILE-s1 is a file; give a folder"),
     (["train", "simcse"], "the runs folder FILE is a file; give a folder"),
     (["tune", "whitening", "--encoder", "glove-50d"], "the runs folder FILE is a file; give a folder"),
+    (["leaderboard", "-o", "DIR"], "--output DIR is a folder; give a file name"),
+    (["leaderboard", "-o", "FILE/board.md"], "--output FILE/board.md: FILE is a file, not a folder"),
+    (["report", "--out", "FILE"], "--out FILE is a file; give a folder"),
+    (["export", "mteb", "--out", "FILE"], "--out FILE is a file; give a folder"),
+    (["push", "glove-50d", "--stage-only", "--stage", "FILE"], "--stage FILE is a file; give a folder"),
 ]
 
 
