@@ -31,7 +31,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -105,13 +105,50 @@ def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
                           isolation_level=None)
     try:
-        con.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses no commit
+        # WAL + NORMAL: a killed process loses no commit; a foreign exclusive lock, which even WAL
+        # readers wait for, is met here
+        _patiently(con, path, lambda: con.execute("PRAGMA synchronous=NORMAL"))
     except sqlite3.DatabaseError as exc:  # the first statement reads the header
         con.close()
         if _is_corruption(exc):
             raise DamagedCacheError(str(exc)) from exc
         raise sqlite3.DatabaseError(f"embedding cache {path}: {exc}") from exc
     return con
+
+
+T = TypeVar("T")
+
+
+def _patiently(con: sqlite3.Connection, path: Path, attempt: Callable[[], T]) -> T:
+    """``attempt()``, saying so when another connection's lock (a foreign program's open write or
+    exclusive transaction) makes it wait longer than LOCK_NOTICE_S; it then waits up to
+    BUSY_TIMEOUT_S in all and fails as SQLite does ('database is locked')."""
+    try:
+        con.execute(f"PRAGMA busy_timeout={int(LOCK_NOTICE_S * 1000)}")
+        return attempt()
+    except sqlite3.DatabaseError as exc:
+        if not _is_busy(exc):
+            raise
+    finally:
+        con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    logger.warning("embedding cache %s is locked by another program's open write transaction; waiting up to "
+                   "%g s for it, then going on without the cache", path, BUSY_TIMEOUT_S - LOCK_NOTICE_S)
+    try:
+        con.execute(f"PRAGMA busy_timeout={int((BUSY_TIMEOUT_S - LOCK_NOTICE_S) * 1000)}")
+        return attempt()
+    finally:
+        con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+
+
+def _is_busy(exc: BaseException) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED, raised directly or wrapped by ``_read`` (which names the file)."""
+    for err in (exc, exc.__cause__):
+        code = getattr(err, "sqlite_errorcode", None)  # Python >= 3.11
+        if code is not None and (code & 0xFF) in (5, 6):
+            return True
+        if code is None and isinstance(err, sqlite3.OperationalError) and "database is locked" in str(err):
+            return True
+    return False
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
@@ -295,32 +332,12 @@ class CacheWriter:
                 self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
                                  (len(k) // KEY_BYTES, k, v, _crc(k, v)))
 
-    def _begin(self) -> None:
-        """``BEGIN IMMEDIATE``, saying so when another connection's write lock makes it wait longer than
-        LOCK_NOTICE_S (it then waits up to BUSY_TIMEOUT_S in all, and fails as 'database is locked')."""
-        try:
-            self._begin_within(LOCK_NOTICE_S)
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc):
-                raise
-        logger.warning("embedding cache %s is locked by another program's open write transaction; waiting up to "
-                       "%g s for it, then going on without the cache", self.path, BUSY_TIMEOUT_S - LOCK_NOTICE_S)
-        self._begin_within(BUSY_TIMEOUT_S - LOCK_NOTICE_S)
-
-    def _begin_within(self, seconds: float) -> None:
-        self.con.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
-        try:
-            self.con.execute("BEGIN IMMEDIATE")
-        finally:
-            self.con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
         """One write transaction; a failure rolls back (unless SQLite already has, as after a COMMIT
         that found the disk full) and a write SQLite refuses is named with the file and its cause."""
         try:
-            self._begin()
+            _patiently(self.con, self.path, lambda: self.con.execute("BEGIN IMMEDIATE"))
         except sqlite3.OperationalError as exc:
             raise CacheWriteError(f"cannot write the embedding cache {self.path}: {exc}") from None
         try:
@@ -359,7 +376,7 @@ class EmbeddingCache:
         try:
             con = _connect(path)
             try:
-                return _read(path, con, visit)
+                return _patiently(con, path, lambda: _read(path, con, visit))
             finally:
                 con.close()
         except DamagedCacheError:
@@ -414,7 +431,8 @@ class EmbeddingCache:
         con = _connect(path)
         try:
             try:
-                problems = [msg for (msg,) in con.execute("PRAGMA quick_check").fetchall()]
+                problems = [msg for (msg,) in _patiently(
+                    con, path, lambda: con.execute("PRAGMA quick_check").fetchall())]
             except sqlite3.DatabaseError as exc:
                 if not _is_corruption(exc):
                     raise

@@ -390,3 +390,30 @@ def test_a_foreign_write_lock_is_named_then_waited_for_up_to_its_bound(tmp_path,
     assert "the embedding cache cannot be written" in messages[1] and "database is locked" in messages[1]
     assert len(messages) == 2
     assert len(cache.lookup(identity)) == 1  # "fresh" was not stored, "stored" still is
+
+
+def test_a_lookup_behind_a_foreign_exclusive_lock_is_named(tmp_path, monkeypatch, caplog):
+    """Another program in exclusive locking mode blocks even WAL readers: the lookup says which
+    database it waits for after LOCK_NOTICE_S, and reads once the lock is gone."""
+    from benchharness.evaluation import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "LOCK_NOTICE_S", 0.2)
+    cache = EmbeddingCache(tmp_path)
+    identity = FakeEncoder().identity
+    cache.add(identity, ["stored"], expected(["stored"]))
+    path = tmp_path / identity / DB_NAME
+    hold = (f"import sqlite3, time\ncon = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+            "con.execute('PRAGMA locking_mode=EXCLUSIVE'); con.execute('BEGIN EXCLUSIVE')\n"
+            "con.execute('SELECT COUNT(*) FROM chunks').fetchall(); print('held', flush=True); time.sleep(1.5)\n"
+            "con.execute('ROLLBACK')")
+    holder = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
+            rows = cache.lookup(identity)
+    finally:
+        holder.wait(timeout=60)
+    assert len(rows) == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        (f"embedding cache {path} is locked by another program's open write transaction; waiting up to "
+         f"{cache_module.BUSY_TIMEOUT_S - 0.2:g} s for it, then going on without the cache")]
