@@ -5,7 +5,6 @@ to build the parser, so what the objects need is imported when they are built.""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +33,7 @@ def check_output(path: str | Path, kind: str, flag: str) -> Path:
     """``path`` as a place this command can write a ``kind`` ("file" or "folder") into, checked before
     any work starts (a model loaded, a sentence encoded); else one line naming ``flag`` (the option,
     or what the path is) and the problem. Nothing is created: a path that does not exist yet passes
-    when its nearest existing parent is a folder this process may write in."""
+    when its nearest existing parent is a folder this process can write in."""
     from benchharness.core.errors import InvalidInputError
 
     path = Path(path).expanduser()
@@ -43,17 +42,30 @@ def check_output(path: str | Path, kind: str, flag: str) -> Path:
             raise InvalidInputError(f"{flag} {path} is a file; give a folder")
         if kind == "file" and path.is_dir():
             raise InvalidInputError(f"{flag} {path} is a folder; give a file name")
-        if not os.access(path, os.W_OK | (os.X_OK if kind == "folder" else 0)):
-            raise InvalidInputError(f"{flag} {path}: not writable")
-        return path
-    parent = path.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InvalidInputError(f"{flag} {path}: {parent} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"{flag} {path}: cannot create it, {parent} is not writable")
+    # a file is written as a sibling renamed over it (core.atomic): its folder must take new files
+    folder = path if kind == "folder" and path.exists() else path.absolute().parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InvalidInputError(f"{flag} {path}: {folder} is a file, not a folder")
+    problem = _unwritable(folder)
+    if problem is not None:
+        where = "not writable" if folder == path else f"cannot write it, {folder} is not writable"
+        raise InvalidInputError(f"{flag} {path}: {where} ({problem})")
     return path
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why no file can be created in ``folder``, or None. Tried, not inferred from permission bits:
+    root passes every ``os.access`` check, yet cannot write in /proc or on a read-only mount. The
+    probe is an unnamed file (O_TMPFILE where the system has it), removed on close."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def results_root(args: argparse.Namespace) -> Path:

@@ -245,15 +245,18 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(projec
     assert not (project / "results").exists() and not (project / ".cache").exists()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write in a folder without write permission")
-def test_an_output_folder_under_an_unwritable_parent_is_refused_before_any_work(project):
-    locked = project / "locked"
-    locked.mkdir(mode=0o555)
-    try:
-        line = one_line_error(*cli(project, "analyze", "glove-50d", "--out", str(locked / "out")))
-        assert f"--out {locked / 'out'}: cannot create it, {locked} is not writable" in line
-    finally:
-        locked.chmod(0o755)
+@pytest.mark.parametrize("where", ["/proc", "/sys", "locked"])
+def test_an_output_under_a_folder_no_file_can_be_created_in_is_refused_before_any_work(project, where):
+    """Tried, not read from permission bits: root (these tests' user here) passes ``os.access``, yet
+    cannot create a file in /proc or /sys; a user without write permission cannot in ``locked``."""
+    parent = Path(where) if where.startswith("/") else project / where
+    if where == "locked":
+        parent.mkdir(mode=0o555)
+        if os.geteuid() == 0:
+            pytest.skip("root writes in a folder without write permission")
+    line = one_line_error(*cli(project, "analyze", "glove-50d", "--out", str(parent / "benchharness-out")))
+    assert f"--out {parent / 'benchharness-out'}: cannot write it, {parent} is not writable (" in line
+    assert not (project / ".cache").exists()  # refused before any encoding
 
 
 # --- items 5, 6 and 10 (--verify), fixed on main: their tests -------------------------------------------
