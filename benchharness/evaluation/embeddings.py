@@ -9,6 +9,7 @@ chunks for an encoder without cache) and never exists as one array.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import tempfile
@@ -54,6 +55,8 @@ class RowFile:
         self.dtype = np.dtype(np.float32)
         self._row = dim * self.dtype.itemsize
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600) if fd is None else fd
+        #: where the file moves, once, if its disk fills up (the temporary folder, for a spill beside the cache)
+        self.spare: Path | None = None
         try:
             os.ftruncate(self._fd, n * self._row)
         except OSError as exc:
@@ -131,15 +134,35 @@ class RowFile:
 
     def _write(self, data: memoryview, offset: int) -> None:
         """All of ``data`` at ``offset``: ``pwrite`` may write only part (a full disk does, before it
-        refuses with ENOSPC), so the rest is written until done or refused."""
-        while len(data):
-            try:
-                done = os.pwrite(self._fd, data, offset)
-            except OSError as exc:
+        refuses with ENOSPC), so the rest is written until done or refused. A refused write moves the
+        file to ``spare`` once, if there is one, and goes on there."""
+        try:
+            _write_all(self._fd, data, offset)
+        except OSError as exc:
+            if self.spare is None:
                 raise self._error(exc) from None
-            if done <= 0:
-                raise self._error(f"wrote 0 of {len(data)} bytes")
-            data, offset = data[done:], offset + done
+            self._move(exc)
+            self._write(data, offset)
+
+    def _move(self, cause: OSError) -> None:
+        """Copy what is written so far into an anonymous file in ``spare`` and use that one from now on."""
+        spare, self.spare = self.spare, None
+        try:
+            moved = RowFile.anonymous(spare, *self.shape)
+        except OSError as exc:
+            raise self._error(f"{cause}; and in {spare}: {exc}") from None
+        size, step = self.shape[0] * self._row, 1 << 24
+        try:
+            for offset in range(0, size, step):
+                _write_all(moved._fd, memoryview(os.pread(self._fd, min(step, size - offset), offset)), offset)
+        except OSError as exc:
+            moved.close()
+            raise self._error(f"{cause}; nor in {spare}: {exc}") from None
+        logger.warning("the spill file in %s has no room (%s); this pass's vectors moved to %s", self.path.parent, cause,
+                       moved.path.parent)
+        self.close()
+        self._fd, self.path = moved._fd, moved.path
+        moved._fd = -1
 
     def blocks(self, size: int = READ_BLOCK) -> Iterator[np.ndarray]:
         for start in range(0, self.shape[0], size):
@@ -147,6 +170,15 @@ class RowFile:
 
 
 Vectors = Any  # an np.ndarray or a RowFile: both index by an array of positions
+
+
+def _write_all(fd: int, data: memoryview, offset: int) -> None:
+    """Every byte of ``data`` at ``offset``, however many calls ``pwrite`` takes; OSError if refused."""
+    while len(data):
+        done = os.pwrite(fd, data, offset)
+        if done <= 0:
+            raise OSError(errno.ENOSPC, f"wrote 0 of {len(data)} bytes")
+        data, offset = data[done:], offset + done
 
 
 class PassMemory:
@@ -169,6 +201,7 @@ class PassMemory:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
                 self._file = RowFile.anonymous(folder, self.n, dim)
+                self._file.spare = Path(tempfile.gettempdir())
                 return self._file
             except OSError as exc:  # a read-only or unusable cache folder: the run goes on without it
                 logger.warning("cannot spill this pass's vectors beside the cache in %s (%s); using the temporary "

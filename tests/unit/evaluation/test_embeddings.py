@@ -8,6 +8,7 @@ import errno
 import logging
 import os
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,10 +85,10 @@ def test_a_full_disk_fails_the_write_naming_the_file_and_the_cause(tmp_path, mon
         return done
 
     monkeypatch.setattr(os, "pwrite", full)
-    with PassMemory(40, memory_mib=1e-6, folder=tmp_path) as memory:
-        rows = memory.allocate(4)
-        with pytest.raises(SpillError) as caught:
-            rows[np.arange(40)] = np.ones((40, 4), np.float32)
+    rows = RowFile.anonymous(tmp_path, 40, 4)
+    with pytest.raises(SpillError) as caught:
+        rows[np.arange(40)] = np.ones((40, 4), np.float32)
+    rows.close()
     message = str(caught.value)
     assert str(tmp_path / "benchharness-pass-") in message and "\n" not in message
     assert ("No space left on device" if fault == "enospc" else "wrote 0 of 576 bytes") in message
@@ -154,3 +155,35 @@ def test_a_qqp_run_from_disk_scores_what_the_in_memory_run_scores(tmp_path, cach
     memory, disk = (list(r)[0] for r in runs)
     assert memory.metrics["n_corpus"] == 5000 and memory.metrics["n_queries"] > 100
     assert disk.metrics == memory.metrics
+
+
+def test_a_spill_beside_a_full_cache_disk_moves_to_the_temporary_folder(tmp_path, monkeypatch, caplog):
+    """The cache's disk takes 64 bytes of the pass, then refuses: the rows written so far and the
+    rest go on in the temporary folder, and they read back whole."""
+    for name in ("cache", "tmp"):
+        (tmp_path / name).mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    real, left = os.pwrite, [64]
+
+    def full_cache_disk(fd, data, offset):
+        if not os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path / "cache")):
+            return real(fd, data, offset)
+        if left[0] == 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        done = real(fd, memoryview(data).cast("B")[: left[0]], offset)
+        left[0] -= done
+        return done
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd to tell the two folders' files apart")
+    monkeypatch.setattr(os, "pwrite", full_cache_disk)
+    values = np.arange(40 * 4, dtype=np.float32).reshape(40, 4)
+    with (caplog.at_level(logging.WARNING, logger="benchharness.evaluation.embeddings"),
+          PassMemory(40, memory_mib=1e-6, folder=tmp_path / "cache") as memory):
+        rows = memory.allocate(4)
+        rows[np.arange(20)] = values[:20]
+        rows[np.arange(20, 40)] = values[20:]
+        np.testing.assert_array_equal(rows[slice(0, 40)], values)
+        assert rows.path.parent == tmp_path / "tmp"
+    assert f"the spill file in {tmp_path / 'cache'} has no room" in caplog.text
+    assert f"moved to {tmp_path / 'tmp'}" in caplog.text
