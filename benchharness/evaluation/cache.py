@@ -356,6 +356,8 @@ class EmbeddingCache:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        #: identities whose folder failed in this run: every encoder of one goes on without it, said once
+        self.unusable: set[str] = set()
 
     def _folder(self, identity: str) -> Path:
         return self.root / identity
@@ -505,7 +507,7 @@ class CachingEncoder(Encoder):
         self.encode_chunks = encode_chunks
         self.encoded = 0  # sentences actually encoded (not served from the cache)
         #: set once the cache failed (a read-only, full or locked folder): the rest of the run goes on
-        #: without it, and that was said once
+        #: without it, and that was said once (``EmbeddingCache.unusable``)
         self.without_cache = False
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
@@ -530,6 +532,7 @@ class CachingEncoder(Encoder):
         if len(where) != len(sentences):
             raise InvalidInputError(f"{self.name}: encode_into takes distinct sentences")
         fill = _Filler(where, allocate)
+        self.without_cache = self.without_cache or identity in self.cache.unusable
         if not self.without_cache:
             try:
                 self.cache.lookup(identity, fill, fill.clear)
@@ -576,6 +579,9 @@ class CachingEncoder(Encoder):
 
     def _leave_cache(self, what: str, identity: str, exc: BaseException) -> None:
         self.without_cache = True
+        if identity in self.cache.unusable:
+            return
+        self.cache.unusable.add(identity)
         # the cache's own wrappers name the file; the folder is named here, so say the bare cause
         inner = exc.__cause__ or (exc.__context__ if isinstance(exc, CacheWriteError) else None)
         cause = inner if isinstance(inner, (sqlite3.Error, OSError)) else exc

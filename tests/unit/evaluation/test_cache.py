@@ -417,3 +417,19 @@ def test_a_lookup_behind_a_foreign_exclusive_lock_is_named(tmp_path, monkeypatch
     assert [r.getMessage() for r in caplog.records] == [
         (f"embedding cache {path} is locked by another program's open write transaction; waiting up to "
          f"{cache_module.BUSY_TIMEOUT_S - 0.2:g} s for it, then going on without the cache")]
+
+
+def test_two_encoders_of_one_identity_say_a_failed_cache_folder_once(tmp_path, monkeypatch, caplog):
+    """A base encoder under a post-processor and the same encoder on its own share one folder: one warning."""
+    from benchharness.evaluation import cache as cache_module
+
+    def refuse(path):
+        raise sqlite3.OperationalError("unable to open database file")
+
+    cache = EmbeddingCache(tmp_path)
+    cache.add(FakeEncoder().identity, ["stored"], expected(["stored"]))
+    monkeypatch.setattr(cache_module, "_connect", refuse)
+    with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
+        for _ in range(2):
+            np.testing.assert_array_equal(CachingEncoder(FakeEncoder(), cache).encode(["stored"]), expected(["stored"]))
+    assert len(caplog.records) == 1 and "cannot be read" in caplog.records[0].getMessage()
