@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import zipfile
 from pathlib import Path
 from typing import Any, TypedDict
@@ -56,12 +57,24 @@ def save_items(result_json: Path, evaluation: Evaluation) -> ItemsRecord:
     return {"file": path.name, "sha256": hashlib.sha256(data).hexdigest(), "kind": evaluation.kind, "n": int(n)}
 
 
+def _check_record(result_json: Path, record: dict[str, Any]) -> None:
+    """A record as ``save_items`` writes it: a file name beside the result (never a path elsewhere),
+    a sha256 and a kind, all strings; anything else is a damaged or edited result file."""
+    wrong = next((key for key in ("file", "sha256", "kind") if not isinstance(record.get(key), str)), None)
+    if wrong is None and (Path(record["file"]).name != record["file"] or record["file"] in ("", "..")):
+        wrong = "file"
+    if wrong is not None:
+        raise InvalidInputError(f"{result_json}: its items record is damaged ({wrong!r} is "
+                                f"{json.dumps(record.get(wrong))[:60]}); delete the result to recompute")
+
+
 def load_items(result_json: Path, record: dict[str, Any] | None, rerun_hint: str) -> Evaluation:
     """The stored items of the result at ``result_json`` (metrics left empty), checked against
     ``record``; ``rerun_hint`` is the command that would produce them, named in the error."""
     if not record:
         raise MissingItemsError(f"{result_json} has no per-item outputs (stored before they were kept); "
                                 f"produce them with: {rerun_hint}")
+    _check_record(result_json, record)
     path = result_json.with_name(record["file"])
     if not path.exists():
         raise MissingItemsError(f"{path} (linked from {result_json}) is missing; produce it with: {rerun_hint}")

@@ -167,6 +167,22 @@ def test_an_object_array_items_file_is_refused_naming_it_and_never_unpickled(pro
     assert not marker.exists()
 
 
+@needs_data(GLOVE_SUBSET)
+@pytest.mark.parametrize(("key", "value"), [("file", "../../etc/passwd"), ("file", "/etc/passwd"), ("file", ".."),
+                                            ("file", 5), ("sha256", None)])
+def test_a_damaged_items_record_is_named_in_one_line(project, key, value):
+    with gzip.open(DATA / GLOVE_SUBSET, "rt", encoding="utf8") as fh:
+        (project / "small.txt").write_text("".join(next(fh) for _ in range(3000)))
+    other = f"glove:{project / 'small.txt'}"
+    assert cli(project, "run", "--encoders", f"glove-50d,{other}", "--tasks", TASK, "--no-cache")[0] == 0
+    path = project / "results" / "glove-50d" / f"{TASK}.json"
+    record = json.loads(path.read_text())
+    record["items"][key] = value
+    path.write_text(json.dumps(record))
+    line = one_line_error(*cli(project, "compare", "glove-50d", other, "--tasks", TASK))
+    assert f"{path}: its items record is damaged ({key!r} is {json.dumps(value)})" in line
+
+
 def test_a_deeply_nested_run_manifest_breaks_only_its_own_name(project):
     runs = project / "runs"
     (runs / "deep").mkdir(parents=True)
