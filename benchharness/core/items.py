@@ -89,4 +89,24 @@ def load_items(result_json: Path, record: dict[str, Any] | None, rerun_hint: str
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
         raise InvalidInputError(f"{path}: not per-item outputs benchharness can read ({exc}); "
                                 f"recompute with: {rerun_hint}") from None
+    problem = _array_problem(arrays)
+    if problem is not None:
+        raise InvalidInputError(f"{path}: not per-item outputs benchharness wrote ({problem}); "
+                                f"recompute with: {rerun_hint}")
     return Evaluation({}, arrays, record["kind"])
+
+
+def _array_problem(arrays: dict[str, np.ndarray]) -> str | None:
+    """What is wrong with arrays read back, if anything: ``save_items`` writes 1-D arrays, of
+    finite numbers except the names (``subset_names``), so text cosines (which sort as text) or a
+    NaN never reach a statistic."""
+    for key, array in arrays.items():
+        if array.ndim != 1:
+            return f"{key!r} has shape {array.shape}"
+        if key == "subset_names":
+            continue
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+            return f"{key!r} holds {array.dtype} values, not numbers"
+        if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
+            return f"{key!r} holds {int((~np.isfinite(array)).sum())} non-finite value(s)"
+    return None

@@ -183,6 +183,31 @@ def test_a_damaged_items_record_is_named_in_one_line(project, key, value):
     assert f"{path}: its items record is damaged ({key!r} is {json.dumps(value)})" in line
 
 
+@needs_data(GLOVE_SUBSET)
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda a: a["cosine"].astype(str), "'cosine' holds <U32 values, not numbers"),  # would rank as text
+    (lambda a: np.where(np.arange(len(a["cosine"])) == 0, np.nan, a["cosine"]), "'cosine' holds 1 non-finite"),
+    (lambda a: a["cosine"].reshape(-1, 1), "'cosine' has shape (500, 1)"),
+])
+def test_items_arrays_that_benchharness_never_writes_are_refused_naming_the_file(project, change, expected):
+    with gzip.open(DATA / GLOVE_SUBSET, "rt", encoding="utf8") as fh:
+        (project / "small.txt").write_text("".join(next(fh) for _ in range(3000)))
+    other = f"glove:{project / 'small.txt'}"
+    assert cli(project, "run", "--encoders", f"glove-50d,{other}", "--tasks", TASK, "--no-cache")[0] == 0
+    path = project / "results" / "glove-50d" / f"{TASK}.json"
+    record = json.loads(path.read_text())
+    items = path.with_name(record["items"]["file"])
+    arrays = dict(np.load(items))
+    arrays["cosine"] = change(arrays)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    items.write_bytes(buffer.getvalue())
+    record["items"]["sha256"] = hashlib.sha256(buffer.getvalue()).hexdigest()
+    path.write_text(json.dumps(record))
+    line = one_line_error(*cli(project, "compare", "glove-50d", other, "--tasks", TASK))
+    assert f"{items}: not per-item outputs benchharness wrote ({expected}" in line
+
+
 def test_a_deeply_nested_run_manifest_breaks_only_its_own_name(project):
     runs = project / "runs"
     (runs / "deep").mkdir(parents=True)
