@@ -65,6 +65,8 @@ def _signature(path: str) -> list[int | str]:
 
 def _load(store: Path) -> dict[str, dict]:
     try:
+        if store.exists() and not store.is_file():  # a FIFO would block the read for ever
+            return {}
         raw = json.loads(store.read_text())
     except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested too deeply: digests afresh
         return {}

@@ -78,6 +78,8 @@ def load_items(result_json: Path, record: dict[str, Any] | None, rerun_hint: str
     path = result_json.with_name(record["file"])
     if not path.exists():
         raise MissingItemsError(f"{path} (linked from {result_json}) is missing; produce it with: {rerun_hint}")
+    if not path.is_file():  # a FIFO would block the read for ever
+        raise InvalidInputError(f"{path}: not a regular file; recompute with: {rerun_hint}")
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != record["sha256"]:

@@ -87,6 +87,8 @@ class RunManifest(TypedDict, total=False):
 
 def read_manifest(folder: Path) -> RunManifest:
     path = folder / MANIFEST
+    if path.exists() and not path.is_file():  # a FIFO would block the read for ever
+        raise InvalidInputError(f"{path}: not a regular file")
     try:
         manifest = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
@@ -150,6 +152,8 @@ def registered_runs(runs_dir: Path) -> dict[str, Path]:
     runs: dict[str, Path] = {}
     if runs_dir.is_dir():
         for manifest in sorted(runs_dir.glob(f"*/{MANIFEST}")):
+            if not manifest.is_file():  # a FIFO would block every command's lookup for ever
+                continue
             try:
                 record = json.loads(manifest.read_text())
             except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deeply: not a manifest

@@ -290,6 +290,8 @@ def read_result(path: Path) -> Result:
         raise InvalidInputError(f"{path}: holds {name}, which no stored result has (the file was edited or "
                                 "damaged); delete it to recompute")
 
+    if path.exists() and not path.is_file():  # a FIFO would block the read for ever
+        raise InvalidInputError(f"{path}: not a regular file; delete it to recompute")
     try:
         raw = json.loads(path.read_text(), parse_constant=no_constant)
     except json.JSONDecodeError as exc:

@@ -208,6 +208,20 @@ def test_items_arrays_that_benchharness_never_writes_are_refused_naming_the_file
     assert f"{items}: not per-item outputs benchharness wrote ({expected}" in line
 
 
+def test_a_fifo_in_place_of_a_result_manifest_or_digest_store_does_not_hang_a_run(project):
+    runs = project / "runs"
+    (project / "results" / "glove-50d").mkdir(parents=True)
+    (runs / "fifo").mkdir(parents=True)
+    (project / ".cache").mkdir()
+    result = project / "results" / "glove-50d" / f"{TASK}.json"
+    for fifo in (result, runs / "fifo" / "manifest.json", project / ".cache" / "digests.json"):
+        os.mkfifo(fifo)
+    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, env={"BENCHHARNESS_RUNS": str(runs)},
+                  timeout=120)
+    assert rc == 0 and f"{result}: not a regular file; delete it to recompute; recomputing" in out, out
+    assert json.loads(result.read_text())["task"] == TASK
+
+
 def test_a_deeply_nested_run_manifest_breaks_only_its_own_name(project):
     runs = project / "runs"
     (runs / "deep").mkdir(parents=True)
