@@ -222,6 +222,16 @@ def test_a_fifo_in_place_of_a_result_manifest_or_digest_store_does_not_hang_a_ru
     assert json.loads(result.read_text())["task"] == TASK
 
 
+@pytest.mark.parametrize(("content", "expected"), [
+    (b'[paths]\ncache_dir = "\xff"\n', "invalid TOML: 'utf-8' codec can't decode byte 0xff"),
+    (b"x = " + b"[" * 5000 + b"]" * 5000, "invalid TOML: nested too deeply to read"),
+])
+def test_a_config_file_that_is_not_utf8_or_nested_too_deeply_is_one_line(project, content, expected):
+    (project / "benchharness.toml").write_bytes(content)
+    line = one_line_error(*cli(project, "list", "tasks"))
+    assert f"{project / 'benchharness.toml'}: {expected}" in line
+
+
 def test_a_deeply_nested_run_manifest_breaks_only_its_own_name(project):
     runs = project / "runs"
     (runs / "deep").mkdir(parents=True)
