@@ -196,7 +196,6 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
     from the embeddings."""
     seed_everything(ctx.seed)
     sentences = unique_sentences(todo)
-    logger.info("[%s] encoding %d unique sentences for %d task(s)", enc_name, len(sentences), len(todo))
     t0 = time.perf_counter()
     encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else 0
     with PassMemory(len(sentences), ctx.settings.embedding_memory_mib, ctx.scratch) as memory:
