@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchharness.cli.options import add_data_options, result_store, results_root
+from benchharness.cli.options import add_data_options, check_output, result_store, results_root
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import non_negative_int, positive_float, positive_int
 from benchharness.core.settings import load_config
@@ -70,9 +70,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
                                 "one encoder's sentences: choose one")
     if args.encode_actors and args.no_cache:
         raise InvalidInputError("--encode-actors fills the embedding cache; leave out --no-cache")
-    results_dir = None if args.verify else results_root(args)
-    if results_dir is not None and results_dir.exists() and not results_dir.is_dir():
-        raise InvalidInputError(f"--results-dir {results_dir} is a file; give a folder")
+    results_dir = None if args.verify else check_output(results_root(args), "folder", "--results-dir")
     cache_dir = None if args.no_cache or args.verify else (
         Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
     return RunSettings(device=args.device, batch_size=args.batch_size, seed=args.seed,

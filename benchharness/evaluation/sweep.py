@@ -21,7 +21,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from benchharness.core import digests
 from benchharness.core.cpu_share import usable_cpus
@@ -50,9 +50,12 @@ class Unit:
     stored: list[Result] = field(default_factory=list)
 
 
-def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, overwrite: str,
-         add_items: bool) -> tuple[list[Unit], list[Outcome]]:
-    """The units to submit, and the results reused without submitting anything."""
+def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, overwrite: str, add_items: bool,
+         identity_of: Callable[[str], str | None]) -> tuple[list[Unit], list[Outcome]]:
+    """The units to submit, and the results reused without submitting anything: a unit is left out
+    only when each of its pairs is stored for the identity its encoder has now (``identity_of``,
+    None when it cannot be known here without building a model: the worker decides then, by the
+    runner's own rule)."""
     groups: dict[str, list[str]] = {}
     for name in encoder_names:
         groups.setdefault(split_composition(name)[0], []).append(name)
@@ -61,6 +64,7 @@ def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, ov
         unit = Unit(base, names)
         settled = []
         for name in names:
+            identity: str | None = None
             for task in task_names:
                 try:
                     stored = store.load(name, task)
@@ -72,13 +76,34 @@ def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, ov
                 if with_items:
                     stored.per_item = store.load_items(stored)
                 unit.stored.append(stored)
-                if overwrite == "reuse" and not (add_items and not with_items):
+                if overwrite != "reuse" or (add_items and not with_items):
+                    continue
+                identity = identity or identity_of(name)
+                if identity is not None and stored.encoder_identity.get("hash") == identity:
                     settled.append(Outcome(name, task, "reused", stored.main_score, result=stored))
         if len(settled) == len(names) * len(task_names):
             reused.extend(settled)
         else:
             units.append(unit)
     return units, reused
+
+
+def _identity_in_driver(settings: RunSettings) -> Callable[[str], str | None]:
+    """An encoder's identity as the driver can tell it without training or loading a model (the
+    hf and st families fingerprint weight files; a recipe resolves only once trained); None when it
+    cannot."""
+    from benchharness.core.data_root import DataRoot
+    from benchharness.evaluation.run_resolver import resolver_for
+
+    resolver = resolver_for(settings.but(train=False), DataRoot(settings.data_dir, verify=False))
+
+    def identity_of(name: str) -> str | None:
+        try:
+            return resolver.get(name).identity
+        except Exception:  # not known here without work (an untrained recipe...): the worker decides
+            return None
+
+    return identity_of
 
 
 #: a log message of a worker, replayed by the driver: logger name, level, text
@@ -150,7 +175,9 @@ def sweep(encoder_names: list[str], tasks: list[Task], settings: RunSettings) ->
         raise ValueError("a Ray sweep stores its results: give it a results folder")
     store = ResultStore(settings.results_dir)
     task_names = [t.name for t in tasks]
-    units, outcomes = plan(encoder_names, task_names, store, settings.overwrite, settings.add_items)
+    with identity_scope():
+        units, outcomes = plan(encoder_names, task_names, store, settings.overwrite, settings.add_items,
+                               _identity_in_driver(settings))
     logger.info("ray sweep: %d unit(s) to run, %d result(s) reused without running", len(units), len(outcomes))
     if units:
         with ray_session(settings.ray_address) as ray:

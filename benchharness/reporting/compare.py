@@ -162,7 +162,9 @@ def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
     table = []
     for r in rows:
         check = ""
-        if "steiger" in r.crosscheck:
+        if "steiger" in r.crosscheck and r.crosscheck["steiger"] is None:
+            check = "Steiger: none (A and B rank every pair alike)"
+        elif "steiger" in r.crosscheck:
             check = f"Steiger z={r.crosscheck['steiger']['z']:.2f} p={_p(r.crosscheck['steiger']['p_value'])}"
         elif "mcnemar" in r.crosscheck:
             m = r.crosscheck["mcnemar"]

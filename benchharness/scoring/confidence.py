@@ -160,6 +160,10 @@ def paired(task: str, main_metric: str, a: Evaluation, b: Evaluation, n_resample
             rep = weighted_average_paired(parts, weights, unit="pairs, resampled within each subset")
         else:
             raise InvalidInputError(f"{task}: no paired comparison for STS metric {main_metric!r}")
+        if np.array_equal(np.argsort(ia["cosine"], kind="stable"), np.argsort(ib["cosine"], kind="stable")):
+            # A and B rank every pair alike: the difference is 0 in every resample, and Steiger's test,
+            # which needs their correlation below 1, has nothing to test
+            return rep, {"steiger": None}
         return rep, {"steiger": steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]).as_dict()}
     if a.kind == "classification":
         if "fold" in ia:

@@ -141,3 +141,12 @@ def test_os_environ_is_left_as_found_by_a_cli_free_call(project):
     before = dict(os.environ)
     benchharness.evaluate("glove-50d", TASK)
     assert dict(os.environ) == before
+
+
+def test_comparing_two_encoders_that_rank_every_pair_alike_gives_a_zero_difference_not_an_error(project):
+    a = benchharness.evaluate("glove-50d", TASK)
+    b = benchharness.evaluate(lambda batch: benchharness.as_encoder("glove-50d").encode(batch), TASK,
+                              name="glove-again", identity="glove-50d, again")
+    row = benchharness.compare(a, b, n_resamples=100).rows[0]
+    assert (row.difference, row.low, row.high) == (0.0, 0.0, 0.0) and row.crosscheck == {"steiger": None}
+    assert "A and B rank every pair alike" in str(benchharness.compare(a, b, n_resamples=100))
