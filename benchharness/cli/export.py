@@ -23,10 +23,10 @@ def main(args: argparse.Namespace) -> int:
     from benchharness.cli.options import check_output
     from benchharness.mteb_bridge import mteb_needed
 
+    with mteb_needed("benchharness export mteb"):  # the missing extra first: nothing else can help without it
+        import benchharness.mteb_bridge.export as export
     check_output(args.out, "folder", "--out")
     store = stored_results(args)
-    with mteb_needed("benchharness export mteb"):
-        import benchharness.mteb_bridge.export as export
     wanted = None if not args.encoders else {n.strip() for n in args.encoders.split(",") if n.strip()}
     results = [r for r in store if wanted is None or r.encoder in wanted]
     if wanted is not None and wanted - {r.encoder for r in results}:

@@ -29,6 +29,25 @@ def add_encoding_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
 
 
+def add_unavailable(sub: argparse._SubParsersAction, kind: str) -> None:
+    """A sub-command for each ``kind`` plugin that failed to load, so that naming it gives its load
+    error in one line (raised by ``raise_unavailable``) instead of argparse's list of choices."""
+    from benchharness.core.plugins import PLUGINS
+
+    for name, error in PLUGINS.broken(kind).items():
+        # every word after the name is taken as it is (no prefix character: "--base" is a word here)
+        sp = sub.add_parser(name, help=f"unavailable: {error}", prefix_chars="\0", add_help=False)
+        sp.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+        sp.set_defaults(unavailable=error)
+
+
+def raise_unavailable(args: argparse.Namespace) -> None:
+    """The load error of the plugin ``args`` names, if it is one that failed (``add_unavailable``)."""
+    error = getattr(args, "unavailable", None)
+    if error is not None:
+        raise error
+
+
 def check_output(path: str | Path, kind: str, flag: str) -> Path:
     """``path`` as a place this command can write a ``kind`` ("file" or "folder") into, checked before
     any work starts (a model loaded, a sentence encoded); else one line naming ``flag`` (the option,

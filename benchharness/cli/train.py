@@ -25,6 +25,7 @@ import copy
 import json
 from pathlib import Path
 
+from benchharness.cli.options import add_unavailable, raise_unavailable
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 
@@ -47,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="with --seeds: local trains one seed after another (default); ray trains each seed as a "
                              "Ray task on a GPU when the cluster has one (needs the 'distributed' extra)")
         sp.add_argument("--address", help="with --executor ray: the Ray cluster to join (default: start a local one)")
+    add_unavailable(sub, "methods")
 
 
 def _world_size(args: argparse.Namespace) -> None:
@@ -145,6 +147,7 @@ def check_outputs(args: argparse.Namespace, seeds: list[int] | None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    raise_unavailable(args)
     seeds = getattr(args, "seeds", None)
     on_ray = getattr(args, "executor", None) == "ray"
     if (on_ray or getattr(args, "address", None)) and not seeds:

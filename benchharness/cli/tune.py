@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from benchharness.cli.options import add_unavailable, raise_unavailable
 from benchharness.core.plugins import PLUGINS
 
 HELP = "tune a post-processor's parameters on a dev set and register the result"
@@ -13,6 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="post", required=True)
     for name, tuner in PLUGINS.load_all("tuners").items():
         tuner.add_arguments(sub.add_parser(name, help=tuner.HELP))
+    add_unavailable(sub, "tuners")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -21,6 +23,7 @@ def main(args: argparse.Namespace) -> int:
     from benchharness.cli.options import check_output
     from benchharness.core.settings import load_config
 
+    raise_unavailable(args)
     check_output(load_config().runs_dir, "folder", "the runs folder")
     out = PLUGINS.get("tuners", args.post).main(args)
     if isinstance(out, str):

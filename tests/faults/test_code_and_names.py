@@ -182,7 +182,8 @@ def broken_plugins(project: Path) -> dict[str, str]:
     (site / "bh_broken_tasks.py").write_text("raise RuntimeError('the plugin author broke this')\n")
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bh-broken\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[benchharness.tasks]\nbroken = bh_broken_tasks:TASKS\n"
-                                           "[benchharness.families]\nghost = bh_no_such_module:FAMILY\n")
+                                           "[benchharness.families]\nghost = bh_no_such_module:FAMILY\n"
+                                           "[benchharness.methods]\nghostly = bh_no_such_method\n")
     return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
 
@@ -201,6 +202,14 @@ def test_a_broken_plugin_breaks_only_its_own_names(project, broken_plugins):
 
 
 # --- weak: file tasks' names -------------------------------------------------------------------------
+
+def test_a_broken_method_plugin_named_by_train_gives_its_load_error_not_argparse_usage(project, broken_plugins):
+    done = cli(project, "train", "ghostly", "--base", "x", "--out", "run", **broken_plugins)
+    assert done.returncode == 2 and "usage:" not in done.stderr, done.stderr
+    assert ("benchharness: error: methods plugin 'ghostly' = 'bh_no_such_method' (from bh-broken) cannot be loaded"
+            in done.stderr)
+    assert cli(project, "train", "--help", **broken_plugins).returncode == 0  # the other methods still list
+
 
 def test_a_file_task_named_as_a_builtin_stops_no_command(project):
     (project / "mine.csv").write_text("sentence1,sentence2,score\na,b,1\nc,d,2\n")

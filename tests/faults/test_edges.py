@@ -154,16 +154,14 @@ def test_a_full_cache_disk_is_named_and_the_run_goes_on_without_it(project, caps
     assert stored["main_score"] == pytest.approx(committed["main_score"], abs=0.17)
 
 
-def test_a_read_only_results_folder_is_reported_per_result_and_the_summary_printed(project, capsys):
+def test_a_read_only_results_folder_is_refused_before_any_work(project, capsys):
     (project / "results_src").mkdir()
     with mounted("ro", project / "results", project / "results_src"):
         code = main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark,SICKRelatedness", "--no-cache",
                      "--quiet"])
-    out = capsys.readouterr().out
-    assert code == 1
-    rows = [line for line in out.splitlines() if line.startswith("| glove-50d")]
-    assert len(rows) == 2 and all("failed" in r and "Read-only file system" in r for r in rows)
-    assert "results in" in out
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""  # nothing computed, no table
+    assert captured.err.count("\n") == 1 and "--results-dir" in captured.err and "Read-only file system" in captured.err
 
 
 def test_a_cache_database_of_another_identity_is_quarantined_not_served(tmp_path, caplog):
