@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,8 @@ MINILMS: dict[str, str] = {
     "minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
     "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2",
 }
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,8 @@ class Resolver:
                  wrap: Callable[[Encoder], Encoder] | None = None, train_missing: bool = True) -> None:
         self.config = load_config()
         self.train_missing = train_missing
+        #: registered run names passed over because they are compositions (warned about once)
+        self._passed_over: set[str] = set()
         self.defaults = defaults or {}
         self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
 
@@ -208,8 +213,28 @@ class Resolver:
         )
 
     def _registered_whole(self, name: str) -> bool:
-        """A registered name may itself contain ``+`` (``minilm-l6+repal-tuned``)."""
-        return name in self.config.encoders or name in registered_runs(self.config.runs_dir)
+        """A registered name may itself contain ``+`` (``minilm-l6+repal-tuned``). A run in the runs
+        folder (which may be shared) may not take a name that is a composition as written
+        (``glove-50d+whitening``): it would silently stand in for that composition, so the name keeps
+        its meaning and the run is passed over, with a warning. The user's own configuration may."""
+        if name in self.config.encoders:
+            return True
+        if name not in registered_runs(self.config.runs_dir):
+            return False
+        parts = split_composition(name)
+        try:
+            for part in parts[1:]:
+                self._stage(name, part)
+        except UnknownEncoderError:  # not a composition ("minilm-l3+whitening-tuned"): the run's name
+            return True
+        if len(parts) == 1:
+            return True
+        if name not in self._passed_over:
+            self._passed_over.add(name)
+            logger.warning("the run %s is named %r, which is a composition: %r means that composition, and the run is "
+                           "passed over (rename it in its manifest.json to use it)",
+                           registered_runs(self.config.runs_dir)[name], name, name)
+        return False
 
     def check(self, name: str, _chain: tuple[str, ...] = ()) -> None:
         """Everything ``get`` would refuse, found without loading a model: unknown names, spec keys

@@ -228,3 +228,22 @@ def test_an_overlong_task_name_fails_before_any_work(project):
     one_line_error(cli(project, "run", "--encoders", "glove-50d", "--tasks", long, "--no-cache"),
                    "task name of 300 characters; use at most 150")
     assert not (project / "results").exists()  # refused before any encoding or scoring
+
+
+def test_a_shared_run_named_like_a_composition_does_not_stand_in_for_it(project, caplog):
+    from benchharness.evaluation.resolver import Resolver
+
+    runs = project / "runs"
+    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\nruns_dir = "runs"\n')
+    for name in ("glove-50d+whitening", "glove-50d+whitening-tuned"):
+        folder = runs / name.replace("+", "_")
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(json.dumps({"name": name, "encoder": {"type": "glove", "file": "x"}}))
+        (folder / "x").write_text("a 0.5 0.5\n")
+    resolver = Resolver()
+    composed = resolver.get("glove-50d+whitening")
+    assert type(composed).__name__ == "Whitening" and composed.name == "glove-50d+whitening"
+    assert sum("is a composition" in r.getMessage() for r in caplog.records) == 1
+    # "whitening-tuned" is no post-processor: that name is no composition, and it stays the run's
+    assert resolver.spec_for("glove-50d+whitening-tuned")["type"] == "glove"
+    assert resolver._registered_whole("glove-50d+whitening-tuned")
