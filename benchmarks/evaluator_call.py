@@ -24,7 +24,6 @@ import statistics
 import time
 
 import numpy as np
-
 from machine import SMOKE, header
 
 
@@ -43,7 +42,6 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     import benchharness
-
     from benchharness import tasks
     from benchharness.core.data_root import DataRoot
 

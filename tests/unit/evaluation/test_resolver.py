@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from benchharness.core.results import ResultStore
 from benchharness.core.manifests import registered_runs
+from benchharness.core.results import ResultStore
 from benchharness.core.specs import UnknownEncoderError, split_composition
 from benchharness.evaluation.resolver import Resolver, parse_adhoc
 

@@ -79,12 +79,11 @@ def warm_project(project, monkeypatch):
 def fill_cache(project: Path, spec: str) -> str:
     """Cache random vectors for every sentence of TASK under ``spec``'s identity; returns it."""
     from benchharness import tasks
+    from benchharness.core import digests
     from benchharness.core.data_root import DataRoot
     from benchharness.evaluation.cache import EmbeddingCache
     from benchharness.evaluation.embeddings import unique_sentences
     from benchharness.evaluation.resolver import Resolver
-
-    from benchharness.core import digests
 
     with digests.remembering(project / ".cache"):  # as the run that filled the cache would have
         identity = Resolver({"data_dir": DATA}).get(spec).identity

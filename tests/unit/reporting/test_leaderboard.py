@@ -1,6 +1,7 @@
 """Leaderboard grouping, sorting, seed aggregation, marks and intervals on synthetic result files."""
 
 from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.stats import spearmanr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+
 import numpy as np
 from scipy.stats import spearmanr
 from test_leaderboard import _result

@@ -3,12 +3,12 @@ the errors naming file and line, and the whole path through the command line."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 import csv
 import hashlib
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
