@@ -64,7 +64,7 @@ def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, ov
         unit = Unit(base, names)
         settled = []
         for name in names:
-            identity: str | None = None
+            asked, identity = False, None  # the identity is asked for once per encoder, when needed
             for task in task_names:
                 try:
                     stored = store.load(name, task)
@@ -78,7 +78,8 @@ def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, ov
                 unit.stored.append(stored)
                 if overwrite != "reuse" or (add_items and not with_items):
                     continue
-                identity = identity or identity_of(name)
+                if not asked:
+                    asked, identity = True, identity_of(name)
                 if identity is not None and stored.encoder_identity.get("hash") == identity:
                     settled.append(Outcome(name, task, "reused", stored.main_score, result=stored))
         if len(settled) == len(names) * len(task_names):

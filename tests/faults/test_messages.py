@@ -167,16 +167,22 @@ def test_an_object_array_items_file_is_refused_naming_it_and_never_unpickled(pro
     assert not marker.exists()
 
 
-@needs_data(GLOVE_SUBSET)
-@pytest.mark.parametrize(("key", "value"), [("file", "../../etc/passwd"), ("file", "/etc/passwd"), ("file", ".."),
-                                            ("file", 5), ("sha256", None)])
-def test_a_damaged_items_record_is_named_in_one_line(project, key, value):
+def _two_stored_encoders(project) -> tuple[str, Path, dict]:
+    """glove-50d and a glove subset stored on TASK with their items: the other encoder's name, and
+    glove-50d's result file and record."""
     with gzip.open(DATA / GLOVE_SUBSET, "rt", encoding="utf8") as fh:
         (project / "small.txt").write_text("".join(next(fh) for _ in range(3000)))
     other = f"glove:{project / 'small.txt'}"
     assert cli(project, "run", "--encoders", f"glove-50d,{other}", "--tasks", TASK, "--no-cache")[0] == 0
     path = project / "results" / "glove-50d" / f"{TASK}.json"
-    record = json.loads(path.read_text())
+    return other, path, json.loads(path.read_text())
+
+
+@needs_data(GLOVE_SUBSET)
+@pytest.mark.parametrize(("key", "value"), [("file", "../../etc/passwd"), ("file", "/etc/passwd"), ("file", ".."),
+                                            ("file", 5), ("sha256", None)])
+def test_a_damaged_items_record_is_named_in_one_line(project, key, value):
+    other, path, record = _two_stored_encoders(project)
     record["items"][key] = value
     path.write_text(json.dumps(record))
     line = one_line_error(*cli(project, "compare", "glove-50d", other, "--tasks", TASK))
@@ -190,12 +196,7 @@ def test_a_damaged_items_record_is_named_in_one_line(project, key, value):
     (lambda a: a["cosine"].reshape(-1, 1), "'cosine' has shape (500, 1)"),
 ])
 def test_items_arrays_that_benchharness_never_writes_are_refused_naming_the_file(project, change, expected):
-    with gzip.open(DATA / GLOVE_SUBSET, "rt", encoding="utf8") as fh:
-        (project / "small.txt").write_text("".join(next(fh) for _ in range(3000)))
-    other = f"glove:{project / 'small.txt'}"
-    assert cli(project, "run", "--encoders", f"glove-50d,{other}", "--tasks", TASK, "--no-cache")[0] == 0
-    path = project / "results" / "glove-50d" / f"{TASK}.json"
-    record = json.loads(path.read_text())
+    other, path, record = _two_stored_encoders(project)
     items = path.with_name(record["items"]["file"])
     arrays = dict(np.load(items))
     arrays["cosine"] = change(arrays)
