@@ -221,5 +221,5 @@ def check(spec: EncoderSpec) -> None:
             raise InvalidInputError(f"hf: {key} must be a positive integer, got {value!r}")
 
 
-FAMILY = Family.of("hf", build, accepts=HFEncoder, check=check, usage="hf:<model>?pooling=" + "|".join(POOLINGS)
+FAMILY = Family.of("hf", build, accepts=HFEncoder, check=check, takes_prompts=True, usage="hf:<model>?pooling=" + "|".join(POOLINGS)
                     + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16")

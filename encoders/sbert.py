@@ -4,18 +4,61 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
+from benchharness.core.prompts import Prompts
 from benchharness.core.specs import Defaults, EncoderSpec, Family
 from benchharness.encoders import hub
 from benchharness.encoders.backends import REFERENCE, changes_outputs
 from benchharness.encoders.checkpoint import load_complete, quiet_loading
 from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 from benchharness.encoders.transformer import TransformerEncoder
+
+#: the prompt names sentence-transformers models use for the document side (mteb: "document",
+#: ST's retrieval evaluator: "corpus", e5-style configs: "passage"), in order of preference
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
+
+
+def configured_prompts(folder: Path, name: str) -> Prompts:
+    """The prompts a model folder's ``config_sentence_transformers.json`` configures: ``query`` and
+    the first of ``DOCUMENT_PROMPT_NAMES`` by role, and ``default_prompt_name``'s prompt for every
+    role without its own, which is what ``SentenceTransformer.encode`` applies when no prompt is
+    named. A model that pools without its prompt's tokens (``include_prompt: false``) is refused
+    with a prompt: its vectors would differ from sentence-transformers'."""
+    config = folder / "config_sentence_transformers.json"
+    try:
+        settings = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"{name}: cannot read {config}: {exc}") from None
+    prompts = settings.get("prompts") or {}
+    if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
+        raise InvalidInputError(f"{name}: {config}: 'prompts' must map names to strings")
+    document = next((prompts[k] for k in DOCUMENT_PROMPT_NAMES if k in prompts), None)
+    default_name = settings.get("default_prompt_name")
+    if default_name is not None and default_name not in prompts:
+        raise InvalidInputError(f"{name}: {config}: default_prompt_name {default_name!r} is not one of its prompts "
+                                f"({', '.join(prompts) or 'none'})")
+    found = Prompts(default=prompts.get(default_name) if default_name else None, query=prompts.get("query"),
+                    document=document)
+    if not found.empty and _pools_without_prompt(folder):
+        raise InvalidInputError(f"{name}: its Pooling leaves the prompt's tokens out (include_prompt: false), which "
+                                "benchharness does not reproduce; evaluate it with the mteb bridge instead")
+    return found
+
+
+def _pools_without_prompt(folder: Path) -> bool:
+    for pooling in folder.glob("*Pooling/config.json"):
+        try:
+            if json.loads(pooling.read_text(encoding="utf-8")).get("include_prompt") is False:
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 class SentenceTransformerEncoder(TransformerEncoder):
@@ -33,6 +76,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
         super().__init__(name, batch_size, device, precision, backend)
         self.source = hub.resolve(model)
         self._model = None
+        self.prompts = configured_prompts(self.source.path, name)
 
     @property
     def model(self):
@@ -134,4 +178,4 @@ def build(name: str, spec: EncoderSpec, defaults: Defaults) -> SentenceTransform
     return SentenceTransformerEncoder(name, **{**allowed, **spec})
 
 
-FAMILY = Family.of("st", build, accepts=SentenceTransformerEncoder)
+FAMILY = Family.of("st", build, accepts=SentenceTransformerEncoder, takes_prompts=True)

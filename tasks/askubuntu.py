@@ -26,14 +26,16 @@ import contextlib
 import gzip
 import io
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO
 
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
 from benchharness.scoring.metrics import paired_cosine
@@ -54,7 +56,7 @@ class Query:
 def read_annotations(path: Path) -> list[Query]:
     """``dev.txt`` / ``test.txt``; checks the 20 candidates, their scores, similar within candidates."""
     queries = []
-    with io.open(path, encoding="utf-8") as fh, _decoded(path, io.open):
+    with open(path, encoding="utf-8") as fh, _decoded(path, io.open):
         for lineno, line in enumerate(fh, 1):
             fields = line.rstrip("\n").split("\t")
             if len(fields) != 4:
@@ -148,6 +150,11 @@ class AskUbuntu(Task):
     def sentences(self) -> list[str]:
         return [self.titles[i] for q in self.queries for i in (q.qid, *q.candidates)]
 
+    def requests(self) -> dict[Role, list[str]]:
+        """Each question's title as a query, its candidates' as documents (mteb's reranking roles)."""
+        return {self.query_role: [self.titles[q.qid] for q in self.queries],
+                DOCUMENT: [self.titles[c] for q in self.queries for c in q.candidates]}
+
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
 
@@ -155,8 +162,8 @@ class AskUbuntu(Task):
         """Metrics and, per query, the AP, RR, RR@10, P@1 and P@5 they average."""
         rankings = []
         for q in self.queries:
-            cand = embed([self.titles[c] for c in q.candidates])
-            query = embed([self.titles[q.qid]])
+            cand = embed([self.titles[c] for c in q.candidates], DOCUMENT)
+            query = embed([self.titles[q.qid]], self.query_role)
             scores = paired_cosine(np.repeat(query, len(cand), 0), cand)
             rankings.append(ranked_relevance(scores, np.array([c in q.similar for c in q.candidates])))
         per_query = per_query_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))

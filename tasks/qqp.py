@@ -28,12 +28,12 @@ lists, never the corpus or a query x corpus score matrix. Ties follow the shared
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
 from benchharness.scoring.ranking import average_precision, reciprocal_rank
@@ -49,7 +49,7 @@ DOC_BLOCK = 65_536
 def read_pairs(path: Path) -> list[tuple[str, str, int]]:
     """(question1, question2, is_duplicate) for every row; errors name the file and line."""
     rows = []
-    with io.open(path, encoding="utf-8", newline="") as fh:
+    with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.reader(fh, delimiter="\t")
         try:
             header = next(reader, None)
@@ -62,7 +62,7 @@ def read_pairs(path: Path) -> list[tuple[str, str, int]]:
         except csv.Error as exc:  # e.g. a quoted field longer than csv's field size limit
             raise DataError(f"{path}:{reader.line_num}: {exc}") from None
         except UnicodeDecodeError as exc:
-            with io.open(path, encoding="utf-8", newline="", errors="surrogateescape") as again:
+            with open(path, encoding="utf-8", newline="", errors="surrogateescape") as again:
                 raise DataError(undecodable_message(path, again, exc)) from None
     return rows
 
@@ -115,13 +115,17 @@ class QQP(Task):
     def sentences(self) -> list[str]:
         return self.corpus + self.queries
 
+    def requests(self) -> dict[Role, list[str]]:
+        return {DOCUMENT: self.corpus, self.query_role: self.queries}
+
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the AP@100 (under both names it is reported as) and RR@10."""
-        blocks = (normalise(embed(self.corpus[i : i + DOC_BLOCK])) for i in range(0, len(self.corpus), DOC_BLOCK))
-        _, ids = top_k(normalise(embed(self.queries)), blocks, MAP_K, exclude=self.own)
+        blocks = (normalise(embed(self.corpus[i : i + DOC_BLOCK], DOCUMENT))
+                  for i in range(0, len(self.corpus), DOC_BLOCK))
+        _, ids = top_k(normalise(embed(self.queries, self.query_role)), blocks, MAP_K, exclude=self.own)
         ap, rr = [], []
         for top, rel in zip(ids, self.relevant):
             hits = np.isin(top, rel)

@@ -4,6 +4,11 @@ Tasks never see an encoder and encoders never see a task: the runner hands an en
 unique sentences and gets back one float32 row per sentence, in order. Everything that determines
 those rows goes into ``identity_info`` so that stored results and cached embeddings can be tied to
 exactly the model that produced them.
+
+A task may ask for a sentence as a query or as a document (``benchharness.core.prompts.Role``). An
+encoder answers through ``encode_role``, which by default puts the role's prompt in front of each
+sentence and calls ``encode``: a family that only implements ``encode`` thereby supports prompts,
+and an encoder without prompts is symmetric (one vector per sentence, whatever the role).
 """
 
 from __future__ import annotations
@@ -13,9 +18,12 @@ import contextvars
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
+
+from benchharness.core.prompts import DEFAULT, NO_PROMPTS, Prompts, Role
 
 
 def stable_hash(obj: Any) -> str:
@@ -70,6 +78,11 @@ class Encoder(ABC):
     #: whether ``identity`` ties the outputs to a model; an unpinned encoder (a plain callable
     #: given no identity) is evaluated but never cached or stored
     pinned: bool = True
+    #: the text put in front of a sentence, by role (set from the spec, or the model's own config)
+    prompts: Prompts = NO_PROMPTS
+    #: whether the vectors depend on the role beyond the prompts (vectors computed elsewhere per
+    #: role, a callable that takes the role): such an encoder is asked for every role separately
+    role_aware: bool = False
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -79,19 +92,40 @@ class Encoder(ABC):
         """Return one float32 row per sentence, in the order given (a progress bar, if any, follows
         ``benchharness.core.progress.shown()``)."""
 
+    def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
+        """The vectors of ``sentences`` encoded for ``role``: the role's prompt in front of each
+        sentence, as sentence-transformers applies a prompt. Role-aware encoders override this."""
+        prompt = self.prompts.for_role(role)
+        return self.encode([prompt + s for s in sentences] if prompt else sentences)
+
+    def vector_key(self, role: Role) -> str:
+        """What distinguishes this encoder's vectors for ``role``: roles with one key get identical
+        vectors, so a sentence asked for by several of them is encoded once. The empty key is the
+        plain ``encode`` of every symmetric encoder."""
+        prompt = self.prompts.for_role(role)
+        return f"{role}\x1f{prompt}" if self.role_aware else prompt
+
     @abstractmethod
     def identity_info(self) -> dict[str, Any]:
         """Everything that determines the outputs: weights fingerprint, pooling, wrapper parameters."""
 
+    def identity_record(self) -> dict[str, Any]:
+        """``identity_info`` with the prompts, which change the outputs as much as the weights do."""
+        info = self.identity_info()
+        prompts = self.prompts.record()
+        return {**info, "prompts": prompts} if prompts else info
+
     @property
     def identity(self) -> str:
-        """Short fingerprint of ``identity_info``; keys caches and ties results to a model."""
-        return stable_hash(self.identity_info())[:16]
+        """Short fingerprint of ``identity_record``; keys caches and ties results to a model."""
+        return stable_hash(self.identity_record())[:16]
 
     @property
     def metadata(self) -> dict[str, Any]:
         """Descriptive facts stored with results; subclasses extend it."""
         facts: dict[str, Any] = {"class": type(self).__name__, "similarity": self.similarity}
+        if not self.prompts.empty:
+            facts["prompts"] = self.prompts.record()
         if self.provenance is not None:
             facts["training"] = self.provenance
         return facts

@@ -57,11 +57,15 @@ class Family:
     check: Callable[[EncoderSpec], None] | None = None
     #: its spec names code to import or call (``python``): refused in a run manifest, which is data
     runs_code: bool = False
+    #: it takes ``prompt``, ``query_prompt``, ``document_prompt`` and ``instruction_template``
+    #: (``benchharness.core.prompts.PROMPT_KEYS``): text its encoders put in front of a sentence
+    takes_prompts: bool = False
 
     @classmethod
     def of(cls, name: str, build: Builder, target: str = "model", usage: str | None = None,
            accepts: Callable[..., Any] | Collection[str] | None = None,
-           check: Callable[[EncoderSpec], None] | None = None, runs_code: bool = False) -> "Family":
+           check: Callable[[EncoderSpec], None] | None = None, runs_code: bool = False,
+           takes_prompts: bool = False) -> "Family":
         """A family whose accepted spec keys are ``accepts``: the encoder class the builder passes
         them to (its constructor's keyword parameters, less ``name``), or the keys themselves. A
         spec with another key is then refused with the accepted ones listed, instead of a
@@ -70,7 +74,7 @@ class Family:
             params = None if accepts is None else tuple(accepts)
         else:
             params = tuple(p for p in inspect.signature(accepts).parameters if p not in ("self", "name"))
-        return cls(name, build, target, usage or f"{name}:<{target}>", params, check, runs_code)
+        return cls(name, build, target, usage or f"{name}:<{target}>", params, check, runs_code, takes_prompts)
 
 
 @dataclass(frozen=True)

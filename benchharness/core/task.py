@@ -7,6 +7,10 @@ runner calls ``load`` once (reading files through the data root, which checks th
 ``sentences()`` from every selected task, encodes the unique ones once, and calls
 ``evaluate_items(embed)`` where ``embed(list_of_sentences)`` is served from that store.
 
+Roles: an asymmetric task (retrieval, reranking, duplicate-question search) declares what it will
+ask for by role in ``requests()`` and calls ``embed(sentences, QUERY)`` / ``embed(..., DOCUMENT)``;
+a symmetric one declares ``sentences()`` and calls ``embed(sentences)``.
+
 Per-item outputs: ``evaluate_items`` returns the metrics together with the outputs they
 were computed from (a cosine per pair, a prediction per test item, AP/RR per query), so that
 confidence intervals and paired comparisons never need the encoder again. A task family that keeps
@@ -16,19 +20,26 @@ none implements ``evaluate`` only; the default ``evaluate_items`` then returns n
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from benchharness.core.data_root import DataRoot
+from benchharness.core.prompts import DEFAULT, QUERY, Role
 
 if TYPE_CHECKING:  # the contract needs no numpy at run time (the leaderboard reads results without it)
     import numpy as np
 
     from benchharness.core.encoder import Encoder
 
-#: what a task gets to embed sentences: one float32 row per sentence, in order
-Embed = Callable[[list[str]], "np.ndarray"]
+
+
+class Embed(Protocol):
+    """What a task gets to embed sentences: one float32 row per sentence, in order, for ``role``."""
+
+    def __call__(self, sentences: list[str], role: Role = DEFAULT, /) -> np.ndarray: ...
+
 #: what ``evaluate`` returns: scores (x100) and counts by metric name, plus descriptive strings
 #: (a transfer task's classifier ``config``); the keys differ from task family to task family
 Metrics = dict[str, float | int | str]
@@ -64,6 +75,8 @@ class TaskMetadata:
     reference: str
     groups: tuple[str, ...] = ()
     n_samples: int | None = None  # expected evaluation items, checked at load
+    #: given to the query side of a model that takes instructions (``[tasks.x] instruction = "..."``)
+    instruction: str | None = None
     protocol_details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,7 +110,17 @@ class Task(ABC):
 
     @abstractmethod
     def sentences(self) -> list[str]:
-        """Every sentence ``evaluate`` will ask to embed."""
+        """Every sentence ``evaluate`` will ask to embed (in any role)."""
+
+    def requests(self) -> dict[Role, list[str]]:
+        """Every sentence ``evaluate`` will ask to embed, by the role it asks for it in; a symmetric
+        task asks for all of ``sentences()`` in the default role."""
+        return {DEFAULT: self.sentences()}
+
+    @property
+    def query_role(self) -> Role:
+        """The role of this task's queries: carries the task's instruction, if it has one."""
+        return Role(QUERY.name, self.metadata.instruction)
 
     @abstractmethod
     def evaluate(self, embed: Embed, seed: int) -> Metrics:

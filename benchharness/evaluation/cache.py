@@ -29,15 +29,18 @@ import os
 import sqlite3
 import time
 import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
-from benchharness.core.encoder import Encoder
+from benchharness.core.encoder import Encoder, stable_hash
 from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.progress import progress_shown, shown
+from benchharness.core.prompts import DEFAULT as DEFAULT_ROLE
+from benchharness.core.prompts import Prompts, Role
 
 logger = logging.getLogger(__name__)
 
@@ -488,6 +491,14 @@ class _Filler:
         self.filled[:] = False
 
 
+def cache_key(encoder: Encoder, role: Role) -> str:
+    """The cache folder of ``encoder``'s vectors for ``role``: its identity, for the vectors every
+    role shares (no prompt, or one for all); its identity and a digest of the role's ``vector_key``
+    otherwise, so that a query's vector is never served as a document's."""
+    key = encoder.vector_key(role)
+    return encoder.identity if not key else f"{encoder.identity}-{stable_hash(key)[:8]}"
+
+
 class CachingEncoder(Encoder):
     """Serves what the cache holds and encodes (then stores) only the rest.
 
@@ -498,7 +509,7 @@ class CachingEncoder(Encoder):
     """
 
     def __init__(self, inner: Encoder, cache: EmbeddingCache, chunk_size: int = ENCODE_CHUNK,
-                 encode_chunks: Callable[[Iterable[list[str]]], Iterator[np.ndarray]] | None = None) -> None:
+                 encode_chunks: Callable[[Iterable[list[str]], Role], Iterator[np.ndarray]] | None = None) -> None:
         super().__init__(inner.name)
         self.inner = inner
         self.cache = cache
@@ -510,24 +521,39 @@ class CachingEncoder(Encoder):
         #: without it, and that was said once (``EmbeddingCache.unusable``)
         self.without_cache = False
 
+    @property
+    def prompts(self) -> Prompts:  # type: ignore[override]
+        return self.inner.prompts
+
+    @property
+    def role_aware(self) -> bool:  # type: ignore[override]
+        return self.inner.role_aware
+
+    def vector_key(self, role: Role) -> str:
+        return self.inner.vector_key(role)
+
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
+        return self.encode_role(sentences, DEFAULT_ROLE)
+
+    def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT_ROLE) -> np.ndarray:
         if not sentences:
             return np.zeros((0, 0), dtype=np.float32)
         unique = list(dict.fromkeys(sentences))
-        vectors = self.encode_into(unique, lambda dim: np.empty((len(unique), dim), np.float32))
+        vectors = self.encode_into(unique, lambda dim: np.empty((len(unique), dim), np.float32), role=role)
         if len(unique) == len(sentences):
             return vectors
         row = {s: i for i, s in enumerate(unique)}
         return vectors[np.fromiter((row[s] for s in sentences), dtype=np.intp, count=len(sentences))]
 
     def encode_into(self, sentences: Sequence[str], allocate: Allocate,
-                    cached: Callable[[int], None] | None = None) -> Any:
+                    cached: Callable[[int], None] | None = None, role: Role = DEFAULT_ROLE) -> Any:
         """The vectors of distinct ``sentences``, in order, in the array ``allocate(dim)`` makes: cached
         rows are copied in during one scan of the cache, the rest encoded chunk by chunk, committed
         and copied in; ``cached`` is told how many the scan served, before any encoding. Non-finite
         vectors are returned as they are and never cached. A cache that cannot be read or written is
-        left for the rest of the run, with one warning."""
-        identity = self.inner.identity
+        left for the rest of the run, with one warning. Each role's vectors are kept apart from the
+        others' (``cache_key``) unless the encoder gives every role the same ones."""
+        identity = cache_key(self.inner, role)
         where = {sentence_key(s): i for i, s in enumerate(sentences)}
         if len(where) != len(sentences):
             raise InvalidInputError(f"{self.name}: encode_into takes distinct sentences")
@@ -543,7 +569,7 @@ class CachingEncoder(Encoder):
             cached(int(fill.filled.sum()))
         if fill.filled.all():
             return fill.out
-        chunks = self._encode_missing(sentences, fill)
+        chunks = self._encode_missing(sentences, fill, role)
         if not self.without_cache:
             self._encode_and_store(identity, sentences, fill, chunks)
         for _ in chunks:  # whatever is left once the cache failed, or all of it without one
@@ -588,7 +614,7 @@ class CachingEncoder(Encoder):
         logger.warning("%s: the embedding cache cannot be %s (%s: %s); this run goes on without it",
                        self.name, what, self.cache.root / identity, cause)
 
-    def _encode_missing(self, sentences: Sequence[str], fill: _Filler
+    def _encode_missing(self, sentences: Sequence[str], fill: _Filler, role: Role = DEFAULT_ROLE
                         ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
         """Encode, chunk by chunk, the sentences ``fill`` lacks, copying each chunk's vectors in;
         yields each chunk, its vectors and which rows are finite.
@@ -608,11 +634,11 @@ class CachingEncoder(Encoder):
         # (or actors, whose bars are elsewhere); a single chunk keeps the encoder's own finer bar
         own_bar = shown() and (self.encode_chunks is not None or len(chunks) > 1)
         if self.encode_chunks is not None:
-            encoded = self.encode_chunks(chunks)
+            encoded = self.encode_chunks(chunks, role)
         elif own_bar:
-            encoded = (self._encode_quietly(chunk) for chunk in chunks)
+            encoded = (self._encode_quietly(chunk, role) for chunk in chunks)
         else:
-            encoded = (self.inner.encode(chunk) for chunk in chunks)
+            encoded = (self.inner.encode_role(chunk, role) for chunk in chunks)
         from tqdm.auto import tqdm
 
         with tqdm(total=len(missing), desc=f"encode {self.name}", unit="sentence", disable=not own_bar) as bar:
@@ -628,13 +654,16 @@ class CachingEncoder(Encoder):
                 bar.update(len(chunk))
                 yield chunk, vecs, np.isfinite(vecs).all(axis=1)
 
-    def _encode_quietly(self, chunk: list[str]) -> np.ndarray:
+    def _encode_quietly(self, chunk: list[str], role: Role) -> np.ndarray:
         """The inner encoder's vectors with its own bar off (the cache shows one for the pass)."""
         with progress_shown(False):
-            return self.inner.encode(chunk)
+            return self.inner.encode_role(chunk, role)
 
     def identity_info(self) -> dict[str, Any]:
         return self.inner.identity_info()
+
+    def identity_record(self) -> dict[str, Any]:
+        return self.inner.identity_record()
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -5,6 +5,10 @@ Tasks read vectors through ``EmbeddingStore.embed`` (sentences -> rows) whicheve
 so a task that reads its corpus a block at a time (QQP's search) keeps the run's memory bounded by
 a block: the pass is filled chunk by chunk (``CachingEncoder.encode_into``, or ``encode_pass``'s own
 chunks for an encoder without cache) and never exists as one array.
+
+A pass holds one group of rows per distinct ``vector_key`` of the roles its tasks ask for: one
+group for a symmetric encoder (a sentence asked for as query and as document is encoded once), one
+per role for an encoder with role prompts. Each group fills its own region of the pass's rows.
 """
 
 from __future__ import annotations
@@ -13,13 +17,15 @@ import errno
 import logging
 import os
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from benchharness.core.encoder import Encoder
-from benchharness.core.errors import UserError
+from benchharness.core.errors import InvalidInputError, UserError
+from benchharness.core.prompts import DEFAULT, Role
 from benchharness.evaluation.cache import ENCODE_CHUNK, CachingEncoder
 from benchharness.evaluation.run_settings import DEFAULT_MEMORY_MIB
 
@@ -189,11 +195,27 @@ class PassMemory:
     def __init__(self, n: int, memory_mib: float = DEFAULT_MEMORY_MIB, folder: Path | None = None) -> None:
         self.n, self.memory_mib, self.folder = n, memory_mib, folder
         self._file: RowFile | None = None
+        #: the pass's rows, once the first vectors told their dimension
+        self.rows: Vectors | None = None
 
     def fits(self, dim: int) -> bool:
         return self.n * dim * 4 <= self.memory_mib * 2**20
 
     def allocate(self, dim: int) -> Vectors:
+        """The pass's rows, made at the first call; every later call (another role's region) gets the
+        same rows, which must have the same dimension."""
+        if self.rows is None:
+            self.rows = self._make(dim)
+        elif self.rows.shape[1] != dim:
+            raise InvalidInputError(f"the encoder returned {self.rows.shape[1]}-dimensional vectors for one role and "
+                                    f"{dim}-dimensional ones for another")
+        return self.rows
+
+    def region(self, offset: int, n: int) -> Region:
+        """Rows ``offset .. offset + n`` of the pass, for one group of sentences."""
+        return Region(self, offset, n)
+
+    def _make(self, dim: int) -> Vectors:
         if self.fits(dim):
             return np.empty((self.n, dim), dtype=np.float32)
         folder = self.folder
@@ -225,6 +247,42 @@ class PassMemory:
         self.close()
 
 
+class Region:
+    """One group's rows of a pass: ``allocate`` hands out a view of the pass's rows (an array slice,
+    or ``OffsetRows`` over a spill file) where the group's vectors are written in place."""
+
+    def __init__(self, memory: PassMemory, offset: int, n: int) -> None:
+        self.memory, self.offset, self.n = memory, offset, n
+
+    def allocate(self, dim: int) -> Vectors:
+        rows = self.memory.allocate(dim)
+        if isinstance(rows, np.ndarray):
+            return rows[self.offset : self.offset + self.n]
+        return OffsetRows(rows, self.offset, self.n)
+
+
+class OffsetRows:
+    """Rows ``offset .. offset + n`` of a ``RowFile``, indexed from 0."""
+
+    def __init__(self, rows: RowFile, offset: int, n: int) -> None:
+        self.rows, self.offset, self.shape = rows, offset, (n, rows.shape[1])
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _shift(self, key: Any) -> np.ndarray:
+        positions = np.arange(*key.indices(self.shape[0])) if isinstance(key, slice) else np.asarray(key).reshape(-1)
+        if len(positions) and (positions.min() < 0 or positions.max() >= self.shape[0]):
+            raise IndexError(f"row positions outside 0..{self.shape[0] - 1}")
+        return positions.astype(np.intp) + self.offset
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return self.rows[self._shift(key)]
+
+    def __setitem__(self, key: Any, rows: np.ndarray) -> None:
+        self.rows[self._shift(key)] = rows
+
+
 def encoding_line(total: int, cached: int) -> str:
     """What a pass is about to do, for the log: how many of its sentences are encoded, how many cached."""
     if cached == 0:
@@ -234,26 +292,23 @@ def encoding_line(total: int, cached: int) -> str:
     return f"encoding {total - cached:,} of {total:,} unique sentences ({cached:,} cached)"
 
 
-def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory,
-                cached: Callable[[int], None] | None = None) -> Vectors:
+def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory | Region,
+                cached: Callable[[int], None] | None = None, role: Role = DEFAULT) -> Vectors:
     """Every (distinct) sentence's vector, in order, in the array ``allocate`` makes; ``cached`` is
     told, before any encoding, how many of them the cache serves (0 without a cache).
 
     Through the cache, rows are copied in as the cache is scanned and as chunks are encoded. An
     encoder without cache encodes a pass of up to ``LARGE_PASS`` sentences in one call, as it always
     has; a larger one in chunks of the cache's size, longest first (the cache's order, so the
-    batches are those of one call; see ``CachingEncoder._encode_missing``).
+    batches are those of one call; see ``CachingEncoder._encode_missing``). The vectors are those
+    of ``role`` (``Encoder.encode_role``).
     """
     if isinstance(encoder, CachingEncoder):
-        return encoder.encode_into(sentences, memory.allocate, cached)
+        return encoder.encode_into(sentences, memory.allocate, cached, role)
     if cached is not None:
         cached(0)
     if len(sentences) <= LARGE_PASS:
-        vectors = np.asarray(encoder.encode(list(sentences)))
-        if vectors.ndim != 2 or len(vectors) != len(sentences):
-            return vectors  # the caller names the bad shape
-        if memory.fits(vectors.shape[1]):
-            return vectors.astype(np.float32, copy=False)
+        vectors = _checked(encoder, np.asarray(encoder.encode_role(list(sentences), role)), len(sentences))
         out = memory.allocate(vectors.shape[1])
         out[slice(0, len(sentences))] = vectors
         return out
@@ -261,30 +316,76 @@ def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory,
     out = None
     for start in range(0, len(order), ENCODE_CHUNK):
         rows = np.asarray(order[start : start + ENCODE_CHUNK], dtype=np.intp)
-        vecs = np.asarray(encoder.encode([sentences[i] for i in rows]), np.float32)
-        if vecs.ndim != 2 or len(vecs) != len(rows):
-            return vecs  # the caller names the bad shape
+        vecs = _checked(encoder, np.asarray(encoder.encode_role([sentences[i] for i in rows], role)), len(rows))
         if out is None:
             out = memory.allocate(vecs.shape[1])
         out[rows] = vecs
     return out
 
 
+def _checked(encoder: Encoder, vectors: np.ndarray, n: int) -> np.ndarray:
+    if vectors.ndim != 2 or len(vectors) != n:
+        raise InvalidInputError(f"encoder {encoder.name!r} returned an array of shape {vectors.shape} for {n:,} "
+                                "sentences")
+    return vectors.astype(np.float32, copy=False)
+
+
+#: one group of a pass: a role that stands for every role with its ``vector_key``, and its distinct sentences
+Group = tuple[Role, list[str]]
+
+
+def pass_groups(tasks: Sequence[Any], encoder: Encoder) -> dict[str, Group]:
+    """The sentences ``tasks`` ask for, by the encoder's ``vector_key`` of the role they ask in:
+    each key's distinct sentences (first-seen order) and one of its roles to encode them as."""
+    groups: dict[str, Group] = {}
+    for task in tasks:
+        for role, sentences in task.requests().items():
+            key = encoder.vector_key(role)
+            group = groups.setdefault(key, (role, []))
+            group[1].extend(sentences)
+    return {key: (role, list(dict.fromkeys(sentences))) for key, (role, sentences) in groups.items()}
+
+
+def encode_groups(encoder: Encoder, groups: dict[str, Group], memory: PassMemory,
+                  cached: Callable[[Role, int, int], None] | None = None) -> Vectors:
+    """Every group's vectors in its region of one pass, in ``groups`` order; ``cached`` is told, for
+    each group before it is encoded, its role, its size and how many of it the cache serves."""
+    offset = 0
+    for role, sentences in groups.values():
+        encode_pass(encoder, sentences, memory.region(offset, len(sentences)),
+                    None if cached is None else lambda n, r=role, total=len(sentences): cached(r, total, n), role)
+        offset += len(sentences)
+    if memory.rows is None:  # no sentence at all
+        return np.zeros((0, 0), dtype=np.float32)
+    return memory.rows
+
+
 class EmbeddingStore:
-    """Sentence -> row lookup over one encoding pass; ``embed`` is what tasks receive."""
+    """(role, sentence) -> row lookup over one encoding pass; ``embed`` is what tasks receive.
 
-    def __init__(self, sentences: list[str], vectors: Vectors) -> None:
-        self.index = {s: i for i, s in enumerate(sentences)}
+    Built from a pass's groups, it maps a role to its group by the encoder's ``vector_key``; from a
+    plain list of sentences (no encoder), every role reads the same rows."""
+
+    def __init__(self, sentences: list[str] | dict[str, Group], vectors: Vectors,
+                 encoder: Encoder | None = None) -> None:
+        groups = {"": (DEFAULT, sentences)} if isinstance(sentences, list) else sentences
+        self.index: dict[str, dict[str, int]] = {}
+        offset = 0
+        for key, (_, members) in groups.items():
+            self.index[key] = {s: offset + i for i, s in enumerate(members)}
+            offset += len(members)
         self.vectors = vectors
+        self.key: Callable[[Role], str] = (lambda role: "") if encoder is None else encoder.vector_key
 
-    def positions(self, sentences: Sequence[str]) -> np.ndarray:
+    def positions(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
+        index = self.index.get(self.key(role), {})
         try:
-            return np.fromiter((self.index[s] for s in sentences), dtype=np.intp, count=len(sentences))
+            return np.fromiter((index[s] for s in sentences), dtype=np.intp, count=len(sentences))
         except KeyError as exc:
-            raise KeyError(f"task asked for a sentence it did not declare: {exc.args[0][:80]!r}") from None
+            raise KeyError(f"task asked for a sentence it did not declare (as {role}): {exc.args[0][:80]!r}") from None
 
-    def embed(self, sentences: Sequence[str]) -> np.ndarray:
-        return self.vectors[self.positions(sentences)]
+    def embed(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
+        return self.vectors[self.positions(sentences, role)]
 
 
 def unique_sentences(loaded: Sequence[Any]) -> list[str]:
@@ -305,10 +406,17 @@ def non_finite_message(encoder: str, sentences: list[str], vectors: Vectors) -> 
             "precision (fp16 overflows), or its input handling for such sentences")
 
 
-def zero_vectors(embeddings: EmbeddingStore, sentences: Sequence[str]) -> int:
-    """How many of the distinct ``sentences`` are encoded as all-zero vectors (e.g. every word out of
-    a word-vector vocabulary): cosine similarity is undefined for them, so the result reports them.
-    Read a block at a time."""
-    distinct = list(dict.fromkeys(sentences))
-    return sum(int((~embeddings.embed(distinct[i : i + READ_BLOCK]).any(axis=1)).sum())
-               for i in range(0, len(distinct), READ_BLOCK))
+def zero_vectors(embeddings: EmbeddingStore, requests: dict[Role, list[str]]) -> tuple[int, int]:
+    """How many of the distinct (role, sentence) vectors a task asks for are all-zero (e.g. every
+    word out of a word-vector vocabulary), and how many it asks for: cosine similarity is undefined
+    for them, so the result reports them. Read a block at a time."""
+    zeros = total = 0
+    seen: dict[str, set[str]] = {}
+    for role, sentences in requests.items():  # a sentence asked for in two roles with one vector counts once
+        held = seen.setdefault(embeddings.key(role), set())
+        distinct = [s for s in dict.fromkeys(sentences) if s not in held]
+        held.update(distinct)
+        total += len(distinct)
+        zeros += sum(int((~embeddings.embed(distinct[i : i + READ_BLOCK], role).any(axis=1)).sum())
+                     for i in range(0, len(distinct), READ_BLOCK))
+    return zeros, total

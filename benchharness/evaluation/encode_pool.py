@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import UserError
+from benchharness.core.prompts import DEFAULT, Role
 from benchharness.evaluation.ray_cluster import enter_driver_folder, ray_session, slot
 from benchharness.evaluation.run_settings import RunSettings
 
@@ -55,8 +57,8 @@ class EncoderActor:
     def ready(self) -> str:
         return self.encoder.identity
 
-    def encode(self, sentences: list[str]) -> np.ndarray:
-        return np.asarray(self.encoder.encode(sentences), dtype=np.float32)
+    def encode(self, sentences: list[str], role: Role = DEFAULT) -> np.ndarray:
+        return np.asarray(self.encoder.encode_role(sentences, role), dtype=np.float32)
 
 
 class Pool:
@@ -65,13 +67,13 @@ class Pool:
     def __init__(self, ray: Any, actors: list[Any]) -> None:
         self.ray, self.actors = ray, actors
 
-    def __call__(self, chunks: Iterable[list[str]]) -> Iterator[np.ndarray]:
+    def __call__(self, chunks: Iterable[list[str]], role: Role = DEFAULT) -> Iterator[np.ndarray]:
         pending: collections.deque = collections.deque()
         turn = 0
         for chunk in chunks:
             if len(pending) >= IN_FLIGHT * len(self.actors):
                 yield self.ray.get(pending.popleft())
-            pending.append(self.actors[turn % len(self.actors)].encode.remote(chunk))
+            pending.append(self.actors[turn % len(self.actors)].encode.remote(chunk, role))
             turn += 1
         while pending:
             yield self.ray.get(pending.popleft())

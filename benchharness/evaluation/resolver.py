@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchharness.core.encoder import Encoder
-from benchharness.core.errors import UserError
+from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.local_paths import check_local_path
 from benchharness.core.manifests import RunManifest, manifest_spec, read_manifest, registered_runs
 from benchharness.core.plugins import PLUGINS
+from benchharness.core.prompts import NO_PROMPTS, PROMPT_KEYS
 from benchharness.core.settings import load_config
 from benchharness.core.specs import (
     COMPOSE,
@@ -78,6 +79,28 @@ BUILTINS: dict[str, BuiltIn] = {
     ),
 }
 
+#: the e5 model cards: "query: " on queries and on symmetric tasks (STS), "passage: " on documents
+E5_PROMPTS = {"prompt": "query: ", "query_prompt": "query: ", "document_prompt": "passage: "}
+#: the bge v1.5 model cards: the retrieval instruction on queries only, nothing elsewhere
+BGE_PROMPTS = {"query_prompt": "Represent this sentence for searching relevant passages: "}
+
+
+def _published(model: str, prompts: dict[str, str], card: str) -> BuiltIn:
+    spec: EncoderSpec = {"type": "st", "model": model, **prompts}  # type: ignore[typeddict-item]
+    shown = ", ".join(f"{k}={v!r}" for k, v in prompts.items()) or "no prompts"
+    return BuiltIn(spec, f"{model} with its documented prompts ({shown}; {card})")
+
+
+#: published embedders of today, by their model cards' prompts (downloaded from the hub when first used)
+BUILTINS.update({
+    **{f"e5-{size}-v2": _published(f"intfloat/e5-{size}-v2", E5_PROMPTS, "e5 model card")
+       for size in ("small", "base", "large")},
+    **{f"bge-{size}-en-v1.5": _published(f"BAAI/bge-{size}-en-v1.5", BGE_PROMPTS, "bge model card")
+       for size in ("small", "base", "large")},
+    **{f"gte-{size}": _published(f"thenlper/gte-{size}", {}, "gte model card: no instruction")
+       for size in ("small", "base", "large")},
+})
+
 
 def families() -> dict[str, Family]:
     return PLUGINS.load_all("families")
@@ -99,7 +122,8 @@ def check_spec(name: str, spec: EncoderSpec) -> Family:
         raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} ({', '.join(PLUGINS.names('families'))})")
     family: Family = PLUGINS.get("families", kind)  # a plugin that cannot be loaded: its own one-line error
     if family.params is not None:
-        accepted = [family.target, *(p for p in family.params if p != family.target)]
+        accepted = [family.target, *(p for p in family.params if p != family.target),
+                    *(PROMPT_KEYS if family.takes_prompts else ())]
         for key in spec:
             if key != "type" and key not in accepted:
                 close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
@@ -112,14 +136,34 @@ def check_spec(name: str, spec: EncoderSpec) -> Family:
             check_local_path(value, f"encoder {name!r} ({key})")
     if family.check is not None:
         family.check(spec)
+    if family.takes_prompts:
+        spec_prompts(name, spec)
     return family
 
 
+def spec_prompts(name: str, spec: EncoderSpec) -> dict[str, str]:
+    """The prompt keys of ``spec``, checked: strings, and a template with its placeholder."""
+    given = {key: spec[key] for key in PROMPT_KEYS if key in spec}  # type: ignore[literal-required]
+    for key, value in given.items():
+        if not isinstance(value, str):
+            raise InvalidInputError(f"encoder {name!r}: {key} must be a string, not {type(value).__name__}")
+    try:
+        NO_PROMPTS.but(**given)
+    except ValueError as exc:
+        raise InvalidInputError(f"encoder {name!r}: {exc}") from None
+    return given
+
+
 def build(name: str, spec: EncoderSpec, defaults: Defaults | None = None) -> Encoder:
-    """Instantiate an encoder from a spec dict ``{"type": ..., **params}``."""
+    """Instantiate an encoder from a spec dict ``{"type": ..., **params}``; prompts given in the
+    spec replace those the model configures for the same role."""
     family = check_spec(name, spec)
-    params = {k: v for k, v in spec.items() if k != "type"}
-    return family.build(name, params, {k: v for k, v in (defaults or {}).items() if v is not None})  # type: ignore[arg-type]
+    params = {k: v for k, v in spec.items() if k != "type" and k not in PROMPT_KEYS}
+    encoder = family.build(name, params, {k: v for k, v in (defaults or {}).items() if v is not None})  # type: ignore[arg-type]
+    given = spec_prompts(name, spec) if family.takes_prompts else {}
+    if given:
+        encoder.prompts = encoder.prompts.but(**given)
+    return encoder
 
 
 def parse_adhoc(spec: str) -> EncoderSpec | None:

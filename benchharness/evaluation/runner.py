@@ -27,9 +27,10 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder, stable_hash
@@ -42,11 +43,12 @@ from benchharness.core.task import EncoderDrivenTask, Evaluation, Task
 from benchharness.evaluation.cache import CachingEncoder
 from benchharness.evaluation.embeddings import (
     EmbeddingStore,
+    Group,
     PassMemory,
-    encode_pass,
+    encode_groups,
     encoding_line,
     non_finite_message,
-    unique_sentences,
+    pass_groups,
     zero_vectors,
 )
 from benchharness.evaluation.run_settings import RunSettings
@@ -123,7 +125,7 @@ def run(encoder_names: list[str], tasks: list[Task], get_encoder: Callable[[str]
     for enc_name in encoder_names:
         try:
             encoder = get_encoder(enc_name)
-            info = encoder.identity_info()
+            info = encoder.identity_record()
             identity = {"hash": stable_hash(info)[:16], **info}
         except Exception as exc:
             for name in loaded:
@@ -192,16 +194,22 @@ def _plan(enc_name: str, identity: str, tasks: dict[str, Task], ctx: _Context) -
 
 def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan,
                               ctx: _Context) -> None:
-    """The shared pass: every unique sentence of ``todo`` encoded once, then each task evaluated
-    from the embeddings."""
+    """The shared pass: every unique sentence of ``todo`` encoded once for each distinct vector its
+    roles call for (once in all, for a symmetric encoder), then each task evaluated from the
+    embeddings."""
     seed_everything(ctx.seed)
-    sentences = unique_sentences(todo)
+    groups = pass_groups(todo, encoder)
+    sentences = [s for _, members in groups.values() for s in members]
     t0 = time.perf_counter()
     encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else 0
+
+    def told(role: Any, total: int, cached: int) -> None:
+        side = f" as {role}" if len(groups) > 1 else ""
+        logger.info("[%s] %s%s for %d task(s)", enc_name, encoding_line(total, cached), side, len(todo))
+
     with PassMemory(len(sentences), ctx.settings.embedding_memory_mib, ctx.scratch) as memory:
         try:
-            vectors = encode_pass(encoder, sentences, memory, lambda cached: logger.info(
-                "[%s] %s for %d task(s)", enc_name, encoding_line(len(sentences), cached), len(todo)))
+            vectors = encode_groups(encoder, groups, memory, told)
         except Exception as exc:
             for task in todo:
                 ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
@@ -210,24 +218,25 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
             return
         encode_seconds = time.perf_counter() - t0
         newly_encoded = encoder.encoded - encoded_before if isinstance(encoder, CachingEncoder) else len(sentences)
-        _evaluate_tasks(todo, enc_name, encoder, identity, plan, ctx, sentences, vectors,
+        _evaluate_tasks(todo, enc_name, encoder, identity, plan, ctx, groups, vectors,
                         {"encode_seconds_all_tasks": round(encode_seconds, 3),
                          "sentences_encoded_all_tasks": len(sentences), "sentences_not_from_cache": newly_encoded})
 
 
 def _evaluate_tasks(todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan, ctx: _Context,
-                    sentences: list[str], vectors: Any, pass_timings: Timings) -> None:
+                    groups: dict[str, Group], vectors: Any, pass_timings: Timings) -> None:
     """Each task evaluated from the pass's vectors; vectors that cannot be scored fail them all."""
+    sentences = [s for _, members in groups.values() for s in members]
     problem = non_finite_message(enc_name, sentences, vectors)
     if problem is not None:
         for task in todo:
             ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=problem))
         logger.error("[%s] %s", enc_name, problem)
         return
-    embeddings = EmbeddingStore(sentences, vectors)
+    embeddings = EmbeddingStore(groups, vectors, encoder)
     for task in todo:
-        zeros = zero_vectors(embeddings, task.sentences())
-        if zeros and zeros == len(set(task.sentences())):
+        zeros, asked = zero_vectors(embeddings, task.requests())
+        if zeros and zeros == asked:
             ctx.fail(enc_name, task.name, f"every one of the {zeros:,} sentences is encoded as a zero vector "
                      "(e.g. every word out of a word-vector vocabulary): cosine similarity, hence the score, is "
                      "undefined", f"[{enc_name}/{task.name}] failed: every sentence is a zero vector")
@@ -284,7 +293,7 @@ def _keep(task: Task, enc_name: str, encoder: Encoder, identity: dict, evaluatio
     result = Result(
         encoder=enc_name, task=task.name, main_score=float(metrics[task.metadata.main_score]),
         main_metric=task.metadata.main_score, metrics=metrics, protocol=_protocol(task),
-        encoder_identity=identity, encoder_metadata=encoder.metadata,
+        encoder_identity=identity, encoder_metadata=_metadata(encoder, task),
         data=data_record, seed=ctx.seed, timings=timings, versions=ctx.versions, date=now(),
         **({} if zeros is None else {"embedding_stats": {"zero_vectors": zeros}}),
         **({} if confidence is None else {"confidence": confidence}),
@@ -334,10 +343,20 @@ def _previous_confidence(store: ResultSink | None, stored: Result | None,
         return None
 
 
+def _metadata(encoder: Encoder, task: Task) -> dict[str, Any]:
+    """The encoder's metadata, with the prompt it put in front of each role's sentences for this
+    task when it put any (``prompts_applied``: what a reader needs to reproduce the inputs)."""
+    metadata = encoder.metadata
+    if encoder.prompts.empty:
+        return metadata
+    applied = {str(role): encoder.prompts.for_role(role) for role in task.requests()}
+    return {**metadata, "prompts_applied": applied}
+
+
 def _protocol(task: Task) -> ProtocolRecord:
     meta = task.metadata
     return {"variant": meta.protocol, "split": meta.split, "main_score": meta.main_score,
-            **meta.protocol_details}
+            **meta.protocol_details, **({"instruction": meta.instruction} if meta.instruction else {})}
 
 
 def _stored(store: ResultSink, encoder: str, task: str) -> Result | None:

@@ -14,15 +14,17 @@ fit on STS data always sees many test sentences' text; no gold score ever enters
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.prompts import DEFAULT, Prompts, Role
 from benchharness.data.corpora import CORPORA, load_corpus, sts_test_sentences
 
 #: STS-B train + SICK train: no dev or test split by construction
@@ -75,7 +77,9 @@ class PostProcessor(Encoder):
     """An encoder that transforms the vectors of the encoder it wraps.
 
     Subclasses implement ``_transform`` (and ``_fit`` when they need corpus statistics) and list
-    their parameters in ``params``; identity and metadata then chain through the base.
+    their parameters in ``params``; identity and metadata then chain through the base. Roles and
+    prompts are the base's: the base encodes each role with its prompt, and the transform (fitted
+    on the default role's vectors of the corpus) applies to every role alike.
     """
 
     kind = "postprocessor"
@@ -105,15 +109,29 @@ class PostProcessor(Encoder):
     def _transform(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    @property
+    def prompts(self) -> Prompts:  # type: ignore[override]
+        return self.base.prompts
+
+    @property
+    def role_aware(self) -> bool:  # type: ignore[override]
+        return self.base.role_aware
+
+    def vector_key(self, role: Role) -> str:
+        return self.base.vector_key(role)
+
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
+        return self.encode_role(sentences, DEFAULT)
+
+    def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
         self.fit()
-        vectors = self.base.encode(sentences)
+        vectors = self.base.encode_role(sentences, role)
         return np.asarray(self._transform(sentences, vectors), dtype=np.float32)
 
     def identity_info(self) -> dict[str, Any]:
         return {"postprocessor": self.kind, "params": self.params,
                 **{role: c.identity() for role, c in self.corpora().items()},
-                "base": self.base.identity_info()}
+                "base": self.base.identity_record()}
 
     @property
     def metadata(self) -> dict[str, Any]:

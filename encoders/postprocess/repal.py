@@ -28,14 +28,16 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.prompts import DEFAULT, Role
 from benchharness.encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, PostProcessor
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
@@ -133,7 +135,7 @@ class RepAL(PostProcessor):
 
     def _fit(self) -> None:
         self.masker.prepare()
-        self.v_mean = np.asarray(self.base.encode(self.fit_corpus.sentences), dtype=np.float64).mean(axis=0)
+        self.v_mean = np.asarray(self.base.encode_role(self.fit_corpus.sentences, DEFAULT), dtype=np.float64).mean(axis=0)
 
     def masked(self, sentences: Sequence[str]) -> list[str]:
         """x* for each sentence."""
@@ -141,22 +143,22 @@ class RepAL(PostProcessor):
         assert token is not None
         return [self.masker.mask(s, token) for s in sentences]
 
-    def components(self, sentences: Sequence[str]
+    def components(self, sentences: Sequence[str], role: Role = DEFAULT
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(f(x), f(x*), v_mean): the refinement is linear in them, so tuning sweeps l1, l2 on these."""
         self.fit()
         assert self.v_mean is not None
-        fx = np.asarray(self.base.encode(sentences), dtype=np.float64)
-        fx_star = np.asarray(self.base.encode(self.masked(sentences)), dtype=np.float64)
+        fx = np.asarray(self.base.encode_role(sentences, role), dtype=np.float64)
+        fx_star = np.asarray(self.base.encode_role(self.masked(sentences), role), dtype=np.float64)
         return fx, fx_star, self.v_mean
 
-    def encode(self, sentences: Sequence[str]) -> np.ndarray:
+    def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
         if self.l1 == 0:  # the masked pass would be multiplied by 0: skip its cost
             self.fit()
             assert self.v_mean is not None
-            fx = np.asarray(self.base.encode(sentences), dtype=np.float64)
+            fx = np.asarray(self.base.encode_role(sentences, role), dtype=np.float64)
             return refine(fx, np.zeros_like(fx), self.v_mean, 0.0, self.l2).astype(np.float32)
-        fx, fx_star, v_mean = self.components(sentences)
+        fx, fx_star, v_mean = self.components(sentences, role)
         return refine(fx, fx_star, v_mean, self.l1, self.l2).astype(np.float32)
 
 

@@ -14,13 +14,15 @@ float noise up into a dominant coordinate. An explicit k beyond that rank is ref
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.prompts import DEFAULT
 from benchharness.encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, PostProcessor
 
 #: eigenvalues at or below this fraction of the largest count as zero variance
@@ -69,7 +71,7 @@ class Whitening(PostProcessor):
         return {"fit": self.fit_corpus}
 
     def _fit(self) -> None:
-        vectors = self.base.encode(self.fit_corpus.sentences)
+        vectors = self.base.encode_role(self.fit_corpus.sentences, DEFAULT)
         mu, w, s = whitening_stats(vectors)
         # a direction with (numerically) zero variance cannot be scaled to unit variance
         rank = int((s > s[0] * RANK_TOLERANCE).sum())

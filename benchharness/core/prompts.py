@@ -1,0 +1,101 @@
+"""Roles and prompts: which side of a task a sentence is encoded for, and the text a model expects
+in front of it.
+
+Models trained with asymmetric prefixes (e5's ``"query: "`` / ``"passage: "``, bge's retrieval
+instruction on the query side only) lose many points when their inputs lack them, so a task asks
+for each side by its ``Role`` and the encoder decides what that means. For most encoders it means
+nothing: their prompts are empty and every role gets the same vectors, computed once.
+
+A prompt is text put in front of each sentence before tokenization, exactly as
+sentence-transformers' ``encode(prompt=...)`` does (``include_prompt=False`` pooling, which leaves
+the prompt's tokens out of the mean, is not reproduced: the ``st`` family refuses such a model with
+a prompt rather than score it differently).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: the role names a task may ask for; None is the symmetric default (STS, classification)
+ROLE_NAMES = ("query", "document")
+#: the spec keys every prompt-taking family accepts, and the ``Prompts`` fields they set
+PROMPT_KEYS = {"prompt": "default", "query_prompt": "query", "document_prompt": "document",
+               "instruction_template": "instruction_template"}
+
+
+@dataclass(frozen=True)
+class Role:
+    """The side of a task a sentence is encoded for: ``name`` is None (symmetric), ``"query"`` or
+    ``"document"``; ``instruction`` is the task's instruction, given to the query side of a model
+    that takes instructions."""
+
+    name: str | None = None
+    instruction: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.name is not None and self.name not in ROLE_NAMES:
+            raise ValueError(f"role must be None, 'query' or 'document', not {self.name!r}")
+
+    def __str__(self) -> str:
+        return self.name or "default"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": str(self), **({"instruction": self.instruction} if self.instruction else {})}
+
+
+DEFAULT = Role()
+QUERY = Role("query")
+DOCUMENT = Role("document")
+
+
+def parse_role(text: str | None) -> Role:
+    """``"query"``, ``"document"``, ``"default"`` or None -> Role (the form written to files)."""
+    return DEFAULT if text in (None, "", "default") else Role(text)
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The prompts of one encoder, by role. None means "not set": a role without its own prompt
+    gets ``default``, as sentence-transformers falls back to ``default_prompt_name``. An empty
+    string is a prompt set to nothing (bge's documents).
+
+    ``instruction_template`` turns a task's instruction into the query prompt
+    (``"Instruct: {instruction}\\nQuery: "``). A task instruction reaches an encoder that has any
+    prompt or a template; a plain encoder ignores it, as mteb's models without instructions do.
+    """
+
+    default: str | None = None
+    query: str | None = None
+    document: str | None = None
+    instruction_template: str | None = None
+
+    def __post_init__(self) -> None:
+        template = self.instruction_template
+        if template is not None and "{instruction}" not in template:
+            raise ValueError(f"instruction_template {template!r} has no {{instruction}} placeholder")
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.record().values())
+
+    def for_role(self, role: Role) -> str:
+        """The text put in front of each sentence encoded for ``role``."""
+        if role.name == "query" and role.instruction and not self.empty:
+            return (self.instruction_template or "{instruction}").replace("{instruction}", role.instruction)
+        specific = {"query": self.query, "document": self.document}.get(role.name or "")
+        return (specific if specific is not None else self.default) or ""
+
+    def record(self) -> dict[str, str]:
+        """The prompts that are set, by spec key: what identities, results and tables show."""
+        values = {"prompt": self.default, "query_prompt": self.query, "document_prompt": self.document,
+                  "instruction_template": self.instruction_template}
+        return {key: value for key, value in values.items() if value is not None}
+
+    def but(self, **spec: str | None) -> Prompts:
+        """These prompts with those given as spec keys (``query_prompt=...``) replacing their own."""
+        given = {PROMPT_KEYS[k]: v for k, v in spec.items() if v is not None}
+        return Prompts(**{**{f: getattr(self, f) for f in PROMPT_KEYS.values()}, **given})
+
+
+NO_PROMPTS = Prompts()
