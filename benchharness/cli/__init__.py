@@ -34,6 +34,7 @@ from benchharness.cli import (
     push,
     report,
     run,
+    sentences,
     train,
     tune,
 )
@@ -46,7 +47,8 @@ from benchharness.core.version import __version__
 #: command name -> its module
 COMMANDS: dict[str, ModuleType] = {"list": listing, "run": run, "leaderboard": leaderboard, "export": export,
                                    "compare": compare, "analyze": analyze, "data": data, "train": train, "tune": tune,
-                                   "push": push, "report": report, "protocols": protocols}
+                                   "push": push, "report": report, "protocols": protocols,
+                                   "sentences": sentences}
 #: commands whose sub-commands come from plugins that import torch: built only when named
 PLUGIN_COMMANDS = ("train", "tune")
 

@@ -1,0 +1,416 @@
+"""Vectors computed elsewhere: the ``vectors`` family, ``vectors:<folder>`` or ``vectors:<file>``.
+
+A model that cannot run inside the harness (a proprietary API, another framework, a cluster job)
+is still evaluated by the harness's own protocols: ``benchharness sentences --tasks ... --out DIR``
+writes every sentence the tasks will ask for to ``DIR/sentences.jsonl``, the user encodes those
+lines wherever the model runs and saves ``DIR/vectors.npy`` (one row per line, same order), and
+``vectors:DIR`` then serves those rows to the runner like any encoder. This module holds both
+sides of that format, so that what ``sentences`` writes is exactly what the encoder reads.
+
+Three layouts:
+
+- a folder with ``sentences.jsonl`` (``{"text", "role"[, "instruction"]}`` per line) and
+  ``vectors.npy`` (``(lines, d)``, any float dtype, read through a memory map: only the rows asked
+  for are read, so a corpus larger than memory works);
+- a ``.jsonl`` file whose lines carry their vector (``{"text", "vector": [...], "role"?}``);
+- a ``.parquet`` file with columns ``text``, ``vector`` (a list of floats), optional ``role`` and
+  ``instruction`` (needs pyarrow).
+
+A sentence is keyed by its text, its role and, for a query, the task's instruction (an
+instruction-following model gives other vectors under another instruction). A file that holds
+only the default role answers every role with those rows (the vectors of a symmetric model); a
+file with query or document rows makes the encoder role-aware, so the runner asks for each role
+separately, and a role is answered only by its own rows. A sentence without a row is never
+replaced by anything: the request fails, naming what is missing, and no task is scored from a
+partial set.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchharness.core.digests import remembered, sha256_file
+from benchharness.core.encoder import Encoder
+from benchharness.core.errors import InvalidInputError, MissingFileError, UserError
+from benchharness.core.prompts import DEFAULT, ROLE_NAMES, Role
+from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.core.task import EncoderDrivenTask, Task
+from benchharness.data.readers import undecodable_message
+
+SENTENCES = "sentences.jsonl"
+VECTORS = "vectors.npy"
+#: file suffixes of the keyed layouts (one file holding each sentence and its vector)
+KEYED_SUFFIXES = (".jsonl", ".parquet")
+#: missing sentences quoted in the error (the count says how many more there are)
+SHOWN_MISSING = 3
+#: characters of a quoted sentence
+QUOTE_CHARS = 60
+#: rows checked at a time for non-finite values
+CHECK_BLOCK = 65_536
+
+#: (role name or None for the default role, instruction or None): the rows of one kind of request
+RoleKey = tuple[str | None, str | None]
+#: characters some line splitters (``str.splitlines``) break on that ``json.dumps`` leaves as they are
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+class MissingVectorsError(UserError):
+    """Sentences asked for that the file has no vector for: the tasks that asked fail with this
+    message instead of being scored from part of their sentences."""
+
+
+def role_key(role: Role) -> RoleKey:
+    """The key of the rows that answer ``role``: an instruction counts for a query only, as only
+    the query side is given one (``Task.query_role``)."""
+    return role.name, role.instruction if role.name == "query" else None
+
+
+# --- the writing side: what `benchharness sentences` writes ---------------------------------------
+
+
+def sentence_records(tasks: Sequence[Task]) -> list[dict[str, str]]:
+    """Every (sentence, role, instruction) the tasks will ask for, once each, as the lines of
+    ``sentences.jsonl``: tasks in the order given, each task's roles in the order it declares them,
+    sentences in the order it lists them (first occurrence kept), so the same selection of the
+    same data always gives the same file. Tasks must be loaded."""
+    for task in tasks:
+        if isinstance(task, EncoderDrivenTask):
+            raise InvalidInputError(f"{task.name} encodes through the encoder itself (its sentences are not known in "
+                                    "advance); leave it out of --tasks")
+    seen: dict[tuple[str, str | None, str | None], None] = {}
+    for task in tasks:
+        for role, sentences in task.requests().items():
+            name, instruction = role_key(role)
+            for text in sentences:
+                seen.setdefault((text, name, instruction), None)
+    return [{"text": text, "role": name or "default", **({"instruction": instruction} if instruction else {})}
+            for text, name, instruction in seen]
+
+
+def jsonl_line(record: dict[str, Any]) -> str:
+    """One JSON object on one line, UTF-8 as it is, except the characters some line splitters break
+    on (``\\u2028``...), which are escaped so that every reader sees one record per line."""
+    text = json.dumps(record, ensure_ascii=False)
+    for char, escaped in _LINE_BREAKS.items():
+        text = text.replace(char, escaped)
+    return text + "\n"
+
+
+# --- the reading side ------------------------------------------------------------------------------
+
+
+@dataclass
+class VectorTable:
+    """Rows by key: ``rows[(role, instruction)][text]`` is a row of ``vectors`` (a float array,
+    possibly memory-mapped, of any float dtype); ``where`` names the file for messages."""
+
+    rows: dict[RoleKey, dict[str, int]]
+    vectors: np.ndarray
+    where: str
+
+    @property
+    def has_roles(self) -> bool:
+        """Whether any row is for a role other than the default."""
+        return any(key != (None, None) for key in self.rows)
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) of each line of a JSON-lines file; blank lines are refused (a row
+    of vectors.npy belongs to each line), as is anything but an object."""
+    lineno = 0
+    try:
+        # newline="\n": a line ends at "\n" only (json escapes it within a string)
+        with open(path, encoding="utf-8-sig", newline="\n") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    raise InvalidInputError(f"{path}:{lineno}: empty line; every line is one JSON object")
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InvalidInputError(f"{path}:{lineno}: not JSON ({exc.msg}, column {exc.colno})") from None
+                if not isinstance(record, dict):
+                    raise InvalidInputError(f"{path}:{lineno}: a JSON object is expected, not {type(record).__name__}")
+                yield lineno, record
+    except UnicodeDecodeError as exc:
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as again:
+            raise InvalidInputError(undecodable_message(path, again, exc)) from None
+    if lineno == 0:
+        raise InvalidInputError(f"{path}: no lines; write the sentences with `benchharness sentences`")
+
+
+def _key_of(record: dict[str, Any], where: str) -> tuple[str, RoleKey]:
+    """The text and (role, instruction) of one record, checked; ``where`` is ``file:line``."""
+    text = record.get("text")
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{where}: 'text' must be a string, not {_kind(text)}")
+    role = record.get("role")
+    if role in (None, "", "default"):
+        role = None
+    elif role not in ROLE_NAMES:
+        raise InvalidInputError(f"{where}: role {role!r}; use default, query or document")
+    instruction = record.get("instruction")
+    if instruction in (None, ""):
+        instruction = None
+    elif not isinstance(instruction, str):
+        raise InvalidInputError(f"{where}: 'instruction' must be a string, not {_kind(instruction)}")
+    elif role != "query":
+        raise InvalidInputError(f"{where}: an instruction is given to a query only, not to the {role or 'default'} role")
+    return text, (role, instruction)
+
+
+def _kind(value: Any) -> str:
+    return "missing" if value is None else type(value).__name__
+
+
+def _index(keys: Iterable[tuple[str, RoleKey]], places: Sequence[str]) -> dict[RoleKey, dict[str, int]]:
+    """Row numbers by key; ``places[i]`` names row i (``file:line``) for the error on a repeated key."""
+    rows: dict[RoleKey, dict[str, int]] = {}
+    for i, (text, key) in enumerate(keys):
+        table = rows.setdefault(key, {})
+        first = table.setdefault(text, i)
+        if first != i:
+            raise InvalidInputError(f"{places[i]}: repeats {places[first]} ({_quote(text)} as {_role_text(key)}); "
+                                    "keep one row per sentence and role")
+    return rows
+
+
+def _role_text(key: RoleKey) -> str:
+    name, instruction = key
+    return (name or "default") + (f" (instruction {instruction!r})" if instruction else "")
+
+
+def _quote(text: str) -> str:
+    return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "...")
+
+
+def _check_finite(vectors: np.ndarray, row_name: Any) -> None:
+    """Refuse a NaN or infinite value (also a float64 value beyond float32's range, which the rows
+    become), naming the first such row with ``row_name(i)``; read a block of rows at a time."""
+    for start in range(0, len(vectors), CHECK_BLOCK):
+        with np.errstate(over="ignore"):
+            block = np.asarray(vectors[start : start + CHECK_BLOCK], dtype=np.float32)
+        bad = ~np.isfinite(block).all(axis=1)
+        if bad.any():
+            i = start + int(np.argmax(bad))
+            raise InvalidInputError(f"{row_name(i)}: the vector is not finite (NaN or infinite, or beyond float32's "
+                                    "range); fix the encoding of that sentence")
+
+
+def read_folder(folder: Path) -> VectorTable:
+    """``folder/sentences.jsonl`` and ``folder/vectors.npy``, checked against each other: a float
+    array of one row per line, every value finite. The array stays memory-mapped."""
+    lines, vectors_path = folder / SENTENCES, folder / VECTORS
+    for path in (lines, vectors_path):
+        if not path.is_file():
+            raise MissingFileError(_missing_message(folder, path))
+    keys = [_key_of(record, f"{lines}:{n}") for n, record in _records(lines)]
+    try:
+        vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
+    except ValueError as exc:  # a pickled (object) array, or not the .npy format at all
+        raise InvalidInputError(f"{vectors_path}: not a float array saved by numpy.save ({exc})") from None
+    if not isinstance(vectors, np.ndarray):
+        raise InvalidInputError(f"{vectors_path}: one array saved by numpy.save is expected, not an archive")
+    if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating) or vectors.shape[1] == 0:
+        raise InvalidInputError(f"{vectors_path}: shape {vectors.shape} of {vectors.dtype}; expected a float array "
+                                f"of shape ({len(keys)}, dim): one row per line of {SENTENCES}")
+    if len(vectors) != len(keys):
+        raise InvalidInputError(f"{vectors_path}: {len(vectors):,} rows for the {len(keys):,} lines of {lines}; save "
+                                "one row per line, in the order of the lines")
+    _check_finite(vectors, lambda i: f"{vectors_path}: row {i} ({SENTENCES} line {i + 1}, {_quote(keys[i][0])})")
+    return VectorTable(_index(keys, [f"{lines}:{i + 1}" for i in range(len(keys))]), vectors, str(folder))
+
+
+def _missing_message(folder: Path, path: Path) -> str:
+    if path.name == SENTENCES:
+        return (f"{path} not found; write it with `benchharness sentences --tasks ... --out {folder}`, then save the "
+                f"vectors of its lines as {VECTORS}")
+    return (f"{path} not found; encode the lines of {folder / SENTENCES} and save them there with numpy.save, "
+            "one float32 row per line, in the order of the lines")
+
+
+def _vector(value: Any, where: str) -> list[float]:
+    if not isinstance(value, list) or not value:
+        raise InvalidInputError(f"{where}: 'vector' must be a non-empty list of numbers, not {_kind(value)}")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise InvalidInputError(f"{where}: 'vector' holds something other than numbers")
+    return value
+
+
+def read_jsonl(path: Path) -> VectorTable:
+    """A JSON-lines file of ``{"text", "vector", "role"?, "instruction"?}`` objects."""
+    keys: list[tuple[str, RoleKey]] = []
+    places: list[str] = []
+    rows: list[list[float]] = []
+    for lineno, record in _records(path):
+        where = f"{path}:{lineno}"
+        keys.append(_key_of(record, where))
+        vector = _vector(record.get("vector"), where)
+        if rows and len(vector) != len(rows[0]):
+            raise InvalidInputError(f"{where}: {len(vector)} values, but {places[0]} has {len(rows[0])}")
+        if not all(math.isfinite(v) for v in vector):  # json reads NaN and Infinity
+            raise InvalidInputError(f"{where}: the vector is not finite (NaN or infinite); fix the encoding of "
+                                    "that sentence")
+        rows.append(vector)
+        places.append(where)
+    vectors = np.asarray(rows, dtype=np.float64)
+    _check_finite(vectors, lambda i: places[i])
+    return VectorTable(_index(keys, places), vectors, str(path))
+
+
+def read_parquet(path: Path) -> VectorTable:
+    """A Parquet file with columns ``text``, ``vector`` (a list of floats, one length throughout),
+    and optionally ``role`` and ``instruction``; read with pyarrow."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InvalidInputError(f"{path}: reading a .parquet file needs the pyarrow package (pip install pyarrow); "
+                                "or give a .jsonl file, or a folder with sentences.jsonl and vectors.npy") from None
+    try:
+        names = pq.read_schema(path).names
+        wanted = [c for c in ("text", "vector", "role", "instruction") if c in names]
+        table = pq.read_table(path, columns=wanted)
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidInputError(f"{path}: not a readable Parquet file ({exc})") from None
+    for column in ("text", "vector"):
+        if column not in names:
+            raise InvalidInputError(f"{path}: no column {column!r} (it has {', '.join(names)}); expected text, "
+                                    "vector and optionally role")
+    vector = table.column("vector").combine_chunks()
+    if not (pa.types.is_list(vector.type) or pa.types.is_large_list(vector.type)
+            or pa.types.is_fixed_size_list(vector.type)) or not pa.types.is_floating(vector.type.value_type):
+        raise InvalidInputError(f"{path}: column 'vector' is {vector.type}; expected a list of floats")
+    n = len(table)
+    if n == 0:
+        raise InvalidInputError(f"{path}: no rows")
+    places = [f"{path} row {i}" for i in range(n)]
+    lengths = pc.list_value_length(vector).to_numpy(zero_copy_only=False)
+    if vector.null_count:
+        raise InvalidInputError(f"{places[int(np.flatnonzero(pc.is_null(vector).to_numpy(zero_copy_only=False))[0])]}"
+                                ": no vector")
+    if (lengths != lengths[0]).any() or lengths[0] == 0:
+        i = int(np.argmax(lengths != lengths[0])) if lengths[0] else 0
+        raise InvalidInputError(f"{places[i]}: {int(lengths[i])} values, but row 0 has {int(lengths[0])}")
+    # a null within a vector becomes NaN here, and is refused as not finite
+    vectors = vector.flatten().to_numpy(zero_copy_only=False).reshape(n, int(lengths[0]))
+    columns = {c: table.column(c).to_pylist() for c in wanted if c != "vector"}
+    keys = [_key_of({c: values[i] for c, values in columns.items()}, places[i]) for i in range(n)]
+    _check_finite(vectors, lambda i: places[i])
+    return VectorTable(_index(keys, places), vectors, str(path))
+
+
+def read_vectors(path: Path) -> VectorTable:
+    """The table of a folder, a ``.jsonl`` or a ``.parquet`` file."""
+    if path.is_dir():
+        return read_folder(path)
+    if path.suffix == ".parquet":
+        return read_parquet(path)
+    return read_jsonl(path)
+
+
+def check_target(path: Path) -> None:
+    """Refuse a path that is none of the three layouts, before anything is read."""
+    if path.is_dir():
+        for name in (SENTENCES, VECTORS):
+            if not (path / name).is_file():
+                raise MissingFileError(_missing_message(path, path / name))
+    elif not path.exists():
+        raise MissingFileError(f"vectors: {path} not found; give a folder with {SENTENCES} and {VECTORS}, or a "
+                               ".jsonl or .parquet file of text and vector")
+    elif path.suffix not in KEYED_SUFFIXES:
+        raise InvalidInputError(f"vectors: {path} is neither a folder nor a .jsonl or .parquet file")
+
+
+class PrecomputedVectors(Encoder):
+    """Serves rows computed elsewhere, looked up by sentence and role; encodes nothing.
+
+    The file is read on first use (its identity, the sha256 of its files, needs no parsing);
+    ``vectors.npy`` stays memory-mapped, so only the rows asked for are read into memory.
+    """
+
+    def __init__(self, name: str, path: str | Path) -> None:
+        super().__init__(name)
+        self.path = Path(path).expanduser()
+        check_target(self.path)
+        self._table: VectorTable | None = None
+
+    @property
+    def files(self) -> list[Path]:
+        """The files the vectors come from (both, for a folder)."""
+        return [self.path / SENTENCES, self.path / VECTORS] if self.path.is_dir() else [self.path]
+
+    @property
+    def table(self) -> VectorTable:
+        if self._table is None:
+            self._table = read_vectors(self.path)
+        return self._table
+
+    @property
+    def role_aware(self) -> bool:  # type: ignore[override]
+        """A file with query or document rows answers each role with its own rows: the runner must
+        ask for every role separately."""
+        return self.table.has_roles
+
+    def vector_key(self, role: Role) -> str:
+        """One key per (role, instruction) when the file has roles; else one for all roles."""
+        if not self.role_aware:
+            return ""
+        name, instruction = role_key(role)
+        return f"{name or 'default'}\x1f{instruction or ''}"
+
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
+        return self.encode_role(sentences, DEFAULT)
+
+    def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
+        """The stored rows of ``sentences`` for ``role`` (the default role's rows for every role when
+        the file has no others), as float32; ``MissingVectorsError`` if any has none."""
+        table = self.table
+        key = role_key(role) if table.has_roles else (None, None)
+        rows = table.rows.get(key, {})
+        missing = [s for s in dict.fromkeys(sentences) if s not in rows]
+        if missing:
+            raise MissingVectorsError(self._missing(missing, len(sentences), key))
+        if not sentences:
+            return np.zeros((0, table.vectors.shape[1]), dtype=np.float32)
+        positions = np.fromiter((rows[s] for s in sentences), dtype=np.intp, count=len(sentences))
+        order = np.argsort(positions, kind="stable")  # a memory map reads sorted rows sequentially
+        out = np.empty((len(sentences), table.vectors.shape[1]), dtype=np.float32)
+        out[order] = table.vectors[positions[order]]
+        return out
+
+    def _missing(self, missing: list[str], asked: int, key: RoleKey) -> str:
+        shown = ", ".join(_quote(s) for s in missing[:SHOWN_MISSING])
+        more = f" and {len(missing) - SHOWN_MISSING:,} more" if len(missing) > SHOWN_MISSING else ""
+        side = f" as {_role_text(key)}" if self.table.has_roles else ""
+        return (f"{self.table.where} has no vector for {len(missing):,} of the {asked:,} sentences asked for{side}: "
+                f"{shown}{more}; write the sentences of these tasks with `benchharness sentences --tasks ... --out "
+                "DIR` and encode all its lines")
+
+    def identity_info(self) -> dict[str, Any]:
+        # the files' contents, not their place: a moved folder keeps its stored results and cache
+        digests = {f.name: remembered("sha256", [f], lambda f=f: sha256_file(f)) for f in self.files}
+        return {"family": "vectors", "sha256": digests}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {**super().metadata, "pooling": "computed elsewhere", "base_model": self.path.name}
+
+
+def build(name: str, spec: EncoderSpec, defaults: Defaults) -> PrecomputedVectors:
+    return PrecomputedVectors(name, spec["path"])  # type: ignore[typeddict-item]
+
+
+def _check(spec: EncoderSpec) -> None:
+    check_target(Path(str(spec.get("path", ""))).expanduser())  # type: ignore[call-overload]
+
+
+FAMILY = Family.of("vectors", build, target="path", usage="vectors:<folder|file.jsonl|file.parquet>", accepts=(),
+                   check=_check)
