@@ -14,7 +14,10 @@ per leaderboard section:
 
 then each base encoder's protocol spread (``reporting.protocol_spread``), the analysis figures of
 ``benchharness analyze`` (when its folder is given) and, per encoder,
-its provenance: identity, model and revision, recipe, versions, protocol variants and date.
+its provenance: identity, model and revision, recipe, versions, protocol variants and date, and for
+an encoder with prompts, its prompts by task and the text each task's roles got in front of their
+sentences (``prompts_applied``). Under each table, as on the leaderboard, the prompts of its rows
+and the instructions of its tasks (``table_formats.html_prompt_notes``), all as escaped text.
 
 The sort and filter state can be set from the address (``#sort=<table>:<column>:asc|desc`` and
 ``&filter=<text>``), so a sorted view can be linked, and a headless browser can check the script.
@@ -25,14 +28,15 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.provenance import now
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.version import __version__
-from benchharness.reporting.leaderboard import ALPHA, Board, Table, build
-from benchharness.reporting.table_formats import html_table
+from benchharness.reporting.leaderboard import ALPHA, Board, Table, build, prompt_text, prompts_of
+from benchharness.reporting.table_formats import html_prompt_notes, html_table
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -202,6 +206,30 @@ def significance_matrix(table: Table, store: ResultStore) -> tuple[str, int]:
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>'), tests
 
 
+def _by_set(results: list[Result], of: Callable[[Result], str]) -> list[tuple[str, list[str]]]:
+    """The distinct texts ``of(result)`` gives, each with the tasks of the results that give it."""
+    tasks: dict[str, list[str]] = {}
+    for r in sorted(results, key=lambda r: r.task):
+        tasks.setdefault(of(r), []).append(r.task)
+    return list(tasks.items())
+
+
+def _prompts_rows(results: list[Result]) -> list[tuple[str, str]]:
+    """The provenance rows of an encoder's prompts: each set with its tasks where they differ, and
+    what each task's roles got in front of their sentences; none for an encoder without prompts."""
+    sets = _by_set(results, lambda r: ", ".join(prompt_text(prompts_of(r))))
+    if all(not text for text, _ in sets):
+        return []
+    shown = sets[0][0] if len(sets) == 1 else "; ".join(f"{', '.join(tasks)}: {text or 'none'}" for text, tasks in sets)
+
+    def applied(r: Result) -> str:
+        roles = r.encoder_metadata.get("prompts_applied")
+        return ", ".join(f"{role}={str(text)!r}" for role, text in roles.items()) if isinstance(roles, dict) else ""
+
+    by_text = "; ".join(f"{', '.join(tasks)}: {text}" for text, tasks in _by_set(results, applied) if text)
+    return [("prompts", shown), ("prompts applied", by_text)]
+
+
 def _provenance(results: list[Result]) -> str:
     by_encoder: dict[str, list[Result]] = {}
     for r in results:
@@ -215,7 +243,7 @@ def _provenance(results: list[Result]) -> str:
         versions = {k: first.versions.get(k) for k in ("benchharness", "git_commit", "torch", "transformers",
                                                          "sentence_transformers", "python") if k in first.versions}
         rows = [("identity", identity.pop("hash", "")), ("encoder", identity), ("recipe", recipe.get("command", "")),
-                ("versions", versions), ("protocols", "; ".join(variants)),
+                *_prompts_rows(rs), ("versions", versions), ("protocols", "; ".join(variants)),
                 ("dates", f"{min(r.date for r in rs)[:10]} .. {max(r.date for r in rs)[:10]}")]
         body = "".join(f"<tr><td>{html.escape(k)}</td><td style='text-align:left;white-space:normal'>"
                        f"{html.escape(str(v))}</td></tr>" for k, v in rows if v)
@@ -268,7 +296,7 @@ def render(board: Board, store: ResultStore, analysis_dir: Path | None = None) -
     sections = []
     for n, table in enumerate(board.tables):
         matrix, tests = significance_matrix(table, store)
-        sections += [f"<h2>{html.escape(table.section.title)}</h2>", html_table(table, n),
+        sections += [f"<h2>{html.escape(table.section.title)}</h2>", html_table(table, n), *html_prompt_notes(table),
                      *(f'<p class="note">{html.escape(note)}</p>' for note in table.notes)]
         figure = bars(table)
         if figure:

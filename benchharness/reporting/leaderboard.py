@@ -25,6 +25,14 @@ Uncertainty, without changing the score cells:
 - below each table, the 95% bootstrap intervals stored in the results, compactly as ``lo–hi``
   (one decimal); the Avg. interval is the normal approximation from the tasks' intervals
   (independent tasks: half-width ``sqrt(sum h_i^2) / n``); ``compare`` gives the exact one.
+
+Prompts: a row whose results were computed with prompts (``benchharness.core.prompts``; e5's
+``query: `` / ``passage: ``) says so in its Source cell and lists them (``Line.prompts``), taken
+from the very results the row shows: a score without the text its model was fed is not
+reproducible, and an e5 scored without its prefixes is another number. Where the row's results
+were computed with different prompts, each set is listed with its columns. A task's instruction
+(``protocol["instruction"]``) is listed with the table (``Table.instructions``). Rows without
+prompts and tasks without instructions show nothing of either.
 """
 
 from __future__ import annotations
@@ -32,12 +40,13 @@ from __future__ import annotations
 import csv
 import fnmatch
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.prompts import PROMPT_KEYS
 from benchharness.core.results import Result, ResultStore
 from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
 
@@ -146,14 +155,78 @@ def group_of(result: Result) -> str:
 
 
 def _recipe(result: Result) -> tuple[str, int] | None:
-    """(recipe key, seed) for a trained result whose provenance records its seed."""
+    """(recipe key, seed) for a trained result whose provenance records its seed. The key holds the
+    result's prompts, if any: runs scored with different prompts differ in more than the seed."""
     training = result.encoder_metadata.get("training")
     if not isinstance(training, dict) or "seed" not in training.get("hyperparameters", {}):
         return None
     hyper = {k: v for k, v in training["hyperparameters"].items() if k != "seed"}
     key = {k: training.get(k) for k in ("method", "base_model", "base_weights_sha256", "data", "dev_task")}
-    return json.dumps({**key, "hyperparameters": hyper, "task": result.task}, sort_keys=True, default=str), \
-        int(training["hyperparameters"]["seed"])
+    prompts = prompts_of(result)
+    key = {**key, "hyperparameters": hyper, "task": result.task, **({"prompts": prompts} if prompts else {})}
+    return json.dumps(key, sort_keys=True, default=str), int(training["hyperparameters"]["seed"])
+
+
+def prompts_of(result: Result) -> dict[str, str]:
+    """The prompts ``result`` was computed with, by spec key in ``PROMPT_KEYS`` order (``{}`` for
+    none): those of its identity, which its identity hash covers, else its metadata's copy."""
+    recorded = result.encoder_identity.get("prompts") or result.encoder_metadata.get("prompts") or {}
+    if not isinstance(recorded, dict):
+        return {}
+    return {key: str(recorded[key]) for key in PROMPT_KEYS if recorded.get(key) is not None}
+
+
+def prompt_text(prompts: dict[str, str]) -> list[str]:
+    """Each prompt as ``key='text'`` (Python's quoting: trailing spaces, quotes and line breaks
+    visible, always one line); every format escapes these further for itself."""
+    return [f"{key}={text!r}" for key, text in prompts.items()]
+
+
+@dataclass(frozen=True)
+class PromptNote:
+    """Prompts shared by some of a row's results: ``prompts`` by spec key (empty: none, beside
+    results with prompts), ``headers`` the columns they were scored in (empty: every column)."""
+
+    prompts: tuple[tuple[str, str], ...]
+    headers: tuple[str, ...] = ()
+
+
+def prompt_notes(columns: tuple[Column, ...], results: dict[str, Result]) -> tuple[PromptNote, ...]:
+    """The prompts of a row's results, grouped by set; nothing for a row without any."""
+    by_set: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for column in columns:
+        if column.task in results:
+            by_set.setdefault(tuple(prompts_of(results[column.task]).items()), []).append(column.header)
+    if not any(by_set):
+        return ()
+    if len(by_set) == 1:
+        return (PromptNote(next(iter(by_set))),)
+    return tuple(PromptNote(prompts, tuple(headers)) for prompts, headers in by_set.items())
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """The instruction ``text`` (None: none) the results of ``task`` shown were computed with;
+    ``encoders`` names their rows where the rows shown differ in it (else empty)."""
+
+    task: str
+    text: str | None
+    encoders: tuple[str, ...] = ()
+
+
+def instructions(section: Section, lines: list[Line]) -> list[Instruction]:
+    """The task instructions (``protocol["instruction"]``) of the results shown in a table."""
+    out = []
+    for task in dict.fromkeys(c.task for c in section.columns):
+        by_text: dict[str | None, list[str]] = {}
+        for line in lines:
+            if task in line.results:
+                text = line.results[task].protocol.get("instruction")
+                by_text.setdefault(None if text in (None, "") else str(text), []).append(line.encoder)
+        if set(by_text) - {None}:
+            several = len(by_text) > 1
+            out += [Instruction(task, text, tuple(encoders) if several else ()) for text, encoders in by_text.items()]
+    return out
 
 
 @dataclass
@@ -166,6 +239,7 @@ class Row:
     text: list[str] | None = None  # preformatted cells (seed aggregates, published rows)
     seeds: tuple[int, ...] = ()
     note: str | None = None  # the source note of a seed aggregate (its members' results are not kept)
+    prompts: tuple[PromptNote, ...] = ()
 
 
 def _average(cells: list[float | None]) -> float | None:
@@ -230,7 +304,7 @@ def aggregate_seeds(section: Section, rows: list[Row]) -> list[Row]:
         note = recipe_note(list(named.results.values()))
         note = f"{note}; other seeds: {others}" if note else f"other seeds: {others}"
         name = f"{named.encoder} (seeds {','.join(map(str, seeds))})"
-        rest.append(Row(name, "trained", {}, means, _average(means), text, seeds, note))
+        rest.append(Row(name, "trained", {}, means, _average(means), text, seeds, note, named.prompts))
     return rest
 
 
@@ -241,8 +315,9 @@ def measured(section: Section, results: list[Result]) -> list[Row]:
         if all(v is None for v in cells):
             continue
         group = group_of(next(iter(by_task.values())))
-        rows.append(Row(encoder, group, {c.task: by_task[c.task] for c in section.columns if c.task in by_task},
-                        cells, _average(cells)))
+        shown = {c.task: by_task[c.task] for c in section.columns if c.task in by_task}
+        rows.append(Row(encoder, group, shown, cells, _average(cells),
+                        prompts=prompt_notes(section.columns, shown)))
     return aggregate_seeds(section, rows)
 
 
@@ -338,6 +413,7 @@ class Line:
     source: str  # the Source column: group, and the recipe or the paper and table
     cells: list[Cell]  # one per column, then Avg. where the section averages
     results: dict[str, Result]  # by task; empty for published rows and seed aggregates
+    prompts: tuple[PromptNote, ...] = ()  # those its results were computed with (``prompt_notes``)
 
 
 @dataclass
@@ -347,6 +423,7 @@ class Table:
     lines: list[Line]
     notes: list[str]  # why a mark could not be computed
     variants: list[str]  # the protocol variants of the measured results
+    instructions: list[Instruction] = field(default_factory=list)  # of the tasks whose results shown have one
 
     @property
     def has_intervals(self) -> bool:
@@ -368,6 +445,10 @@ class Board:
 ROW_GROUPS = (*GROUPS, "published")
 
 
+#: the Source cell's word for a row with prompts, listed with its table
+PROMPTED = "with prompts"
+
+
 def _measured_lines(section: Section, results: list[Result],
                     store: ResultStore) -> tuple[list[Line], dict[str, str]]:
     rows = sorted(measured(section, results), key=lambda r: (GROUPS.index(r.group), *_sort_key(r, section)))
@@ -384,8 +465,9 @@ def _measured_lines(section: Section, results: list[Result],
             cells.append(Cell(row.average, _fmt(row.average), avg))
         note = row.note if row.note is not None else (
             recipe_note(list(row.results.values())) if row.group == "trained" else "")
+        note = "; ".join(n for n in (note, PROMPTED if row.prompts else "") if n)
         lines.append(Line(row.encoder, row.group, f"{row.group}; {note}" if note else row.group, cells,
-                          dict(row.results)))
+                          dict(row.results), row.prompts))
     return lines, notes
 
 
@@ -459,7 +541,8 @@ def build(store: ResultStore, published_dir: Path | Traversable | None, papers: 
         shown = {line.encoder for line in lines}
         variants = sorted({f"{r.task}: {r.protocol.get('variant')}" for r in results
                            if r.task in {c.task for c in section.columns} and r.encoder in shown})
-        tables.append(Table(section, headers, lines, [n for e, n in notes.items() if e in shown], variants))
+        tables.append(Table(section, headers, lines, [n for e, n in notes.items() if e in shown], variants,
+                            instructions(section, lines)))
     source = None if not show_published or published_dir is None else (
         "benchharness/reporting/published/" if published_dir is PUBLISHED_DIR else str(published_dir))
     return Board(tables, results_label or store.root.name + "/", source)

@@ -4,7 +4,8 @@ Hugging Face reads the YAML front matter: ``library_name``, ``base_model`` and `
 entry per stored STS or transfer result with its score and the dataset, which the hub shows as the
 model's evaluation results. The body says how the run was made (recipe command, base model and
 revision, training data, selection) and gives the STS and transfer tables with 95% intervals,
-from the same board the leaderboard prints. A run trained on a corpus that holds the STS test
+from the same board the leaderboard prints (with the prompts its results were computed with, if any:
+a user encoding without them gets other vectors). A run trained on a corpus that holds the STS test
 sentences (``sts-unlabeled``) is transductive, and the card says so in its body and beside each STS
 result of its model-index.
 """
@@ -20,6 +21,7 @@ from benchharness.core.manifests import RunManifest
 from benchharness.core.results import Result, ResultStore
 from benchharness.reporting.escape import md_code, one_line
 from benchharness.reporting.leaderboard import SECTIONS, build, ci_text
+from benchharness.reporting.table_formats import md_prompt_notes
 
 #: task -> (model-index task type, dataset name as the hub knows it)
 _TASK_TYPES = {"STS12": "STS", "STS13": "STS", "STS14": "STS", "STS15": "STS", "STS16": "STS",
@@ -71,6 +73,7 @@ def _tables(store: ResultStore, name: str) -> list[str]:
                   "|" + "---|" * len(head),
                   "| score | " + " | ".join(c.text for c in line.cells) + " |",
                   "| 95% CI | " + " | ".join(ci_text(c.interval) for c in line.cells) + " |", ""]
+        parts += [note for n in md_prompt_notes(table) for note in (n, "")]  # the text put before its inputs
     return parts
 
 

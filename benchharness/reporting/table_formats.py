@@ -4,6 +4,11 @@ Markdown is the committed ``results/LEADERBOARD.md``; CSV is long (one line per 
 its interval and marks), which is what pandas and spreadsheets want; LaTeX is a booktabs ``table``
 to ``\\input`` (needs ``\\usepackage{booktabs}``), best value per column in bold, ``\\dag`` marks
 and, on request, the interval table; HTML is the table the report page sorts and filters.
+
+Prompts and task instructions (``leaderboard.PromptNote``, ``leaderboard.Instruction``) come as
+notes below a Markdown or HTML table, in a LaTeX table's caption and, in CSV, as two more columns
+(``prompts``: the cell's result's prompts as JSON, ``instruction``), which a board without either
+does not have: a board without prompts prints exactly as before they existed.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +25,17 @@ from tabulate import tabulate
 
 from benchharness.core.results import ResultStore
 from benchharness.reporting.escape import csv_cell, md_cell, md_code, one_line, tex
-from benchharness.reporting.leaderboard import ALPHA, MARK, Board, Table, build, ci_text
+from benchharness.reporting.leaderboard import (
+    ALPHA,
+    MARK,
+    Board,
+    Instruction,
+    Line,
+    Table,
+    build,
+    ci_text,
+    prompt_text,
+)
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -72,17 +89,67 @@ def markdown(board: Board, intervals: bool = True) -> str:
             parts += ["95% confidence intervals (percentile bootstrap over pairs, test items or outer folds, "
                       "queries, as each result records):", "",
                       tabulate(ci, headers=["Encoder", *headers], tablefmt="github", disable_numparse=True), ""]
+        parts += [note for n in md_prompt_notes(table) for note in (n, "")]
         parts += [note for n in table.notes for note in (one_line(n), "")]
         if table.variants:
             parts += ["Protocol variants measured: " + one_line("; ".join(table.variants)), ""]
     return "\n".join(parts)
 
 
+# ---- prompts and instructions, as each format writes them ---------------------------------------
+#: how the instruction of a task reaches an encoder (``benchharness.core.prompts.Prompts.for_role``)
+_INSTRUCTION_NOTE = ("the query prompt of encoders with prompts, through their instruction_template if they have "
+                     "one; encoders without prompts ignore them")
+
+
+def prompt_sentences(table: Table, code: Callable[[str], str], prose: Callable[[str], str]) -> list[str]:
+    """A sentence per row with prompts, then one on the table's task instructions (if any): every
+    value from a result through ``code`` (the format's escaped literal), the fixed words through
+    ``prose``."""
+    out = []
+    for line in table.lines:
+        for note in line.prompts:
+            given = ", ".join(map(code, prompt_text(dict(note.prompts)))) or "none"
+            where = f" ({prose('in')} {', '.join(map(code, note.headers))})" if note.headers else ""
+            out.append(f"{prose('Prompts of')} {code(line.encoder)}{where}: {given}.")
+    by_task: dict[str, list[Instruction]] = {}
+    for instruction in table.instructions:
+        by_task.setdefault(instruction.task, []).append(instruction)
+
+    def one(i: Instruction) -> str:
+        who = f" ({', '.join(map(code, i.encoders))})" if i.encoders else ""
+        return (prose("none") if i.text is None else code(repr(i.text))) + who
+
+    if by_task:
+        each = "; ".join(f"{code(task)}: {', '.join(map(one, items))}" for task, items in by_task.items())
+        out.append(f"{prose(f'Task instructions ({_INSTRUCTION_NOTE})')}: {each}.")
+    return out
+
+
+def md_prompt_notes(table: Table) -> list[str]:
+    """The ``prompt_sentences`` as Markdown paragraphs: values in code spans (one line; a pipe,
+    quote or tag inside is text)."""
+    return prompt_sentences(table, md_code, str)
+
+
+def _csv_prompts(line: Line, header: str) -> str:
+    note = next((n for n in line.prompts if not n.headers or header in n.headers), None)
+    return json.dumps(dict(note.prompts), ensure_ascii=False) if note is not None and note.prompts else ""
+
+
+def _csv_instruction(table: Table, line: Line, header: str) -> str:
+    task = next((c.task for c in table.section.columns if c.header == header), None)
+    result = line.results.get(task) if task is not None else None
+    text = result.protocol.get("instruction") if result is not None else None
+    return str(text) if text else ""
+
+
 def to_csv(board: Board, intervals: bool = True) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    extra = any(line.prompts for t in board.tables for line in t.lines) or any(t.instructions for t in board.tables)
     writer.writerow(["section", "encoder", "group", "source", "column", "score", "text", "ci_low", "ci_high",
-                     "not_significantly_worse_than_best", "best_in_column"])
+                     "not_significantly_worse_than_best", "best_in_column", *(["prompts", "instruction"] * extra)])
     for table in board.tables:
         for line in table.lines:
             for header, cell in zip(table.headers, line.cells):
@@ -92,7 +159,9 @@ def to_csv(board: Board, intervals: bool = True) -> str:
                 writer.writerow([*map(csv_cell, (table.section.title, line.encoder, line.group, line.source, header)),
                                  "" if cell.value is None else round(cell.value, 4), csv_cell(cell.text),
                                  lo if lo == "" else round(lo, 4), hi if hi == "" else round(hi, 4),
-                                 int(cell.marked), int(cell.best)])
+                                 int(cell.marked), int(cell.best),
+                                 *([csv_cell(_csv_prompts(line, header)),
+                                    csv_cell(_csv_instruction(table, line, header))] * extra)])
     return out.getvalue().rstrip("\n")
 
 
@@ -118,13 +187,19 @@ def _latex_table(table: Table, caption: str, cells: list[list[str]], label: str)
     return lines
 
 
+def _latex_prompts(table: Table) -> str:
+    """The caption's sentences on prompts and instructions (empty for a table without them)."""
+    return "".join(" " + p for p in prompt_sentences(table, lambda t: rf"\texttt{{{tex(t)}}}", tex))
+
+
 def latex(board: Board, intervals: bool = False) -> str:
     """booktabs tables, one per section; with ``intervals`` each is followed by its interval table."""
     out = [f"% benchharness leaderboard from {one_line(board.results_label)}; needs \\usepackage{{booktabs}}", ""]
     for n, table in enumerate(board.tables, 1):
         cells = [[_latex_cell(c.text, c.best, c.marked) for c in line.cells] for line in table.lines]
         caption = (tex(table.section.title) + r". Bold: best in its column. \dag: not significantly different "
-                   rf"from the best measured score (paired test on per-item outputs, $p \geq {ALPHA}$).")
+                   rf"from the best measured score (paired test on per-item outputs, $p \geq {ALPHA}$)."
+                   + _latex_prompts(table))
         out += _latex_table(table, caption, cells, f"tab:benchharness-{n}")
         if intervals and table.has_intervals:
             ci = [[tex(ci_text(c.interval)) for c in line.cells] for line in table.lines]
@@ -154,11 +229,18 @@ def html_table(table: Table, index: int) -> str:
             f'<tbody>{"".join(body)}</tbody></table>')
 
 
+def html_prompt_notes(table: Table) -> list[str]:
+    """The ``prompt_sentences`` as notes; every value escaped text in ``<code>``."""
+    return [f'<p class="note prompts">{sentence}</p>'
+            for sentence in prompt_sentences(table, lambda t: f"<code>{html.escape(t)}</code>", html.escape)]
+
+
 def html_tables(board: Board, intervals: bool = True) -> str:
     """The tables as an HTML fragment (the report page embeds it with its styles and script)."""
     parts = []
     for n, table in enumerate(board.tables):
         parts.append(f"<h2>{html.escape(table.section.title)}</h2>")
         parts.append(html_table(table, n))
+        parts += html_prompt_notes(table)
         parts += [f'<p class="note">{html.escape(note)}</p>' for note in table.notes]
     return "\n".join(parts)
