@@ -332,26 +332,22 @@ def check_target(path: Path) -> None:
 class PrecomputedVectors(Encoder):
     """Serves rows computed elsewhere, looked up by sentence and role; encodes nothing.
 
-    The file is read on first use (its identity, the sha256 of its files, needs no parsing);
-    ``vectors.npy`` stays memory-mapped, so only the rows asked for are read into memory.
+    The file is read and checked when the encoder is built, so that a bad file fails where the
+    runner contains a broken encoder (each of its tasks failed with the message, the other
+    encoders going on), not in the middle of a pass. ``vectors.npy`` stays memory-mapped: only
+    the rows asked for are read into memory.
     """
 
     def __init__(self, name: str, path: str | Path) -> None:
         super().__init__(name)
         self.path = Path(path).expanduser()
         check_target(self.path)
-        self._table: VectorTable | None = None
+        self.table = read_vectors(self.path)
 
     @property
     def files(self) -> list[Path]:
         """The files the vectors come from (both, for a folder)."""
         return [self.path / SENTENCES, self.path / VECTORS] if self.path.is_dir() else [self.path]
-
-    @property
-    def table(self) -> VectorTable:
-        if self._table is None:
-            self._table = read_vectors(self.path)
-        return self._table
 
     @property
     def role_aware(self) -> bool:  # type: ignore[override]
