@@ -1,8 +1,8 @@
-"""Tasks declared from files: a researcher's own sentence pairs or labelled sentences, run, compared,
-listed and ranked like a built-in task.
+"""Tasks declared from files: a researcher's own sentence pairs, labelled sentences, retrieval
+corpus or reranking lists, run, compared, listed and ranked like a built-in task.
 
-Two kinds, each one file evaluated by the code of a built-in family, so that its protocol is that
-family's exactly:
+Four kinds. The symmetric two are each one file evaluated by the code of a built-in family, so
+that its protocol is that family's exactly:
 
 - ``pairs``: sentence pairs with gold scores under the STS protocol of ``tasks.sts`` (cosine, a zero
   vector scoring 0; Pearson and Spearman; per-item outputs of kind ``sts``, so that bootstrap
@@ -12,6 +12,25 @@ family's exactly:
   classifier config unless ``config = "fast"``); main score ``acc``; per-item outputs of kind
   ``classification``. Labels are strings or integers; class ids follow their sorted order
   (numeric when every label is an integer, ``7`` or ``"7"``), recorded in the protocol.
+
+The asymmetric two (``benchharness.tasks.ranking_files``) encode queries in the query role and
+candidates in the document role, and score as BEIR and mteb do; per-item outputs of kind
+``ranking`` (one per-query array per metric):
+
+- ``retrieval``: a BEIR folder (``folder = "..."``: ``corpus.jsonl``, ``queries.jsonl``,
+  ``qrels/<split>.tsv``, ``split`` defaulting to ``test``; ``benchharness.data.beir`` reads it);
+  each query's 100 nearest documents by cosine, searched exactly one corpus block at a time;
+  nDCG@10 (main), MAP@100, MRR@10 and recall@100 by pytrec_eval's definitions with graded
+  relevance (``benchharness.scoring.graded``). A document is title + " " + text (mteb's join);
+  queries without a relevant judgement are dropped, and counted in the protocol.
+- ``reranking``: JSON lines ``{"query": ..., "positive": [...], "negative": [...]}`` (mteb's
+  reranking format; ``query``/``positive``/``negative`` rename the keys); each line's candidates
+  ranked by cosine; MAP (main) and MRR@10 as mteb's ``RerankingEvaluator``.
+
+Every kind takes ``instruction = "..."``: the task's ``TaskMetadata.instruction``, which reaches
+the query side of a model that takes prompts or instructions (``core.prompts``), and is recorded
+in the result's protocol. The symmetric kinds ask for their sentences in the default role, which
+carries no instruction: for them it is recorded only.
 
 A file is CSV (RFC 4180 quoting), TSV (one record per line, fields split on tabs, no quoting: the
 format of SentEval's and STS-B's files) or JSON lines (one object per line), told by its suffix
@@ -32,9 +51,19 @@ Declared in ``benchharness.toml`` (``core.settings`` reads the tables)::
     file = "intents.jsonl"
     text = "utterance"                 # column names; defaults sentence / label
 
+    [tasks.my-beir]
+    kind = "retrieval"
+    folder = "scifact"                 # a BEIR folder; split = "dev" reads qrels/dev.tsv
+    instruction = "Given a claim, retrieve documents that support or refute it"
+
+    [tasks.my-rerank]
+    kind = "reranking"
+    file = "rerank.jsonl"
+
 or from Python with :func:`register_file_task` (those win over the configuration's of the same
-name). The file is read directly, not through the data root; ``task.files`` lists it, so that its
-sha256 enters the result (which names it by its file name alone). A problem in a file raises
+name). The file is read directly, not through the data root; ``task.files`` lists it (a BEIR
+folder's three files), so that its sha256 enters the result (which names it by its file name
+alone). A problem in a file raises
 ``DataError`` naming the file and line; a problem in a declaration raises ``InvalidInputError``
 naming where it was declared.
 
@@ -48,41 +77,46 @@ recursion. A name is at most ``NAME_MAX`` characters (it names result files).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import re
-from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from functools import cached_property, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.data_root import DataError
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.results import SLUG_MAX
 from benchharness.core.settings import load_config
-from benchharness.core.task import Embed, Task, TaskMetadata, TaskProvider
-from benchharness.data.readers import undecodable_message
+from benchharness.core.task import Embed, Task, TaskProvider
 from benchharness.tasks import sts, warn_once
+from benchharness.tasks.file_base import GROUP, TEXT, Declaration, FileTask, Row, sentence
+from benchharness.tasks.ranking_files import FileRerankingTask, FileRetrievalTask
 from benchharness.tasks.senteval_config import CONFIGS, ClassifierConfig
 from benchharness.tasks.transfer import BinaryTask
 
-GROUP = "files"
 #: protocol variants; the leaderboard finds file tasks by their ``file-`` prefix
 PAIRS_PROTOCOL = "file-pairs-cosine"
 LABELS_PROTOCOL = "file-senteval-logreg"  # + "-<config>", as the transfer tasks' senteval-logreg-<config>
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 #: per kind, its column keys with their default column names, then its other keys
 COLUMNS = {"pairs": {"sentence1": "sentence1", "sentence2": "sentence2", "score": "score"},
-           "labels": {"text": "sentence", "label": "label"}}
-OPTIONS = {"pairs": ("score_range",), "labels": ("config",)}
+           "labels": {"text": "sentence", "label": "label"},
+           "retrieval": {},
+           "reranking": {"query": "query", "positive": "positive", "negative": "negative"}}
+OPTIONS = {"pairs": ("format", "score_range"), "labels": ("format", "config"), "retrieval": ("split",),
+           "reranking": ()}
+#: the key that names a kind's data, when it is not ``file``
+SOURCE = {"retrieval": "folder"}
+#: keys every kind takes
+COMMON = ("kind", "instruction")
+#: a BEIR split names its qrels file (``qrels/<split>.tsv``)
+SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 #: the classification items store class ids as int8 (``TransferTask.evaluate_items``)
 MAX_CLASSES = 127
 #: a task name becomes a result file name (``results/<encoder>/<task>.json``) and a ``--tasks`` item
@@ -90,20 +124,6 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 #: the longest task name: the result store's limit on the folder names it makes, well under 255 bytes
 NAME_MAX = SLUG_MAX
 INTEGER = re.compile(r"[+-]?[0-9]+")
-TEXT = "as in the file (not re-joined, not lowercased)"
-
-
-@dataclass(frozen=True)
-class Declaration:
-    """A checked declaration: everything a file task is built from."""
-
-    name: str
-    path: Path
-    kind: str
-    fmt: str
-    columns: dict[str, str]  # column key -> column name in the file
-    score_range: tuple[float, float] | None  # pairs: the range every gold score must lie in
-    config: ClassifierConfig  # labels: SentEval's classifier config
 
 
 # ------------------------------------------------------------------------------------------------
@@ -115,17 +135,22 @@ def declare(name: str, entry: Mapping[str, Any], origin: str) -> Declaration:
     ``origin`` says where it was made, for the error."""
     kind = entry.get("kind", "pairs")
     if kind not in COLUMNS:
-        raise InvalidInputError(f"{origin}: kind {kind!r}; use 'pairs' or 'labels'")
-    allowed = {"file", "kind", "format", *COLUMNS[kind], *OPTIONS[kind]}
+        raise InvalidInputError(f"{origin}: kind {kind!r}; use {', '.join(map(repr, COLUMNS))}")
+    source = SOURCE.get(kind, "file")
+    allowed = {source, *COMMON, *COLUMNS[kind], *OPTIONS[kind]}
     unknown = sorted(set(entry) - allowed)
     if unknown:
         raise InvalidInputError(f"{origin}: unknown key(s) {', '.join(unknown)} for kind {kind!r}; "
                                 f"the keys are {', '.join(sorted(allowed))}")
     _check_name(name, origin)
-    path = Path(entry["file"])
-    return Declaration(name, path, kind, _format(path, entry.get("format"), origin),
-                       {key: entry.get(key, default) for key, default in COLUMNS[kind].items()},
-                       _score_range(entry.get("score_range"), origin), _config(entry.get("config", "default"), origin))
+    if source not in entry:
+        raise InvalidInputError(f"{origin}: kind {kind!r} needs {source} = \"...\"")
+    path = Path(entry[source])
+    fmt = {"retrieval": "beir", "reranking": "jsonl"}.get(kind) or _format(path, entry.get("format"), origin)
+    return Declaration(name, path, kind, fmt, {key: entry.get(key, default) for key, default in COLUMNS[kind].items()},
+                       _score_range(entry.get("score_range"), origin), _config(entry.get("config", "default"), origin),
+                       split=_split(entry.get("split", "test"), origin) if kind == "retrieval" else None,
+                       instruction=_instruction(entry.get("instruction"), origin))
 
 
 def _check_name(name: str, origin: str) -> None:
@@ -182,6 +207,19 @@ def _score_range(value: Any, origin: str) -> tuple[float, float] | None:
     return float(value[0]), float(value[1])
 
 
+def _split(value: Any, origin: str) -> str:
+    if not isinstance(value, str) or not SPLIT.fullmatch(value):
+        raise InvalidInputError(f"{origin}: split {value!r}; give the name of a qrels file (qrels/<split>.tsv), "
+                                "letters, digits and . _ -")
+    return value
+
+
+def _instruction(value: Any, origin: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise InvalidInputError(f"{origin}: instruction {value!r}; give non-empty text")
+    return value
+
+
 def _config(name: Any, origin: str) -> ClassifierConfig:
     if name not in CONFIGS:
         raise InvalidInputError(f"{origin}: config {name!r}; use one of {', '.join(CONFIGS)}")
@@ -194,9 +232,10 @@ REGISTERED: dict[str, Declaration] = {}
 
 def register_file_task(name: str, file: str | Path, kind: str = "pairs", **options: Any) -> None:
     """Declare a task from a file in Python (a relative ``file`` is relative to the working
-    directory); ``options`` are the keys of a ``[tasks.<name>]`` table. It lasts for the process.
+    directory; for ``kind="retrieval"`` it is the BEIR folder); ``options`` are the other keys of a
+    ``[tasks.<name>]`` table. It lasts for the process.
     A name another task plugin answers to is refused here, where it is asked for."""
-    entry = {"file": Path(file).expanduser().resolve(), "kind": kind, **options}
+    entry = {SOURCE.get(kind, "file"): Path(file).expanduser().resolve(), "kind": kind, **options}
     origin = f"register_file_task({name!r})"
     _refuse_clash(name, origin)
     REGISTERED[name] = declare(name, entry, origin)
@@ -226,73 +265,7 @@ def provider() -> TaskProvider:
 
 
 # ------------------------------------------------------------------------------------------------
-# reading a file
-
-Row = tuple[int, Mapping[str, Any]]  # (line number, value by column)
-
-
-def read_rows(decl: Declaration) -> list[Row]:
-    """The records of a declared file with their line numbers (1-based; a CSV/TSV header is line
-    1), each holding every declared column."""
-    path = decl.path
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        lines = path.read_text(encoding="utf-8-sig", errors="surrogateescape").split("\n")
-        raise DataError(undecodable_message(path, lines, exc)) from None
-    except OSError as exc:  # missing, a folder, unreadable
-        raise DataError(f"{path}: {exc.strerror or exc} (the file of task {decl.name!r})") from None
-    columns = list(decl.columns.values())
-    return _json_rows(path, text, columns) if decl.fmt == "jsonl" else _delimited_rows(path, text, decl.fmt, columns)
-
-
-def _delimited_rows(path: Path, text: str, fmt: str, columns: list[str]) -> list[Row]:
-    dialect: dict[str, Any] = {"delimiter": ","} if fmt == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
-    reader = csv.reader(io.StringIO(text, newline=""), **dialect)
-    rows: list[Row] = []
-    try:
-        header = next(reader, None)
-        if header is None:
-            raise DataError(f"{path}:1: empty file; its first line must name the columns ({', '.join(columns)})")
-        _require(path, 1, header, columns, "column")
-        for fields in reader:
-            if not fields:  # a blank line
-                continue
-            if len(fields) != len(header):
-                raise DataError(f"{path}:{reader.line_num}: {len(fields)} fields; the header names {len(header)}")
-            rows.append((reader.line_num, dict(zip(header, fields))))
-    except csv.Error as exc:
-        raise DataError(f"{path}:{reader.line_num}: {exc}") from None
-    return rows
-
-
-def _json_rows(path: Path, text: str, columns: list[str]) -> list[Row]:
-    rows: list[Row] = []
-    for line_no, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{line_no}: not JSON ({exc.msg}); a JSON lines file holds one object "
-                            "per line") from None
-        if not isinstance(record, dict):
-            raise DataError(f"{path}:{line_no}: a JSON {type(record).__name__}; expected one object per line")
-        _require(path, line_no, record, columns, "key")
-        rows.append((line_no, record))
-    return rows
-
-
-def _require(path: Path, line: int, present: Any, columns: list[str], what: str) -> None:
-    missing = [c for c in columns if c not in present]
-    if missing:
-        raise DataError(f"{path}:{line}: no {what} {missing[0]!r}; found {', '.join(map(str, present))}")
-
-
-def _sentence(path: Path, line: int, value: Any, column: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise DataError(f"{path}:{line}: {column!r} is {value!r}; every sentence must be non-empty text")
-    return value
+# checking values
 
 
 def _score(path: Path, line: int, value: Any, column: str, score_range: tuple[float, float] | None) -> float:
@@ -360,53 +333,6 @@ class Labelled:
         return len(self.texts)
 
 
-class FileTask(Task):
-    """What both kinds share: the declaration, the file read once (on load, or when the metadata is
-    first asked for), and metadata that is the protocol family's completed from the file."""
-
-    decl: Declaration
-
-    @property
-    def metadata(self) -> TaskMetadata:
-        """The declared metadata with the file's size and what was read from it. A file that cannot
-        be read still gives metadata, saying why, so that ``list tasks`` lists every task; loading
-        the task raises the error."""
-        try:
-            content = self.content
-        except DataError as exc:
-            return replace(self._declared, description=f"{self._declared.description} [cannot read: {exc}]")
-        details = {"file": self.decl.path.name, "format": self.decl.fmt, "columns": self.decl.columns,
-                   "text": TEXT, "items": "in the file's row order", **self._details(content)}
-        return replace(self._declared, n_samples=content.n,
-                       protocol_details={**self._declared.protocol_details, **details})
-
-    @metadata.setter
-    def metadata(self, value: TaskMetadata) -> None:
-        """What the protocol family declares (its constructor sets it), before the file is read."""
-        self._declared = value
-
-    @cached_property
-    def content(self) -> Pairs | Labelled:
-        """The file, read and checked (a failed read is not kept: the next access tries again)."""
-        return self._read(read_rows(self.decl))
-
-    def _load(self, data: DataRoot) -> None:
-        self.files.append(self.decl.path)
-        self._use(self.content)
-
-    @abstractmethod
-    def _read(self, rows: list[Row]) -> Pairs | Labelled:
-        """The file's content, checked row by row."""
-
-    @abstractmethod
-    def _use(self, content: Any) -> None:
-        """Hand the content to the protocol family's attributes."""
-
-    @abstractmethod
-    def _details(self, content: Any) -> dict[str, Any]:
-        """What the protocol records of the content, beside the file, format, columns and text."""
-
-
 class FilePairTask(FileTask, sts.PairTask):
     """Scored pairs, under the STS protocol of ``tasks.sts`` with STS-B's metrics."""
 
@@ -427,8 +353,8 @@ class FilePairTask(FileTask, sts.PairTask):
         s1, s2, score = cols["sentence1"], cols["sentence2"], cols["score"]
         pairs = Pairs([], [], [])
         for line, rec in rows:  # row by row: the first problem in the file is the one reported
-            pairs.a.append(_sentence(path, line, rec[s1], s1))
-            pairs.b.append(_sentence(path, line, rec[s2], s2))
+            pairs.a.append(sentence(path, line, rec[s1], s1))
+            pairs.b.append(sentence(path, line, rec[s2], s2))
             pairs.gold.append(_score(path, line, rec[score], score, self.decl.score_range))
         return pairs
 
@@ -456,7 +382,7 @@ class FileLabelTask(FileTask, BinaryTask):
         text_col, label_col = cols["text"], cols["label"]
         texts, written = [], []
         for line, rec in rows:  # row by row: the first problem in the file is the one reported
-            texts.append(_sentence(path, line, rec[text_col], text_col))
+            texts.append(sentence(path, line, rec[text_col], text_col))
             written.append(_label(path, line, rec[label_col], label_col))
         labels = class_labels(written)
         _check_classes(path, labels, self.decl.config)
@@ -478,4 +404,5 @@ class FileLabelTask(FileTask, BinaryTask):
         return {**out, "ndev": len(self.texts), "ntest": len(self.texts)}
 
 
-KINDS: dict[str, type[FileTask]] = {"pairs": FilePairTask, "labels": FileLabelTask}
+KINDS: dict[str, type[FileTask]] = {"pairs": FilePairTask, "labels": FileLabelTask, "retrieval": FileRetrievalTask,
+                                    "reranking": FileRerankingTask}

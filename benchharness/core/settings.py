@@ -16,7 +16,7 @@ cache and whether to stay offline), user-registered encoders and tasks declared 
 
     [tasks.my-pairs]
     file = "data/pairs.tsv"            # relative to this file
-    kind = "pairs"                     # or "labels" (see benchharness.tasks.from_files)
+    kind = "pairs"                     # or "labels", "reranking"; "retrieval" names a folder = "..."
 
 Relative paths are relative to the file that names them, except that results go to ``./results``
 of the working directory when the configuration is the per-user one: a project's results stay in
@@ -119,9 +119,11 @@ def load_config(path: Path | None = None) -> Config:
     per_user = path == user_config()
     tasks = {}
     for name, entry in raw.get("tasks", {}).items():
-        if not isinstance(entry, dict) or "file" not in entry:
-            raise InvalidInputError(f"{path}: [tasks.{name}] needs a file = \"...\" (a pair or labelled-sentence file)")
-        tasks[name] = {**entry, "file": str((base / Path(entry["file"]).expanduser()).resolve())}
+        source = "folder" if isinstance(entry, dict) and "folder" in entry and "file" not in entry else "file"
+        if not isinstance(entry, dict) or source not in entry:
+            raise InvalidInputError(f"{path}: [tasks.{name}] needs a file = \"...\" (pairs, labelled sentences, "
+                                    "reranking) or a folder = \"...\" (a BEIR retrieval folder)")
+        tasks[name] = {**entry, source: str((base / Path(entry[source]).expanduser()).resolve())}
     return Config(
         file=path,
         data_dir=rel("data_dir", None),
