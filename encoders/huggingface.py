@@ -52,7 +52,7 @@ class HFEncoder(TransformerEncoder):
         device: str | None = None,
         precision: str = "fp32",
         normalize: bool = False,
-        prompt: str = PROMPT_TEMPLATE,
+        template: str = PROMPT_TEMPLATE,
         tokenizer: str | None = None,
         model_name: str | None = None,
         backend: str | None = None,
@@ -76,7 +76,8 @@ class HFEncoder(TransformerEncoder):
                                     f"got {max_length}")
         self.max_length = int(max_length)
         self.normalize = bool(normalize)
-        self.prompt = prompt
+        #: PromptBERT's template for ``pooling=prompt`` (not a role prompt, see ``Encoder.prompts``)
+        self.template = template
         if self.backend != REFERENCE and not BACKENDS[self.backend].gives_hidden_states \
                 and (needs_hidden_states(pooling) or pooling == "cls"):
             raise InvalidInputError(f"backend={self.backend} returns only the last hidden state, "
@@ -122,7 +123,7 @@ class HFEncoder(TransformerEncoder):
             return list(sentences)
         if self.mask_token is None:
             raise InvalidInputError(f"pooling 'prompt' needs a tokenizer with a mask token ({self.source.name})")
-        return [self.prompt.format(sentence=s, mask=self.mask_token) for s in sentences]
+        return [self.template.format(sentence=s, mask=self.mask_token) for s in sentences]
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
         if not sentences:
@@ -191,7 +192,7 @@ class HFEncoder(TransformerEncoder):
         if self.pooling == "avg_first_last":
             info["first_layer"] = self.first_layer
         if self.pooling == "prompt":
-            info["prompt"] = self.prompt
+            info["prompt"] = self.template  # the key stored identities were computed with
         if self.tokenizer_source is not None:
             info["tokenizer"] = {"model": self.tokenizer_source.name, "revision": self.tokenizer_source.revision}
         if changes_outputs(self.backend):

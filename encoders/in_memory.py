@@ -26,7 +26,7 @@ from benchharness.core.progress import shown
 from benchharness.encoders import hub
 from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE
-from benchharness.encoders.sbert import SentenceTransformerEncoder
+from benchharness.encoders.sbert import SentenceTransformerEncoder, prompts_by_role
 from benchharness.encoders.transformer import TransformerEncoder
 
 if TYPE_CHECKING:
@@ -114,6 +114,8 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
         TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
         self._model = model.to(self.device)
         self.source = HeldSource.of(self._model, name, described_by=model[0].auto_model)
+        self.prompts = prompts_by_role(getattr(model, "prompts", None) or {}, getattr(model, "default_prompt_name", None),
+                                       any(getattr(m, "include_prompt", True) is False for m in model), name)
 
     def _module_configs(self) -> dict[str, Any]:
         """Each module's class and configuration (pooling mode, normalisation, max sequence length)."""
@@ -136,7 +138,7 @@ class TransformersModelEncoder(_HeldModel, HFEncoder):
 
     def __init__(self, name: str, model: Any, tokenizer: Any, pooling: str = "avg", first_layer: int = 1,
                  max_length: int = 512, batch_size: int = 64, device: str | None = None, precision: str = "fp32",
-                 normalize: bool = False, prompt: str = PROMPT_TEMPLATE, backend: str | None = None) -> None:
+                 normalize: bool = False, template: str = PROMPT_TEMPLATE, backend: str | None = None) -> None:
         if pooling not in POOLINGS:
             raise InvalidInputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
         if pooling == "cls" and getattr(model, "pooler", None) is None:
@@ -146,7 +148,7 @@ class TransformersModelEncoder(_HeldModel, HFEncoder):
         self.source = HeldSource.of(model, name)
         self.tokenizer_source = None
         self.pooling, self.first_layer, self.max_length = pooling, int(first_layer), int(max_length)
-        self.normalize, self.prompt = bool(normalize), prompt
+        self.normalize, self.template = bool(normalize), template
         self._model = model.to(self.device)
         self._tokenizer = tokenizer
 

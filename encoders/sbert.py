@@ -35,18 +35,22 @@ def configured_prompts(folder: Path, name: str) -> Prompts:
         settings = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
     except (OSError, ValueError) as exc:
         raise InvalidInputError(f"{name}: cannot read {config}: {exc}") from None
-    prompts = settings.get("prompts") or {}
+    return prompts_by_role(settings.get("prompts") or {}, settings.get("default_prompt_name"),
+                           _pools_without_prompt(folder), f"{name}: {config}")
+
+
+def prompts_by_role(prompts: Any, default_name: str | None, pools_without_prompt: bool, where: str) -> Prompts:
+    """sentence-transformers' named prompts (``SentenceTransformer.prompts``) as prompts by role."""
     if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
-        raise InvalidInputError(f"{name}: {config}: 'prompts' must map names to strings")
-    document = next((prompts[k] for k in DOCUMENT_PROMPT_NAMES if k in prompts), None)
-    default_name = settings.get("default_prompt_name")
+        raise InvalidInputError(f"{where}: 'prompts' must map names to strings")
     if default_name is not None and default_name not in prompts:
-        raise InvalidInputError(f"{name}: {config}: default_prompt_name {default_name!r} is not one of its prompts "
+        raise InvalidInputError(f"{where}: default_prompt_name {default_name!r} is not one of its prompts "
                                 f"({', '.join(prompts) or 'none'})")
+    document = next((prompts[k] for k in DOCUMENT_PROMPT_NAMES if k in prompts), None)
     found = Prompts(default=prompts.get(default_name) if default_name else None, query=prompts.get("query"),
                     document=document)
-    if not found.empty and _pools_without_prompt(folder):
-        raise InvalidInputError(f"{name}: its Pooling leaves the prompt's tokens out (include_prompt: false), which "
+    if not found.empty and pools_without_prompt:
+        raise InvalidInputError(f"{where}: its Pooling leaves the prompt's tokens out (include_prompt: false), which "
                                 "benchharness does not reproduce; evaluate it with the mteb bridge instead")
     return found
 

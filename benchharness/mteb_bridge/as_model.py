@@ -19,6 +19,7 @@ from mteb.models.model_meta import ScoringFunction
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
 from benchharness.core.results import slug
 from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 
@@ -99,13 +100,15 @@ class MtebEncoder(AbsEncoder):
     mteb hands over a DataLoader of ``{"text": [...]}`` batches; the texts of all batches are
     collected and encoded in one call, so that the encoder's own length-sorted batching and,
     with ``cache``, benchharness's embedding cache apply (a sentence seen by any earlier run of
-    the same encoder identity is not encoded again). Task prompts are not used: benchharness
-    encoders take no instructions.
+    the same encoder identity is not encoded again). mteb's ``prompt_type`` is the encoder's role
+    (``query``, ``document``, none: the symmetric default), so an encoder with role prompts gets
+    them under mteb as it does here; mteb's task instructions are not used (``use_instructions``
+    is False), as for mteb's own models without instructions.
     """
 
     def __init__(self, encoder: Encoder, cache: EmbeddingCache | None = None) -> None:
         self.model = encoder if cache is None else CachingEncoder(encoder, cache)
-        self.mteb_model_meta = model_meta(encoder.name, encoder.identity, encoder.identity_info(),
+        self.mteb_model_meta = model_meta(encoder.name, encoder.identity, encoder.identity_record(),
                                           encoder.similarity)
 
     def encode(self, inputs: DataLoader[BatchedInput], *, task_metadata: TaskMetadata, hf_split: str,
@@ -116,4 +119,10 @@ class MtebEncoder(AbsEncoder):
                 raise InvalidInputError(f"mteb task {task_metadata.name}: batch without a 'text' field "
                                  f"(fields {sorted(batch)}); benchharness encoders take text only")
             texts.extend(batch["text"])
-        return np.asarray(self.model.encode(texts), dtype=np.float32)
+        return np.asarray(self.model.encode_role(texts, role_of(prompt_type)), dtype=np.float32)
+
+
+def role_of(prompt_type: PromptType | str | None) -> Role:
+    """mteb's ``prompt_type`` as a benchharness role."""
+    value = getattr(prompt_type, "value", prompt_type)
+    return {"query": QUERY, "document": DOCUMENT}.get(value, DEFAULT) if value is not None else DEFAULT

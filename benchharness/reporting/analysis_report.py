@@ -55,7 +55,7 @@ def analyze(encoder: Encoder, name: str, first: list[str], second: list[str],
                      "random_pairs": RANDOM_PAIRS, "seed": SEED,
                      "top1_pc_variance_share": analysis.top_pc_variance_share(vectors, 1),
                      f"top{k_top}_pc_variance_share": analysis.top_pc_variance_share(vectors, k_top)},
-        "encoder_identity": {"hash": encoder.identity, **encoder.identity_info()},
+        "encoder_identity": {"hash": encoder.identity, **encoder.identity_record()},
         "versions": versions(),
         "date": now(),
     }
