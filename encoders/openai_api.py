@@ -207,19 +207,21 @@ class OpenAIEncoder(Encoder):
             return out
         batches = list(length_sorted_batches([len(s) for s in sentences], self.max_batch))
         client = self._client()
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(batches)),
-                                thread_name_prefix="openai-embeddings") as pool:
-            futures = {pool.submit(self._encode_batch, client, [sentences[i] for i in idx], served): idx
-                       for idx in batches}
-            try:
-                for future in tqdm(as_completed(futures), total=len(futures), desc=f"encode {self.name}",
-                                   disable=not shown(), unit="request"):
-                    out[futures[future]] = future.result()
-            except BaseException:
-                client.stop.set()  # no retry waits on: the pass has failed
-                for future in futures:
-                    future.cancel()
-                raise
+        pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(batches)),
+                                  thread_name_prefix="openai-embeddings")
+        futures = {pool.submit(self._encode_batch, client, [sentences[i] for i in idx], served): idx
+                   for idx in batches}
+        try:
+            for future in tqdm(as_completed(futures), total=len(futures), desc=f"encode {self.name}",
+                               disable=not shown(), unit="request"):
+                out[futures[future]] = future.result()
+        except BaseException:
+            # the pass has failed (or was interrupted): no retry waits on, nothing queued is sent, and
+            # the caller does not wait for the requests in flight (they end within timeout=)
+            client.stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
         return out
 
     def _body(self, texts: list[str]) -> dict[str, Any]:

@@ -200,6 +200,20 @@ def test_a_server_that_does_not_answer_in_time_fails_in_one_line(fake):
     assert time.monotonic() - start < 0.9
 
 
+def _slow(body: dict) -> Reply:
+    time.sleep(1.5)
+    return 200, {}, {"model": MODEL, "data": [{"index": i, "embedding": vector_of(t)} for i, t in
+                                              enumerate(body["input"])]}
+
+
+def test_a_request_that_fails_for_good_ends_the_pass_without_waiting_for_the_others(fake):
+    fake.replies = [_slow, (400, {}, {"detail": "bad input"}), (503, {"Retry-After": "30"}, {})]
+    start = time.monotonic()
+    with pytest.raises(EmbeddingServerError, match=r"\(400 Bad Request: bad input\)$"):
+        encoder(fake, max_batch=2, max_concurrency=3).encode(SENTENCES[:6])
+    assert time.monotonic() - start < 1.0  # neither the slow answer nor the 30 s retry wait was waited for
+
+
 def test_a_server_that_is_not_there_cannot_be_reached(fake):
     url = fake.url
     fake.server.shutdown()
