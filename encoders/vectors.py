@@ -10,8 +10,8 @@ sides of that format, so that what ``sentences`` writes is exactly what the enco
 Three layouts:
 
 - a folder with ``sentences.jsonl`` (``{"text", "role"[, "instruction"]}`` per line) and
-  ``vectors.npy`` (``(lines, d)``, any float dtype, read through a memory map: only the rows asked
-  for are read, so a corpus larger than memory works);
+  ``vectors.npy`` (``(lines, d)``, any float dtype; only the rows asked for are read, a block at a
+  time, so a corpus larger than memory works);
 - a ``.jsonl`` file whose lines carry their vector (``{"text", "vector": [...], "role"?}``);
 - a ``.parquet`` file with columns ``text``, ``vector`` (a list of floats), optional ``role`` and
   ``instruction`` (needs pyarrow).
@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +54,8 @@ KEYED_SUFFIXES = (".jsonl", ".parquet")
 SHOWN_MISSING = 3
 #: characters of a quoted sentence
 QUOTE_CHARS = 60
-#: rows checked at a time for non-finite values
-CHECK_BLOCK = 65_536
+#: bytes of vectors checked at a time for non-finite values
+CHECK_BYTES = 16 * 2**20
 
 #: (role name or None for the default role, instruction or None): the rows of one kind of request
 RoleKey = tuple[str | None, str | None]
@@ -119,6 +121,36 @@ class VectorTable:
     def has_roles(self) -> bool:
         """Whether any row is for a role other than the default."""
         return any(key != (None, None) for key in self.rows)
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        """Rows ``positions`` as float32. From a C-ordered memory map they are read with ``pread``, each
+        run of consecutive rows in one call, rather than through the map, whose touched pages would
+        count in the process's resident memory for as long as the map lives (the whole file, once a
+        pass has asked for every row)."""
+        vectors = self.vectors
+        if not (isinstance(vectors, np.memmap) and vectors.flags.c_contiguous and vectors.filename):
+            return np.asarray(vectors[positions], dtype=np.float32)
+        row = vectors.shape[1] * vectors.dtype.itemsize
+        order = np.argsort(positions, kind="stable")
+        ordered = positions[order]
+        out = np.empty((len(positions), vectors.shape[1]), dtype=np.float32)
+        # runs of consecutive rows, cut to at most CHECK_BYTES each (a read's bytes exist twice for a moment)
+        step = max(1, CHECK_BYTES // row)
+        breaks = np.flatnonzero(np.diff(ordered) != 1) + 1
+        edges = np.concatenate([[0], breaks, [len(ordered)]]).tolist()
+        pieces = [(a, min(a + step, end)) for start, end in pairwise(edges) for a in range(start, end, step)]
+        fd = os.open(vectors.filename, os.O_RDONLY)
+        try:
+            for a, b in pieces:
+                size = (b - a) * row
+                data = os.pread(fd, size, vectors.offset + int(ordered[a]) * row)
+                if len(data) != size:
+                    raise InvalidInputError(f"{vectors.filename}: read {len(data)} of {size} bytes; the file changed "
+                                            "or was cut while in use")
+                out[order[a:b]] = np.frombuffer(data, dtype=vectors.dtype).reshape(b - a, -1)
+        finally:
+            os.close(fd)
+        return out
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -190,13 +222,29 @@ def _quote(text: str) -> str:
     return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "...")
 
 
-def _check_finite(vectors: np.ndarray, row_name: Any) -> None:
+def _blocks(vectors: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, rows) of ``vectors`` a block at a time, about ``CHECK_BYTES`` each. A C-ordered
+    memory map is read with plain file reads instead: mapped pages once touched count in the
+    process's resident memory until unmapped, and the map is kept for serving rows."""
+    n, dim = vectors.shape
+    step = max(1, CHECK_BYTES // (dim * vectors.dtype.itemsize))
+    if isinstance(vectors, np.memmap) and vectors.flags.c_contiguous and vectors.filename:
+        with open(vectors.filename, "rb") as fh:
+            for start in range(0, n, step):
+                count = min(step, n - start)
+                fh.seek(vectors.offset + start * dim * vectors.dtype.itemsize)
+                yield start, np.fromfile(fh, dtype=vectors.dtype, count=count * dim).reshape(count, dim)
+        return
+    for start in range(0, n, step):
+        yield start, np.asarray(vectors[start : start + step])
+
+
+def _check_finite(vectors: np.ndarray, row_name: Callable[[int], str]) -> None:
     """Refuse a NaN or infinite value (also a float64 value beyond float32's range, which the rows
-    become), naming the first such row with ``row_name(i)``; read a block of rows at a time."""
-    for start in range(0, len(vectors), CHECK_BLOCK):
+    become), naming the first such row with ``row_name(i)``."""
+    for start, rows in _blocks(vectors):
         with np.errstate(over="ignore"):
-            block = np.asarray(vectors[start : start + CHECK_BLOCK], dtype=np.float32)
-        bad = ~np.isfinite(block).all(axis=1)
+            bad = ~np.isfinite(rows.astype(np.float32, copy=False)).all(axis=1)
         if bad.any():
             i = start + int(np.argmax(bad))
             raise InvalidInputError(f"{row_name(i)}: the vector is not finite (NaN or infinite, or beyond float32's "
@@ -205,7 +253,8 @@ def _check_finite(vectors: np.ndarray, row_name: Any) -> None:
 
 def read_folder(folder: Path) -> VectorTable:
     """``folder/sentences.jsonl`` and ``folder/vectors.npy``, checked against each other: a float
-    array of one row per line, every value finite. The array stays memory-mapped."""
+    array of one row per line, every value finite. The array is opened as a memory map, which
+    reads its header only: its rows are read when asked for (``VectorTable.take``)."""
     lines, vectors_path = folder / SENTENCES, folder / VECTORS
     for path in (lines, vectors_path):
         if not path.is_file():
@@ -334,8 +383,8 @@ class PrecomputedVectors(Encoder):
 
     The file is read and checked when the encoder is built, so that a bad file fails where the
     runner contains a broken encoder (each of its tasks failed with the message, the other
-    encoders going on), not in the middle of a pass. ``vectors.npy`` stays memory-mapped: only
-    the rows asked for are read into memory.
+    encoders going on), not in the middle of a pass. Of ``vectors.npy`` only the rows asked for
+    are read into memory (``VectorTable.take``).
     """
 
     def __init__(self, name: str, path: str | Path) -> None:
@@ -376,11 +425,7 @@ class PrecomputedVectors(Encoder):
             raise MissingVectorsError(self._missing(missing, len(sentences), key))
         if not sentences:
             return np.zeros((0, table.vectors.shape[1]), dtype=np.float32)
-        positions = np.fromiter((rows[s] for s in sentences), dtype=np.intp, count=len(sentences))
-        order = np.argsort(positions, kind="stable")  # a memory map reads sorted rows sequentially
-        out = np.empty((len(sentences), table.vectors.shape[1]), dtype=np.float32)
-        out[order] = table.vectors[positions[order]]
-        return out
+        return table.take(np.fromiter((rows[s] for s in sentences), dtype=np.intp, count=len(sentences)))
 
     def _missing(self, missing: list[str], asked: int, key: RoleKey) -> str:
         shown = ", ".join(_quote(s) for s in missing[:SHOWN_MISSING])
@@ -391,9 +436,10 @@ class PrecomputedVectors(Encoder):
                 "DIR` and encode all its lines")
 
     def identity_info(self) -> dict[str, Any]:
-        # the files' contents, not their place: a moved folder keeps its stored results and cache
-        digests = {f.name: remembered("sha256", [f], lambda f=f: sha256_file(f)) for f in self.files}
-        return {"family": "vectors", "sha256": digests}
+        # the files' contents, not their place or name: a moved folder keeps its stored results and cache
+        layout = "folder" if self.path.is_dir() else self.path.suffix.lstrip(".")
+        return {"family": "vectors", "layout": layout,
+                "sha256": [remembered("sha256", [f], lambda f=f: sha256_file(f)) for f in self.files]}
 
     @property
     def metadata(self) -> dict[str, Any]:

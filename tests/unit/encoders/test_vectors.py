@@ -13,6 +13,7 @@ from fakes import HashEncoder
 from vector_fakes import DOCUMENTS, PAIRS, QUERIES, PairTask, RoleHashEncoder, SearchTask
 
 import benchharness
+from benchharness.core.digests import sha256_file
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role, parse_role
 from benchharness.encoders.vectors import (
@@ -179,7 +180,7 @@ def test_identity_is_the_contents_of_both_files_not_their_place(tmp_path):
     write_folder(tmp_path / "a", [PairTask()], HashEncoder())
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     first = PrecomputedVectors("v", tmp_path / "a")
-    assert set(first.identity_info()["sha256"]) == {SENTENCES, VECTORS}
+    assert first.identity_info()["sha256"] == [sha256_file(tmp_path / "a" / name) for name in (SENTENCES, VECTORS)]
     assert PrecomputedVectors("w", tmp_path / "b").identity == first.identity
     write_folder(tmp_path / "b", [PairTask()], HashEncoder(salt="other"))  # same lines, other vectors
     assert PrecomputedVectors("w", tmp_path / "b").identity != first.identity
@@ -248,3 +249,27 @@ def test_the_spec_is_checked_before_anything_is_read(tmp_path):
     (tmp_path / "v.csv").write_text("text,vector\n")
     with pytest.raises(InvalidInputError, match="neither a folder nor a .jsonl or .parquet file"):
         resolver.check(f"vectors:{tmp_path / 'v.csv'}")
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "float16"])
+def test_the_check_reads_the_array_a_block_at_a_time_in_any_layout(tmp_path, monkeypatch, layout):
+    """Blocks of two rows (8-d float32): a NaN in a late block is found at its row, whatever the
+    array's order or float width; the rows served are the array's."""
+    import benchharness.encoders.vectors as module
+
+    monkeypatch.setattr(module, "CHECK_BYTES", 64)
+    records = write_folder(tmp_path, [PairTask()], HashEncoder())
+    good = np.load(tmp_path / VECTORS)
+    array = {"C": good, "F": np.asfortranarray(good), "float16": good.astype(np.float16)}[layout]
+    np.save(tmp_path / VECTORS, array)
+    blocks = list(module._blocks(np.load(tmp_path / VECTORS, mmap_mode="r")))
+    step = 64 // (8 * array.dtype.itemsize)
+    assert [start for start, _ in blocks] == list(range(0, len(records), step))
+    np.testing.assert_array_equal(np.concatenate([rows for _, rows in blocks]), array)
+    served = PrecomputedVectors("v", tmp_path).encode([r["text"] for r in records])
+    np.testing.assert_array_equal(served, array.astype(np.float32))
+    array = array.copy(order="K")
+    array[9, 7] = np.inf
+    np.save(tmp_path / VECTORS, array)
+    with pytest.raises(InvalidInputError, match=r"vectors.npy: row 9 \(sentences.jsonl line 10"):
+        PrecomputedVectors("v", tmp_path)
