@@ -431,7 +431,7 @@ class PrecomputedVectors(Encoder):
         shown = ", ".join(_quote(s) for s in missing[:SHOWN_MISSING])
         more = f" and {len(missing) - SHOWN_MISSING:,} more" if len(missing) > SHOWN_MISSING else ""
         side = f" as {_role_text(key)}" if self.table.has_roles else ""
-        return (f"{self.table.where} has no vector for {len(missing):,} of the {asked:,} sentences asked for{side}: "
+        return (f"{self.table.where} has no vector for {len(missing):,} of {asked:,} sentences asked for{side}: "
                 f"{shown}{more}; write the sentences of these tasks with `benchharness sentences --tasks ... --out "
                 "DIR` and encode all its lines")
 
