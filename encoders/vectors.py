@@ -384,8 +384,11 @@ class PrecomputedVectors(Encoder):
     The file is read and checked when the encoder is built, so that a bad file fails where the
     runner contains a broken encoder (each of its tasks failed with the message, the other
     encoders going on), not in the middle of a pass. Of ``vectors.npy`` only the rows asked for
-    are read into memory (``VectorTable.take``).
+    are read into memory (``VectorTable.take``). Not cached: its rows are already on disk, and
+    uncached it is asked for a whole pass at once, so a missing-vector error counts them all.
     """
+
+    cacheable = False
 
     def __init__(self, name: str, path: str | Path) -> None:
         super().__init__(name)

@@ -83,6 +83,9 @@ class Encoder(ABC):
     #: whether the vectors depend on the role beyond the prompts (vectors computed elsewhere per
     #: role, a callable that takes the role): such an encoder is asked for every role separately
     role_aware: bool = False
+    #: whether the embedding cache should hold its vectors: not for vectors read from files
+    #: (``vectors:``), which are already on disk and cheaper to read than the cache
+    cacheable: bool = True
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -27,12 +27,15 @@ def cache_at(cache_dir: str | Path) -> Any:
 
 
 def caching(cache: Any, pools: Any = None) -> Callable[[Encoder], Encoder]:
-    """Wraps each encoder in the cache; a post-processor's rows are computed from its base's, so
-    only base encoders encode through the pools."""
+    """Wraps each encoder in the cache (but one that says it is not ``cacheable``); a
+    post-processor's rows are computed from its base's, so only base encoders encode through the
+    pools."""
     from benchharness.encoders.postprocess.fitting import PostProcessor
     from benchharness.evaluation.cache import CachingEncoder
 
     def wrap(encoder: Encoder) -> Encoder:
+        if not encoder.cacheable:
+            return encoder
         chunks = None if pools is None or isinstance(encoder, PostProcessor) else pools.for_encoder(encoder)
         return CachingEncoder(encoder, cache, encode_chunks=chunks)
 

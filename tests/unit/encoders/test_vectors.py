@@ -101,6 +101,22 @@ def test_a_missing_sentence_fails_the_tasks_in_one_line_naming_it(tmp_path):
     assert str(tmp_path) in failed.message and "benchharness sentences" in failed.message
 
 
+def test_vectors_are_not_cached_and_the_error_counts_the_whole_pass(tmp_path):
+    """Through a run with an embedding cache: no cache folder for rows already on disk, and the
+    missing count is the pass's, not one cache chunk's."""
+    folder = tmp_path / "vectors"
+    folder.mkdir()
+    records = write_folder(folder, [PairTask()], HashEncoder())
+    keep = records[:1]
+    (folder / SENTENCES).write_text("".join(jsonl_line(r) for r in keep))
+    np.save(folder / VECTORS, np.load(folder / VECTORS)[:1])
+    results = benchharness.evaluate(f"vectors:{folder}", [PairTask()], errors="keep", cache_dir=tmp_path / "cache")
+    (failed,) = results.failed
+    unique = len({r["text"] for r in records})
+    assert f"no vector for {unique - 1} of {unique} sentences asked for" in failed.message
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
 def test_a_role_is_answered_by_its_own_rows_only(tmp_path):
     """With roles in the file, a query is never served the row of the same text as a document."""
     write_folder(tmp_path, [SearchTask()], RoleHashEncoder())
