@@ -130,7 +130,8 @@ def check_spec(name: str, spec: EncoderSpec) -> Family:
                 hint = f" Did you mean {close[0]!r}?" if close else ""
                 raise UnknownEncoderError(f"encoder {name!r}: {kind} has no parameter {key!r}.{hint} "
                                           f"It accepts: {', '.join(accepted)}")
-    for key in (family.target, "tokenizer"):
+    # hub ids or folders; a family with its own check names its own missing target better
+    for key in {"model", "tokenizer", *([family.target] if family.check is None else [])}:
         value = spec.get(key)
         if isinstance(value, str):
             check_local_path(value, f"encoder {name!r} ({key})")
