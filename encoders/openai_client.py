@@ -142,7 +142,9 @@ class Client:
         return self._request("POST", "/embeddings", body)
 
     def get_models(self) -> dict[str, Any] | None:
-        """The server's ``GET /models`` list, or None when it has no such route (404, 405)."""
+        """The server's ``GET /models`` list, or None when it has no such route (404, 405) or does not
+        show it to this key (401, 403: OpenAI's restricted keys may embed without listing models;
+        a key that cannot embed either is refused by the embeddings request that follows)."""
         try:
             return self._request("GET", "/models", None, absent_ok=True)
         except _Absent:
@@ -220,7 +222,7 @@ class Client:
             words = ""
         status = f"{exc.code} {exc.reason}".strip()
         said = f": {words}" if words else ""
-        if absent_ok and exc.code in (404, 405):
+        if absent_ok and exc.code in (401, 403, 404, 405):
             raise _Absent
         if exc.code == 429 or exc.code >= 500:
             return _Failure(True, f"the embeddings server at {where} answered {status}{said}",

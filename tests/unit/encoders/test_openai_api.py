@@ -89,8 +89,8 @@ def fake() -> Iterator[Fake]:
 
         def do_GET(self) -> None:
             state.requests.append(("GET", self.path, dict(self.headers), None))
-            if state.models is None:
-                self._reply(404, {}, {"detail": "Not Found"})
+            if isinstance(state.models, int):
+                self._reply(state.models, {}, {"detail": "no listing here"})
             else:
                 self._reply(200, {}, state.models)
 
@@ -307,8 +307,9 @@ def test_a_model_the_server_does_not_list_is_refused(fake):
         OpenAIEncoder("x", "other", base_url=fake.url).identity_info()
 
 
-def test_a_server_without_a_models_route_is_asked_by_the_probe_alone(fake):
-    fake.models = None
+@pytest.mark.parametrize("status", [404, 403])
+def test_a_server_without_a_models_route_or_that_hides_it_is_asked_by_the_probe_alone(fake, status):
+    fake.models = status
     assert encoder(fake).identity_info()["model"] == MODEL
 
 
