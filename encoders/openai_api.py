@@ -25,7 +25,8 @@ name the same model, or the encoding fails: the model changed under the run. The
 * otherwise unpinned: the name is all we know, and the weights behind it can change between two
   runs unnoticed (a redeployed server, a hosted model updated in place). Such vectors are tied to
   this encoder object alone (a fresh token in the identity), so a later run never reuses them from
-  the embedding cache or a stored result; a warning says how to pin them.
+  the embedding cache (which such an encoder is not put through: ``cacheable``) or a stored
+  result; a warning says how to pin them.
 
 The server's address goes into the metadata (scheme, host and port only), never into the
 identity: the same weights served elsewhere are the same encoder. The API key goes nowhere.
@@ -287,6 +288,12 @@ class OpenAIEncoder(Encoder):
         """Whether a revision or the user's ``identity=`` ties the name to fixed weights (asks the
         server when it has not been asked yet)."""
         return self.given_identity is not None or self.served().revision is not None
+
+    @property
+    def cacheable(self) -> bool:  # type: ignore[override]
+        """Unpinned vectors are never reused (their identity is this object's), so the embedding
+        cache is left out rather than filled with a database no run will read."""
+        return self.pinned
 
     def identity_info(self) -> dict[str, Any]:
         served = self.served()

@@ -26,6 +26,7 @@ from benchharness.core.specs import UnknownEncoderError
 from benchharness.encoders.openai_api import PROBE, OpenAIEncoder
 from benchharness.encoders.openai_client import EmbeddingServerError, backoff, retry_after
 from benchharness.evaluation.resolver import Resolver
+from benchharness.evaluation.run_resolver import caching
 
 MODEL = "fake-embedder"
 
@@ -286,6 +287,8 @@ def test_without_a_label_or_revision_the_identity_is_this_objects_alone(fake, ca
         assert not first.pinned
     second = OpenAIEncoder("fake", MODEL, base_url=fake.url)
     assert first.identity != second.identity and first.identity == first.identity
+    assert not first.cacheable and encoder(fake, identity="l3").cacheable  # the cache would never be read
+    assert caching(None)(first) is first  # a run's resolver leaves it out of the embedding cache
     assert "reports no revision of model 'fake-embedder'" in caplog.text and "identity=<label>" in caplog.text
 
 
