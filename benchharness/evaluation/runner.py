@@ -299,13 +299,17 @@ def _keep(task: Task, enc_name: str, encoder: Encoder, identity: dict, evaluatio
         **({} if confidence is None else {"confidence": confidence}),
         per_item=evaluation if evaluation.items else None,
     )
-    if ctx.store is not None:
+    notes = [f"{zeros:,} zero vectors"] if zeros else []
+    if ctx.store is not None and not encoder.pinned:
+        # its identity ties the result to no model (a server that reports no revision): a stored
+        # copy could never be reused or compared, only mistaken for a pinned one
+        notes.append("not stored: the encoder is unpinned (give it an identity to store its results)")
+    elif ctx.store is not None:
         try:
             ctx.store.save(result)
         except (ValueError, OSError) as exc:  # a NaN metric (JSON cannot hold it); a full or read-only disk
             ctx.fail(enc_name, task.name, f"storing: {exc}", f"[{enc_name}/{task.name}] cannot store the result: {exc}")
             return
-    notes = [f"{zeros:,} zero vectors"] if zeros else []
     if previous is not None and previous != result.main_score:
         notes.append(f"items added; the score moved by {result.main_score - previous:+.2g} from the stored "
                      f"{previous:.4f} (reproducibility tolerance 0.01)")

@@ -178,3 +178,17 @@ def test_spec_prompts_replace_the_configured_ones_and_are_checked(prompted_st):
     assert encoder.prompts == Prompts(query="search: ", document="passage: ")
     with pytest.raises(Exception, match="has no parameter 'query_promt'"):
         Resolver().get(f"st:{prompted_st}?query_promt=x")
+
+
+def test_an_unpinned_encoder_is_scored_but_never_stored(tmp_path):
+    from benchharness.core.results import ResultStore
+
+    class Unpinned(HashEncoder):
+        pinned = False
+
+    store = ResultStore(tmp_path / "results")
+    summary = run(["u"], [SearchTask()], lambda name: Unpinned("u"), DataRoot(tmp_path), store,
+                  RunSettings(intervals=False))
+    (outcome,) = summary.outcomes
+    assert outcome.status == "computed" and "not stored: the encoder is unpinned" in outcome.message
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.json"))
