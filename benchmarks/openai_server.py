@@ -30,6 +30,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the server launcher the tests use
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the STS-B-as-BEIR builder
 
 from embedding_server import MODEL, EmbeddingServer, missing_reason, server_env
 from machine import SMOKE, header, report
@@ -57,6 +58,28 @@ def rates(encode: Callable[[list[str]], np.ndarray], sentences: list[str], repea
         encode(sentences)
         seconds.append(time.perf_counter() - t0)
     return len(sentences) / min(seconds), len(sentences) / statistics.median(seconds)
+
+
+def stsb_retrieval(spec: str, scratch: Path) -> str:
+    """nDCG@10 of STS-B test as a BEIR task (``benchmarks/stsb_beir.py``) through the server and in
+    process: queries and documents go through the same ``encode_role`` path as any retrieval task."""
+    import benchharness
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+    from benchharness.tasks.from_files import register_file_task
+    from stsb_beir import write_stsb_beir
+
+    stsb = tasks.get("STSBenchmark")
+    stsb.load(DataRoot())
+    ((first, second, gold),) = stsb.subsets.values()
+    if SMOKE:
+        first, second, gold = first[:80], second[:80], gold[:80]
+    write_stsb_beir(scratch / "stsb-beir", first, second, np.asarray(gold))
+    register_file_task("stsb-beir", scratch / "stsb-beir", kind="retrieval")
+    through, here = (benchharness.evaluate(name, "stsb-beir").results[0] for name in (spec, "minilm-l3"))
+    return (f"stsb-beir (STS-B test as BEIR) nDCG@10: openai: {through.main_score:.4f}, minilm-l3 {here.main_score:.4f}, "
+            f"difference {through.main_score - here.main_score:+.5f}; MAP@100 {through.metrics['map@100']:.4f} vs "
+            f"{here.metrics['map@100']:.4f}")
 
 
 def infinity_version() -> str:
@@ -95,6 +118,7 @@ def main() -> None:
         lines.append(f"{TASK} spearman x100: openai: {api_score:.4f}, minilm-l3 {local_score:.4f}, difference "
                      f"{api_score - local_score:+.5f} (largest per-pair cosine difference "
                      f"{np.abs(cosines[0] - cosines[1]).max():.1e})")
+        lines.append(stsb_retrieval(spec, Path(scratch)))
         remote_rows = as_encoder(spec).encode(sentences)
         local_rows = local.encode(sentences)
         normalised = local_rows / np.linalg.norm(local_rows, axis=1, keepdims=True)
