@@ -33,8 +33,11 @@ from machine import SMOKE
 
 KINDS = ("cli", "name", "encoder", "sentence-transformer", "transformers", "callable")
 #: the encoder name and hub id measured, and the task (smoke mode: the smallest MiniLM, 500 pairs)
-NAME, MODEL, TASK = (("minilm-l3", "sentence-transformers/paraphrase-MiniLM-L3-v2", "SICKRelatedness-trial") if SMOKE
-                     else ("minilm-l6", "sentence-transformers/all-MiniLM-L6-v2", "STSBenchmark"))
+NAME, MODEL, TASK = (
+    ("minilm-l3", "sentence-transformers/paraphrase-MiniLM-L3-v2", "SICKRelatedness-trial")
+    if SMOKE
+    else ("minilm-l6", "sentence-transformers/all-MiniLM-L6-v2", "STSBenchmark")
+)
 
 #: evaluates each kind of its comma list in turn, printing one JSON line per kind
 CHILD = r"""
@@ -72,10 +75,15 @@ def once(kinds: list[str]) -> dict[str, dict]:
     turn, with the process's wall time (interpreter start included)."""
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", CHILD, ",".join(kinds), out], capture_output=True, text=True,
-                              check=True, env={**os.environ, "TQDM_DISABLE": "1"})
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, ",".join(kinds), out],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "TQDM_DISABLE": "1"},
+        )
         wall = time.perf_counter() - t0
-    lines = proc.stdout.strip().splitlines()[-len(kinds):]
+    lines = proc.stdout.strip().splitlines()[-len(kinds) :]
     return {kind: {**json.loads(line), "wall": wall} for kind, line in zip(kinds, lines)}
 
 

@@ -27,11 +27,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from machine import SMOKE  # noqa: E402
+from machine import SMOKE
 
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
-HUB_IDS = {"minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
-           "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2"}
+HUB_IDS = {
+    "minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
+    "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2",
+}
 
 
 def sts_sentences(limit: int, seed: int = 0) -> list[str]:
@@ -106,18 +108,32 @@ def compare_backends(args, st, sentences: list[str]) -> None:
     reference = st.encode(sentences, batch_size=64, convert_to_numpy=True)
     eager = variants[0]
     n_tok = int(tokens.lengths.sum())
-    print(f"{len(sentences)} sentences, {n_tok} tokens, {len(batches)} batches (budget {args.budget} tokens), "
-          f"threads {torch.get_num_threads()}, native bf16: {has_native_bf16()}")
-    print(f"{'variant':14s} {'wall s':>8s} {'cpu s':>8s} {'wall/eager':>10s} {'cpu/eager':>9s} {'setup s':>8s} "
-          f"{'maxdiff eager':>13s} {'maxdiff st':>10s}")
+    print(
+        f"{len(sentences)} sentences, {n_tok} tokens, {len(batches)} batches (budget {args.budget} tokens), "
+        f"threads {torch.get_num_threads()}, native bf16: {has_native_bf16()}"
+    )
+    print(
+        f"{'variant':14s} {'wall s':>8s} {'cpu s':>8s} {'wall/eager':>10s} {'cpu/eager':>9s} {'setup s':>8s} "
+        f"{'maxdiff eager':>13s} {'maxdiff st':>10s}"
+    )
     results = []
     for v in variants:
         d_eager = float(np.abs(v.rows - eager.rows).max())
         d_st = float(np.abs(v.rows - reference).max())
-        print(f"{v.name:14s} {v.wall:8.2f} {v.cpu:8.2f} {v.wall / eager.wall:10.3f} {v.cpu / eager.cpu:9.3f} "
-              f"{v.setup:8.2f} {d_eager:13.2e} {d_st:10.2e}")
-        results.append({"variant": v.name, "wall_s": v.wall, "cpu_s": v.cpu, "setup_s": v.setup,
-                        "maxdiff_eager": d_eager, "maxdiff_st": d_st})
+        print(
+            f"{v.name:14s} {v.wall:8.2f} {v.cpu:8.2f} {v.wall / eager.wall:10.3f} {v.cpu / eager.cpu:9.3f} "
+            f"{v.setup:8.2f} {d_eager:13.2e} {d_st:10.2e}"
+        )
+        results.append(
+            {
+                "variant": v.name,
+                "wall_s": v.wall,
+                "cpu_s": v.cpu,
+                "setup_s": v.setup,
+                "maxdiff_eager": d_eager,
+                "maxdiff_st": d_st,
+            }
+        )
     print("JSON " + json.dumps({"sentences": len(sentences), "tokens": n_tok, "results": results}))
 
 
@@ -144,9 +160,12 @@ def compare_budgets(args, st, sentences: list[str]) -> None:
                 reference = vecs
             else:
                 budget = int(name.split()[1])
-                vecs = encode_tokens(tokens, lambda f: head(st[0].model(**{k: v for k, v in f.items()
-                                                                          if k != "attention_mask"}), f),
-                                     device, budget)
+                vecs = encode_tokens(
+                    tokens,
+                    lambda f: head(st[0].model(**{k: v for k, v in f.items() if k != "attention_mask"}), f),
+                    device,
+                    budget,
+                )
             times[name].append(time.perf_counter() - t0)
             if reference is not None and name != "st.encode(64)":
                 times.setdefault(f"{name} maxdiff", []).append(float(np.abs(vecs - reference).max()))
@@ -166,8 +185,12 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=4096, help="tokens per batch for --backends")
     parser.add_argument("--budgets", help="compare these token budgets (eager fp32) instead of backends")
     parser.add_argument("--rounds", type=int, default=3, help="alternating passes for --budgets")
-    parser.add_argument("--threads", type=int, help="intra-op threads (default: torch's, the physical cores); "
-                        "1 on a loaded machine, where OpenMP barriers wait on descheduled threads")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="intra-op threads (default: torch's, the physical cores); "
+        "1 on a loaded machine, where OpenMP barriers wait on descheduled threads",
+    )
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         parser.set_defaults(model="minilm-l3", sentences=40, backends="eager", budget=512)
     args = parser.parse_args()

@@ -52,14 +52,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="beir-stsb-") as tmp:
         counts = write_stsb_beir(Path(tmp) / "stsb", first, second, np.asarray(gold))
         register_file_task(TASK, Path(tmp) / "stsb", kind="retrieval")
-        lines.append(f"# STS-B test as BEIR: {counts['pairs']} pairs -> {counts['queries']} distinct first sentences "
-                     f"(queries), {counts['corpus']} distinct second sentences (corpus), {counts['relevant_pairs']} "
-                     f"relevant pairs (gold >= 4, relevance 1) judging {counts['judged_queries']} queries (scored)")
-        lines.append("# x100; pytrec_eval on the task's own top-100 lists (same cosines); max|diff| over per-query "
-                     "values; ties = adjacent exactly equal scores in the top-100 lists")
-        lines.append(f"{'encoder':<11} {'nDCG@10 [95% CI]':<22} {'MAP@100':>8} {'MRR@10':>8} {'R@100':>8} | "
-                     f"{'pytrec: nDCG@10':>15} {'MAP@100':>8} {'MRR@10':>8} {'R@100':>8} | {'max|diff|':>9} "
-                     f"{'ties':>5} {'seconds':>8}")
+        lines.append(
+            f"# STS-B test as BEIR: {counts['pairs']} pairs -> {counts['queries']} distinct first sentences "
+            f"(queries), {counts['corpus']} distinct second sentences (corpus), {counts['relevant_pairs']} "
+            f"relevant pairs (gold >= 4, relevance 1) judging {counts['judged_queries']} queries (scored)"
+        )
+        lines.append(
+            "# x100; pytrec_eval on the task's own top-100 lists (same cosines); max|diff| over per-query "
+            "values; ties = adjacent exactly equal scores in the top-100 lists"
+        )
+        lines.append(
+            f"{'encoder':<11} {'nDCG@10 [95% CI]':<22} {'MAP@100':>8} {'MRR@10':>8} {'R@100':>8} | "
+            f"{'pytrec: nDCG@10':>15} {'MAP@100':>8} {'MRR@10':>8} {'R@100':>8} | {'max|diff|':>9} "
+            f"{'ties':>5} {'seconds':>8}"
+        )
         for name in encoders:
             t0 = time.perf_counter()
             [result] = benchharness.evaluate(name, TASK)
@@ -72,13 +78,17 @@ def main() -> None:
             diff = max(float(np.abs(ours[k] - theirs[k]).max()) for k in KEYS)
             low, high = result.confidence["main"]
             m = result.metrics
-            lines.append(f"{name:<11} {m['ndcg@10']:6.2f} [{low:5.2f}, {high:5.2f}]{'':<5} {m['map@100']:8.2f} "
-                         f"{m['mrr@10']:8.2f} {m['recall@100']:8.2f} | {100 * theirs['ndcg@10'].mean():15.2f} "
-                         f"{100 * theirs['map@100'].mean():8.2f} {100 * theirs['mrr@10'].mean():8.2f} "
-                         f"{100 * theirs['recall@100'].mean():8.2f} | {diff:9.1e} {exact_ties(scores):5d} "
-                         f"{time.perf_counter() - t0:8.1f}")
+            lines.append(
+                f"{name:<11} {m['ndcg@10']:6.2f} [{low:5.2f}, {high:5.2f}]{'':<5} {m['map@100']:8.2f} "
+                f"{m['mrr@10']:8.2f} {m['recall@100']:8.2f} | {100 * theirs['ndcg@10'].mean():15.2f} "
+                f"{100 * theirs['map@100'].mean():8.2f} {100 * theirs['mrr@10'].mean():8.2f} "
+                f"{100 * theirs['recall@100'].mean():8.2f} | {diff:9.1e} {exact_ties(scores):5d} "
+                f"{time.perf_counter() - t0:8.1f}"
+            )
             # the evaluate() path and the once-encoded path score alike (same encoder, same task)
-            lines.append(f"{'':<11} (evaluate nDCG@10 {m['ndcg@10']:.6f}; once-encoded {100 * ours['ndcg@10'].mean():.6f})")
+            lines.append(
+                f"{'':<11} (evaluate nDCG@10 {m['ndcg@10']:.6f}; once-encoded {100 * ours['ndcg@10'].mean():.6f})"
+            )
     report("beir_stsb", lines)
 
 

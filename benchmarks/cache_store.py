@@ -34,8 +34,8 @@ import statistics
 import tempfile
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from machine import SMOKE
@@ -86,8 +86,10 @@ def rows_write(folder: Path, keys: list[bytes], vecs: np.ndarray, size: int) -> 
     for part in chunks(len(keys), size):
         con.execute("BEGIN IMMEDIATE")
         blobs = [v.tobytes() for v in vecs[part]]
-        con.executemany("INSERT OR IGNORE INTO rows VALUES (?, ?, ?)",
-                        [(k, b, zlib.crc32(b, zlib.crc32(k))) for k, b in zip(keys[part], blobs)])
+        con.executemany(
+            "INSERT OR IGNORE INTO rows VALUES (?, ?, ?)",
+            [(k, b, zlib.crc32(b, zlib.crc32(k))) for k, b in zip(keys[part], blobs)],
+        )
         con.execute("COMMIT")
     con.close()
 
@@ -142,8 +144,10 @@ def lmdb_read(folder: Path, dim: int) -> tuple[dict[bytes, int], np.ndarray]:
     with env.begin() as txn:
         got = list(txn.cursor().iternext(keys=True, values=True))
     env.close()
-    return ({k: i for i, (k, _) in enumerate(got)},
-            np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(-1, dim))
+    return (
+        {k: i for i, (k, _) in enumerate(got)},
+        np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(-1, dim),
+    )
 
 
 # --- the real cache --------------------------------------------------------------------------
@@ -202,8 +206,9 @@ def warm_encode(n: int, dim: int, size: int, repeats: int) -> dict[str, float]:
     return {"wall_s": statistics.median(walls), "wall_min_s": min(walls), "cpu_s": statistics.median(cpus)}
 
 
-def measure(name: str, write: Callable, read: Callable, data: Workload, dim: int, size: int,
-            repeats: int) -> dict[str, float]:
+def measure(
+    name: str, write: Callable, read: Callable, data: Workload, dim: int, size: int, repeats: int
+) -> dict[str, float]:
     keys, vecs = data
     writes, reads, read_cpu = [], [], []
     for _ in range(repeats):
@@ -223,9 +228,13 @@ def measure(name: str, write: Callable, read: Callable, data: Workload, dim: int
             disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
         finally:
             shutil.rmtree(folder)
-    return {"write_s": statistics.median(writes), "read_s": statistics.median(reads),
-            "read_min_s": min(reads), "read_cpu_s": statistics.median(read_cpu),
-            "disk_mib": disk / 2**20}
+    return {
+        "write_s": statistics.median(writes),
+        "read_s": statistics.median(reads),
+        "read_min_s": min(reads),
+        "read_cpu_s": statistics.median(read_cpu),
+        "disk_mib": disk / 2**20,
+    }
 
 
 def main() -> None:
@@ -254,16 +263,24 @@ def main() -> None:
     if args.stores:
         stores = {name: stores[name] for name in args.stores}
     data = workload(args.n, args.dim)
-    report = {name: measure(name, w, r, data, args.dim, args.chunk, args.repeats)
-              for name, (w, r) in stores.items()}
+    report = {name: measure(name, w, r, data, args.dim, args.chunk, args.repeats) for name, (w, r) in stores.items()}
     fastest = min(r["read_cpu_s"] for r in report.values())
     for r in report.values():
         r["read_cpu_vs_fastest"] = r["read_cpu_s"] / fastest
     warm = warm_encode(args.n, args.dim, args.chunk, args.repeats) if "benchharness" in stores else {}
-    print(json.dumps({"n": args.n, "dim": args.dim, "chunk": args.chunk, "repeats": args.repeats,
-                      "stores": {k: {m: round(v, 4) for m, v in r.items()} for k, r in report.items()},
-                      "warm_encode_all": {m: round(v, 4) for m, v in warm.items()}},
-                     indent=2))
+    print(
+        json.dumps(
+            {
+                "n": args.n,
+                "dim": args.dim,
+                "chunk": args.chunk,
+                "repeats": args.repeats,
+                "stores": {k: {m: round(v, 4) for m, v in r.items()} for k, r in report.items()},
+                "warm_encode_all": {m: round(v, 4) for m, v in warm.items()},
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

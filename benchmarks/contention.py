@@ -32,9 +32,26 @@ while True:
 def timed(tasks: str, env: dict[str, str]) -> float:
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "benchharness.cli", "run", "--encoders", "glove-50d", "--tasks", tasks,
-                        "--overwrite", "always", "--quiet", "--results-dir", out], check=True, capture_output=True,
-                       env=env)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "benchharness.cli",
+                "run",
+                "--encoders",
+                "glove-50d",
+                "--tasks",
+                tasks,
+                "--overwrite",
+                "always",
+                "--quiet",
+                "--results-dir",
+                out,
+            ],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
         return time.perf_counter() - t0
 
 
@@ -48,16 +65,19 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f}; OMP_WAIT_POLICY={env.get('OMP_WAIT_POLICY', '(unset)')}")
     idle = timed(args.tasks, env)
     # the other job keeps OpenMP's default (busy-waiting) threads, whatever this process is given
-    competitor = subprocess.Popen([sys.executable, "-c", COMPETITOR],
-                                  env={k: v for k, v in env.items() if k != "OMP_WAIT_POLICY"})
+    competitor = subprocess.Popen(
+        [sys.executable, "-c", COMPETITOR], env={k: v for k, v in env.items() if k != "OMP_WAIT_POLICY"}
+    )
     try:
         time.sleep(0.5 if SMOKE else 3)  # let it reach full speed
         busy = timed(args.tasks, env)
     finally:
         competitor.kill()
         competitor.wait()
-    print(f"glove-50d on {args.tasks}: idle {idle:.1f} s, beside a 2-thread job {busy:.1f} s, ratio {busy / idle:.2f}x "
-          "(fair share 2x; target at most 2.5x)")
+    print(
+        f"glove-50d on {args.tasks}: idle {idle:.1f} s, beside a 2-thread job {busy:.1f} s, ratio {busy / idle:.2f}x "
+        "(fair share 2x; target at most 2.5x)"
+    )
 
 
 if __name__ == "__main__":

@@ -82,11 +82,16 @@ def main() -> None:
             if i or SMOKE:
                 times[name].append(time.perf_counter() - t0)
     median = {name: statistics.median(t) for name, t in times.items()}
-    labels = {"engine": "as_encoder(model).encode + spearman", "evaluator": "STSEvaluator call",
-              "st-encode": "SentenceTransformer.encode + spearman"}
+    labels = {
+        "engine": "as_encoder(model).encode + spearman",
+        "evaluator": "STSEvaluator call",
+        "st-encode": "SentenceTransformer.encode + spearman",
+    }
     for name in steps:
-        print(f"{labels[name]:38s} median {median[name]:7.3f} s  (STS-B dev {scores[name]:.2f})  "
-              f"{median[name] / median['engine']:.3f}x the engine's bare work")
+        print(
+            f"{labels[name]:38s} median {median[name]:7.3f} s  (STS-B dev {scores[name]:.2f})  "
+            f"{median[name] / median['engine']:.3f}x the engine's bare work"
+        )
 
 
 if __name__ == "__main__":

@@ -76,9 +76,25 @@ def main() -> int:
         return 0
     out = {}
     for tool in ("faiss", "numpy"):
-        proc = subprocess.run([sys.executable, __file__, "--worker", tool, "--corpus", str(a.corpus),
-                               "--queries", str(a.queries), "--dim", str(a.dim), "--k", str(a.k)],
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                tool,
+                "--corpus",
+                str(a.corpus),
+                "--queries",
+                str(a.queries),
+                "--dim",
+                str(a.dim),
+                "--k",
+                str(a.k),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
         if line is None:  # a negative return code is a signal: -9 is the kernel's out-of-memory kill
             print(f"{tool} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -88,10 +104,14 @@ def main() -> int:
     corpus_mb = a.corpus * a.dim * 4 / 2**20
     print(f"corpus {a.corpus} x {a.dim} float32 ({corpus_mb:.0f} MB), {a.queries} queries, top {a.k}")
     for tool, r in out.items():
-        print(f"  {tool:6s} {r['seconds']:8.2f} s   peak RSS {r['peak_rss_mb']:8.0f} MB "
-              f"(of which data {r['data_rss_mb']:.0f} MB; search adds {r['peak_rss_mb'] - r['data_rss_mb']:.0f} MB)")
-    print(f"  numpy/faiss time ratio {out['numpy']['seconds'] / out['faiss']['seconds']:.2f}x; "
-          f"top-10 ids identical for {100 * same:.2f}% of positions")
+        print(
+            f"  {tool:6s} {r['seconds']:8.2f} s   peak RSS {r['peak_rss_mb']:8.0f} MB "
+            f"(of which data {r['data_rss_mb']:.0f} MB; search adds {r['peak_rss_mb'] - r['data_rss_mb']:.0f} MB)"
+        )
+    print(
+        f"  numpy/faiss time ratio {out['numpy']['seconds'] / out['faiss']['seconds']:.2f}x; "
+        f"top-10 ids identical for {100 * same:.2f}% of positions"
+    )
     return 0
 
 

@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import SMOKE, header, report  # noqa: E402
+from machine import SMOKE, header, report
 
 #: the encoders and tasks of the command (smoke mode: glove-50d on STS-B, nothing trained)
 ENCODERS = ("glove-50d",) if SMOKE else ("paser", "consert")
@@ -67,15 +67,16 @@ def phases(raw: Path, rate: int) -> dict[str, float]:
         stack, _, n = line.rpartition(" ")
         if not n.isdigit() or "thread (" not in stack:
             continue
-        thread = stack[stack.index("thread ("):].split(";", 1)[0]
+        thread = stack[stack.index("thread (") :].split(";", 1)[0]
         if "MainThread" in thread:
             counts[phase_of(stack)] += int(n)
     return {k: round(v / rate, 1) for k, v in counts.most_common()}
 
 
 def commit(checkout: Path) -> str:
-    return subprocess.run(["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
 
 
 def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
@@ -83,29 +84,59 @@ def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
     # no progress bars (TQDM_DISABLE), but the messages, which carry the training estimates (``--quiet`` hides
     # them since messages became log records)
     env = {**os.environ, "BENCHHARNESS_RUNS": str(workdir / "runs"), "TQDM_DISABLE": "1"}
-    command = [str(venv / "benchharness"), "run", "--encoders", ",".join(ENCODERS), "--tasks", ",".join(STS),
-               "--cache-dir", str(workdir / "cache"), "--results-dir", str(workdir / "results")]
+    command = [
+        str(venv / "benchharness"),
+        "run",
+        "--encoders",
+        ",".join(ENCODERS),
+        "--tasks",
+        ",".join(STS),
+        "--cache-dir",
+        str(workdir / "cache"),
+        "--results-dir",
+        str(workdir / "results"),
+    ]
     spy = shutil.which("py-spy", path=str(venv)) or shutil.which("py-spy")
     raw = workdir / "profile.txt"
     if spy:  # py-spy starts and samples the command (its main thread; see ``phases``)
-        command = [spy, "record", "--idle", "--threads", "--rate", str(rate), "--format", "raw", "--output", str(raw),
-                   "--", *command]
+        command = [
+            spy,
+            "record",
+            "--idle",
+            "--threads",
+            "--rate",
+            str(rate),
+            "--format",
+            "raw",
+            "--output",
+            str(raw),
+            "--",
+            *command,
+        ]
     log = workdir / "log.txt"
     start = time.perf_counter()
     with log.open("w") as fh:
         status = subprocess.run(command, cwd=checkout, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
     wall = time.perf_counter() - start
     if status != 0:
-        raise SystemExit(f"{checkout}: the headline command failed ({status}); see {log}:\n"
-                         + "\n".join(log.read_text().splitlines()[-15:]))
-    out: dict[str, object] = {"checkout": checkout.name, "commit": commit(checkout), "wall_seconds": round(wall, 1),
-                              "peak_rss_mib": peak_rss(workdir / "results")}
+        raise SystemExit(
+            f"{checkout}: the headline command failed ({status}); see {log}:\n"
+            + "\n".join(log.read_text().splitlines()[-15:])
+        )
+    out: dict[str, object] = {
+        "checkout": checkout.name,
+        "commit": commit(checkout),
+        "wall_seconds": round(wall, 1),
+        "peak_rss_mib": peak_rss(workdir / "results"),
+    }
     if spy:
         out["phases"] = phases(raw, rate)
         out["training_seconds"] = training_seconds(raw, rate)
     out["scores"] = compare_scores(checkout, workdir / "results")
-    out["estimates"] = {name: seconds(text) for name, text in
-                        re.findall(r"training (\S+) .*?: \d+ steps, about ([^(]+?) \(", log.read_text())}
+    out["estimates"] = {
+        name: seconds(text)
+        for name, text in re.findall(r"training (\S+) .*?: \d+ steps, about ([^(]+?) \(", log.read_text())
+    }
     out["train_seconds"] = train_seconds(workdir / "runs")
     return out
 
@@ -164,11 +195,20 @@ def compare_scores(checkout: Path, results: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkout", action="append", type=Path, required=not SMOKE,
-                        help="a clone with its own .venv (repeat: old commit first, then the new one)")
+    parser.add_argument(
+        "--checkout",
+        action="append",
+        type=Path,
+        required=not SMOKE,
+        help="a clone with its own .venv (repeat: old commit first, then the new one)",
+    )
     parser.add_argument("--rate", type=int, default=25, help="py-spy samples per second")
-    parser.add_argument("--keep", type=Path, help="keep each run's folders (runs, cache, results, log, profile) "
-                        "under KEEP/<commit> instead of a temporary folder")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep each run's folders (runs, cache, results, log, profile) "
+        "under KEEP/<commit> instead of a temporary folder",
+    )
     args = parser.parse_args()
     if SMOKE and not args.checkout:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         args.checkout = [Path(__file__).resolve().parents[1]]
@@ -187,8 +227,10 @@ def main() -> None:
         print(lines[-1], flush=True)
     if len(measured) == 2:
         old, new = measured
-        lines.append(f"# {new['commit']} against {old['commit']}: {new['wall_seconds']} s against "
-                     f"{old['wall_seconds']} s ({old['wall_seconds'] / new['wall_seconds']:.2f}x faster)")
+        lines.append(
+            f"# {new['commit']} against {old['commit']}: {new['wall_seconds']} s against "
+            f"{old['wall_seconds']} s ({old['wall_seconds'] / new['wall_seconds']:.2f}x faster)"
+        )
     report("headline", lines)
 
 

@@ -73,9 +73,26 @@ def write_qqp(folder: Path, rows: int, dup_every: int, words: list[str]) -> None
 
 def run(data: Path, work: Path, label: str, memory_mib: float | None) -> dict:
     results, cache = work / f"results-{label}", work / f"cache-{label}"
-    command = [sys.executable, "-m", "benchharness.cli", "run", "--encoders", "glove-50d", "--tasks", "QQP",
-               "--data-dir", str(data), "--no-verify", "--results-dir", str(results), "--cache-dir", str(cache),
-               "--quiet", "--overwrite", "always"]
+    command = [
+        sys.executable,
+        "-m",
+        "benchharness.cli",
+        "run",
+        "--encoders",
+        "glove-50d",
+        "--tasks",
+        "QQP",
+        "--data-dir",
+        str(data),
+        "--no-verify",
+        "--results-dir",
+        str(results),
+        "--cache-dir",
+        str(cache),
+        "--quiet",
+        "--overwrite",
+        "always",
+    ]
     if memory_mib is not None:
         command += ["--embedding-memory", str(memory_mib)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -89,9 +106,14 @@ def run(data: Path, work: Path, label: str, memory_mib: float | None) -> dict:
         if done.returncode != 0:
             raise SystemExit(f"{label} {phase} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
         result = json.loads(next(results.glob("*/QQP.json")).read_text())
-        out[phase] = {"seconds": round(seconds, 1), "peak_rss_mb": result["timings"]["peak_rss_mb"],
-                      "map": result["metrics"]["map"], "mrr@10": result["metrics"]["mrr@10"],
-                      "n_corpus": result["metrics"]["n_corpus"], "n_queries": result["metrics"]["n_queries"]}
+        out[phase] = {
+            "seconds": round(seconds, 1),
+            "peak_rss_mb": result["timings"]["peak_rss_mb"],
+            "map": result["metrics"]["map"],
+            "mrr@10": result["metrics"]["mrr@10"],
+            "n_corpus": result["metrics"]["n_corpus"],
+            "n_queries": result["metrics"]["n_queries"],
+        }
     return out
 
 
@@ -108,19 +130,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="large-corpus-") as scratch:
         work = Path(scratch)
         runs = {}
-        for label, rows, memory in (("subset-memory", args.subset, None), ("subset-disk", args.subset, 64),
-                                    ("full-disk", args.rows, 64)):
+        for label, rows, memory in (
+            ("subset-memory", args.subset, None),
+            ("subset-disk", args.subset, 64),
+            ("full-disk", args.rows, 64),
+        ):
             data = work / f"data-{rows}"
             if not data.exists():
                 write_qqp(data, rows, args.dup_every, words)
             runs[label] = run(data, work, label, memory)
             for phase, r in runs[label].items():
-                lines.append(f"{label:14s} {phase}: {r['n_corpus']:>9,} documents, {r['n_queries']:>6,} queries, "
-                             f"MAP@100 {r['map']:.4f}, MRR@10 {r['mrr@10']:.4f}, peak RSS {r['peak_rss_mb']:,.0f} MiB, "
-                             f"{r['seconds']} s")
+                lines.append(
+                    f"{label:14s} {phase}: {r['n_corpus']:>9,} documents, {r['n_queries']:>6,} queries, "
+                    f"MAP@100 {r['map']:.4f}, MRR@10 {r['mrr@10']:.4f}, peak RSS {r['peak_rss_mb']:,.0f} MiB, "
+                    f"{r['seconds']} s"
+                )
             print(lines[-1], flush=True)
-    same = all(runs["subset-memory"][p][m] == runs["subset-disk"][p][m] for p in ("cold", "warm")
-               for m in ("map", "mrr@10"))
+    same = all(
+        runs["subset-memory"][p][m] == runs["subset-disk"][p][m] for p in ("cold", "warm") for m in ("map", "mrr@10")
+    )
     lines.append(f"subset scores in memory and on disk identical: {same}")
     report("large_corpus", lines)
 

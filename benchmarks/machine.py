@@ -26,12 +26,20 @@ def header() -> str:
     from benchharness.core.provenance import versions
     from benchharness.training.on_demand import cpu_kind
 
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "unknown CPU")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown CPU",
+    )
     load = os.getloadavg()[0]
     state = "idle" if load < 0.5 else "NOT idle: timings indicative only"
-    return (f"# python {' '.join(sys.argv)}, at {versions().get('git_commit')}, {date.today()}, "
-            f"{os.cpu_count()}-core {model} ({cpu_kind()}); load {load:.2f} at start ({state})")
+    return (
+        f"# python {' '.join(sys.argv)}, at {versions().get('git_commit')}, {date.today()}, "
+        f"{os.cpu_count()}-core {model} ({cpu_kind()}); load {load:.2f} at start ({state})"
+    )
 
 
 def results_folder() -> Path:

@@ -34,9 +34,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 
-from machine import SMOKE  # noqa: E402
+from machine import SMOKE
 
-from benchharness.core.settings import apply_environment, load_config  # noqa: E402
+from benchharness.core.settings import apply_environment, load_config
 
 apply_environment(load_config())  # the HF cache before mteb imports huggingface_hub, which reads it once
 
@@ -101,8 +101,9 @@ def main() -> None:
     n_unique = len(unique_sentences(loaded))
     registry = Resolver({"data_dir": data.root})
     print(f"STS suite: {', '.join(STS)}; {n_unique} unique sentences; median of {args.repeats} runs")
-    print(f"{'encoder':12s} {'direct s':>9s} {'mteb s':>9s} {'ratio':>6s} "
-          f"{'encoded direct':>15s} {'encoded mteb':>13s}")
+    print(
+        f"{'encoder':12s} {'direct s':>9s} {'mteb s':>9s} {'ratio':>6s} {'encoded direct':>15s} {'encoded mteb':>13s}"
+    )
     for name in (n.strip() for n in args.encoders.split(",") if n.strip()):
         encoder = Counting(registry.get(name))
         encoder.encode(["warm up"])  # model loading is outside both timings

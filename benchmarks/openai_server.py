@@ -63,11 +63,12 @@ def rates(encode: Callable[[list[str]], np.ndarray], sentences: list[str], repea
 def stsb_retrieval(spec: str, scratch: Path) -> str:
     """nDCG@10 of STS-B test as a BEIR task (``benchmarks/stsb_beir.py``) through the server and in
     process: queries and documents go through the same ``encode_role`` path as any retrieval task."""
+    from stsb_beir import write_stsb_beir
+
     import benchharness
     from benchharness import tasks
     from benchharness.core.data_root import DataRoot
     from benchharness.tasks.from_files import register_file_task
-    from stsb_beir import write_stsb_beir
 
     stsb = tasks.get("STSBenchmark")
     stsb.load(DataRoot())
@@ -77,9 +78,11 @@ def stsb_retrieval(spec: str, scratch: Path) -> str:
     write_stsb_beir(scratch / "stsb-beir", first, second, np.asarray(gold))
     register_file_task("stsb-beir", scratch / "stsb-beir", kind="retrieval")
     through, here = (benchharness.evaluate(name, "stsb-beir").results[0] for name in (spec, "minilm-l3"))
-    return (f"stsb-beir (STS-B test as BEIR) nDCG@10: openai: {through.main_score:.4f}, minilm-l3 {here.main_score:.4f}, "
-            f"difference {through.main_score - here.main_score:+.5f}; MAP@100 {through.metrics['map@100']:.4f} vs "
-            f"{here.metrics['map@100']:.4f}")
+    return (
+        f"stsb-beir (STS-B test as BEIR) nDCG@10: openai: {through.main_score:.4f}, minilm-l3 {here.main_score:.4f}, "
+        f"difference {through.main_score - here.main_score:+.5f}; MAP@100 {through.metrics['map@100']:.4f} vs "
+        f"{here.metrics['map@100']:.4f}"
+    )
 
 
 def infinity_version() -> str:
@@ -107,17 +110,23 @@ def main() -> None:
     if SMOKE:
         sentences = sentences[:64]
     local = as_encoder("minilm-l3")
-    with tempfile.TemporaryDirectory(prefix="openai-server-") as scratch, \
-            EmbeddingServer(Path(scratch) / "server.log") as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="openai-server-") as scratch,
+        EmbeddingServer(Path(scratch) / "server.log") as server,
+    ):
         spec = f"openai:{MODEL}?base_url={server.base_url}&identity=paraphrase-MiniLM-L3-v2"
-        lines.append(f"{TASK}: {len(sentences):,} unique sentences timed; server: infinity-emb {infinity_version()} "
-                     f"(torch engine, CPU) on 127.0.0.1, sharing the machine's cores with this client")
+        lines.append(
+            f"{TASK}: {len(sentences):,} unique sentences timed; server: infinity-emb {infinity_version()} "
+            f"(torch engine, CPU) on 127.0.0.1, sharing the machine's cores with this client"
+        )
         through, here = benchharness.evaluate(spec, TASK), benchharness.evaluate("minilm-l3", TASK)
         api_score, local_score = through.results[0].main_score, here.results[0].main_score
         cosines = [np.asarray(r.items(r.results[0]).items["cosine"]) for r in (through, here)]
-        lines.append(f"{TASK} spearman x100: openai: {api_score:.4f}, minilm-l3 {local_score:.4f}, difference "
-                     f"{api_score - local_score:+.5f} (largest per-pair cosine difference "
-                     f"{np.abs(cosines[0] - cosines[1]).max():.1e})")
+        lines.append(
+            f"{TASK} spearman x100: openai: {api_score:.4f}, minilm-l3 {local_score:.4f}, difference "
+            f"{api_score - local_score:+.5f} (largest per-pair cosine difference "
+            f"{np.abs(cosines[0] - cosines[1]).max():.1e})"
+        )
         lines.append(stsb_retrieval(spec, Path(scratch)))
         remote_rows = as_encoder(spec).encode(sentences)
         local_rows = local.encode(sentences)
@@ -125,13 +134,19 @@ def main() -> None:
         lines.append(f"vectors: largest |server - local normalised| = {np.abs(remote_rows - normalised).max():.1e}")
         print("\n".join(lines), flush=True)
 
-        lines.append(f"encoding throughput, sentences/s (best and median of {args.repeats} after a warm-up pass; "
-                     f"client max_batch={args.max_batch}):")
+        lines.append(
+            f"encoding throughput, sentences/s (best and median of {args.repeats} after a warm-up pass; "
+            f"client max_batch={args.max_batch}):"
+        )
         best_local, median_local = rates(local.encode, sentences, args.repeats)
         lines.append(f"  {'local minilm-l3 (in process)':50s} {best_local:8.1f} {median_local:8.1f}")
         settings = [(f"max_concurrency={c}", f"&max_batch={args.max_batch}&max_concurrency={c}") for c in LEVELS]
-        settings.append(("max_concurrency=4, encoding_format=float",
-                         f"&max_batch={args.max_batch}&max_concurrency=4&encoding_format=float"))
+        settings.append(
+            (
+                "max_concurrency=4, encoding_format=float",
+                f"&max_batch={args.max_batch}&max_concurrency=4&encoding_format=float",
+            )
+        )
         settings.append(("max_concurrency=4, max_batch=256 (defaults)", ""))
         for label, keys in settings:
             encoder = as_encoder(spec + keys)

@@ -46,9 +46,14 @@ VOLATILE = ("date", "timings")
 def cli(*args: str, env: dict[str, str] | None = None) -> float:
     """Seconds a ``benchharness`` command takes, run from the project (its data and hub cache)."""
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "benchharness.cli", *args, "--quiet"], cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchharness.cli", *args, "--quiet"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"benchharness {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -82,37 +87,61 @@ def main() -> None:
     lines = [header()]
     with tempfile.TemporaryDirectory(prefix="ray-scaling-") as scratch:
         work = Path(scratch)
-        seq = cli("run", "--encoders", SWEEP, "--tasks", TASKS, "--results-dir", str(work / "sequential"),
-                  "--no-cache")
-        ray = cli("run", "--encoders", SWEEP, "--tasks", TASKS, "--results-dir", str(work / "swept"), "--no-cache",
-                  "--executor", "ray")
+        seq = cli("run", "--encoders", SWEEP, "--tasks", TASKS, "--results-dir", str(work / "sequential"), "--no-cache")
+        ray = cli(
+            "run",
+            "--encoders",
+            SWEEP,
+            "--tasks",
+            TASKS,
+            "--results-dir",
+            str(work / "swept"),
+            "--no-cache",
+            "--executor",
+            "ray",
+        )
         a, b = stored(work / "sequential"), stored(work / "swept")
-        same = lambda x, y: json.dumps(x, sort_keys=True) == json.dumps(y, sort_keys=True)  # noqa: E731  (NaN too)
+        same = lambda x, y: json.dumps(x, sort_keys=True) == json.dumps(y, sort_keys=True)
         differ = sorted({f"{k[0]}/{k[1]}: {f}" for k in a for f in a[k] if not same(a[k][f], b.get(k, {}).get(f))})
-        lines.append(f"sweep {SWEEP} x {TASKS} ({len(a)} results): sequential {seq:.1f} s, ray {ray:.1f} s, "
-                     f"speed-up {seq / ray:.2f}x; results identical but for date and timings: "
-                     f"{not differ and len(a) == len(b) > 0}{'; differing: ' + ', '.join(differ) if differ else ''}")
+        lines.append(
+            f"sweep {SWEEP} x {TASKS} ({len(a)} results): sequential {seq:.1f} s, ray {ray:.1f} s, "
+            f"speed-up {seq / ray:.2f}x; results identical but for date and timings: "
+            f"{not differ and len(a) == len(b) > 0}{'; differing: ' + ', '.join(differ) if differ else ''}"
+        )
         print(lines[-1], flush=True)
         if args.sweep_only:
             return
         enc = args.sharded_encoder
         sts = ("run", "--encoders", enc, "--tasks", TASKS)
         one = cli(*sts, "--results-dir", str(work / "r1"), "--cache-dir", str(work / "one"))
-        one_thread = cli(*sts, "--results-dir", str(work / "r2"), "--cache-dir", str(work / "one-thread"),
-                         env={"OMP_NUM_THREADS": "1"})
+        one_thread = cli(
+            *sts,
+            "--results-dir",
+            str(work / "r2"),
+            "--cache-dir",
+            str(work / "one-thread"),
+            env={"OMP_NUM_THREADS": "1"},
+        )
         two = cli(*sts, "--results-dir", str(work / "r3"), "--cache-dir", str(work / "actors"), "--encode-actors", "2")
         k1, v1 = cache_rows(work / "one")
         kt, vt = cache_rows(work / "one-thread")
         k2, v2 = cache_rows(work / "actors")
-        lines.append(f"sharded encoding of {TASKS} by {enc} ({len(k2):,} sentences, fresh cache, evaluation included): "
-                     f"one process {one:.1f} s (2 threads), one process at 1 thread {one_thread:.1f} s, 2 actors "
-                     f"{two:.1f} s; speed-up over one process {one / two:.2f}x")
-        lines.append(f"  cache of 2 actors vs one process at 1 thread: same keys in the same order {k2 == kt}, "
-                     f"bit-identical {k2 == kt and np.array_equal(v2, vt)}")
-        lines.append(f"  vs one process at 2 threads: same keys {k2 == k1}, max |difference| "
-                     f"{np.abs(v2 - v1).max() if k2 == k1 else float('nan'):.3g}")
-        scores = [[json.loads(p.read_text())["main_score"] for p in sorted((work / r).glob("*/*.json"))]
-                  for r in ("r2", "r3")]
+        lines.append(
+            f"sharded encoding of {TASKS} by {enc} ({len(k2):,} sentences, fresh cache, evaluation included): "
+            f"one process {one:.1f} s (2 threads), one process at 1 thread {one_thread:.1f} s, 2 actors "
+            f"{two:.1f} s; speed-up over one process {one / two:.2f}x"
+        )
+        lines.append(
+            f"  cache of 2 actors vs one process at 1 thread: same keys in the same order {k2 == kt}, "
+            f"bit-identical {k2 == kt and np.array_equal(v2, vt)}"
+        )
+        lines.append(
+            f"  vs one process at 2 threads: same keys {k2 == k1}, max |difference| "
+            f"{np.abs(v2 - v1).max() if k2 == k1 else float('nan'):.3g}"
+        )
+        scores = [
+            [json.loads(p.read_text())["main_score"] for p in sorted((work / r).glob("*/*.json"))] for r in ("r2", "r3")
+        ]
         lines.append(f"  scores of the 2-actor run equal the 1-thread run's: {scores[0] == scores[1]}")
     report("ray_scaling", lines)
 

@@ -51,8 +51,9 @@ def main() -> None:
                         d = abs(fresh[key] - value)
                         worst[f"{n}/{key}"] = max(worst.get(f"{n}/{key}", 0.0), d)
                         deviation = max(deviation, d)
-            print(f"threads={threads} batch={batch}: largest |fresh - stored| = {deviation:.5f} (x100 scale)",
-                  flush=True)
+            print(
+                f"threads={threads} batch={batch}: largest |fresh - stored| = {deviation:.5f} (x100 scale)", flush=True
+            )
     top = sorted(worst.items(), key=lambda kv: -kv[1])[:5]
     print("largest deviations over all settings:")
     for key, d in top:

@@ -73,18 +73,29 @@ def main() -> None:
             cpu[label].append(round(time.process_time() - c0, 3))
     base_s, repal_s = statistics.median(timings["base"]), statistics.median(timings["repal"])
     base_cpu, repal_cpu = statistics.median(cpu["base"]), statistics.median(cpu["repal"])
-    print(json.dumps({
-        "encoder": args.encoder, "sentences": len(sentences), "threads": args.threads,
-        "device": str(getattr(base, "device", "cpu")), "repeats": args.repeats,
-        "base_seconds": timings["base"], "repal_seconds": timings["repal"],
-        "base_sentences_per_s": round(len(sentences) / base_s, 1),
-        "repal_sentences_per_s": round(len(sentences) / repal_s, 1),
-        "ratio_repal_over_base": round(repal_s / base_s, 3),
-        "base_cpu_seconds": cpu["base"], "repal_cpu_seconds": cpu["repal"],
-        "cpu_ratio_repal_over_base": round(repal_cpu / base_cpu, 3),
-        "masking_seconds": round(mask_seconds, 3),
-        "fit_seconds": round(fit_seconds, 3), "fit_sentences": args.fit_sentences,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "encoder": args.encoder,
+                "sentences": len(sentences),
+                "threads": args.threads,
+                "device": str(getattr(base, "device", "cpu")),
+                "repeats": args.repeats,
+                "base_seconds": timings["base"],
+                "repal_seconds": timings["repal"],
+                "base_sentences_per_s": round(len(sentences) / base_s, 1),
+                "repal_sentences_per_s": round(len(sentences) / repal_s, 1),
+                "ratio_repal_over_base": round(repal_s / base_s, 3),
+                "base_cpu_seconds": cpu["base"],
+                "repal_cpu_seconds": cpu["repal"],
+                "cpu_ratio_repal_over_base": round(repal_cpu / base_cpu, 3),
+                "masking_seconds": round(mask_seconds, 3),
+                "fit_seconds": round(fit_seconds, 3),
+                "fit_sentences": args.fit_sentences,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,11 @@ from benchharness.core.resources import peak_rss_mib
 from benchharness.evaluation.resolver import MINILMS as HUB_IDS
 
 #: the STS suite (smoke mode: SICK-R's 500 trial pairs)
-STS = (["SICKRelatedness-trial"] if SMOKE
-       else ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"])
+STS = (
+    ["SICKRelatedness-trial"]
+    if SMOKE
+    else ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+)
 
 
 def worker_benchharness(model: str, backend: str | None) -> dict[str, float]:
@@ -63,8 +66,7 @@ def worker_sentence_transformers(model: str) -> dict[str, float]:
         s1 = [s for a, _, _ in task.subsets.values() for s in a]
         s2 = [s for _, b, _ in task.subsets.values() for s in b]
         gold = np.concatenate([g for _, _, g in task.subsets.values()]).tolist()
-        evaluator = EmbeddingSimilarityEvaluator(s1, s2, gold, batch_size=64, name=name,
-                                                 similarity_fn_names=["cosine"])
+        evaluator = EmbeddingSimilarityEvaluator(s1, s2, gold, batch_size=64, name=name, similarity_fn_names=["cosine"])
         out = evaluator(st)
         key = next(k for k in out if k.endswith("spearman_cosine"))
         scores[name] = 100.0 * out[key]
@@ -84,8 +86,13 @@ def _worker(tool: str, model: str, backend: str | None) -> None:
 def _spawn(tool: str, model: str, backend: str | None) -> dict:
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     extra = ["--backend", backend] if backend else []
-    out = subprocess.run([sys.executable, __file__, "--worker", tool, "--model", model, *extra],
-                         capture_output=True, text=True, env=env, check=False)
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", tool, "--model", model, *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
         raise RuntimeError(f"{tool} worker failed:\n{out.stderr[-3000:]}")
@@ -96,8 +103,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm-l6", choices=sorted(HUB_IDS))
     parser.add_argument("--repeats", type=int, default=1, help="alternating runs per tool; the best is kept")
-    parser.add_argument("--backend", choices=["reference", "eager", "compile", "onnx"],
-                        help="encoding backend of benchharness (default: its default, the engine with eager PyTorch)")
+    parser.add_argument(
+        "--backend",
+        choices=["reference", "eager", "compile", "onnx"],
+        help="encoding backend of benchharness (default: its default, the engine with eager PyTorch)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         parser.set_defaults(model="minilm-l3")
@@ -120,10 +130,14 @@ def main() -> int:
         worst = max(worst, diff)
         print(f"{name:18s} {bh['scores'][name]:13.4f} {st['scores'][name]:13.4f} {diff:9.5f}")
     print(f"\nwall time (model load + data + encode + evaluate, best of {args.repeats}):")
-    print(f"  sentence-transformers EmbeddingSimilarityEvaluator x7: {st['seconds']:8.1f} s, "
-          f"peak RSS {st['peak_rss_mb']:.0f} MB")
-    print(f"  benchharness run:                                      {bh['seconds']:8.1f} s, "
-          f"peak RSS {bh['peak_rss_mb']:.0f} MB")
+    print(
+        f"  sentence-transformers EmbeddingSimilarityEvaluator x7: {st['seconds']:8.1f} s, "
+        f"peak RSS {st['peak_rss_mb']:.0f} MB"
+    )
+    print(
+        f"  benchharness run:                                      {bh['seconds']:8.1f} s, "
+        f"peak RSS {bh['peak_rss_mb']:.0f} MB"
+    )
     print(f"  speed-up: {st['seconds'] / bh['seconds']:.2f}x")
     same = worst < 0.01
     print(f"scores agree within 0.01 (x100 scale): {same} (largest difference {worst:.5f})")

@@ -24,8 +24,9 @@ import numpy as np
 RELEVANT_FROM = 4.0
 
 
-def write_stsb_beir(folder: Path, first: list[str], second: list[str], gold: np.ndarray,
-                    threshold: float = RELEVANT_FROM) -> dict[str, int]:
+def write_stsb_beir(
+    folder: Path, first: list[str], second: list[str], gold: np.ndarray, threshold: float = RELEVANT_FROM
+) -> dict[str, int]:
     """Write the folder (see the module docstring); return its counts."""
     queries = list(dict.fromkeys(first))
     corpus = list(dict.fromkeys(second))
@@ -33,12 +34,20 @@ def write_stsb_beir(folder: Path, first: list[str], second: list[str], gold: np.
     did = {s: f"d{i}" for i, s in enumerate(corpus)}
     qrels = list(dict.fromkeys((qid[a], did[b]) for a, b, g in zip(first, second, gold) if g >= threshold))
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": did[s], "title": "", "text": s}) + "\n"
-                                                 for s in corpus))
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": did[s], "title": "", "text": s}) + "\n" for s in corpus)
+    )
     (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": qid[s], "text": s}) + "\n" for s in queries))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in qrels))
-    return {"pairs": len(first), "queries": len(queries), "corpus": len(corpus), "relevant_pairs": len(qrels),
-            "judged_queries": len({q for q, _ in qrels})}
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in qrels)
+    )
+    return {
+        "pairs": len(first),
+        "queries": len(queries),
+        "corpus": len(corpus),
+        "relevant_pairs": len(qrels),
+        "judged_queries": len({q for q, _ in qrels}),
+    }
 
 
 def encoded_once(encoder, task) -> Callable[..., np.ndarray]:
@@ -65,16 +74,22 @@ def pytrec_per_query(task, scores: np.ndarray, ids: np.ndarray) -> dict[str, np.
 
     data = task.data
     qrels = {q: {name(d): s for d, s in rel.items()} for q, rel in zip(data.query_ids, data.relevant)}
-    run = {q: {name(int(d)): float(s) for s, d in zip(row_s, row_i) if d >= 0}
-           for q, row_s, row_i in zip(data.query_ids, scores, ids)}
-    first10 = {q: {name(int(d)): float(s) for s, d in zip(row_s[:10], row_i[:10]) if d >= 0}
-               for q, row_s, row_i in zip(data.query_ids, scores, ids)}
+    run = {
+        q: {name(int(d)): float(s) for s, d in zip(row_s, row_i) if d >= 0}
+        for q, row_s, row_i in zip(data.query_ids, scores, ids)
+    }
+    first10 = {
+        q: {name(int(d)): float(s) for s, d in zip(row_s[:10], row_i[:10]) if d >= 0}
+        for q, row_s, row_i in zip(data.query_ids, scores, ids)
+    }
     full = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map_cut.100", "recall.100"}).evaluate(run)
     top10 = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(first10)
-    return {"ndcg@10": np.array([full[q]["ndcg_cut_10"] for q in data.query_ids]),
-            "map@100": np.array([full[q]["map_cut_100"] for q in data.query_ids]),
-            "mrr@10": np.array([top10[q]["recip_rank"] for q in data.query_ids]),
-            "recall@100": np.array([full[q]["recall_100"] for q in data.query_ids])}
+    return {
+        "ndcg@10": np.array([full[q]["ndcg_cut_10"] for q in data.query_ids]),
+        "map@100": np.array([full[q]["map_cut_100"] for q in data.query_ids]),
+        "mrr@10": np.array([top10[q]["recip_rank"] for q in data.query_ids]),
+        "recall@100": np.array([full[q]["recall_100"] for q in data.query_ids]),
+    }
 
 
 def exact_ties(scores: np.ndarray) -> int:

@@ -98,8 +98,10 @@ def _replay_seconds(func, meta, kwargs, repeats: int = 7) -> float:
     """Best time of the op alone on fresh random tensors of the recorded shapes."""
     import time
 
-    args = [torch.randn(m[0], dtype=m[1]) if isinstance(m, tuple) and len(m) == 2 and isinstance(m[1], torch.dtype)
-            else m for m in meta]
+    args = [
+        torch.randn(m[0], dtype=m[1]) if isinstance(m, tuple) and len(m) == 2 and isinstance(m[1], torch.dtype) else m
+        for m in meta
+    ]
     func(*args, **kwargs)  # warm the kernel choice
     best = float("inf")
     for _ in range(repeats):
@@ -124,8 +126,9 @@ def floor(method: nn.Module, examples, batch_size: int, precision: str = "fp32")
             loss = method(batch).loss
         loss.backward()
     method.zero_grad(set_to_none=True)
-    flops = counter.get_total_flops() + sum(_attention_flops(f, m) for f, m, _ in ops.calls
-                                            if f.overloadpacket.__name__ in _CPU_ATTENTION)
+    flops = counter.get_total_flops() + sum(
+        _attention_flops(f, m) for f, m, _ in ops.calls if f.overloadpacket.__name__ in _CPU_ATTENTION
+    )
     timed: dict[str, float] = {}
     total = 0.0
     with torch.no_grad():
@@ -134,19 +137,38 @@ def floor(method: nn.Module, examples, batch_size: int, precision: str = "fp32")
             if key not in timed:
                 timed[key] = _replay_seconds(func, meta, kwargs)
             total += timed[key]
-    return {"flops_per_step": flops, "floor_ops": len(ops.calls), "floor_distinct_shapes": len(timed),
-            "floor_seconds": round(total, 4), "floor_gflops_per_second": round(flops / total / 1e9, 1)}
+    return {
+        "flops_per_step": flops,
+        "floor_ops": len(ops.calls),
+        "floor_distinct_shapes": len(timed),
+        "floor_seconds": round(total, 4),
+        "floor_gflops_per_second": round(flops / total / 1e9, 1),
+    }
 
 
 #: how the profile groups the ops of a step's forward and backward: (group, names it holds)
 OP_GROUPS = [
     ("matrix products", ("mm", "addmm", "bmm", "baddbmm", "linear", "matmul")),
-    ("attention kernel", ("_scaled_dot_product_flash_attention_for_cpu",
-                          "_scaled_dot_product_flash_attention_for_cpu_backward")),
-    ("embedding backward", ("embedding_dense_backward", "embedding_backward", "index_add_", "index_put_",
-                            "_index_put_impl_")),
-    ("softmax / cross-entropy", ("_log_softmax", "_log_softmax_backward_data", "nll_loss", "nll_loss_forward",
-                                 "nll_loss_backward", "_softmax", "_softmax_backward_data")),
+    (
+        "attention kernel",
+        ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward"),
+    ),
+    (
+        "embedding backward",
+        ("embedding_dense_backward", "embedding_backward", "index_add_", "index_put_", "_index_put_impl_"),
+    ),
+    (
+        "softmax / cross-entropy",
+        (
+            "_log_softmax",
+            "_log_softmax_backward_data",
+            "nll_loss",
+            "nll_loss_forward",
+            "nll_loss_backward",
+            "_softmax",
+            "_softmax_backward_data",
+        ),
+    ),
     ("layer norm", ("native_layer_norm", "native_layer_norm_backward")),
     ("gelu / tanh", ("gelu", "gelu_backward", "tanh", "tanh_backward")),
     ("dropout", ("bernoulli_", "native_dropout", "native_dropout_backward", "mul", "div_")),
@@ -172,12 +194,20 @@ def profile_phases(steps: int, wrap) -> dict[str, object]:
             continue
         group = group_of.get(name, "other ops")
         groups[group] = groups.get(group, 0.0) + e.self_cpu_time_total / 1e3 / steps
-    others = sorted(((e.self_cpu_time_total / 1e3 / steps, e.key) for e in events if e.key.startswith("aten::")
-                     and group_of.get(e.key.removeprefix("aten::"), "other ops") == "other ops"), reverse=True)
-    return {"phases_ms_per_step": {k.removeprefix("step:"): round(v, 1) for k, v in phase_ms.items()},
-            "top_other_ops_ms_per_step": {k: round(v, 1) for v, k in others[:12]},
-            "labelled_ms_per_step": round(total, 1),
-            "op_groups_ms_per_step": {k: round(v, 1) for k, v in sorted(groups.items(), key=lambda kv: -kv[1])}}
+    others = sorted(
+        (
+            (e.self_cpu_time_total / 1e3 / steps, e.key)
+            for e in events
+            if e.key.startswith("aten::") and group_of.get(e.key.removeprefix("aten::"), "other ops") == "other ops"
+        ),
+        reverse=True,
+    )
+    return {
+        "phases_ms_per_step": {k.removeprefix("step:"): round(v, 1) for k, v in phase_ms.items()},
+        "top_other_ops_ms_per_step": {k: round(v, 1) for v, k in others[:12]},
+        "labelled_ms_per_step": round(total, 1),
+        "op_groups_ms_per_step": {k: round(v, 1) for k, v in sorted(groups.items(), key=lambda kv: -kv[1])},
+    }
 
 
 def labelled(method: nn.Module) -> None:
@@ -189,6 +219,7 @@ def labelled(method: nn.Module) -> None:
         def call(*args, **kwargs):
             with record_function(f"step:{label}"):
                 return fn(*args, **kwargs)
+
         return call
 
     method.collate = wrapped("collate", method.collate)
@@ -248,11 +279,23 @@ def versus_sentence_transformers(recipe, sentences: list[str], steps: int) -> di
     def trainer(n_steps: int, out: str) -> SentenceTransformerTrainer:
         data = sentences[: n_steps * batch]
         return SentenceTransformerTrainer(
-            model=model, train_dataset=Dataset.from_dict({"anchor": data, "positive": data}),
+            model=model,
+            train_dataset=Dataset.from_dict({"anchor": data, "positive": data}),
             loss=MultipleNegativesRankingLoss(model, scale=1.0 / o["temperature"]),
-            args=Arguments(output_dir=out, max_steps=n_steps, per_device_train_batch_size=batch,
-                           learning_rate=o["lr"], save_strategy="no", report_to=[], use_cpu=True, seed=o["seed"],
-                           dataloader_drop_last=True, disable_tqdm=True, logging_strategy="no"))
+            args=Arguments(
+                output_dir=out,
+                max_steps=n_steps,
+                per_device_train_batch_size=batch,
+                learning_rate=o["lr"],
+                save_strategy="no",
+                report_to=[],
+                use_cpu=True,
+                seed=o["seed"],
+                dataloader_drop_last=True,
+                disable_tqdm=True,
+                logging_strategy="no",
+            ),
+        )
 
     with tempfile.TemporaryDirectory() as out:
         trainer(1, out).train()  # warm-up: first-call allocations and kernel choices
@@ -260,9 +303,11 @@ def versus_sentence_transformers(recipe, sentences: list[str], steps: int) -> di
         t0 = time.perf_counter()
         timed.train()
         seconds = time.perf_counter() - t0
-    return {"sentence_transformers": "SentenceTransformerTrainer + MultipleNegativesRankingLoss on identical pairs",
-            "sentence_transformers_seconds_per_step": round(seconds / steps, 3),
-            "sentence_transformers_sentences_per_second": round(steps * batch / seconds, 2)}
+    return {
+        "sentence_transformers": "SentenceTransformerTrainer + MultipleNegativesRankingLoss on identical pairs",
+        "sentence_transformers_seconds_per_step": round(seconds / steps, 3),
+        "sentence_transformers_sentences_per_second": round(steps * batch / seconds, 2),
+    }
 
 
 DEFAULT_RECIPES = ("simcse", "consert", "paser", "defsent-plus")
@@ -282,8 +327,9 @@ def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
         python = str(checkout / ".venv" / "bin" / "python")
         script = str(checkout / "benchmarks" / "train_throughput.py")
         usage = subprocess.run([python, script, "-h"], capture_output=True, text=True, cwd=checkout).stdout
-        commit = subprocess.run(["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True,
-                                text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True, text=True
+        ).stdout.strip()
         for name in DEFAULT_RECIPES:
             command = [python, script, "--recipe", name, "--steps", str(steps), "--floor"]
             command += ["--versus"] if "--versus" in usage and name == "simcse" else []
@@ -296,37 +342,66 @@ def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
             rows.append(row)
             lines.append(json.dumps(row))
             print(lines[-1], flush=True)
-    lines += ["", "| commit | recipe | precision | GFLOP/step | floor s | step s | ratio to floor | sentences/s | "
-                  "s/dev evaluation | sentence-transformers sentences/s |", "|---" * 10 + "|"]
+    lines += [
+        "",
+        "| commit | recipe | precision | GFLOP/step | floor s | step s | ratio to floor | sentences/s | "
+        "s/dev evaluation | sentence-transformers sentences/s |",
+        "|---" * 10 + "|",
+    ]
     for r in rows:
         versus = r.get("sentence_transformers_sentences_per_second")
-        lines.append(f"| {r['commit']} | {r['recipe']} | {r.get('precision', 'fp32')} | {r['flops_per_step'] / 1e9:.1f} | "
-                     f"{r['floor_seconds']:.3f} | {r['seconds_per_step']:.2f} | {r['ratio_to_floor']:.2f} | "
-                     f"{r['sentences_per_second']:.1f} | {r.get('seconds_per_evaluation') or '-'} | "
-                     + (f"{versus:.1f} (ours {r['speed_vs_sentence_transformers']:.2f}x) |" if versus else "none |"))
-    print("\n".join(lines[-len(rows) - 2:]))
+        lines.append(
+            f"| {r['commit']} | {r['recipe']} | {r.get('precision', 'fp32')} | {r['flops_per_step'] / 1e9:.1f} | "
+            f"{r['floor_seconds']:.3f} | {r['seconds_per_step']:.2f} | {r['ratio_to_floor']:.2f} | "
+            f"{r['sentences_per_second']:.1f} | {r.get('seconds_per_evaluation') or '-'} | "
+            + (f"{versus:.1f} (ours {r['speed_vs_sentence_transformers']:.2f}x) |" if versus else "none |")
+        )
+    print("\n".join(lines[-len(rows) - 2 :]))
     report("train_throughput" + (f"_{precision}" if precision else ""), lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", help="a recipe name of encoders/methods/recipes.toml")
-    parser.add_argument("--table", action="append", type=Path, metavar="CHECKOUT",
-                        help="time the four default recipes of this checkout (its .venv; repeat for old and new) "
-                             "each in its own process with --floor, and print one table")
+    parser.add_argument(
+        "--table",
+        action="append",
+        type=Path,
+        metavar="CHECKOUT",
+        help="time the four default recipes of this checkout (its .venv; repeat for old and new) "
+        "each in its own process with --floor, and print one table",
+    )
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int)
     parser.add_argument("--device")
-    parser.add_argument("--floor", action="store_true", help="also count the step's FLOPs and time its matrix "
-                        "products alone at their own shapes (see the module docstring)")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), help="train with bf16 autocast (a CPU with "
-                        "native bf16, or CUDA); default: the recipe's")
-    parser.add_argument("--versus", action="store_true", help="also time sentence-transformers' trainer on the "
-                        "equivalent loss, where one exists (SimCSE: MNRL on identical pairs), in this run")
-    parser.add_argument("--profile", action="store_true", help="run the steps under torch.profiler and print "
-                        "where a step's time goes (collate, forward, backward, clipping, optimizer; op groups)")
-    parser.add_argument("--machine", default=f"{platform.machine()} {torch.get_num_threads()} threads",
-                        help="how the throughput table names this machine")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also count the step's FLOPs and time its matrix "
+        "products alone at their own shapes (see the module docstring)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        help="train with bf16 autocast (a CPU with native bf16, or CUDA); default: the recipe's",
+    )
+    parser.add_argument(
+        "--versus",
+        action="store_true",
+        help="also time sentence-transformers' trainer on the "
+        "equivalent loss, where one exists (SimCSE: MNRL on identical pairs), in this run",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run the steps under torch.profiler and print "
+        "where a step's time goes (collate, forward, backward, clipping, optimizer; op groups)",
+    )
+    parser.add_argument(
+        "--machine",
+        default=f"{platform.machine()} {torch.get_num_threads()} threads",
+        help="how the throughput table names this machine",
+    )
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         parser.set_defaults(recipe="simcse", steps=2, floor=True)
     args = parser.parse_args()
@@ -343,8 +418,13 @@ def main() -> None:
     recipe = load_book().get(args.recipe)
     if recipe.base_recipe is not None:
         parser.error(f"{args.recipe} continues {recipe.base_recipe.display_name}: time that recipe instead")
-    runtime = {"stop_after": args.steps, "quiet": True, "device": args.device, "threads": args.threads,
-               "precision": args.precision}
+    runtime = {
+        "stop_after": args.steps,
+        "quiet": True,
+        "device": args.device,
+        "threads": args.threads,
+        "precision": args.precision,
+    }
     captured: dict[str, object] = {}
     # keep the method, its examples and config, which the method's command builds
     from benchharness.encoders.methods import launch
@@ -356,8 +436,9 @@ def main() -> None:
         if args.profile:
             labelled(method)
             out: dict[str, object] = {}
-            captured["profile"] = profile_phases(config.stop_after,
-                                                 lambda: out.update(result=inner(method, examples, config, **kw)))
+            captured["profile"] = profile_phases(
+                config.stop_after, lambda: out.update(result=inner(method, examples, config, **kw))
+            )
             return out["result"]
         result = inner(method, examples, config, **kw)
         if "seconds_per_evaluation" not in captured:
@@ -367,8 +448,12 @@ def main() -> None:
     launch.train = keeping
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        train_into(recipe, out, dev=lambda method, config: SkippedDev(),
-                   runtime={k: v for k, v in runtime.items() if v is not None})
+        train_into(
+            recipe,
+            out,
+            dev=lambda method, config: SkippedDev(),
+            runtime={k: v for k, v in runtime.items() if v is not None},
+        )
         state_file = (out if recipe.rounds is None else out.with_name("run-r1")) / "checkpoint" / "state.pt"
         state = torch.load(state_file, map_location="cpu", weights_only=True)["state"]
     seconds = state["train_seconds"]
@@ -376,22 +461,41 @@ def main() -> None:
     if args.profile:
         extra.update(captured["profile"])  # type: ignore[arg-type]
     if args.floor:
-        extra.update(floor(captured["method"], captured["examples"], captured["batch_size"],  # type: ignore[arg-type]
-                           args.precision or recipe.options["precision"]))
+        extra.update(
+            floor(
+                captured["method"],
+                captured["examples"],
+                captured["batch_size"],  # type: ignore[arg-type]
+                args.precision or recipe.options["precision"],
+            )
+        )
         extra["ratio_to_floor"] = round(seconds / state["step"] / extra["floor_seconds"], 2)
     if args.versus:
         extra.update(versus_sentence_transformers(recipe, captured["examples"], args.steps))  # type: ignore[arg-type]
         if "sentence_transformers_sentences_per_second" in extra:
             extra["speed_vs_sentence_transformers"] = round(
-                state["sentences"] / seconds / extra["sentence_transformers_sentences_per_second"], 2)
-    print(json.dumps({"recipe": args.recipe, "method": recipe.method, "base": recipe.base,
-                      "device": device_kind(args.device), "batch_size": recipe.options["batch_size"],
-                      "max_length": recipe.options["max_length"], "steps": state["step"],
-                      "seconds_per_step": round(seconds / state["step"], 2),
-                      "sentences_per_second": round(state["sentences"] / seconds, 2), **extra,
-                      "machine": args.machine, "date": date.today().isoformat(),
-                      "precision": args.precision or recipe.options["precision"],
-                      "command": "python benchmarks/train_throughput.py " + " ".join(sys.argv[1:])}))
+                state["sentences"] / seconds / extra["sentence_transformers_sentences_per_second"], 2
+            )
+    print(
+        json.dumps(
+            {
+                "recipe": args.recipe,
+                "method": recipe.method,
+                "base": recipe.base,
+                "device": device_kind(args.device),
+                "batch_size": recipe.options["batch_size"],
+                "max_length": recipe.options["max_length"],
+                "steps": state["step"],
+                "seconds_per_step": round(seconds / state["step"], 2),
+                "sentences_per_second": round(state["sentences"] / seconds, 2),
+                **extra,
+                "machine": args.machine,
+                "date": date.today().isoformat(),
+                "precision": args.precision or recipe.options["precision"],
+                "command": "python benchmarks/train_throughput.py " + " ".join(sys.argv[1:]),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -56,12 +56,25 @@ def main() -> None:
     evaluator = benchharness.STSEvaluator(TASK)
     with tempfile.TemporaryDirectory(prefix="trainer-evaluator-") as out:
         trainer = SentenceTransformerTrainer(
-            model=model, train_dataset=Dataset.from_dict({"anchor": sentences, "positive": sentences}),
-            loss=MultipleNegativesRankingLoss(model), evaluator=evaluator,
+            model=model,
+            train_dataset=Dataset.from_dict({"anchor": sentences, "positive": sentences}),
+            loss=MultipleNegativesRankingLoss(model),
+            evaluator=evaluator,
             args=SentenceTransformerTrainingArguments(
-                output_dir=out, max_steps=args.steps, per_device_train_batch_size=32, learning_rate=3e-5,
-                eval_strategy="steps", eval_steps=args.every, save_steps=args.every, logging_steps=args.every,
-                report_to=[], use_cpu=True, seed=42, dataloader_drop_last=True))
+                output_dir=out,
+                max_steps=args.steps,
+                per_device_train_batch_size=32,
+                learning_rate=3e-5,
+                eval_strategy="steps",
+                eval_steps=args.every,
+                save_steps=args.every,
+                logging_steps=args.every,
+                report_to=[],
+                use_cpu=True,
+                seed=42,
+                dataloader_drop_last=True,
+            ),
+        )
         t0 = time.perf_counter()
         trainer.train()
         train_seconds = time.perf_counter() - t0
@@ -73,9 +86,24 @@ def main() -> None:
                 continue
             folder = Path(out) / f"checkpoint-{step}"
             with tempfile.TemporaryDirectory() as results_dir:
-                subprocess.run([sys.executable, "-m", "benchharness.cli", "run", "--encoders", f"st:{folder}",
-                                "--tasks", TASK, "--no-cache", "--quiet", "--results-dir", results_dir],
-                               check=True, capture_output=True)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "benchharness.cli",
+                        "run",
+                        "--encoders",
+                        f"st:{folder}",
+                        "--tasks",
+                        TASK,
+                        "--no-cache",
+                        "--quiet",
+                        "--results-dir",
+                        results_dir,
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
                 [stored] = Path(results_dir).glob(f"*/{TASK}.json")
                 cli = json.loads(stored.read_text())["main_score"]
             ours = results.results[0].main_score

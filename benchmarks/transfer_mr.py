@@ -55,14 +55,20 @@ def main() -> int:
     out = inner_kfold(features, labels, 2, cfg, seed=1111, device=args.device)
     seconds = time.perf_counter() - t1
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    print(f"MR, {args.encoder} ({features.shape[1]}-d), config {cfg.name}, device {device}, "
-          f"{torch.get_num_threads()} torch threads")
-    print(f"encoding {encode:.1f} s; classifier {seconds:.1f} s for {out['fits']} fits "
-          f"= {1000 * seconds / out['fits']:.0f} ms per fit")
+    print(
+        f"MR, {args.encoder} ({features.shape[1]}-d), config {cfg.name}, device {device}, "
+        f"{torch.get_num_threads()} torch threads"
+    )
+    print(
+        f"encoding {encode:.1f} s; classifier {seconds:.1f} s for {out['fits']} fits "
+        f"= {1000 * seconds / out['fits']:.0f} ms per fit"
+    )
     print(f"test accuracy {out['acc']:.2f} (dev {out['devacc']:.2f}); chosen L2 per fold {out['chosen_l2']}")
     if cfg.name == "default":
-        print(f"speed-up over the original SentEval's ~{REFERENCE_SECONDS / 60:.0f} min: "
-              f"{REFERENCE_SECONDS / seconds:.1f}x")
+        print(
+            f"speed-up over the original SentEval's ~{REFERENCE_SECONDS / 60:.0f} min: "
+            f"{REFERENCE_SECONDS / seconds:.1f}x"
+        )
     return 0
 
 

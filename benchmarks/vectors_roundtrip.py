@@ -74,25 +74,39 @@ def _measure(lines: list[str], folder: str, config: Config) -> int:
     import benchharness
     from benchharness.core.results import ResultStore
 
-    write_s, said = _run([sys.executable, "-m", "benchharness.cli", "sentences", "--tasks", SELECTION,
-                          "--out", folder, "-q"])
-    lines.append(f"step 1, benchharness sentences --tasks {SELECTION}: {write_s:.1f} s; {said.splitlines()[0]}"
-                 .replace(folder, "DIR"))
-    encode_s, _ = _run([sys.executable, __file__, "--encode", folder],
-                       env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
-    lines.append(f"step 2, SentenceTransformer({HUB_ID!r}).encode(lines) in its own process: {encode_s:.1f} s "
-                 f"(model load included)")
+    write_s, said = _run(
+        [sys.executable, "-m", "benchharness.cli", "sentences", "--tasks", SELECTION, "--out", folder, "-q"]
+    )
+    lines.append(
+        f"step 1, benchharness sentences --tasks {SELECTION}: {write_s:.1f} s; {said.splitlines()[0]}".replace(
+            folder, "DIR"
+        )
+    )
+    encode_s, _ = _run(
+        [sys.executable, __file__, "--encode", folder],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+    )
+    lines.append(
+        f"step 2, SentenceTransformer({HUB_ID!r}).encode(lines) in its own process: {encode_s:.1f} s "
+        f"(model load included)"
+    )
     t0 = time.perf_counter()
     served = benchharness.evaluate(f"vectors:{folder}", SELECTION)
     vectors_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     fresh = benchharness.evaluate(MODEL, SELECTION)
     model_s = time.perf_counter() - t0
-    lines.append(f"step 3, evaluate vectors:DIR {vectors_s:.1f} s; evaluate {MODEL} (encodes, no cache) "
-                 f"{model_s:.1f} s")
+    lines.append(
+        f"step 3, evaluate vectors:DIR {vectors_s:.1f} s; evaluate {MODEL} (encodes, no cache) {model_s:.1f} s"
+    )
     stored = ResultStore(config.results_dir)
-    lines += ["", (f"{'task':22s} {'vectors:DIR':>12s} {MODEL + ' fresh':>16s} {'|diff|':>8s} "
-                   f"{MODEL + ' stored':>17s} {'|diff|':>8s}")]
+    lines += [
+        "",
+        (
+            f"{'task':22s} {'vectors:DIR':>12s} {MODEL + ' fresh':>16s} {'|diff|':>8s} "
+            f"{MODEL + ' stored':>17s} {'|diff|':>8s}"
+        ),
+    ]
     worst = 0.0
     for result in served.results:
         own = fresh.get(MODEL, result.task).main_score
@@ -100,8 +114,10 @@ def _measure(lines: list[str], folder: str, config: Config) -> int:
         diff = abs(result.main_score - own)
         kept_diff = None if kept is None else abs(result.main_score - kept.main_score)
         worst = max(worst, diff, kept_diff or 0.0)
-        lines.append(f"{result.task:22s} {result.main_score:12.4f} {own:16.4f} {diff:8.5f} "
-                     + ("(none)" if kept is None else f"{kept.main_score:17.4f} {kept_diff:8.5f}"))
+        lines.append(
+            f"{result.task:22s} {result.main_score:12.4f} {own:16.4f} {diff:8.5f} "
+            + ("(none)" if kept is None else f"{kept.main_score:17.4f} {kept_diff:8.5f}")
+        )
     ok = worst <= TOLERANCE and len(served.results) == len(fresh.results) > 0
     lines += ["", f"largest difference {worst:.5f} (x100 scale): {'within' if ok else 'NOT within'} {TOLERANCE}"]
     report("vectors_roundtrip", lines)

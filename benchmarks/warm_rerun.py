@@ -71,8 +71,13 @@ def run_once(args: list[str], env: dict[str, str]) -> tuple[float, list[str]]:
 def encoded(results: Path) -> int:
     """Sentences the last run encoded (not served by the cache): every result of one encoding pass
     records the pass's count, so the largest is the run's."""
-    return max((int(json.loads(p.read_text()).get("timings", {}).get("sentences_not_from_cache", 0))
-                for p in results.rglob("*.json")), default=0)
+    return max(
+        (
+            int(json.loads(p.read_text()).get("timings", {}).get("sentences_not_from_cache", 0))
+            for p in results.rglob("*.json")
+        ),
+        default=0,
+    )
 
 
 def main() -> int:
@@ -81,9 +86,12 @@ def main() -> int:
     parser.add_argument("--tasks", default="sts")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cache-dir", help="embedding cache (default: the project's)")
-    parser.add_argument("--empty-results", action="store_true",
-                        help="empty the results folder before each warm run: nothing to replace, so every "
-                             "interval is bootstrapped (the embedding cache stays full)")
+    parser.add_argument(
+        "--empty-results",
+        action="store_true",
+        help="empty the results folder before each warm run: nothing to replace, so every "
+        "interval is bootstrapped (the embedding cache stays full)",
+    )
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         parser.set_defaults(encoders="glove-50d", tasks="SICKRelatedness-trial", repeats=1)
     args = parser.parse_args()
@@ -94,12 +102,25 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if SMOKE and not args.cache_dir:  # never fill the project's cache with a smoke run
         args.cache_dir = tempfile.mkdtemp(prefix="benchmark-smoke-cache-")
-    print(f"warm rerun, tasks {args.tasks}, best and median of {args.repeats} (python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})")
+    print(
+        f"warm rerun, tasks {args.tasks}, best and median of {args.repeats} (python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})"
+    )
     for encoder in [e.strip() for e in args.encoders.split(",") if e.strip()]:
         with tempfile.TemporaryDirectory(prefix="benchharness-warm-") as scratch:
-            cli = ["run", "--encoders", encoder, "--tasks", args.tasks, "--overwrite", "always", "--quiet",
-                   "--results-dir", scratch, *(["--cache-dir", args.cache_dir] if args.cache_dir else [])]
+            cli = [
+                "run",
+                "--encoders",
+                encoder,
+                "--tasks",
+                args.tasks,
+                "--overwrite",
+                "always",
+                "--quiet",
+                "--results-dir",
+                scratch,
+                *(["--cache-dir", args.cache_dir] if args.cache_dir else []),
+            ]
             cold, _ = run_once(cli, env)
             filled = encoded(Path(scratch))
             times, heavy = [], set()
@@ -113,14 +134,19 @@ def main() -> int:
                 times.append(seconds)
                 heavy.update(loaded)
             commits = {json.loads(p.read_text())["versions"].get("git_commit") for p in Path(scratch).rglob("*.json")}
-        intervals = ("bootstrapped (no stored results to replace)" if args.empty_results
-                     else "bootstrapped afresh (checkout has uncommitted code)"
-                     if any(str(c).endswith("-dirty") for c in commits)
-                     else "reused from the replaced results")
-        print(f"{encoder:>12}: warm best {min(times):.2f} s, median {statistics.median(times):.2f} s "
-              f"(fill run {cold:.2f} s, {filled:,} sentences encoded); "
-              f"heavy imports: {', '.join(sorted(heavy)) or 'none'}; "
-              f"intervals {intervals}")
+        intervals = (
+            "bootstrapped (no stored results to replace)"
+            if args.empty_results
+            else "bootstrapped afresh (checkout has uncommitted code)"
+            if any(str(c).endswith("-dirty") for c in commits)
+            else "reused from the replaced results"
+        )
+        print(
+            f"{encoder:>12}: warm best {min(times):.2f} s, median {statistics.median(times):.2f} s "
+            f"(fill run {cold:.2f} s, {filled:,} sentences encoded); "
+            f"heavy imports: {', '.join(sorted(heavy)) or 'none'}; "
+            f"intervals {intervals}"
+        )
     return 0
 
 

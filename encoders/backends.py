@@ -71,7 +71,7 @@ class EagerBackend(Backend):
 
     name = "eager"
 
-    def __init__(self, model: torch.nn.Module, first_token: bool = False) -> None:  # noqa: F811 (the flag)
+    def __init__(self, model: torch.nn.Module, first_token: bool = False) -> None:
         super().__init__(model)
         self.first_token = first_token
 
@@ -145,10 +145,17 @@ class OnnxBackend(Backend):
         wrapper = _LastHiddenState(self.model, self._input_names).module()
         example = tuple(features[k] for k in self._input_names)
         batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
-        torch.onnx.export(wrapper, example, str(path), input_names=list(self._input_names),
-                          output_names=["last_hidden_state"],
-                          dynamic_shapes=(tuple({0: batch, 1: length} for _ in example),), dynamo=True,
-                          optimize=True, verbose=False)
+        torch.onnx.export(
+            wrapper,
+            example,
+            str(path),
+            input_names=list(self._input_names),
+            output_names=["last_hidden_state"],
+            dynamic_shapes=(tuple({0: batch, 1: length} for _ in example),),
+            dynamo=True,
+            optimize=True,
+            verbose=False,
+        )
         options = ort.SessionOptions()
         options.intra_op_num_threads = torch.get_num_threads()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -158,8 +165,9 @@ class OnnxBackend(Backend):
         import torch
 
         if output_hidden_states:
-            raise InvalidInputError("backend=onnx exports only the last hidden state; "
-                                    "use backend=eager for this pooling")
+            raise InvalidInputError(
+                "backend=onnx exports only the last hidden state; use backend=eager for this pooling"
+            )
         inputs = _model_inputs(features)
         if self._session is None:
             self._export(inputs)
@@ -167,8 +175,11 @@ class OnnxBackend(Backend):
             raise InvalidInputError(f"backend=onnx was exported for inputs {self._input_names}, got {tuple(inputs)}")
         feed = {k: v.cpu().numpy() for k, v in inputs.items()}
         (last,) = self._session.run(["last_hidden_state"], feed)
-        return SimpleNamespace(last_hidden_state=torch.from_numpy(last).to(inputs["input_ids"].device),
-                               hidden_states=None, pooler_output=None)
+        return SimpleNamespace(
+            last_hidden_state=torch.from_numpy(last).to(inputs["input_ids"].device),
+            hidden_states=None,
+            pooler_output=None,
+        )
 
 
 BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (EagerBackend, CompiledBackend, OnnxBackend)}

@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 
@@ -28,12 +29,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: weight files in the order transformers prefers them
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 #: files that carry a tokenizer's vocabulary (fast, WordPiece, BPE, SentencePiece)
-VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
-                    "tokenizer.model")
+VOCABULARY_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
 
 #: the pooler's parameters, relative to the base model (``bert.`` / ``roberta.`` prefixes vary)
 POOLER_PREFIX = "pooler."

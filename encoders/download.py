@@ -86,12 +86,16 @@ def download(url: str, dest: Path, opener: Opener | None = None) -> Path:
             page = response.read().decode("utf8", "replace")
             second = confirmation_url(page, response.geturl())
             if second is None:
-                raise DownloadError(f"{url} answered with a web page, not a file: it is not shared "
-                                    "publicly, or Google Drive's download quota for it is exhausted")
+                raise DownloadError(
+                    f"{url} answered with a web page, not a file: it is not shared "
+                    "publicly, or Google Drive's download quota for it is exhausted"
+                )
             response = opener.open(second, timeout=TIMEOUT_S)
             if response.headers.get_content_type() == "text/html":
-                raise DownloadError(f"{url} still answered with a web page after the virus-scan "
-                                    "confirmation: the download quota is probably exhausted")
+                raise DownloadError(
+                    f"{url} still answered with a web page after the virus-scan "
+                    "confirmation: the download quota is probably exhausted"
+                )
         save_response(response, dest)
     except OSError as exc:  # URLError, HTTPError, timeouts, a full disk
         raise DownloadError(f"could not download {url}: {exc}") from None

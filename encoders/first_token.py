@@ -46,9 +46,13 @@ def supported(model: Any) -> bool:
     if not layers or config is None or model.training:
         return False
     last = layers[-1]
-    return (type(last).__name__ in _LAYERS and getattr(config, "position_embedding_type", "absolute") == "absolute"
-            and not getattr(config, "is_decoder", False) and not getattr(config, "add_cross_attention", False)
-            and hasattr(last.attention.self, "attention_head_size"))
+    return (
+        type(last).__name__ in _LAYERS
+        and getattr(config, "position_embedding_type", "absolute") == "absolute"
+        and not getattr(config, "is_decoder", False)
+        and not getattr(config, "add_cross_attention", False)
+        and hasattr(last.attention.self, "attention_head_size")
+    )
 
 
 def outputs(model: Any, inputs: dict[str, torch.Tensor]) -> SimpleNamespace:
@@ -70,8 +74,9 @@ def outputs(model: Any, inputs: dict[str, torch.Tensor]) -> SimpleNamespace:
         handle.remove()
     first = _last_layer_at_first_token(last, hidden)
     pooler = getattr(model, "pooler", None)
-    return SimpleNamespace(last_hidden_state=first, hidden_states=None,
-                           pooler_output=pooler(first) if pooler is not None else None)
+    return SimpleNamespace(
+        last_hidden_state=first, hidden_states=None, pooler_output=pooler(first) if pooler is not None else None
+    )
 
 
 def _last_layer_at_first_token(layer: Any, hidden: torch.Tensor) -> torch.Tensor:
@@ -86,9 +91,12 @@ def _last_layer_at_first_token(layer: Any, hidden: torch.Tensor) -> torch.Tensor
         return x.view(batch, n, heads, size).transpose(1, 2)
 
     first = hidden[:, :1]
-    context = F.scaled_dot_product_attention(split(attention.query(first), 1), split(attention.key(hidden), length),
-                                             split(attention.value(hidden), length),
-                                             scale=getattr(attention, "scaling", None))
+    context = F.scaled_dot_product_attention(
+        split(attention.query(first), 1),
+        split(attention.key(hidden), length),
+        split(attention.value(hidden), length),
+        scale=getattr(attention, "scaling", None),
+    )
     context = context.transpose(1, 2).reshape(batch, 1, heads * size)
     attended = layer.attention.output(context, first)
     return layer.output(layer.intermediate(attended), attended)

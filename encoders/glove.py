@@ -6,8 +6,9 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,8 +70,10 @@ def read_word_vectors(path: Path) -> tuple[dict[str, int], np.ndarray]:
     if not rows:
         raise InvalidInputError(f"{path}:1: no word vectors")
     if header is not None and lines != header[0]:
-        raise InvalidInputError(f"{path}:{lineno}: {lines} vectors, but the word2vec header on line 1 says "
-                                f"{header[0]}; the file is truncated or its header is wrong")
+        raise InvalidInputError(
+            f"{path}:{lineno}: {lines} vectors, but the word2vec header on line 1 says "
+            f"{header[0]}; the file is truncated or its header is wrong"
+        )
     return vocab, np.stack(rows)
 
 
@@ -111,8 +114,7 @@ class WordVectorAverage(Encoder):
     def identity_info(self) -> dict[str, Any]:
         # the file's sha256, remembered across runs while the file is unchanged (benchharness.core.digests)
         digest = remembered("sha256", [self.path], lambda: sha256_file(self.path)) if self.path.exists() else None
-        return {"family": "word-vector-average", "file": self.path.name, "sha256": digest,
-                "lowercase": self.lowercase}
+        return {"family": "word-vector-average", "file": self.path.name, "sha256": digest, "lowercase": self.lowercase}
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -82,8 +82,9 @@ def resolve(name_or_path: str) -> ModelSource:
         folder = snapshot_download(name_or_path, cache_dir=settings.cache, local_files_only=True)
     except HFValidationError:
         hint = f"; without the prefix: {name_or_path.split(':', 1)[1]!r}" if ":" in name_or_path else ""
-        raise InvalidInputError(f"model {name_or_path!r} is neither a local folder nor a Hugging Face hub id "
-                                f"(owner/name){hint}") from None
+        raise InvalidInputError(
+            f"model {name_or_path!r} is neither a local folder nor a Hugging Face hub id (owner/name){hint}"
+        ) from None
     except LocalEntryNotFoundError:
         if settings.offline:
             raise MissingFileError(

@@ -7,7 +7,8 @@ are imported where a model is loaded or run, so that loading the family plugin c
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -72,17 +73,23 @@ class HFEncoder(TransformerEncoder):
         self.pooling = pooling
         self.first_layer = int(first_layer)
         if int(max_length) < 1:
-            raise InvalidInputError(f"encoder {name!r}: max_length must be a positive number of tokens, "
-                                    f"got {max_length}")
+            raise InvalidInputError(
+                f"encoder {name!r}: max_length must be a positive number of tokens, got {max_length}"
+            )
         self.max_length = int(max_length)
         self.normalize = bool(normalize)
         #: PromptBERT's template for ``pooling=prompt`` (not a role prompt, see ``Encoder.prompts``)
         self.template = template
-        if self.backend != REFERENCE and not BACKENDS[self.backend].gives_hidden_states \
-                and (needs_hidden_states(pooling) or pooling == "cls"):
-            raise InvalidInputError(f"backend={self.backend} returns only the last hidden state, "
-                                    f"and pooling {pooling!r} "
-                                    "needs more (the pooler or every layer's states): use backend=eager")
+        if (
+            self.backend != REFERENCE
+            and not BACKENDS[self.backend].gives_hidden_states
+            and (needs_hidden_states(pooling) or pooling == "cls")
+        ):
+            raise InvalidInputError(
+                f"backend={self.backend} returns only the last hidden state, "
+                f"and pooling {pooling!r} "
+                "needs more (the pooler or every layer's states): use backend=eager"
+            )
         self._model = None
         self._tokenizer = None
 
@@ -93,8 +100,9 @@ class HFEncoder(TransformerEncoder):
             from transformers import AutoTokenizer
 
             # a folder hub.resolve found: read as it is, never looked up on the hub
-            self._tokenizer = AutoTokenizer.from_pretrained(str((self.tokenizer_source or self.source).path),
-                                                           local_files_only=True)
+            self._tokenizer = AutoTokenizer.from_pretrained(
+                str((self.tokenizer_source or self.source).path), local_files_only=True
+            )
         return self._tokenizer
 
     @property
@@ -131,8 +139,8 @@ class HFEncoder(TransformerEncoder):
         if self.backend == REFERENCE:
             return self._encode_padded(self._texts(sentences))
         return self.engine(self.model, self.tokenizer, self.max_length).encode(
-            self._texts(sentences), self._pool, needs_hidden_states(self.pooling),
-            desc=f"encode {self.name}")
+            self._texts(sentences), self._pool, needs_hidden_states(self.pooling), desc=f"encode {self.name}"
+        )
 
     def _encode_padded(self, texts: list[str]) -> np.ndarray:
         """The reference path: padded batches of ``batch_size`` character-length-sorted texts."""
@@ -143,8 +151,13 @@ class HFEncoder(TransformerEncoder):
         batches = list(length_sorted_batches([len(t) for t in texts], self.batch_size))
         with torch.inference_mode():
             for idx in tqdm(batches, desc=f"encode {self.name}", disable=not shown(), unit="batch"):
-                enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
-                                     max_length=self.max_length, return_tensors="pt").to(self.device)
+                enc = self.tokenizer(
+                    [texts[i] for i in idx],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length,
+                    return_tensors="pt",
+                ).to(self.device)
                 with autocast(self.device, self.precision):
                     outputs = self.model(**enc, output_hidden_states=needs_hidden_states(self.pooling))
                 vecs = self._pool(outputs, enc).cpu().numpy().astype(np.float32, copy=False)
@@ -222,5 +235,11 @@ def check(spec: EncoderSpec) -> None:
             raise InvalidInputError(f"hf: {key} must be a positive integer, got {value!r}")
 
 
-FAMILY = Family.of("hf", build, accepts=HFEncoder, check=check, takes_prompts=True, usage="hf:<model>?pooling=" + "|".join(POOLINGS)
-                    + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16")
+FAMILY = Family.of(
+    "hf",
+    build,
+    accepts=HFEncoder,
+    check=check,
+    takes_prompts=True,
+    usage="hf:<model>?pooling=" + "|".join(POOLINGS) + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16",
+)

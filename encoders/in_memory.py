@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -109,13 +110,24 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
     """A loaded ``SentenceTransformer``, run by its own modules like ``st:`` (the engine where the
     model's shape allows, else ``SentenceTransformer.encode``)."""
 
-    def __init__(self, name: str, model: Any, batch_size: int = 64, device: str | None = None,
-                 precision: str = "fp32", backend: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        model: Any,
+        batch_size: int = 64,
+        device: str | None = None,
+        precision: str = "fp32",
+        backend: str | None = None,
+    ) -> None:
         TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
         self._model = model.to(self.device)
         self.source = HeldSource.of(self._model, name, described_by=model[0].auto_model)
-        self.prompts = prompts_by_role(getattr(model, "prompts", None) or {}, getattr(model, "default_prompt_name", None),
-                                       any(getattr(m, "include_prompt", True) is False for m in model), name)
+        self.prompts = prompts_by_role(
+            getattr(model, "prompts", None) or {},
+            getattr(model, "default_prompt_name", None),
+            any(getattr(m, "include_prompt", True) is False for m in model),
+            name,
+        )
 
     def _module_configs(self) -> dict[str, Any]:
         """Each module's class and configuration (pooling mode, normalisation, max sequence length)."""
@@ -127,23 +139,40 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
         return configs
 
     def identity_info(self) -> dict[str, Any]:
-        return {"family": "sentence-transformers-object", "model": self.source.name,
-                "weights_sha256": self.source.weights_sha256, "modules": self._module_configs(),
-                **({"precision": self.precision} if self.precision != "fp32" else {})}
+        return {
+            "family": "sentence-transformers-object",
+            "model": self.source.name,
+            "weights_sha256": self.source.weights_sha256,
+            "modules": self._module_configs(),
+            **({"precision": self.precision} if self.precision != "fp32" else {}),
+        }
 
 
 class TransformersModelEncoder(_HeldModel, HFEncoder):
     """A loaded transformers model and tokenizer with one of the ``hf:`` poolings, encoded exactly
     as ``hf:<model>?pooling=...`` encodes."""
 
-    def __init__(self, name: str, model: Any, tokenizer: Any, pooling: str = "avg", first_layer: int = 1,
-                 max_length: int = 512, batch_size: int = 64, device: str | None = None, precision: str = "fp32",
-                 normalize: bool = False, template: str = PROMPT_TEMPLATE, backend: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        model: Any,
+        tokenizer: Any,
+        pooling: str = "avg",
+        first_layer: int = 1,
+        max_length: int = 512,
+        batch_size: int = 64,
+        device: str | None = None,
+        precision: str = "fp32",
+        normalize: bool = False,
+        template: str = PROMPT_TEMPLATE,
+        backend: str | None = None,
+    ) -> None:
         if pooling not in POOLINGS:
             raise InvalidInputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
         if pooling == "cls" and getattr(model, "pooler", None) is None:
-            raise InvalidInputError(f"pooling 'cls' needs the model's pooler, and {type(model).__name__} has none: "
-                                    "use cls_before_pooler")
+            raise InvalidInputError(
+                f"pooling 'cls' needs the model's pooler, and {type(model).__name__} has none: use cls_before_pooler"
+            )
         TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
         self.source = HeldSource.of(model, name)
         self.tokenizer_source = None
@@ -158,8 +187,13 @@ class TransformersModelEncoder(_HeldModel, HFEncoder):
 
     def identity_info(self) -> dict[str, Any]:
         info = super().identity_info()  # weights_sha256: the module's own (``HeldSource``)
-        info.update({"family": "transformers-object", "revision": None,
-                     "tokenizer": {"class": type(self._tokenizer).__name__, "vocabulary_size": len(self._tokenizer)}})
+        info.update(
+            {
+                "family": "transformers-object",
+                "revision": None,
+                "tokenizer": {"class": type(self._tokenizer).__name__, "vocabulary_size": len(self._tokenizer)},
+            }
+        )
         return info
 
 
@@ -172,8 +206,9 @@ class CallableEncoder(Encoder):
     functions of different names never share cached vectors or stored results under one identity
     string; a function edited under the same name needs a new ``identity``."""
 
-    def __init__(self, name: str, fn: Callable[[list[str]], Any], batch_size: int = 64,
-                 identity: str | None = None) -> None:
+    def __init__(
+        self, name: str, fn: Callable[[list[str]], Any], batch_size: int = 64, identity: str | None = None
+    ) -> None:
         super().__init__(name)
         self.fn, self.batch_size, self.given_identity = fn, int(batch_size), identity
         #: the width of the vectors returned so far (every batch must return the same)
@@ -190,7 +225,7 @@ class CallableEncoder(Encoder):
         rows = []
         starts = range(0, len(sentences), self.batch_size)
         for number, start in enumerate(tqdm(starts, desc=f"encode {self.name}", disable=not shown(), unit="batch"), 1):
-            batch = list(sentences[start:start + self.batch_size])
+            batch = list(sentences[start : start + self.batch_size])
             vectors = as_vectors(self.fn(batch), len(batch), self.name)
             if self._width is None:
                 self._width = vectors.shape[1]
@@ -198,7 +233,8 @@ class CallableEncoder(Encoder):
                 raise InvalidInputError(
                     f"encoder {self.name!r} returned {vectors.shape[1]}-dimensional vectors for batch {number} "
                     f"(sentences {start + 1}-{start + len(batch)}) but {self._width}-dimensional ones before; "
-                    "every batch must return vectors of one width")
+                    "every batch must return vectors of one width"
+                )
             rows.append(vectors)
         return np.concatenate(rows) if rows else np.zeros((0, self._width or 0), dtype=np.float32)
 
@@ -227,7 +263,8 @@ def as_vectors(value: Any, n: int, name: str) -> np.ndarray:
     except (TypeError, ValueError):
         raise InvalidInputError(f"encoder {name!r} returned {type(value).__name__}, not vectors") from None
     if array.ndim != 2 or len(array) != n or not array.shape[1]:
-        raise InvalidInputError(f"encoder {name!r} returned an array of shape {array.shape} for {n} sentences; "
-                                "expected one row (of one value or more) per sentence")
+        raise InvalidInputError(
+            f"encoder {name!r} returned an array of shape {array.shape} for {n} sentences; "
+            "expected one row (of one value or more) per sentence"
+        )
     return array
-

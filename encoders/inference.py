@@ -14,10 +14,11 @@ well under the 1e-5 that would require a new encoder identity.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -87,16 +88,20 @@ class Tokens:
     def from_rows(cls, rows: dict[str, list[list[int]]]) -> Tokens:
         """From per-text id lists, as a tokenizer returns them (every input name has the same lengths)."""
         lengths = np.array([len(r) for r in rows["input_ids"]], dtype=np.int64)
-        flat = {key: np.fromiter(chain.from_iterable(values), dtype=np.int32, count=int(lengths.sum()))
-                for key, values in rows.items()}
+        flat = {
+            key: np.fromiter(chain.from_iterable(values), dtype=np.int32, count=int(lengths.sum()))
+            for key, values in rows.items()
+        }
         return cls(flat, lengths)
 
     @classmethod
     def concatenate(cls, parts: Sequence[Tokens]) -> Tokens:
         if not parts:
             return cls({"input_ids": np.zeros(0, np.int32)}, np.zeros(0, np.int64))
-        return cls({key: np.concatenate([p.flat[key] for p in parts]) for key in parts[0].flat},
-                   np.concatenate([p.lengths for p in parts]))
+        return cls(
+            {key: np.concatenate([p.flat[key] for p in parts]) for key in parts[0].flat},
+            np.concatenate([p.lengths for p in parts]),
+        )
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -118,10 +123,22 @@ def tokenize(tokenizer, texts: Sequence[str], max_length: int | None) -> Tokens:
     all ones.
     """
     texts = list(texts)
-    return Tokens.concatenate([
-        Tokens.from_rows(dict(tokenizer(texts[i : i + TOKENIZE_CHUNK], truncation=True, max_length=max_length,
-                                        padding=False, return_attention_mask=False)))
-        for i in range(0, len(texts), TOKENIZE_CHUNK)])
+    return Tokens.concatenate(
+        [
+            Tokens.from_rows(
+                dict(
+                    tokenizer(
+                        texts[i : i + TOKENIZE_CHUNK],
+                        truncation=True,
+                        max_length=max_length,
+                        padding=False,
+                        return_attention_mask=False,
+                    )
+                )
+            )
+            for i in range(0, len(texts), TOKENIZE_CHUNK)
+        ]
+    )
 
 
 def batch_features(tokens: Tokens, idx: np.ndarray, device: torch.device) -> Features:
@@ -164,19 +181,37 @@ class TransformerEngine:
     modules for ``st:``).
     """
 
-    def __init__(self, model: torch.nn.Module, tokenizer, max_length: int | None, device: torch.device,
-                 precision: str = "fp32", backend: str = "eager", token_budget: int = TOKEN_BUDGET,
-                 first_token: bool = False) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer,
+        max_length: int | None,
+        device: torch.device,
+        precision: str = "fp32",
+        backend: str = "eager",
+        token_budget: int = TOKEN_BUDGET,
+        first_token: bool = False,
+    ) -> None:
         self.tokenizer, self.max_length, self.device = tokenizer, max_length, device
         self.precision, self.token_budget = precision, int(token_budget)
         self.backend: Backend = make_backend(backend, model, first_token)
 
-    def encode(self, texts: Sequence[str], pool: Callable[[Any, Features], torch.Tensor],
-               output_hidden_states: bool = False, desc: str = "encode") -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        pool: Callable[[Any, Features], torch.Tensor],
+        output_hidden_states: bool = False,
+        desc: str = "encode",
+    ) -> np.ndarray:
         return self.encode_tokens(tokenize(self.tokenizer, texts, self.max_length), pool, output_hidden_states, desc)
 
-    def encode_tokens(self, tokens: Tokens, pool: Callable[[Any, Features], torch.Tensor],
-                      output_hidden_states: bool = False, desc: str = "encode") -> np.ndarray:
+    def encode_tokens(
+        self,
+        tokens: Tokens,
+        pool: Callable[[Any, Features], torch.Tensor],
+        output_hidden_states: bool = False,
+        desc: str = "encode",
+    ) -> np.ndarray:
         """``encode`` of texts tokenized beforehand (``tokenize``): a caller that encodes the same
         texts again and again (a dev evaluation during training) tokenizes them once."""
         from tqdm.auto import tqdm

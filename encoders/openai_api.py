@@ -83,26 +83,34 @@ def check(spec: EncoderSpec | dict[str, Any]) -> None:
     base_url = str(spec.get("base_url", DEFAULT_BASE_URL))
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInputError(f"openai: base_url={base_url!r} must be an http(s) URL such as "
-                                "http://127.0.0.1:7997/v1")
+        raise InvalidInputError(
+            f"openai: base_url={base_url!r} must be an http(s) URL such as http://127.0.0.1:7997/v1"
+        )
     try:
         parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError:
         raise InvalidInputError(f"openai: base_url={base_url!r} has a port that is not a number") from None
-    for key, kind, default, minimum in (("max_batch", int, 256, 1), ("max_concurrency", int, 4, 1),
-                                        ("retries", int, 4, 0), ("dimensions", int, None, 1),
-                                        ("timeout", float, 60.0, 1e-3)):
+    for key, kind, default, minimum in (
+        ("max_batch", int, 256, 1),
+        ("max_concurrency", int, 4, 1),
+        ("retries", int, 4, 0),
+        ("dimensions", int, None, 1),
+        ("timeout", float, 60.0, 1e-3),
+    ):
         _positive(spec, key, kind, default, minimum)
     if spec.get("encoding_format", "base64") not in ENCODING_FORMATS:
-        raise InvalidInputError(f"openai: encoding_format={spec.get('encoding_format')!r} must be one of "
-                                f"{', '.join(ENCODING_FORMATS)}")
+        raise InvalidInputError(
+            f"openai: encoding_format={spec.get('encoding_format')!r} must be one of {', '.join(ENCODING_FORMATS)}"
+        )
     key_env = spec.get("api_key_env")
     if key_env is not None:
         if not isinstance(key_env, str) or not key_env:
             raise InvalidInputError(f"openai: api_key_env={key_env!r} must name an environment variable")
         if not os.environ.get(key_env):
-            raise InvalidInputError(f"openai: api_key_env={key_env} names an environment variable that is not set; "
-                                    f"export {key_env}=<your key>")
+            raise InvalidInputError(
+                f"openai: api_key_env={key_env} names an environment variable that is not set; "
+                f"export {key_env}=<your key>"
+            )
     given = spec.get("identity")
     if given is not None and not str(given).strip():
         raise InvalidInputError("openai: identity= must not be empty; give a label that names the weights")
@@ -124,19 +132,38 @@ class OpenAIEncoder(Encoder):
     longest sentences first, so a request holds sentences of similar length (less padding on a
     server that pads per request). Rows come back in input order, by each answer's ``index``."""
 
-    def __init__(self, name: str, model: str, base_url: str = DEFAULT_BASE_URL, api_key_env: str | None = None,
-                 max_batch: int = 256, max_concurrency: int = 4, timeout: float = 60.0, retries: int = 4,
-                 dimensions: int | None = None, encoding_format: str = "base64",
-                 identity: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key_env: str | None = None,
+        max_batch: int = 256,
+        max_concurrency: int = 4,
+        timeout: float = 60.0,
+        retries: int = 4,
+        dimensions: int | None = None,
+        encoding_format: str = "base64",
+        identity: str | None = None,
+    ) -> None:
         super().__init__(name)
-        settings = {"base_url": base_url, "api_key_env": api_key_env, "max_batch": max_batch,
-                    "max_concurrency": max_concurrency, "timeout": timeout, "retries": retries,
-                    "dimensions": dimensions, "encoding_format": encoding_format, "identity": identity}
+        settings = {
+            "base_url": base_url,
+            "api_key_env": api_key_env,
+            "max_batch": max_batch,
+            "max_concurrency": max_concurrency,
+            "timeout": timeout,
+            "retries": retries,
+            "dimensions": dimensions,
+            "encoding_format": encoding_format,
+            "identity": identity,
+        }
         check(settings)
         self.model = str(model)
         self.base_url = str(base_url).rstrip("/")
-        self.api_key_env = api_key_env or (DEFAULT_KEY_ENV if urlsplit(self.base_url).hostname == DEFAULT_KEY_HOST
-                                           else None)
+        self.api_key_env = api_key_env or (
+            DEFAULT_KEY_ENV if urlsplit(self.base_url).hostname == DEFAULT_KEY_HOST else None
+        )
         self.max_batch = _positive(settings, "max_batch", int, 256)
         self.max_concurrency = _positive(settings, "max_concurrency", int, 4)
         self.timeout = _positive(settings, "timeout", float, 60.0, 1e-3)
@@ -172,16 +199,22 @@ class OpenAIEncoder(Encoder):
         model = served_as if isinstance(served_as, str) and served_as else self.model
         width = self._rows(answer, [PROBE], None, None).shape[1]
         if self.dimensions is not None and width != self.dimensions:
-            raise EmbeddingServerError(f"the embeddings server at {self.where} ignored dimensions={self.dimensions}: "
-                                       f"model {model!r} returned {width}-dimensional vectors; leave dimensions= out")
+            raise EmbeddingServerError(
+                f"the embeddings server at {self.where} ignored dimensions={self.dimensions}: "
+                f"model {model!r} returned {width}-dimensional vectors; leave dimensions= out"
+            )
         entry = entry or {}
         revision = next((str(entry[f]) for f in REVISION_FIELDS if entry.get(f)), None)
         described = {f: entry[f] for f in DESCRIPTIVE_FIELDS if isinstance(entry.get(f), str | int | float)}
         if revision is None and self.given_identity is None:
-            logger.warning("%s: the server at %s reports no revision of model %r, so nothing pins the weights behind "
-                           "the name: its vectors and results are tied to this run and never reused; add "
-                           "identity=<label> to the spec to promise that the name stands for fixed weights",
-                           self.name, self.where, model)
+            logger.warning(
+                "%s: the server at %s reports no revision of model %r, so nothing pins the weights behind "
+                "the name: its vectors and results are tied to this run and never reused; add "
+                "identity=<label> to the spec to promise that the name stands for fixed weights",
+                self.name,
+                self.where,
+                model,
+            )
         return Served(model, width, revision, described)
 
     def _listed(self, listing: dict[str, Any]) -> dict[str, Any] | None:
@@ -194,8 +227,9 @@ class OpenAIEncoder(Encoder):
         found = next((e for e in entries if e["id"] == self.model), None)
         if found is None and entries:
             names = ", ".join(e["id"] for e in entries[:10]) + (" ..." if len(entries) > 10 else "")
-            raise EmbeddingServerError(f"the embeddings server at {self.where} serves no model {self.model!r} "
-                                       f"(GET /models lists: {names})")
+            raise EmbeddingServerError(
+                f"the embeddings server at {self.where} serves no model {self.model!r} (GET /models lists: {names})"
+            )
         return found
 
     # ---- encoding --------------------------------------------------------------------------------
@@ -208,13 +242,18 @@ class OpenAIEncoder(Encoder):
             return out
         batches = list(length_sorted_batches([len(s) for s in sentences], self.max_batch))
         client = self._client()
-        pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(batches)),
-                                  thread_name_prefix="openai-embeddings")
-        futures = {pool.submit(self._encode_batch, client, [sentences[i] for i in idx], served): idx
-                   for idx in batches}
+        pool = ThreadPoolExecutor(
+            max_workers=min(self.max_concurrency, len(batches)), thread_name_prefix="openai-embeddings"
+        )
+        futures = {pool.submit(self._encode_batch, client, [sentences[i] for i in idx], served): idx for idx in batches}
         try:
-            for future in tqdm(as_completed(futures), total=len(futures), desc=f"encode {self.name}",
-                               disable=not shown(), unit="request"):
+            for future in tqdm(
+                as_completed(futures),
+                total=len(futures),
+                desc=f"encode {self.name}",
+                disable=not shown(),
+                unit="request",
+            ):
                 out[futures[future]] = future.result()
         except BaseException:
             # the pass has failed (or was interrupted): no retry waits on, nothing queued is sent, and
@@ -238,14 +277,17 @@ class OpenAIEncoder(Encoder):
             answer = client.post_embeddings(self._body(texts))
         except EmbeddingServerError as exc:
             if "" in texts and "refused the request" in str(exc):
-                raise EmbeddingServerError(f"{exc} (the request held an empty sentence, which some servers "
-                                           "refuse)") from None
+                raise EmbeddingServerError(
+                    f"{exc} (the request held an empty sentence, which some servers refuse)"
+                ) from None
             raise
         served_as = answer.get("model")
         if isinstance(served_as, str) and served_as and served_as != served.model:
-            raise EmbeddingServerError(f"the embeddings server at {self.where} answered with model {served_as!r}, "
-                                       f"not {served.model!r} as at the start of this run: the model changed "
-                                       "under the run")
+            raise EmbeddingServerError(
+                f"the embeddings server at {self.where} answered with model {served_as!r}, "
+                f"not {served.model!r} as at the start of this run: the model changed "
+                "under the run"
+            )
         return self._rows(answer, texts, served.width, served.model)
 
     def _rows(self, answer: dict[str, Any], texts: list[str], width: int | None, model: str | None) -> np.ndarray:
@@ -260,20 +302,22 @@ class OpenAIEncoder(Encoder):
         if all(i is None for i in indices):
             indices = list(range(len(data)))  # no index given: the order of the inputs
         if sorted(i if isinstance(i, int) and not isinstance(i, bool) else -1 for i in indices) != list(
-                range(len(texts))):
+            range(len(texts))
+        ):
             raise EmbeddingServerError(f"{bad} indices that are not 0..{len(texts) - 1} once each")
         rows = np.empty((len(texts), width or 0), dtype=np.float32) if width else None
         for item, index in zip(data, indices):
             vector = decode_embedding(item.get("embedding"))
             if vector is None or not len(vector):
-                raise EmbeddingServerError(f"{bad} an embedding that is neither a list of numbers nor base64 "
-                                           "float32")
+                raise EmbeddingServerError(f"{bad} an embedding that is neither a list of numbers nor base64 float32")
             if rows is None:
                 width = len(vector)
                 rows = np.empty((len(texts), width), dtype=np.float32)
             if len(vector) != width:
-                raise EmbeddingServerError(f"{bad} a {len(vector)}-dimensional vector where model "
-                                           f"{model or self.model!r} gave {width} dimensions")
+                raise EmbeddingServerError(
+                    f"{bad} a {len(vector)}-dimensional vector where model "
+                    f"{model or self.model!r} gave {width} dimensions"
+                )
             if not np.isfinite(vector).all():
                 first = next(float(v) for v in vector if not math.isfinite(v))
                 shown_text = texts[index] if len(texts[index]) <= 60 else texts[index][:57] + "..."
@@ -311,13 +355,21 @@ class OpenAIEncoder(Encoder):
     @property
     def metadata(self) -> dict[str, Any]:
         revision = self._served.revision if self._served is not None else None
-        facts: dict[str, Any] = {**super().metadata, "base_model": self.model, "server": host_of(self.base_url),
-                                 "pinned": self.given_identity is not None or revision is not None,
-                                 "max_batch": self.max_batch, "max_concurrency": self.max_concurrency,
-                                 "encoding_format": self.encoding_format}
+        facts: dict[str, Any] = {
+            **super().metadata,
+            "base_model": self.model,
+            "server": host_of(self.base_url),
+            "pinned": self.given_identity is not None or revision is not None,
+            "max_batch": self.max_batch,
+            "max_concurrency": self.max_concurrency,
+            "encoding_format": self.encoding_format,
+        }
         if self._served is not None:
-            facts.update(served_model=self._served.model, dimensions=self._served.width, **(
-                {"server_model": self._served.described} if self._served.described else {}))
+            facts.update(
+                served_model=self._served.model,
+                dimensions=self._served.width,
+                **({"server_model": self._served.described} if self._served.described else {}),
+            )
         return facts
 
     def __repr__(self) -> str:
@@ -329,5 +381,6 @@ def build(name: str, spec: EncoderSpec, defaults: Defaults) -> OpenAIEncoder:
     return OpenAIEncoder(name, **spec)  # type: ignore[arg-type]
 
 
-FAMILY = Family.of("openai", build, usage="openai:<model>?base_url=...", accepts=OpenAIEncoder, check=check,
-                   takes_prompts=True)
+FAMILY = Family.of(
+    "openai", build, usage="openai:<model>?base_url=...", accepts=OpenAIEncoder, check=check, takes_prompts=True
+)

@@ -176,13 +176,13 @@ class Client:
             if wait > MAX_WAIT_S:
                 logger.warning("%s: the server asks to wait %.0f s; waiting %.0f s", where, wait, MAX_WAIT_S)
                 wait = MAX_WAIT_S
-            logger.warning("%s; retrying in %.1f s (try %d of %d)", failure.message, wait, attempt + 1,
-                           self.retries + 1)
+            logger.warning(
+                "%s; retrying in %.1f s (try %d of %d)", failure.message, wait, attempt + 1, self.retries + 1
+            )
             if self.stop.wait(wait):
                 raise EmbeddingServerError(failure.message + " (given up: another request failed)")
 
-    def _try(self, method: str, url: str, data: bytes | None, where: str,
-             absent_ok: bool) -> dict[str, Any] | _Failure:
+    def _try(self, method: str, url: str, data: bytes | None, where: str, absent_ok: bool) -> dict[str, Any] | _Failure:
         """One try: the parsed JSON answer, or what went wrong."""
         request = urllib.request.Request(url, data=data, method=method, headers=self._headers(data is not None))
         try:
@@ -205,11 +205,14 @@ class Client:
         try:
             parsed = json.loads(raw)
         except ValueError:
-            return _Failure(False, f"the embeddings server at {where} answered with something other than JSON: "
-                                   f"{_server_words(raw)!r}")
+            return _Failure(
+                False,
+                f"the embeddings server at {where} answered with something other than JSON: {_server_words(raw)!r}",
+            )
         if not isinstance(parsed, dict):
-            return _Failure(False, f"the embeddings server at {where} answered with a JSON "
-                                   f"{type(parsed).__name__}, not an object")
+            return _Failure(
+                False, f"the embeddings server at {where} answered with a JSON {type(parsed).__name__}, not an object"
+            )
         return parsed
 
     def _late(self, where: str) -> _Failure:
@@ -225,15 +228,20 @@ class Client:
         if absent_ok and exc.code in (401, 403, 404, 405):
             raise _Absent
         if exc.code == 429 or exc.code >= 500:
-            return _Failure(True, f"the embeddings server at {where} answered {status}{said}",
-                            retry_after(exc.headers))
+            return _Failure(True, f"the embeddings server at {where} answered {status}{said}", retry_after(exc.headers))
         if exc.code in (401, 403):
-            hint = (f"set the environment variable {self.api_key_env} to a valid key" if self.api_key_env else
-                    "name the environment variable holding the key with api_key_env=")
+            hint = (
+                f"set the environment variable {self.api_key_env} to a valid key"
+                if self.api_key_env
+                else "name the environment variable holding the key with api_key_env="
+            )
             return _Failure(False, f"the embeddings server at {where} refused the request ({status}{said}); {hint}")
         if exc.code == 404:
-            return _Failure(False, f"the embeddings server at {where} answered {status}{said}; check base_url (it "
-                                   "usually ends in /v1) and the model name")
+            return _Failure(
+                False,
+                f"the embeddings server at {where} answered {status}{said}; check base_url (it "
+                "usually ends in /v1) and the model name",
+            )
         return _Failure(False, f"the embeddings server at {where} refused the request ({status}{said})")
 
 

@@ -72,11 +72,23 @@ def _simcse() -> list[Checkpoint]:
     training); supervised SimCSE keeps the MLP, saved as the BERT pooler, hence ``cls``."""
     rows = []
     for kind, setting, pooling in (("unsup", "unsupervised", "cls_before_pooler"), ("sup", "supervised", "cls")):
-        for base, hub_base in (("bert-base", "bert-base-uncased"), ("bert-large", "bert-large-uncased"),
-                               ("roberta-base", "roberta-base"), ("roberta-large", "roberta-large")):
-            rows.append(Checkpoint(f"simcse-{kind}-{base}", f"SimCSE ({setting})", "hf",
-                                   f"princeton-nlp/{kind}-simcse-{hub_base}", pooling, hub_base,
-                                   f"{SIMCSE_REF}; pooling: {SIMCSE_POOLING_REF}"))
+        for base, hub_base in (
+            ("bert-base", "bert-base-uncased"),
+            ("bert-large", "bert-large-uncased"),
+            ("roberta-base", "roberta-base"),
+            ("roberta-large", "roberta-large"),
+        ):
+            rows.append(
+                Checkpoint(
+                    f"simcse-{kind}-{base}",
+                    f"SimCSE ({setting})",
+                    "hf",
+                    f"princeton-nlp/{kind}-simcse-{hub_base}",
+                    pooling,
+                    hub_base,
+                    f"{SIMCSE_REF}; pooling: {SIMCSE_POOLING_REF}",
+                )
+            )
     return rows
 
 
@@ -87,16 +99,30 @@ DEFSENT_POOLINGS = {"cls": "cls_before_pooler", "mean": "avg", "max": "max"}
 
 def _defsent() -> list[Checkpoint]:
     rows = []
-    for base, hub_base in (("bert-base", "bert-base-uncased"), ("bert-large", "bert-large-uncased"),
-                           ("roberta-base", "roberta-base"), ("roberta-large", "roberta-large")):
+    for base, hub_base in (
+        ("bert-base", "bert-base-uncased"),
+        ("bert-large", "bert-large-uncased"),
+        ("roberta-base", "roberta-base"),
+        ("roberta-large", "roberta-large"),
+    ):
         for theirs, ours in DEFSENT_POOLINGS.items():
-            rows.append(Checkpoint(f"defsent-{base}-{theirs}", "DefSent", "masked_lm",
-                                   f"cl-nagoya/defsent-{hub_base}-{theirs}", ours, hub_base, DEFSENT_REF))
+            rows.append(
+                Checkpoint(
+                    f"defsent-{base}-{theirs}",
+                    "DefSent",
+                    "masked_lm",
+                    f"cl-nagoya/defsent-{hub_base}-{theirs}",
+                    ours,
+                    hub_base,
+                    DEFSENT_REF,
+                )
+            )
     return rows
 
 
-_UNPUBLISHED_POOLING = ("not in the paper's tables, so no pooling is published for it: prompt, the "
-                        "pooling of the repository's examples")
+_UNPUBLISHED_POOLING = (
+    "not in the paper's tables, so no pooling is published for it: prompt, the pooling of the repository's examples"
+)
 
 #: (hub id suffix, base model, STS pooling of the paper's Table 7, note); the paper's encoder name
 _DEFSENT_PLUS = (
@@ -105,17 +131,24 @@ _DEFSENT_PLUS = (
     ("roberta-base", "roberta-base", "prompt", "paper: DefSent+ RoBERTa-base 3rd (Mean,AC) a"),
     ("roberta-large", "roberta-large", "avg", "paper: DefSent+ RoBERTa-large 3rd (Mean,AC) a"),
     ("simcse-bert-base-uncased", "bert-base-uncased", "prompt", "paper: DefSent+ simcse-BERT-base 1st (CLS,AMP) a"),
-    ("simcse-bert-large-uncased", "bert-large-uncased", "prompt",
-     "paper: DefSent+ simcse-BERT-large 1st (CLS,AMP) a"),
+    ("simcse-bert-large-uncased", "bert-large-uncased", "prompt", "paper: DefSent+ simcse-BERT-large 1st (CLS,AMP) a"),
     ("simcse-roberta-base", "roberta-base", "prompt", "paper: DefSent+ simcse-RoBERTa-base 1st (CLS,AC) a"),
     ("simcse-roberta-large", "roberta-large", "prompt", "paper: DefSent+ simcse-RoBERTa-large 2nd (CLS,AC) a"),
     ("sncse-bert-large-uncased", "bert-large-uncased", "prompt", "paper: DefSent+ sncse-BERT-large 1st (CLS,AMP) a"),
     ("sncse-roberta-base", "roberta-base", "prompt", "paper: DefSent+ sncse-RoBERTa-base 1st (Mean,AC) a"),
     ("sncse-roberta-large", "roberta-large", "prompt", "paper: DefSent+ sncse-RoBERTa-large 2nd (Mean,AC) a"),
-    ("syncse-partial-roberta-base", "roberta-base", "prompt",
-     f"further trained from SynCSE-partial-RoBERTa-base; {_UNPUBLISHED_POOLING}"),
-    ("syncse-partial-roberta-large", "roberta-large", "prompt",
-     f"further trained from SynCSE-partial-RoBERTa-large; {_UNPUBLISHED_POOLING}"),
+    (
+        "syncse-partial-roberta-base",
+        "roberta-base",
+        "prompt",
+        f"further trained from SynCSE-partial-RoBERTa-base; {_UNPUBLISHED_POOLING}",
+    ),
+    (
+        "syncse-partial-roberta-large",
+        "roberta-large",
+        "prompt",
+        f"further trained from SynCSE-partial-RoBERTa-large; {_UNPUBLISHED_POOLING}",
+    ),
 )
 
 
@@ -127,9 +160,19 @@ def _defsent_plus() -> list[Checkpoint]:
         # "released" keeps the authors' checkpoints apart from this project's recipes of the same
         # method and backbone (``defsent-plus-bert-base`` is the paper recipe, trained here)
         name = "defsent-plus-released-" + suffix.replace("-uncased", "")
-        rows.append(Checkpoint(name, "DefSent+", "weights_only", f"RyuKT/DefSentPlus-{suffix}", pooling, base,
-                               f"{DEFSENT_PLUS_REF}; pooling: {DEFSENT_PLUS_POOLING_REF}", tokenizer=base,
-                               note=note))
+        rows.append(
+            Checkpoint(
+                name,
+                "DefSent+",
+                "weights_only",
+                f"RyuKT/DefSentPlus-{suffix}",
+                pooling,
+                base,
+                f"{DEFSENT_PLUS_REF}; pooling: {DEFSENT_PLUS_POOLING_REF}",
+                tokenizer=base,
+                note=note,
+            )
+        )
     return rows
 
 
@@ -155,8 +198,18 @@ def _consert() -> list[Checkpoint]:
     for name, theirs, file_id in _CONSERT:
         base = "bert-large-uncased" if theirs.endswith("large") else "bert-base-uncased"
         note = "ConSERT authors' re-implementation of SBERT-NLI" if "sbert" in theirs else ""
-        rows.append(Checkpoint(name, "ConSERT", "st_archive", f"https://drive.google.com/file/d/{file_id}/view",
-                               "avg_top2", base, f"{CONSERT_REF} (model {theirs})", note=note))
+        rows.append(
+            Checkpoint(
+                name,
+                "ConSERT",
+                "st_archive",
+                f"https://drive.google.com/file/d/{file_id}/view",
+                "avg_top2",
+                base,
+                f"{CONSERT_REF} (model {theirs})",
+                note=note,
+            )
+        )
     return rows
 
 
@@ -207,7 +260,8 @@ def archive_folder(url: str, cache: Path | None = None) -> Path:
             raise MissingFileError(
                 f"the archive {url} is not in the published cache ({archive}) and HF_HUB_OFFLINE is set, "
                 f"so it cannot be downloaded. Download it in a browser and save it as {archive}, or "
-                "unset HF_HUB_OFFLINE (or point BENCHHARNESS_PUBLISHED_CACHE at a cache that holds it).")
+                "unset HF_HUB_OFFLINE (or point BENCHHARNESS_PUBLISHED_CACHE at a cache that holds it)."
+            )
         download(url, archive)
     unpacked = Path(tempfile.mkdtemp(dir=folder, prefix=".unpacked."))
     try:
@@ -238,8 +292,15 @@ def build_archive(name: str, spec: dict[str, Any], defaults: dict[str, Any] | No
 
 
 def _rows() -> list[dict[str, str]]:
-    return [{"name": c.name, "source": f"published: {c.reference}", "settings": json.dumps(published_spec(c.name)),
-             "description": c.description} for c in CHECKPOINTS]
+    return [
+        {
+            "name": c.name,
+            "source": f"published: {c.reference}",
+            "settings": json.dumps(published_spec(c.name)),
+            "description": c.description,
+        }
+        for c in CHECKPOINTS
+    ]
 
 
 def _resolve(name: str, **_: Any) -> Resolved | None:
@@ -249,6 +310,7 @@ def _resolve(name: str, **_: Any) -> Resolved | None:
 
 #: the ``st-archive`` family (``families`` plugin) and the published checkpoints (``catalogues`` plugin),
 #: consulted after the trained recipes
-ARCHIVE_FAMILY = Family.of("st-archive", build_archive, target="url", accepts=HFEncoder,
-                           usage="st-archive:<url>?pooling=...")
+ARCHIVE_FAMILY = Family.of(
+    "st-archive", build_archive, target="url", accepts=HFEncoder, usage="st-archive:<url>?pooling=..."
+)
 CATALOGUE = Catalogue(resolve=_resolve, rows=_rows, order=200)

@@ -30,11 +30,19 @@ def build(name: str, spec: EncoderSpec, defaults: Defaults) -> Encoder:
     obj = load_target(target)
     encoder = obj if isinstance(obj, Encoder) else obj(name) if callable(obj) else None
     if not isinstance(encoder, Encoder):
-        raise InvalidInputError(f"{target} is neither an Encoder nor a callable that returns one for a name "
-                                f"(got {type(obj).__name__})")
+        raise InvalidInputError(
+            f"{target} is neither an Encoder nor a callable that returns one for a name (got {type(obj).__name__})"
+        )
     return encoder
 
 
 #: runs code: named by the user's own config or command line, never by a run manifest (data from elsewhere)
-FAMILY = Family.of("python", build, target="object", accepts=(), usage="python:<module:attribute>", runs_code=True,
-                   check=lambda spec: load_target(spec["object"]))  # type: ignore[typeddict-item]
+FAMILY = Family.of(
+    "python",
+    build,
+    target="object",
+    accepts=(),
+    usage="python:<module:attribute>",
+    runs_code=True,
+    check=lambda spec: load_target(spec["object"]),
+)  # type: ignore[typeddict-item]

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,12 @@ def configured_prompts(folder: Path, name: str) -> Prompts:
         settings = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
     except (OSError, ValueError) as exc:
         raise InvalidInputError(f"{name}: cannot read {config}: {exc}") from None
-    return prompts_by_role(settings.get("prompts") or {}, settings.get("default_prompt_name"),
-                           _pools_without_prompt(folder), f"{name}: {config}")
+    return prompts_by_role(
+        settings.get("prompts") or {},
+        settings.get("default_prompt_name"),
+        _pools_without_prompt(folder),
+        f"{name}: {config}",
+    )
 
 
 def prompts_by_role(prompts: Any, default_name: str | None, pools_without_prompt: bool, where: str) -> Prompts:
@@ -44,14 +49,18 @@ def prompts_by_role(prompts: Any, default_name: str | None, pools_without_prompt
     if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
         raise InvalidInputError(f"{where}: 'prompts' must map names to strings")
     if default_name is not None and default_name not in prompts:
-        raise InvalidInputError(f"{where}: default_prompt_name {default_name!r} is not one of its prompts "
-                                f"({', '.join(prompts) or 'none'})")
+        raise InvalidInputError(
+            f"{where}: default_prompt_name {default_name!r} is not one of its prompts ({', '.join(prompts) or 'none'})"
+        )
     document = next((prompts[k] for k in DOCUMENT_PROMPT_NAMES if k in prompts), None)
-    found = Prompts(default=prompts.get(default_name) if default_name else None, query=prompts.get("query"),
-                    document=document)
+    found = Prompts(
+        default=prompts.get(default_name) if default_name else None, query=prompts.get("query"), document=document
+    )
     if not found.empty and pools_without_prompt:
-        raise InvalidInputError(f"{where}: its Pooling leaves the prompt's tokens out (include_prompt: false), which "
-                                "benchharness does not reproduce; evaluate it with the mteb bridge instead")
+        raise InvalidInputError(
+            f"{where}: its Pooling leaves the prompt's tokens out (include_prompt: false), which "
+            "benchharness does not reproduce; evaluate it with the mteb bridge instead"
+        )
     return found
 
 
@@ -75,8 +84,15 @@ class SentenceTransformerEncoder(TransformerEncoder):
     max sequence length), since those, not the class, decide the vectors.
     """
 
-    def __init__(self, name: str, model: str, batch_size: int = 64, device: str | None = None,
-                 precision: str = "fp32", backend: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        batch_size: int = 64,
+        device: str | None = None,
+        precision: str = "fp32",
+        backend: str | None = None,
+    ) -> None:
         super().__init__(name, batch_size, device, precision, backend)
         self.source = hub.resolve(model)
         self._model = None
@@ -94,8 +110,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
                 load_complete(transformer, self.name)
             with quiet_loading():  # ST's pooling never reads the BERT pooler that MiniLM-L3 lacks
                 # a folder hub.resolve found: its modules are read from it, never looked up on the hub
-                self._model = SentenceTransformer(str(self.source.path), device=str(self.device),
-                                                  local_files_only=True)
+                self._model = SentenceTransformer(str(self.source.path), device=str(self.device), local_files_only=True)
         return self._model
 
     def _declared_mask_token(self) -> str | None:
@@ -117,10 +132,13 @@ class SentenceTransformerEncoder(TransformerEncoder):
         if reason is None:
             first = self.model[0]
             return self.engine(first.model, first.tokenizer, first.max_seq_length).encode(
-                list(sentences), ModuleHead(self.model), desc=f"encode {self.name}")
+                list(sentences), ModuleHead(self.model), desc=f"encode {self.name}"
+            )
         if self.precision != "fp32" or self.backend not in (REFERENCE, "eager"):
-            raise InvalidInputError(f"{self.name}: precision={self.precision} and backend={self.backend} need the "
-                             f"inference engine, which does not run this model ({reason})")
+            raise InvalidInputError(
+                f"{self.name}: precision={self.precision} and backend={self.backend} need the "
+                f"inference engine, which does not run this model ({reason})"
+            )
         if self.backend != REFERENCE:
             self._engine_refusal = reason
         vecs = self.model.encode(

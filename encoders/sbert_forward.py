@@ -51,8 +51,7 @@ class ModuleHead:
     def __call__(self, outputs: Any, features: Features) -> torch.Tensor:
         # float(): under bf16 autocast the states come back in bf16; pooling sums in fp32 as the
         # fp32 model would
-        feats: dict[str, Any] = {**features, "modality": "text",
-                                 "token_embeddings": outputs.last_hidden_state.float()}
+        feats: dict[str, Any] = {**features, "modality": "text", "token_embeddings": outputs.last_hidden_state.float()}
         for module in self.modules:
             feats = module(feats)
         return feats["sentence_embedding"]

@@ -30,12 +30,15 @@ from benchharness.encoders.checkpoint import quiet_loading
 EXPORTABLE = ("cls", "cls_before_pooler", "avg", "max", "avg_top2", "avg_first_last")
 
 
-def module_stack(model_dir: Path, pooling: str, max_length: int | None, normalize: bool = False,
-                 first_layer: int = 1) -> list[Any]:
+def module_stack(
+    model_dir: Path, pooling: str, max_length: int | None, normalize: bool = False, first_layer: int = 1
+) -> list[Any]:
     """The sentence-transformers modules that pool ``model_dir``'s model as ``pooling`` does."""
     if pooling not in EXPORTABLE:
-        raise InvalidInputError(f"pooling {pooling!r} has no sentence-transformers equivalent (exportable: "
-                                f"{', '.join(EXPORTABLE)}); the run stays a benchharness encoder only")
+        raise InvalidInputError(
+            f"pooling {pooling!r} has no sentence-transformers equivalent (exportable: "
+            f"{', '.join(EXPORTABLE)}); the run stays a benchharness encoder only"
+        )
     import torch
     from sentence_transformers.sentence_transformer import modules as models
     from transformers import AutoConfig
@@ -43,8 +46,9 @@ def module_stack(model_dir: Path, pooling: str, max_length: int | None, normaliz
     layered = pooling in ("avg_top2", "avg_first_last")
     config = AutoConfig.from_pretrained(model_dir)
     with quiet_loading():
-        transformer = models.Transformer(str(model_dir), max_seq_length=max_length,
-                                         config_kwargs={"output_hidden_states": True} if layered else None)
+        transformer = models.Transformer(
+            str(model_dir), max_seq_length=max_length, config_kwargs={"output_hidden_states": True} if layered else None
+        )
     dim = transformer.get_embedding_dimension()
     modules: list[Any] = [transformer]
     if layered:
@@ -53,8 +57,14 @@ def module_stack(model_dir: Path, pooling: str, max_length: int | None, normaliz
         weights = torch.zeros(layers + 1 - start)
         weights[0] = weights[-1] = 1.0
         modules.append(models.WeightedLayerPooling(dim, layers, start, torch.nn.Parameter(weights)))
-    mode = {"cls": "cls", "cls_before_pooler": "cls", "avg": "mean", "avg_top2": "mean",
-            "avg_first_last": "mean", "max": "max"}[pooling]
+    mode = {
+        "cls": "cls",
+        "cls_before_pooler": "cls",
+        "avg": "mean",
+        "avg_top2": "mean",
+        "avg_first_last": "mean",
+        "max": "max",
+    }[pooling]
     modules.append(models.Pooling(dim, pooling_mode=mode))
     if pooling == "cls":
         pooler = getattr(transformer.auto_model, "pooler", None)
@@ -73,9 +83,16 @@ def save_as_sentence_transformer(model_dir: Path, spec: dict[str, Any]) -> None:
     the encoder ``spec`` says; the folder is replaced whole, so a failure leaves the old one."""
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(modules=module_stack(model_dir, spec.get("pooling", "avg"), spec.get("max_length"),
-                                                     bool(spec.get("normalize")), int(spec.get("first_layer", 1))),
-                                device="cpu")
+    model = SentenceTransformer(
+        modules=module_stack(
+            model_dir,
+            spec.get("pooling", "avg"),
+            spec.get("max_length"),
+            bool(spec.get("normalize")),
+            int(spec.get("first_layer", 1)),
+        ),
+        device="cpu",
+    )
     model.similarity_fn_name = "cosine"
     with atomic_dir(model_dir) as tmp, quiet_loading():  # no "Writing model shards" bar
         model.save(str(tmp))

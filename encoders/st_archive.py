@@ -41,11 +41,26 @@ TRANSFORMER_TYPES = ("Transformer", "BERT", "RoBERTa", "DistilBERT", "ALBERT", "
 IGNORED_TYPES = ("Pooling",)
 SBERT_CONFIG = "sentence_bert_config.json"
 WEIGHTS = ("pytorch_model.bin", "model.safetensors")
-TOKENIZER_FILES = ("vocab.txt", "vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json",
-                   "special_tokens_map.json", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
 #: config.json ``architectures`` -> ``model_type``, for configs written before transformers 3
-MODEL_TYPES = {"BertModel": "bert", "RobertaModel": "roberta", "DistilBertModel": "distilbert",
-               "AlbertModel": "albert", "XLMRobertaModel": "xlm-roberta", "CamembertModel": "camembert"}
+MODEL_TYPES = {
+    "BertModel": "bert",
+    "RobertaModel": "roberta",
+    "DistilBertModel": "distilbert",
+    "AlbertModel": "albert",
+    "XLMRobertaModel": "xlm-roberta",
+    "CamembertModel": "camembert",
+}
 
 
 class ArchiveError(InvalidInputError):
@@ -68,8 +83,10 @@ def unpack(archive: Path, dest: Path) -> None:
             except tarfile.FilterError as exc:
                 raise ArchiveError(f"{archive}: unsafe member: {exc}") from None
     else:
-        raise ArchiveError(f"{archive} is neither a zip nor a tar archive (a download interrupted, or "
-                           "a web page saved instead of the file?); delete it and download it again")
+        raise ArchiveError(
+            f"{archive} is neither a zip nor a tar archive (a download interrupted, or "
+            "a web page saved instead of the file?); delete it and download it again"
+        )
 
 
 def model_root(folder: Path) -> Path:
@@ -97,13 +114,17 @@ def transformer_module(root: Path) -> Path:
     """
     version = _read_json(root / "config.json").get("__version__", "") if (root / "config.json").is_file() else ""
     if version and not version.startswith("0.3."):
-        raise ArchiveError(f"{root / 'config.json'}: saved by sentence-transformers {version}, not 0.3.x; "
-                           "its truncation rule differs. Load it with st:<folder> instead.")
+        raise ArchiveError(
+            f"{root / 'config.json'}: saved by sentence-transformers {version}, not 0.3.x; "
+            "its truncation rule differs. Load it with st:<folder> instead."
+        )
     modules = _read_json(root / "modules.json")
     kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
     if not kinds or kinds[0] not in TRANSFORMER_TYPES:
-        raise ArchiveError(f"{root / 'modules.json'}: the first module is {kinds[:1]}, expected a transformer "
-                           f"({', '.join(TRANSFORMER_TYPES)})")
+        raise ArchiveError(
+            f"{root / 'modules.json'}: the first module is {kinds[:1]}, expected a transformer "
+            f"({', '.join(TRANSFORMER_TYPES)})"
+        )
     extra = [k for k in kinds[1:] if k not in IGNORED_TYPES]
     if extra:
         raise ArchiveError(f"{root / 'modules.json'}: modules {extra} change the vectors and are not supported")
@@ -118,8 +139,10 @@ def convert(root: Path, out: Path) -> Path:
         archs = config.get("architectures") or []
         model_type = next((MODEL_TYPES[a] for a in archs if a in MODEL_TYPES), None)
         if model_type is None:
-            raise ArchiveError(f"{module / 'config.json'}: no model_type, and architectures {archs} name no "
-                               f"known model ({', '.join(MODEL_TYPES)})")
+            raise ArchiveError(
+                f"{module / 'config.json'}: no model_type, and architectures {archs} name no "
+                f"known model ({', '.join(MODEL_TYPES)})"
+            )
         config["model_type"] = model_type
     sbert = _read_json(module / SBERT_CONFIG)
     weights = [module / w for w in WEIGHTS if (module / w).is_file()]

@@ -33,8 +33,7 @@ class TransformerEncoder(Encoder):
     #: device types on which the reference path applies reduced precision itself (autocast)
     reference_autocast: tuple[str, ...] = ()
 
-    def __init__(self, name: str, batch_size: int, device: str | None, precision: str,
-                 backend: str | None) -> None:
+    def __init__(self, name: str, batch_size: int, device: str | None, precision: str, backend: str | None) -> None:
         super().__init__(name)
         if int(batch_size) < 1:
             raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
@@ -43,10 +42,10 @@ class TransformerEncoder(Encoder):
         # fp32 needs no device; reduced precision is checked against it now (that imports torch)
         self.precision = "fp32" if precision == "fp32" else check_precision(precision, self.device)
         self.backend = check_backend(backend or DEFAULT_BACKEND)
-        if (self.backend == REFERENCE and self.precision != "fp32"
-                and self.device.type not in self.reference_autocast):
-            raise InvalidInputError(f"precision={self.precision} on {self.device} runs through the inference engine: "
-                             "add backend=eager")
+        if self.backend == REFERENCE and self.precision != "fp32" and self.device.type not in self.reference_autocast:
+            raise InvalidInputError(
+                f"precision={self.precision} on {self.device} runs through the inference engine: add backend=eager"
+            )
         self._engine: TransformerEngine | None = None
         #: why the reference path ran although the engine was asked for (a model the engine cannot run)
         self._engine_refusal: str | None = None
@@ -59,9 +58,16 @@ class TransformerEncoder(Encoder):
     def engine(self, model: torch.nn.Module, tokenizer: Any, max_length: int | None) -> TransformerEngine:
         """The inference engine for this model, built at first use (``batch_size`` x 64-token batches)."""
         if self._engine is None:
-            self._engine = TransformerEngine(model, tokenizer, max_length, self.device, self.precision,
-                                             self.backend, self.batch_size * TOKENS_PER_SENTENCE,
-                                             first_token=self._reads_first_token_only())
+            self._engine = TransformerEngine(
+                model,
+                tokenizer,
+                max_length,
+                self.device,
+                self.precision,
+                self.backend,
+                self.batch_size * TOKENS_PER_SENTENCE,
+                first_token=self._reads_first_token_only(),
+            )
         return self._engine
 
     def _reads_first_token_only(self) -> bool:
@@ -96,5 +102,9 @@ class TransformerEncoder(Encoder):
         when the engine could not run the model)."""
         if self._engine_refusal is None:
             return {"batch_size": self.batch_size, "device": self._device.chosen, "backend": self.backend}
-        return {"batch_size": self.batch_size, "device": self._device.chosen, "backend": REFERENCE,
-                "engine_unsupported": self._engine_refusal}
+        return {
+            "batch_size": self.batch_size,
+            "device": self._device.chosen,
+            "backend": REFERENCE,
+            "engine_unsupported": self._engine_refusal,
+        }

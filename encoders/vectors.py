@@ -84,16 +84,20 @@ def sentence_records(tasks: Sequence[Task]) -> list[dict[str, str]]:
     same data always gives the same file. Tasks must be loaded."""
     for task in tasks:
         if isinstance(task, EncoderDrivenTask):
-            raise InvalidInputError(f"{task.name} encodes through the encoder itself (its sentences are not known in "
-                                    "advance); leave it out of --tasks")
+            raise InvalidInputError(
+                f"{task.name} encodes through the encoder itself (its sentences are not known in "
+                "advance); leave it out of --tasks"
+            )
     seen: dict[tuple[str, str | None, str | None], None] = {}
     for task in tasks:
         for role, sentences in task.requests().items():
             name, instruction = role_key(role)
             for text in sentences:
                 seen.setdefault((text, name, instruction), None)
-    return [{"text": text, "role": name or "default", **({"instruction": instruction} if instruction else {})}
-            for text, name, instruction in seen]
+    return [
+        {"text": text, "role": name or "default", **({"instruction": instruction} if instruction else {})}
+        for text, name, instruction in seen
+    ]
 
 
 def jsonl_line(record: dict[str, Any]) -> str:
@@ -145,8 +149,10 @@ class VectorTable:
                 size = (b - a) * row
                 data = os.pread(fd, size, vectors.offset + int(ordered[a]) * row)
                 if len(data) != size:
-                    raise InvalidInputError(f"{vectors.filename}: read {len(data)} of {size} bytes; the file changed "
-                                            "or was cut while in use")
+                    raise InvalidInputError(
+                        f"{vectors.filename}: read {len(data)} of {size} bytes; the file changed "
+                        "or was cut while in use"
+                    )
                 out[order[a:b]] = np.frombuffer(data, dtype=vectors.dtype).reshape(b - a, -1)
         finally:
             os.close(fd)
@@ -193,7 +199,9 @@ def _key_of(record: dict[str, Any], where: str) -> tuple[str, RoleKey]:
     elif not isinstance(instruction, str):
         raise InvalidInputError(f"{where}: 'instruction' must be a string, not {_kind(instruction)}")
     elif role != "query":
-        raise InvalidInputError(f"{where}: an instruction is given to a query only, not to the {role or 'default'} role")
+        raise InvalidInputError(
+            f"{where}: an instruction is given to a query only, not to the {role or 'default'} role"
+        )
     return text, (role, instruction)
 
 
@@ -208,8 +216,10 @@ def _index(keys: Iterable[tuple[str, RoleKey]], places: Sequence[str]) -> dict[R
         table = rows.setdefault(key, {})
         first = table.setdefault(text, i)
         if first != i:
-            raise InvalidInputError(f"{places[i]}: repeats {places[first]} ({_quote(text)} as {_role_text(key)}); "
-                                    "keep one row per sentence and role")
+            raise InvalidInputError(
+                f"{places[i]}: repeats {places[first]} ({_quote(text)} as {_role_text(key)}); "
+                "keep one row per sentence and role"
+            )
     return rows
 
 
@@ -247,8 +257,10 @@ def _check_finite(vectors: np.ndarray, row_name: Callable[[int], str]) -> None:
             bad = ~np.isfinite(rows.astype(np.float32, copy=False)).all(axis=1)
         if bad.any():
             i = start + int(np.argmax(bad))
-            raise InvalidInputError(f"{row_name(i)}: the vector is not finite (NaN or infinite, or beyond float32's "
-                                    "range); fix the encoding of that sentence")
+            raise InvalidInputError(
+                f"{row_name(i)}: the vector is not finite (NaN or infinite, or beyond float32's "
+                "range); fix the encoding of that sentence"
+            )
 
 
 def read_folder(folder: Path) -> VectorTable:
@@ -267,21 +279,29 @@ def read_folder(folder: Path) -> VectorTable:
     if not isinstance(vectors, np.ndarray):
         raise InvalidInputError(f"{vectors_path}: one array saved by numpy.save is expected, not an archive")
     if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating) or vectors.shape[1] == 0:
-        raise InvalidInputError(f"{vectors_path}: shape {vectors.shape} of {vectors.dtype}; expected a float array "
-                                f"of shape ({len(keys)}, dim): one row per line of {SENTENCES}")
+        raise InvalidInputError(
+            f"{vectors_path}: shape {vectors.shape} of {vectors.dtype}; expected a float array "
+            f"of shape ({len(keys)}, dim): one row per line of {SENTENCES}"
+        )
     if len(vectors) != len(keys):
-        raise InvalidInputError(f"{vectors_path}: {len(vectors):,} rows for the {len(keys):,} lines of {lines}; save "
-                                "one row per line, in the order of the lines")
+        raise InvalidInputError(
+            f"{vectors_path}: {len(vectors):,} rows for the {len(keys):,} lines of {lines}; save "
+            "one row per line, in the order of the lines"
+        )
     _check_finite(vectors, lambda i: f"{vectors_path}: row {i} ({SENTENCES} line {i + 1}, {_quote(keys[i][0])})")
     return VectorTable(_index(keys, [f"{lines}:{i + 1}" for i in range(len(keys))]), vectors, str(folder))
 
 
 def _missing_message(folder: Path, path: Path) -> str:
     if path.name == SENTENCES:
-        return (f"{path} not found; write it with `benchharness sentences --tasks ... --out {folder}`, then save the "
-                f"vectors of its lines as {VECTORS}")
-    return (f"{path} not found; encode the lines of {folder / SENTENCES} and save them there with numpy.save, "
-            "one float32 row per line, in the order of the lines")
+        return (
+            f"{path} not found; write it with `benchharness sentences --tasks ... --out {folder}`, then save the "
+            f"vectors of its lines as {VECTORS}"
+        )
+    return (
+        f"{path} not found; encode the lines of {folder / SENTENCES} and save them there with numpy.save, "
+        "one float32 row per line, in the order of the lines"
+    )
 
 
 def _vector(value: Any, where: str) -> list[float]:
@@ -304,8 +324,9 @@ def read_jsonl(path: Path) -> VectorTable:
         if rows and len(vector) != len(rows[0]):
             raise InvalidInputError(f"{where}: {len(vector)} values, but {places[0]} has {len(rows[0])}")
         if not all(math.isfinite(v) for v in vector):  # json reads NaN and Infinity
-            raise InvalidInputError(f"{where}: the vector is not finite (NaN or infinite); fix the encoding of "
-                                    "that sentence")
+            raise InvalidInputError(
+                f"{where}: the vector is not finite (NaN or infinite); fix the encoding of that sentence"
+            )
         rows.append(vector)
         places.append(where)
     vectors = np.asarray(rows, dtype=np.float64)
@@ -321,8 +342,10 @@ def read_parquet(path: Path) -> VectorTable:
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
     except ImportError:
-        raise InvalidInputError(f"{path}: reading a .parquet file needs the pyarrow package (pip install pyarrow); "
-                                "or give a .jsonl file, or a folder with sentences.jsonl and vectors.npy") from None
+        raise InvalidInputError(
+            f"{path}: reading a .parquet file needs the pyarrow package (pip install pyarrow); "
+            "or give a .jsonl file, or a folder with sentences.jsonl and vectors.npy"
+        ) from None
     try:
         names = pq.read_schema(path).names
         wanted = [c for c in ("text", "vector", "role", "instruction") if c in names]
@@ -331,11 +354,13 @@ def read_parquet(path: Path) -> VectorTable:
         raise InvalidInputError(f"{path}: not a readable Parquet file ({exc})") from None
     for column in ("text", "vector"):
         if column not in names:
-            raise InvalidInputError(f"{path}: no column {column!r} (it has {', '.join(names)}); expected text, "
-                                    "vector and optionally role")
+            raise InvalidInputError(
+                f"{path}: no column {column!r} (it has {', '.join(names)}); expected text, vector and optionally role"
+            )
     vector = table.column("vector").combine_chunks()
-    if not (pa.types.is_list(vector.type) or pa.types.is_large_list(vector.type)
-            or pa.types.is_fixed_size_list(vector.type)) or not pa.types.is_floating(vector.type.value_type):
+    if not (
+        pa.types.is_list(vector.type) or pa.types.is_large_list(vector.type) or pa.types.is_fixed_size_list(vector.type)
+    ) or not pa.types.is_floating(vector.type.value_type):
         raise InvalidInputError(f"{path}: column 'vector' is {vector.type}; expected a list of floats")
     n = len(table)
     if n == 0:
@@ -343,8 +368,9 @@ def read_parquet(path: Path) -> VectorTable:
     places = [f"{path} row {i}" for i in range(n)]
     lengths = pc.list_value_length(vector).to_numpy(zero_copy_only=False)
     if vector.null_count:
-        raise InvalidInputError(f"{places[int(np.flatnonzero(pc.is_null(vector).to_numpy(zero_copy_only=False))[0])]}"
-                                ": no vector")
+        raise InvalidInputError(
+            f"{places[int(np.flatnonzero(pc.is_null(vector).to_numpy(zero_copy_only=False))[0])]}: no vector"
+        )
     if (lengths != lengths[0]).any() or lengths[0] == 0:
         i = int(np.argmax(lengths != lengths[0])) if lengths[0] else 0
         raise InvalidInputError(f"{places[i]}: {int(lengths[i])} values, but row 0 has {int(lengths[0])}")
@@ -372,8 +398,10 @@ def check_target(path: Path) -> None:
             if not (path / name).is_file():
                 raise MissingFileError(_missing_message(path, path / name))
     elif not path.exists():
-        raise MissingFileError(f"vectors: {path} not found; give a folder with {SENTENCES} and {VECTORS}, or a "
-                               ".jsonl or .parquet file of text and vector")
+        raise MissingFileError(
+            f"vectors: {path} not found; give a folder with {SENTENCES} and {VECTORS}, or a "
+            ".jsonl or .parquet file of text and vector"
+        )
     elif path.suffix not in KEYED_SUFFIXES:
         raise InvalidInputError(f"vectors: {path} is neither a folder nor a .jsonl or .parquet file")
 
@@ -434,15 +462,20 @@ class PrecomputedVectors(Encoder):
         shown = ", ".join(_quote(s) for s in missing[:SHOWN_MISSING])
         more = f" and {len(missing) - SHOWN_MISSING:,} more" if len(missing) > SHOWN_MISSING else ""
         side = f" as {_role_text(key)}" if self.table.has_roles else ""
-        return (f"{self.table.where} has no vector for {len(missing):,} of {asked:,} sentences asked for{side}: "
-                f"{shown}{more}; write the sentences of these tasks with `benchharness sentences --tasks ... --out "
-                "DIR` and encode all its lines")
+        return (
+            f"{self.table.where} has no vector for {len(missing):,} of {asked:,} sentences asked for{side}: "
+            f"{shown}{more}; write the sentences of these tasks with `benchharness sentences --tasks ... --out "
+            "DIR` and encode all its lines"
+        )
 
     def identity_info(self) -> dict[str, Any]:
         # the files' contents, not their place or name: a moved folder keeps its stored results and cache
         layout = "folder" if self.path.is_dir() else self.path.suffix.lstrip(".")
-        return {"family": "vectors", "layout": layout,
-                "sha256": [remembered("sha256", [f], lambda f=f: sha256_file(f)) for f in self.files]}
+        return {
+            "family": "vectors",
+            "layout": layout,
+            "sha256": [remembered("sha256", [f], lambda f=f: sha256_file(f)) for f in self.files],
+        }
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -457,5 +490,6 @@ def _check(spec: EncoderSpec) -> None:
     check_target(Path(str(spec.get("path", ""))).expanduser())  # type: ignore[call-overload]
 
 
-FAMILY = Family.of("vectors", build, target="path", usage="vectors:<folder|file.jsonl|file.parquet>", accepts=(),
-                   check=_check)
+FAMILY = Family.of(
+    "vectors", build, target="path", usage="vectors:<folder|file.jsonl|file.parquet>", accepts=(), check=_check
+)

@@ -51,7 +51,7 @@ class TaskTable:
 
     def prefixed(self, name: str) -> TaskProvider | None:
         for provider in self.providers.values():
-            if provider.prefix and name.startswith(provider.prefix) and name[len(provider.prefix):].strip():
+            if provider.prefix and name.startswith(provider.prefix) and name[len(provider.prefix) :].strip():
                 return provider
         return None
 
@@ -66,7 +66,7 @@ def catalogue() -> TaskTable:
     for name, plugin in loaded.items():
         try:
             provider = plugin() if callable(plugin) else plugin
-        except Exception as exc:  # noqa: BLE001 - a provider function (another package's, the config's file tasks)
+        except Exception as exc:
             broken[name] = f"tasks plugin {name!r}: {' '.join(f'{type(exc).__name__}: {exc}'.split())}"
             warn_once(f"{broken[name]}; its tasks are unavailable")
             continue
@@ -121,7 +121,7 @@ def _expand(cat: TaskTable, selection: str | list[str]) -> list[str]:
         prefixed = cat.prefixed(item)
         if prefixed is not None:
             prefix = prefixed.prefix or ""
-            expanded = [prefix + item[len(prefix):].strip()]
+            expanded = [prefix + item[len(prefix) :].strip()]
         elif item in group_table:
             expanded = group_table[item]
         elif item in factories:
@@ -135,8 +135,10 @@ def _expand(cat: TaskTable, selection: str | list[str]) -> list[str]:
                 hint = f" Did you mean: {', '.join(close)}?" if close else ""
                 extra = "".join(f"; {p.prefix_usage}" for p in cat.providers.values() if p.prefix_usage)
                 extra += "".join(f"; unavailable: {why}" for why in cat.broken.values())
-                raise UnknownTaskError(f"unknown task {item!r}.{hint} Groups: {', '.join(group_table)}; "
-                                       f"tasks: {', '.join(factories)}{extra}")
+                raise UnknownTaskError(
+                    f"unknown task {item!r}.{hint} Groups: {', '.join(group_table)}; "
+                    f"tasks: {', '.join(factories)}{extra}"
+                )
         out.extend(n for n in expanded if n not in out)
     return out
 

@@ -60,14 +60,17 @@ def read_annotations(path: Path) -> list[Query]:
         for lineno, line in enumerate(fh, 1):
             fields = line.rstrip("\n").split("\t")
             if len(fields) != 4:
-                raise DataError(f"{path}:{lineno}: expected 4 tab-separated fields "
-                                f"(qid, similar ids, candidate ids, BM25 scores), got {len(fields)}")
+                raise DataError(
+                    f"{path}:{lineno}: expected 4 tab-separated fields "
+                    f"(qid, similar ids, candidate ids, BM25 scores), got {len(fields)}"
+                )
             qid, similar, cands, scores = fields[0].strip(), fields[1].split(), fields[2].split(), fields[3].split()
             if len(cands) != len(scores):
                 raise DataError(f"{path}:{lineno}: {len(cands)} candidates but {len(scores)} BM25 scores")
             if not set(similar) <= set(cands):
-                raise DataError(f"{path}:{lineno}: similar ids {sorted(set(similar) - set(cands))} "
-                                "are not among the candidates")
+                raise DataError(
+                    f"{path}:{lineno}: similar ids {sorted(set(similar) - set(cands))} are not among the candidates"
+                )
             try:
                 bm25 = tuple(float(s) for s in scores)
             except ValueError:
@@ -116,15 +119,21 @@ class AskUbuntu(Task):
         self.variant = variant
         useb = variant == "useb"
         self.metadata = TaskMetadata(
-            name="AskUbuntu" if useb else "AskUbuntu-mteb", family="reranking",
+            name="AskUbuntu" if useb else "AskUbuntu-mteb",
+            family="reranking",
             description="AskUbuntu duplicate questions: rerank 20 BM25 candidates by cosine of titles",
-            split="test" if useb else "dev+test", main_score="map",
-            protocol="useb-tsdae" if useb else "mteb-askubuntudupquestions", reference=REFERENCE,
-            groups=("askubuntu",) if useb else (), n_samples=186 if useb else 361,
+            split="test" if useb else "dev+test",
+            main_score="map",
+            protocol="useb-tsdae" if useb else "mteb-askubuntudupquestions",
+            reference=REFERENCE,
+            groups=("askubuntu",) if useb else (),
+            n_samples=186 if useb else 361,
             protocol_details={
-                "text": "question titles (tokenized file)", "similarity": "cosine (zero vector -> 0)",
+                "text": "question titles (tokenized file)",
+                "similarity": "cosine (zero vector -> 0)",
                 "splits": ["test"] if useb else ["dev", "test"],
-                "queries": "with at least one similar candidate" if useb
+                "queries": "with at least one similar candidate"
+                if useb
                 else "with at least one similar and one non-similar candidate",
                 "ties": "equal cosine keeps BM25 (file) order",
                 "map": "mean precision at each similar candidate's rank in the 20-list",
@@ -140,8 +149,10 @@ class AskUbuntu(Task):
         else:
             self.queries = [q for q in queries if q.similar and len(set(q.candidates) - set(q.similar)) > 0]
         if len(self.queries) != self.metadata.n_samples:
-            raise DataError(f"{self.name}: {len(self.queries)} scored queries in {splits}, expected "
-                            f"{self.metadata.n_samples}; the annotation files are not taolei87/askubuntu's")
+            raise DataError(
+                f"{self.name}: {len(self.queries)} scored queries in {splits}, expected "
+                f"{self.metadata.n_samples}; the annotation files are not taolei87/askubuntu's"
+            )
         rel = next((r for r in TEXTS if (data.root / r).exists()), TEXTS[0])
         wanted = {i for q in self.queries for i in (q.qid, *q.candidates)}
         texts = read_texts(self._path(data, rel, "askubuntu"), wanted)
@@ -152,8 +163,10 @@ class AskUbuntu(Task):
 
     def requests(self) -> dict[Role, list[str]]:
         """Each question's title as a query, its candidates' as documents (mteb's reranking roles)."""
-        return {self.query_role: [self.titles[q.qid] for q in self.queries],
-                DOCUMENT: [self.titles[c] for q in self.queries for c in q.candidates]}
+        return {
+            self.query_role: [self.titles[q.qid] for q in self.queries],
+            DOCUMENT: [self.titles[c] for q in self.queries for c in q.candidates],
+        }
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
@@ -172,5 +185,8 @@ class AskUbuntu(Task):
         return Evaluation(metrics, per_query, "ranking")
 
 
-TASKS = TaskProvider(tasks={"AskUbuntu": lambda: AskUbuntu("useb"), "AskUbuntu-mteb": lambda: AskUbuntu("mteb")},
-                     groups={"askubuntu": ["AskUbuntu"]}, order=40)
+TASKS = TaskProvider(
+    tasks={"AskUbuntu": lambda: AskUbuntu("useb"), "AskUbuntu-mteb": lambda: AskUbuntu("mteb")},
+    groups={"askubuntu": ["AskUbuntu"]},
+    order=40,
+)

@@ -92,8 +92,9 @@ def _json_rows(path: Path, text: str, columns: list[str]) -> list[Row]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{line_no}: not JSON ({exc.msg}); a JSON lines file holds one object "
-                            "per line") from None
+            raise DataError(
+                f"{path}:{line_no}: not JSON ({exc.msg}); a JSON lines file holds one object per line"
+            ) from None
         if not isinstance(record, dict):
             raise DataError(f"{path}:{line_no}: a JSON {type(record).__name__}; expected one object per line")
         require(path, line_no, record, columns, "key")
@@ -168,8 +169,13 @@ class FileTask(Task):
 
     def _source(self) -> dict[str, Any]:
         """What the protocol records of where the data came from and how they were read."""
-        return {"file": self.decl.path.name, "format": self.decl.fmt, "columns": self.decl.columns,
-                "text": TEXT, "items": "in the file's row order"}
+        return {
+            "file": self.decl.path.name,
+            "format": self.decl.fmt,
+            "columns": self.decl.columns,
+            "text": TEXT,
+            "items": "in the file's row order",
+        }
 
     def _read(self, rows: list[Row]) -> Any:
         """The file's content (an object with ``n``, the number of scored items), checked row by

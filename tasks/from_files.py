@@ -105,12 +105,13 @@ PAIRS_PROTOCOL = "file-pairs-cosine"
 LABELS_PROTOCOL = "file-senteval-logreg"  # + "-<config>", as the transfer tasks' senteval-logreg-<config>
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 #: per kind, its column keys with their default column names, then its other keys
-COLUMNS = {"pairs": {"sentence1": "sentence1", "sentence2": "sentence2", "score": "score"},
-           "labels": {"text": "sentence", "label": "label"},
-           "retrieval": {},
-           "reranking": {"query": "query", "positive": "positive", "negative": "negative"}}
-OPTIONS = {"pairs": ("format", "score_range"), "labels": ("format", "config"), "retrieval": ("split",),
-           "reranking": ()}
+COLUMNS = {
+    "pairs": {"sentence1": "sentence1", "sentence2": "sentence2", "score": "score"},
+    "labels": {"text": "sentence", "label": "label"},
+    "retrieval": {},
+    "reranking": {"query": "query", "positive": "positive", "negative": "negative"},
+}
+OPTIONS = {"pairs": ("format", "score_range"), "labels": ("format", "config"), "retrieval": ("split",), "reranking": ()}
 #: the key that names a kind's data, when it is not ``file``
 SOURCE = {"retrieval": "folder"}
 #: keys every kind takes
@@ -140,28 +141,39 @@ def declare(name: str, entry: Mapping[str, Any], origin: str) -> Declaration:
     allowed = {source, *COMMON, *COLUMNS[kind], *OPTIONS[kind]}
     unknown = sorted(set(entry) - allowed)
     if unknown:
-        raise InvalidInputError(f"{origin}: unknown key(s) {', '.join(unknown)} for kind {kind!r}; "
-                                f"the keys are {', '.join(sorted(allowed))}")
+        raise InvalidInputError(
+            f"{origin}: unknown key(s) {', '.join(unknown)} for kind {kind!r}; "
+            f"the keys are {', '.join(sorted(allowed))}"
+        )
     _check_name(name, origin)
     if source not in entry:
-        raise InvalidInputError(f"{origin}: kind {kind!r} needs {source} = \"...\"")
+        raise InvalidInputError(f'{origin}: kind {kind!r} needs {source} = "..."')
     path = Path(entry[source])
     fmt = {"retrieval": "beir", "reranking": "jsonl"}.get(kind) or _format(path, entry.get("format"), origin)
-    return Declaration(name, path, kind, fmt, {key: entry.get(key, default) for key, default in COLUMNS[kind].items()},
-                       _score_range(entry.get("score_range"), origin), _config(entry.get("config", "default"), origin),
-                       split=_split(entry.get("split", "test"), origin) if kind == "retrieval" else None,
-                       instruction=_instruction(entry.get("instruction"), origin))
+    return Declaration(
+        name,
+        path,
+        kind,
+        fmt,
+        {key: entry.get(key, default) for key, default in COLUMNS[kind].items()},
+        _score_range(entry.get("score_range"), origin),
+        _config(entry.get("config", "default"), origin),
+        split=_split(entry.get("split", "test"), origin) if kind == "retrieval" else None,
+        instruction=_instruction(entry.get("instruction"), origin),
+    )
 
 
 def _check_name(name: str, origin: str) -> None:
     """A name makes a result file (``<task>.json``, ``<task>.items.npz``) and a ``--tasks`` item:
     checked where it is declared, so that no run does its work and then fails to store it."""
     if not NAME.fullmatch(name):
-        raise InvalidInputError(f"{origin}: task name {name!r}; use letters, digits and . _ + - "
-                                "(it names result files)")
+        raise InvalidInputError(
+            f"{origin}: task name {name!r}; use letters, digits and . _ + - (it names result files)"
+        )
     if len(name) > NAME_MAX:
-        raise InvalidInputError(f"{origin}: task name of {len(name)} characters; use at most {NAME_MAX} "
-                                "(it names result files)")
+        raise InvalidInputError(
+            f"{origin}: task name of {len(name)} characters; use at most {NAME_MAX} (it names result files)"
+        )
 
 
 def _refuse_clash(name: str, origin: str) -> None:
@@ -189,8 +201,9 @@ def _clash(name: str) -> str | None:
 
 def _format(path: Path, fmt: Any, origin: str) -> str:
     if fmt is None and path.suffix.lower() not in FORMATS:
-        raise InvalidInputError(f"{origin}: cannot tell the format of {path.name} from its suffix; "
-                                "add format = \"csv\", \"tsv\" or \"jsonl\"")
+        raise InvalidInputError(
+            f'{origin}: cannot tell the format of {path.name} from its suffix; add format = "csv", "tsv" or "jsonl"'
+        )
     fmt = FORMATS[path.suffix.lower()] if fmt is None else fmt
     if fmt not in ("csv", "tsv", "jsonl"):
         raise InvalidInputError(f"{origin}: format {fmt!r}; use csv, tsv or jsonl")
@@ -200,8 +213,11 @@ def _format(path: Path, fmt: Any, origin: str) -> str:
 def _score_range(value: Any, origin: str) -> tuple[float, float] | None:
     if value is None:
         return None
-    numbers = isinstance(value, (list, tuple)) and len(value) == 2 and all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    numbers = (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    )
     if not numbers or not value[0] < value[1]:
         raise InvalidInputError(f"{origin}: score_range {value!r}; give [low, high] with low < high")
     return float(value[0]), float(value[1])
@@ -209,8 +225,9 @@ def _score_range(value: Any, origin: str) -> tuple[float, float] | None:
 
 def _split(value: Any, origin: str) -> str:
     if not isinstance(value, str) or not SPLIT.fullmatch(value):
-        raise InvalidInputError(f"{origin}: split {value!r}; give the name of a qrels file (qrels/<split>.tsv), "
-                                "letters, digits and . _ -")
+        raise InvalidInputError(
+            f"{origin}: split {value!r}; give the name of a qrels file (qrels/<split>.tsv), letters, digits and . _ -"
+        )
     return value
 
 
@@ -276,8 +293,10 @@ def _score(path: Path, line: int, value: Any, column: str, score_range: tuple[fl
     if not math.isfinite(score):
         raise DataError(f"{path}:{line}: score {value!r} in {column!r} is not a number")
     if score_range is not None and not score_range[0] <= score <= score_range[1]:
-        raise DataError(f"{path}:{line}: score {score:g} in {column!r} is outside score_range "
-                        f"[{score_range[0]:g}, {score_range[1]:g}]")
+        raise DataError(
+            f"{path}:{line}: score {score:g} in {column!r} is outside score_range "
+            f"[{score_range[0]:g}, {score_range[1]:g}]"
+        )
     return score
 
 
@@ -303,8 +322,10 @@ def _check_classes(path: Path, labels: list[int | str], config: ClassifierConfig
         raise DataError(f"{path}: {len(counts)} class(es); a labelled task needs 2 to {MAX_CLASSES}")
     label, fewest = min(counts.items(), key=lambda kv: kv[1])
     if fewest < config.kfold:
-        raise DataError(f"{path}: class {label!r} has {fewest} sentence(s); the {config.kfold}-fold "
-                        f"cross-validation of the {config.name!r} config needs at least {config.kfold} per class")
+        raise DataError(
+            f"{path}: class {label!r} has {fewest} sentence(s); the {config.kfold}-fold "
+            f"cross-validation of the {config.name!r} config needs at least {config.kfold} per class"
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -343,8 +364,15 @@ class FilePairTask(FileTask, sts.PairTask):
         super().__init__()
         self.decl = decl
         # the family's metadata (similarity, main score as STS-B's); the file completes it
-        self.metadata = sts._pair_meta(decl.name, f"sentence pairs with gold scores from {decl.path}, "
-                                       "unsupervised cosine", "all", 0, (GROUP,), protocol=PAIRS_PROTOCOL, text=TEXT)
+        self.metadata = sts._pair_meta(
+            decl.name,
+            f"sentence pairs with gold scores from {decl.path}, unsupervised cosine",
+            "all",
+            0,
+            (GROUP,),
+            protocol=PAIRS_PROTOCOL,
+            text=TEXT,
+        )
 
     def _read(self, rows: list[Row]) -> Pairs:
         path, cols = self.decl.path, self.decl.columns
@@ -372,10 +400,20 @@ class FileLabelTask(FileTask, BinaryTask):
     def __init__(self, decl: Declaration) -> None:
         self.decl = decl
         # the family's metadata (classifier config, validation scheme); the file completes it
-        super().__init__(decl.name, (decl.path.name, decl.path.name), 0, decl.config,
-                         f"sentences with class labels from {decl.path}, SentEval logistic regression")
-        self.metadata = replace(self._declared, name=decl.name, split="all", groups=(GROUP,),
-                                protocol=f"{LABELS_PROTOCOL}-{decl.config.name}")
+        super().__init__(
+            decl.name,
+            (decl.path.name, decl.path.name),
+            0,
+            decl.config,
+            f"sentences with class labels from {decl.path}, SentEval logistic regression",
+        )
+        self.metadata = replace(
+            self._declared,
+            name=decl.name,
+            split="all",
+            groups=(GROUP,),
+            protocol=f"{LABELS_PROTOCOL}-{decl.config.name}",
+        )
 
     def _read(self, rows: list[Row]) -> Labelled:
         path, cols = self.decl.path, self.decl.columns
@@ -404,5 +442,9 @@ class FileLabelTask(FileTask, BinaryTask):
         return {**out, "ndev": len(self.texts), "ntest": len(self.texts)}
 
 
-KINDS: dict[str, type[FileTask]] = {"pairs": FilePairTask, "labels": FileLabelTask, "retrieval": FileRetrievalTask,
-                                    "reranking": FileRerankingTask}
+KINDS: dict[str, type[FileTask]] = {
+    "pairs": FilePairTask,
+    "labels": FileLabelTask,
+    "retrieval": FileRetrievalTask,
+    "reranking": FileRerankingTask,
+}

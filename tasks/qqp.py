@@ -90,16 +90,21 @@ class QQP(Task):
     def __init__(self) -> None:
         super().__init__()
         self.metadata = TaskMetadata(
-            name="QQP", family="retrieval",
+            name="QQP",
+            family="retrieval",
             description="Quora Question Pairs as retrieval: question1 queries against all question2 texts",
-            split="all", main_score="map", protocol="paser-qqp-retrieval",
-            reference="PaSeR (Wu et al.); Quora Question Pairs (Iyer et al. 2017)", groups=("qqp",),
+            split="all",
+            main_score="map",
+            protocol="paser-qqp-retrieval",
+            reference="PaSeR (Wu et al.); Quora Question Pairs (Iyer et al. 2017)",
+            groups=("qqp",),
             protocol_details={
                 "corpus": "unique question2 texts (strip, exact match dedup)",
                 "queries": "unique question1 texts with at least one duplicate question2 of a different text",
                 "self_retrieval": "the corpus document with the query's own text is excluded and not relevant",
                 "map": f"MAP@{MAP_K}, sum of precisions divided by min({MAP_K}, relevant)",
-                "mrr": f"MRR@{MRR_K}", "similarity": "cosine (L2-normalised inner product, faiss IndexFlatIP)",
+                "mrr": f"MRR@{MRR_K}",
+                "similarity": "cosine (L2-normalised inner product, faiss IndexFlatIP)",
                 "ties": "score desc, then corpus order",
             },
         )
@@ -123,17 +128,22 @@ class QQP(Task):
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the AP@100 (under both names it is reported as) and RR@10."""
-        blocks = (normalise(embed(self.corpus[i : i + DOC_BLOCK], DOCUMENT))
-                  for i in range(0, len(self.corpus), DOC_BLOCK))
+        blocks = (
+            normalise(embed(self.corpus[i : i + DOC_BLOCK], DOCUMENT)) for i in range(0, len(self.corpus), DOC_BLOCK)
+        )
         _, ids = top_k(normalise(embed(self.queries, self.query_role)), blocks, MAP_K, exclude=self.own)
         ap, rr = [], []
         for top, rel in zip(ids, self.relevant):
             hits = np.isin(top, rel)
             ap.append(average_precision(hits, MAP_K, len(rel)))
             rr.append(reciprocal_rank(hits, MRR_K))
-        metrics: Metrics = {f"map@{MAP_K}": 100 * float(np.mean(ap)), "map": 100 * float(np.mean(ap)),
-                            f"mrr@{MRR_K}": 100 * float(np.mean(rr)), "n_queries": len(self.queries),
-                            "n_corpus": len(self.corpus)}
+        metrics: Metrics = {
+            f"map@{MAP_K}": 100 * float(np.mean(ap)),
+            "map": 100 * float(np.mean(ap)),
+            f"mrr@{MRR_K}": 100 * float(np.mean(rr)),
+            "n_queries": len(self.queries),
+            "n_corpus": len(self.corpus),
+        }
         ap_arr = np.asarray(ap, dtype=np.float64)
         items = {f"map@{MAP_K}": ap_arr, "map": ap_arr, f"mrr@{MRR_K}": np.asarray(rr, dtype=np.float64)}
         return Evaluation(metrics, items, "ranking")

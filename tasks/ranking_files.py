@@ -68,21 +68,29 @@ class FileRetrievalTask(FileTask):
         self.decl = decl
         split = decl.split or "test"
         self.metadata = TaskMetadata(
-            name=decl.name, family="retrieval", split=split, main_score=f"ndcg@{NDCG_K}",
+            name=decl.name,
+            family="retrieval",
+            split=split,
+            main_score=f"ndcg@{NDCG_K}",
             description=f"BEIR folder {decl.path}, {split} split: queries against the corpus, cosine",
-            protocol=RETRIEVAL_PROTOCOL, reference=BEIR_REFERENCE, groups=(GROUP,),
+            protocol=RETRIEVAL_PROTOCOL,
+            reference=BEIR_REFERENCE,
+            groups=(GROUP,),
             protocol_details={
                 "similarity": "cosine (L2-normalised inner product, exact search; a zero vector scores 0)",
                 "roles": "queries in the query role (with the task's instruction), corpus in the document role",
                 "queries": "those this split's qrels give a relevant document (score > 0), in queries.jsonl "
-                           "order; a query whose judgements are all 0 or below is dropped (mteb scores it 0)",
+                "order; a query whose judgements are all 0 or below is dropped (mteb scores it 0)",
                 "relevance": "score > 0 is relevant; nDCG gain = the score (linear, pytrec_eval's ndcg_cut)",
                 "ndcg": f"nDCG@{NDCG_K} (pytrec_eval ndcg_cut.{NDCG_K})",
                 "map": f"MAP@{MAP_K}: precisions at relevant ranks within {MAP_K}, / all relevant "
-                       f"(pytrec_eval map_cut.{MAP_K})",
-                "mrr": f"MRR@{MRR_K} (mteb's)", "recall": f"recall@{RECALL_K} (pytrec_eval recall.{RECALL_K})",
-                "ties": "score desc, then corpus order", "self_retrieval": "not excluded (mteb's default)",
-            })
+                f"(pytrec_eval map_cut.{MAP_K})",
+                "mrr": f"MRR@{MRR_K} (mteb's)",
+                "recall": f"recall@{RECALL_K} (pytrec_eval recall.{RECALL_K})",
+                "ties": "score desc, then corpus order",
+                "self_retrieval": "not excluded (mteb's default)",
+            },
+        )
 
     def _read_declared(self) -> BeirData:
         return read_beir(self.decl.path, self.decl.split or "test")
@@ -98,8 +106,12 @@ class FileRetrievalTask(FileTask):
         return count_scored(self._data_files()[2]), self._source()
 
     def _source(self) -> dict[str, Any]:
-        return {"folder": self.decl.path.name, "files": [str(f.relative_to(self.decl.path)) for f in self._data_files()],
-                "document_text": DOCUMENT_TEXT, "query_text": "as in queries.jsonl"}
+        return {
+            "folder": self.decl.path.name,
+            "files": [str(f.relative_to(self.decl.path)) for f in self._data_files()],
+            "document_text": DOCUMENT_TEXT,
+            "query_text": "as in queries.jsonl",
+        }
 
     def _use(self, content: BeirData) -> None:
         self.data = content
@@ -126,7 +138,9 @@ class FileRetrievalTask(FileTask):
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the nDCG@10, AP@100, RR@10 and recall@100 they average."""
         _, ids = self.search(embed)
-        gains = [np.array([rel.get(int(i), 0) for i in row], dtype=np.float64) for row, rel in zip(ids, self.data.relevant)]
+        gains = [
+            np.array([rel.get(int(i), 0) for i in row], dtype=np.float64) for row, rel in zip(ids, self.data.relevant)
+        ]
         ideal = [np.fromiter(rel.values(), dtype=np.float64) for rel in self.data.relevant]
         per_query = retrieval_per_query(gains, ideal, NDCG_K, MAP_K, MRR_K, RECALL_K)
         metrics: Metrics = {**means(per_query), "n_queries": self.data.n, "n_corpus": len(self.data.documents)}
@@ -156,17 +170,24 @@ class FileRerankingTask(FileTask):
         super().__init__()
         self.decl = decl
         self.metadata = TaskMetadata(
-            name=decl.name, family="reranking", split="all", main_score="map",
+            name=decl.name,
+            family="reranking",
+            split="all",
+            main_score="map",
             description=f"reranking lines from {decl.path}: each query's positives and negatives ranked by cosine",
-            protocol=RERANKING_PROTOCOL, reference=RERANKING_REFERENCE, groups=(GROUP,),
+            protocol=RERANKING_PROTOCOL,
+            reference=RERANKING_REFERENCE,
+            groups=(GROUP,),
             protocol_details={
                 "similarity": "cosine (zero vector -> 0)",
                 "roles": "queries in the query role (with the task's instruction), candidates in the document role",
                 "map": "average precision over each line's whole ranking of positives and negatives, "
-                       "mean over lines (mteb's RerankingEvaluator)",
-                "mrr": f"MRR@{MRR_K}", "ties": "a negative tied with a positive ranks above it",
+                "mean over lines (mteb's RerankingEvaluator)",
+                "mrr": f"MRR@{MRR_K}",
+                "ties": "a negative tied with a positive ranks above it",
                 "lines": "a line without a positive is an error; one without a negative is skipped (as mteb)",
-            })
+            },
+        )
 
     def _read(self, rows: list[Row]) -> Reranking:
         path, cols = self.decl.path, self.decl.columns
@@ -177,8 +198,9 @@ class FileRerankingTask(FileTask):
             positive = _candidates(path, line, rec[cols["positive"]], cols["positive"])
             negative = _candidates(path, line, rec[cols["negative"]], cols["negative"])
             if not positive:
-                raise DataError(f"{path}:{line}: {cols['positive']!r} is empty; every line needs at least one "
-                                "positive to be scored")
+                raise DataError(
+                    f"{path}:{line}: {cols['positive']!r} is empty; every line needs at least one positive to be scored"
+                )
             if not negative:
                 skipped += 1
                 continue
@@ -195,8 +217,10 @@ class FileRerankingTask(FileTask):
         self.reranking = content
 
     def _details(self, content: Reranking) -> dict[str, Any]:
-        return {"lines_skipped_no_negative": content.skipped,
-                "n_candidates": sum(len(p) + len(n) for p, n in zip(content.positives, content.negatives))}
+        return {
+            "lines_skipped_no_negative": content.skipped,
+            "n_candidates": sum(len(p) + len(n) for p, n in zip(content.positives, content.negatives)),
+        }
 
     def _candidates_of(self, i: int) -> list[str]:
         """Line ``i``'s candidates, negatives first: with the stable ranking, ties go against positives."""
@@ -206,8 +230,10 @@ class FileRerankingTask(FileTask):
         return self.reranking.queries + [c for i in range(self.reranking.n) for c in self._candidates_of(i)]
 
     def requests(self) -> dict[Role, list[str]]:
-        return {self.query_role: self.reranking.queries,
-                DOCUMENT: [c for i in range(self.reranking.n) for c in self._candidates_of(i)]}
+        return {
+            self.query_role: self.reranking.queries,
+            DOCUMENT: [c for i in range(self.reranking.n) for c in self._candidates_of(i)],
+        }
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics

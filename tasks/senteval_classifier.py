@@ -54,12 +54,12 @@ class Fit:
     rng: np.random.RandomState
 
     @classmethod
-    def with_dev(cls, train: np.ndarray, dev: np.ndarray, seed: int) -> "Fit":
+    def with_dev(cls, train: np.ndarray, dev: np.ndarray, seed: int) -> Fit:
         """``fit(X, y, validation_data=(devX, devy))``."""
         return cls(np.asarray(train), np.asarray(dev), np.random.RandomState(seed))
 
     @classmethod
-    def with_split(cls, rows: np.ndarray, seed: int, split: float = VALIDATION_SPLIT) -> "Fit":
+    def with_split(cls, rows: np.ndarray, seed: int, split: float = VALIDATION_SPLIT) -> Fit:
         """``fit(X, y, validation_split=split)``: the dev rows come from the stream's first draw."""
         rows = np.asarray(rows)
         rng = np.random.RandomState(seed)
@@ -81,9 +81,16 @@ class Trained:
 class BatchedLogReg:
     """Trains many SentEval logistic regressions over one feature matrix at once."""
 
-    def __init__(self, features: np.ndarray, labels: np.ndarray, nclasses: int, config: ClassifierConfig,
-                 seed: int = 1111, device: str | torch.device | None = None,
-                 dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        features: np.ndarray,
+        labels: np.ndarray,
+        nclasses: int,
+        config: ClassifierConfig,
+        seed: int = 1111,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         self.device = device if isinstance(device, torch.device) else pick_device(device)
         self.dtype = dtype
         self.config = config
@@ -104,8 +111,10 @@ class BatchedLogReg:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
             layer = torch.nn.Linear(self.dim, self.nclasses)
-        return (layer.weight.detach().T.to(self.device, self.dtype).contiguous(),
-                layer.bias.detach().to(self.device, self.dtype))
+        return (
+            layer.weight.detach().T.to(self.device, self.dtype).contiguous(),
+            layer.bias.detach().to(self.device, self.dtype),
+        )
 
     # ---------------------------------------------------------------------------------------
     def fit(self, fits: list[Fit], l2: list[list[float]]) -> Trained:
@@ -119,8 +128,12 @@ class BatchedLogReg:
         w0, b0 = self.initial_parameters()
         # (G, d+1, K*C): model k owns columns kC..kC+C, the last row is its bias
         W = torch.cat([w0, b0.unsqueeze(0)]).repeat(1, K).expand(G, d + 1, KC).contiguous()
-        state = {"W": W, "m": torch.zeros_like(W), "v": torch.zeros_like(W),
-                 "t": torch.zeros(G, 1, KC, dtype=dt, device=dev)}
+        state = {
+            "W": W,
+            "m": torch.zeros_like(W),
+            "v": torch.zeros_like(W),
+            "t": torch.zeros(G, 1, KC, dtype=dt, device=dev),
+        }
         decay = torch.tensor(l2, dtype=dt, device=dev).repeat_interleave(C, 1).view(G, 1, KC)
         best_W = W.clone()
         best = np.full((G, K), -1.0)
@@ -130,8 +143,9 @@ class BatchedLogReg:
         dev_rows, dev_mask = _padded([f.dev for f in fits], dev)
         n_dev = np.array([len(f.dev) for f in fits])
 
-        bar = tqdm(total=cfg.max_epoch, desc=f"classifiers ({G * K} fits)", unit="epoch", leave=False,
-                   disable=not shown())
+        bar = tqdm(
+            total=cfg.max_epoch, desc=f"classifiers ({G * K} fits)", unit="epoch", leave=False, disable=not shown()
+        )
         with shared_threads(dev) as threads, bar:
             nepoch = 0
             while alive.any() and nepoch <= cfg.max_epoch:
@@ -163,8 +177,7 @@ class BatchedLogReg:
         per_model = best_W.view(G, d + 1, K, C).permute(0, 2, 1, 3)
         return Trained(per_model[:, :, :d].contiguous(), per_model[:, :, d].contiguous(), best, stop_epoch)
 
-    def _one_pass(self, s: dict[str, torch.Tensor], fits: list[Fit], decay: torch.Tensor,
-                  live: torch.Tensor) -> None:
+    def _one_pass(self, s: dict[str, torch.Tensor], fits: list[Fit], decay: torch.Tensor, live: torch.Tensor) -> None:
         """One pass over each group's training rows in a fresh permutation of its stream."""
         bs = self.config.batch_size
         sizes = [len(f.train) for f in fits]
@@ -184,8 +197,14 @@ class BatchedLogReg:
         for i in range(steps):
             self._step(s, rows_t[:, i], weights[:, i], live * stepping[:, i, None, None], decay)
 
-    def _step(self, s: dict[str, torch.Tensor], rows: torch.Tensor, weights: torch.Tensor,
-              update: torch.Tensor, decay: torch.Tensor) -> None:
+    def _step(
+        self,
+        s: dict[str, torch.Tensor],
+        rows: torch.Tensor,
+        weights: torch.Tensor,
+        update: torch.Tensor,
+        decay: torch.Tensor,
+    ) -> None:
         Ga, bs = rows.shape
         C = self.nclasses
         flat = rows.reshape(-1)
@@ -215,7 +234,7 @@ class BatchedLogReg:
     def _predict(self, W: torch.Tensor, rows: torch.Tensor, K: int) -> torch.Tensor:
         out = []
         for start in range(0, rows.shape[1], 4096):  # bounded memory on large dev/test sets
-            chunk = rows[:, start:start + 4096]
+            chunk = rows[:, start : start + 4096]
             logits = torch.bmm(self.X[chunk], W)
             out.append(logits.view(*chunk.shape, K, self.nclasses).argmax(3))
         return torch.cat(out, 1)
@@ -241,8 +260,18 @@ def _padded(index_lists: list[np.ndarray], device: torch.device) -> tuple[torch.
     return torch.as_tensor(rows, device=device), torch.as_tensor(mask, device=device)
 
 
-def _adam(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: torch.Tensor,
-          u: torch.Tensor, lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
+def _adam(
+    p: torch.Tensor,
+    g: torch.Tensor,
+    m: torch.Tensor,
+    v: torch.Tensor,
+    t: torch.Tensor,
+    u: torch.Tensor,
+    lr: float = 1e-3,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+) -> None:
     """torch.optim.Adam's update (defaults, coupled weight decay already in ``g``) where ``u`` is 1."""
     m.add_((g - m).mul_(u * (1 - b1)))
     v.add_((g * g - v).mul_(u * (1 - b2)))
@@ -252,8 +281,15 @@ def _adam(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t:
     p.sub_(m / (v.sqrt() / bc2_sqrt + eps) * (u * lr / bc1))
 
 
-def _rmsprop(p: torch.Tensor, g: torch.Tensor, v: torch.Tensor, u: torch.Tensor,
-             lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8) -> None:
+def _rmsprop(
+    p: torch.Tensor,
+    g: torch.Tensor,
+    v: torch.Tensor,
+    u: torch.Tensor,
+    lr: float = 1e-2,
+    alpha: float = 0.99,
+    eps: float = 1e-8,
+) -> None:
     """torch.optim.RMSprop's update (defaults) where ``u`` is 1."""
     v.add_((g * g - v).mul_(u * (1 - alpha)))
     p.sub_(g / (v.sqrt() + eps) * (u * lr))
@@ -262,13 +298,21 @@ def _rmsprop(p: torch.Tensor, g: torch.Tensor, v: torch.Tensor, u: torch.Tensor,
 # ------------------------------------------------------------------------------------------------
 # SentEval's three validation schemes (tools/validation.py), each as two batched stages.
 
+
 def _pick(scores: list[float]) -> int:
     """SentEval rounds mean dev accuracy to 2 decimals (in %) and takes the first maximum."""
     return int(np.argmax(scores))
 
 
-def inner_kfold(features: np.ndarray, labels: np.ndarray, nclasses: int, config: ClassifierConfig,
-                seed: int = 1111, device: str | None = None, dtype: torch.dtype = torch.float32) -> dict:
+def inner_kfold(
+    features: np.ndarray,
+    labels: np.ndarray,
+    nclasses: int,
+    config: ClassifierConfig,
+    seed: int = 1111,
+    device: str | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> dict:
     """``InnerKFoldClassifier`` (MR, CR, SUBJ, MPQA): outer k-fold; in each outer train split an
     inner k-fold picks L2; refit on the outer train split with 5% held out; mean outer accuracy."""
     clf = BatchedLogReg(features, labels, nclasses, config, seed, device, dtype)
@@ -296,19 +340,34 @@ def inner_kfold(features: np.ndarray, labels: np.ndarray, nclasses: int, config:
         yhat[test] = clf.predict(refits, o, 0, test)
         fold[test] = o
         test_results.append(round(100 * float((yhat[test] == np.asarray(labels)[test]).mean()), 2))
-    return {"devacc": round(float(np.mean(dev_results)), 2), "acc": round(float(np.mean(test_results)), 2),
-            "fold_acc": test_results, "chosen_l2": chosen, "fits": len(fits) * len(L2_GRID) + len(outer),
-            "yhat": yhat, "fold": fold}
+    return {
+        "devacc": round(float(np.mean(dev_results)), 2),
+        "acc": round(float(np.mean(test_results)), 2),
+        "fold_acc": test_results,
+        "chosen_l2": chosen,
+        "fits": len(fits) * len(L2_GRID) + len(outer),
+        "yhat": yhat,
+        "fold": fold,
+    }
 
 
-def kfold_then_test(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
-                    nclasses: int, config: ClassifierConfig, seed: int = 1111,
-                    device: str | None = None, dtype: torch.dtype = torch.float32) -> dict:
+def kfold_then_test(
+    train_x: np.ndarray,
+    train_y: np.ndarray,
+    test_x: np.ndarray,
+    test_y: np.ndarray,
+    nclasses: int,
+    config: ClassifierConfig,
+    seed: int = 1111,
+    device: str | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> dict:
     """``KFoldClassifier`` (TREC, MRPC): k-fold on train picks L2, refit on all train with 5% held
     out, predict test."""
     n = len(train_x)
-    clf = BatchedLogReg(np.vstack([train_x, test_x]), np.concatenate([train_y, test_y]), nclasses,
-                        config, seed, device, dtype)
+    clf = BatchedLogReg(
+        np.vstack([train_x, test_x]), np.concatenate([train_y, test_y]), nclasses, config, seed, device, dtype
+    )
     skf = StratifiedKFold(n_splits=config.kfold, shuffle=True, random_state=seed)
     fits = [Fit.with_dev(tr, te, seed) for tr, te in skf.split(train_x, train_y)]
     grid = clf.fit(fits, [list(L2_GRID)] * len(fits))
@@ -318,24 +377,51 @@ def kfold_then_test(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray
     test_rows = np.arange(n, n + len(test_x))
     yhat = clf.predict(refit, 0, 0, test_rows)
     acc = float((yhat == np.asarray(test_y)).mean())
-    return {"devacc": max(scores), "acc": round(100 * acc, 2), "yhat": yhat, "chosen_l2": chosen,
-            "fits": len(fits) * len(L2_GRID) + 1}
+    return {
+        "devacc": max(scores),
+        "acc": round(100 * acc, 2),
+        "yhat": yhat,
+        "chosen_l2": chosen,
+        "fits": len(fits) * len(L2_GRID) + 1,
+    }
 
 
-def split_select(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray, dev_y: np.ndarray,
-                 test_x: np.ndarray, test_y: np.ndarray, nclasses: int, config: ClassifierConfig,
-                 seed: int = 1111, device: str | None = None, dtype: torch.dtype = torch.float32) -> dict:
+def split_select(
+    train_x: np.ndarray,
+    train_y: np.ndarray,
+    dev_x: np.ndarray,
+    dev_y: np.ndarray,
+    test_x: np.ndarray,
+    test_y: np.ndarray,
+    nclasses: int,
+    config: ClassifierConfig,
+    seed: int = 1111,
+    device: str | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> dict:
     """``SplitClassifier`` (SST2): every L2 trains on train with early stopping on dev; the best
     dev accuracy picks L2. SentEval then refits that L2 with the same seed, data and dev set, a
     deterministic repeat of the grid's fit, so the grid's model is used directly."""
     n_tr, n_dev = len(train_x), len(dev_x)
-    clf = BatchedLogReg(np.vstack([train_x, dev_x, test_x]), np.concatenate([train_y, dev_y, test_y]),
-                        nclasses, config, seed, device, dtype)
+    clf = BatchedLogReg(
+        np.vstack([train_x, dev_x, test_x]),
+        np.concatenate([train_y, dev_y, test_y]),
+        nclasses,
+        config,
+        seed,
+        device,
+        dtype,
+    )
     dev_rows = np.arange(n_tr, n_tr + n_dev)
     grid = clf.fit([Fit.with_dev(np.arange(n_tr), dev_rows, seed)], [list(L2_GRID)])
     scores = [round(100 * float(grid.dev_accuracy[0, r]), 2) for r in range(len(L2_GRID))]
     k = _pick(scores)
     test_rows = np.arange(n_tr + n_dev, n_tr + n_dev + len(test_x))
     yhat = clf.predict(grid, 0, k, test_rows)
-    return {"devacc": max(scores), "acc": round(100 * float((yhat == np.asarray(test_y)).mean()), 2),
-            "chosen_l2": L2_GRID[k], "fits": len(L2_GRID), "yhat": yhat}
+    return {
+        "devacc": max(scores),
+        "acc": round(100 * float((yhat == np.asarray(test_y)).mean()), 2),
+        "chosen_l2": L2_GRID[k],
+        "fits": len(L2_GRID),
+        "yhat": yhat,
+    }

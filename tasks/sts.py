@@ -68,8 +68,10 @@ class PairTask(Task):
         for name, (_, _, gold) in self.subsets.items():
             value = constant_value(gold)
             if value is not None:
-                raise DataError(f"gold scores are all {value} in {self._gold_file(name)}: "
-                                "a correlation with a constant is undefined")
+                raise DataError(
+                    f"gold scores are all {value} in {self._gold_file(name)}: "
+                    "a correlation with a constant is undefined"
+                )
 
     def _gold_file(self, subset: str) -> str:
         """The file(s) holding ``subset``'s gold scores, for messages (by default every file read)."""
@@ -91,10 +93,7 @@ class PairTask(Task):
             )
 
     def _scores(self, embed: Embed) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        return {
-            name: (paired_cosine(embed(a), embed(b)), gold)
-            for name, (a, b, gold) in self.subsets.items()
-        }
+        return {name: (paired_cosine(embed(a), embed(b)), gold) for name, (a, b, gold) in self.subsets.items()}
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
@@ -107,9 +106,11 @@ class PairTask(Task):
             value = constant_value(pred)
             if value is not None:
                 where = self.name if len(scores) == 1 else f"{self.name} ({name})"
-                raise InvalidInputError(f"the cosines are all {value:.6g} on {where}: the encoder scores every pair "
-                                        "alike (the same vector for every sentence?); a correlation with a "
-                                        "constant is undefined")
+                raise InvalidInputError(
+                    f"the cosines are all {value:.6g} on {where}: the encoder scores every pair "
+                    "alike (the same vector for every sentence?); a correlation with a "
+                    "constant is undefined"
+                )
         items = {
             "cosine": np.concatenate([p for p, _ in scores.values()]),
             "gold": np.concatenate([np.asarray(g, dtype=np.float64) for _, g in scores.values()]),
@@ -180,8 +181,9 @@ class CsvPairTask(PairTask):
     """STS-B (SentEval's tokenized csv, or the raw original) and SICK-R: the pairs of one file, or
     of several concatenated in order (mteb's SICK-R scores train, trial and test as one set)."""
 
-    def __init__(self, metadata: TaskMetadata, rels: tuple[str, ...], cols: tuple[int, int, int], header: bool,
-                 raw: bool = False) -> None:
+    def __init__(
+        self, metadata: TaskMetadata, rels: tuple[str, ...], cols: tuple[int, int, int], header: bool, raw: bool = False
+    ) -> None:
         super().__init__()
         self.metadata = metadata
         self.rels = rels
@@ -192,8 +194,9 @@ class CsvPairTask(PairTask):
     def _load(self, data: DataRoot) -> None:
         a, b, g = [], [], []
         for rel in self.rels:
-            pairs = read_scored_tsv(self._path(data, rel, "senteval"), self.cols, self.header,
-                                    text=raw_text if self.raw else senteval_text)
+            pairs = read_scored_tsv(
+                self._path(data, rel, "senteval"), self.cols, self.header, text=raw_text if self.raw else senteval_text
+            )
             for into, part in zip((a, b, g), pairs):
                 into.extend(part)
         self.subsets = {"test": (a, b, np.asarray(g))}
@@ -204,11 +207,25 @@ class CsvPairTask(PairTask):
         return {**correlations(pred, gold), "n": len(gold)}
 
 
-def _pair_meta(name: str, description: str, split: str, n: int, groups: tuple[str, ...],
-               protocol: str = PROTOCOL, text: str = "SentEval tokenized, whitespace re-joined") -> TaskMetadata:
+def _pair_meta(
+    name: str,
+    description: str,
+    split: str,
+    n: int,
+    groups: tuple[str, ...],
+    protocol: str = PROTOCOL,
+    text: str = "SentEval tokenized, whitespace re-joined",
+) -> TaskMetadata:
     return TaskMetadata(
-        name=name, family="sts", description=description, split=split, main_score="spearman",
-        protocol=protocol, reference=REFERENCE, groups=groups, n_samples=n,
+        name=name,
+        family="sts",
+        description=description,
+        split=split,
+        main_score="spearman",
+        protocol=protocol,
+        reference=REFERENCE,
+        groups=groups,
+        n_samples=n,
         protocol_details={"similarity": "cosine (zero vector -> 0)", "text": text},
     )
 
@@ -218,17 +235,28 @@ def stsb(split: str = "test", raw: bool = False) -> CsvPairTask:
     name = "STSBenchmark" + ("" if split == "test" else f"-{split}") + ("-raw" if raw else "")
     desc = f"STS Benchmark {split} split, unsupervised cosine" + (" on the original cased text" if raw else "")
     groups = ("sts",) if split == "test" and not raw else ()
-    meta = _pair_meta(name, desc, split, n, groups,
-                      protocol=PROTOCOL + ("-rawtext" if raw else ""),
-                      text="original cased text (mteb-style)" if raw else "SentEval tokenized+lowercased")
+    meta = _pair_meta(
+        name,
+        desc,
+        split,
+        n,
+        groups,
+        protocol=PROTOCOL + ("-rawtext" if raw else ""),
+        text="original cased text (mteb-style)" if raw else "SentEval tokenized+lowercased",
+    )
     return CsvPairTask(meta, (stsb_file(split, raw),), STSB_COLUMNS, header=False, raw=raw)
 
 
 def sick(split: str = "test") -> CsvPairTask:
     n = {"test": 4927, "trial": 500, "train": 4500}[split]
     name = "SICKRelatedness" + ("" if split == "test" else f"-{split}")
-    meta = _pair_meta(name, f"SICK relatedness {split} split (relatedness_score), unsupervised cosine",
-                      split, n, ("sts",) if split == "test" else ())
+    meta = _pair_meta(
+        name,
+        f"SICK relatedness {split} split (relatedness_score), unsupervised cosine",
+        split,
+        n,
+        ("sts",) if split == "test" else (),
+    )
     return CsvPairTask(meta, (sick_file(split),), SICK_COLUMNS, header=True)
 
 
@@ -248,8 +276,13 @@ def sick_mteb() -> CsvPairTask:
     not exported as mteb's SICK-R (``mteb_bridge.export.NOT_EXPORTED``): scores are close to mteb's
     but not guaranteed equal; ``benchharness run --tasks mteb:SICK-R`` runs mteb's own data.
     """
-    meta = _pair_meta("SICKRelatedness-mteb", "SICK relatedness, train+trial+test pairs as mteb's SICK-R, "
-                      "unsupervised cosine", "train+trial+test", 9927, ())
+    meta = _pair_meta(
+        "SICKRelatedness-mteb",
+        "SICK relatedness, train+trial+test pairs as mteb's SICK-R, unsupervised cosine",
+        "train+trial+test",
+        9927,
+        (),
+    )
     return CsvPairTask(meta, tuple(sick_file(s) for s in SICK_MTEB_SPLITS), SICK_COLUMNS, header=True)
 
 
@@ -265,7 +298,6 @@ TASKS = TaskProvider(
     },
     groups={"sts": ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]},
     # the leaderboard's column headers and the published tables' keys
-    aliases={"STS-B": "STSBenchmark", "STSB": "STSBenchmark", "SICK-R": "SICKRelatedness",
-             "SICKR": "SICKRelatedness"},
+    aliases={"STS-B": "STSBenchmark", "STSB": "STSBenchmark", "SICK-R": "SICKRelatedness", "SICKR": "SICKRelatedness"},
     order=10,
 )

@@ -23,10 +23,10 @@ imported when a task classifies, not when the tasks are built or listed.
 
 from __future__ import annotations
 
-import io
 import time
 from abc import abstractmethod
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,10 +44,10 @@ Tokens = list[str]
 def read_lines(path, encoding: str) -> list[str]:
     """``f.read().splitlines()``: every line including blank ones (SentEval's binary loader)."""
     try:
-        with io.open(path, "r", encoding=encoding) as fh:
+        with open(path, encoding=encoding) as fh:
             return fh.read().splitlines()
     except UnicodeDecodeError as exc:
-        with io.open(path, "r", encoding=encoding, errors="surrogateescape") as fh:
+        with open(path, encoding=encoding, errors="surrogateescape") as fh:
             raise DataError(undecodable_message(path, fh.read().splitlines(), exc)) from None
 
 
@@ -99,26 +99,47 @@ def sorted_samples(texts: list[Tokens], labels: list[int]) -> tuple[list[str], n
 class TransferTask(Task):
     """A SentEval classification task under one classifier config."""
 
-    def __init__(self, name: str, description: str, n_samples: int, validation: str,
-                 config: ClassifierConfig, nclasses: int, extra: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        n_samples: int,
+        validation: str,
+        config: ClassifierConfig,
+        nclasses: int,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.config = config
         self.nclasses = nclasses
         suffix = "" if config.name == "default" else f"-{config.name}"
         self.metadata = TaskMetadata(
-            name=name + suffix, family="transfer", description=description, split="test",
-            main_score="acc", protocol=f"senteval-logreg-{config.name}", reference=REFERENCE,
+            name=name + suffix,
+            family="transfer",
+            description=description,
+            split="test",
+            main_score="acc",
+            protocol=f"senteval-logreg-{config.name}",
+            reference=REFERENCE,
             groups=("transfer" if config.name == "default" else f"transfer-{config.name}",),
             n_samples=n_samples,
-            protocol_details={"config": config.name, "classifier": config.to_dict(), "validation": validation,
-                              "text": "whitespace tokens re-joined by single spaces", "seed_classifier": "run seed",
-                              "accuracy": "test accuracy % (dev accuracy recorded as devacc)", **(extra or {})},
+            protocol_details={
+                "config": config.name,
+                "classifier": config.to_dict(),
+                "validation": validation,
+                "text": "whitespace tokens re-joined by single spaces",
+                "seed_classifier": "run seed",
+                "accuracy": "test accuracy % (dev accuracy recorded as devacc)",
+                **(extra or {}),
+            },
         )
 
     def _check(self, n: int, what: str) -> None:
         if self.metadata.n_samples is not None and n != self.metadata.n_samples:
-            raise DataError(f"{self.name}: read {n} {what} from {', '.join(map(str, self.files))}, "
-                            f"expected {self.metadata.n_samples}; the files are not SentEval's")
+            raise DataError(
+                f"{self.name}: read {n} {what} from {', '.join(map(str, self.files))}, "
+                f"expected {self.metadata.n_samples}; the files are not SentEval's"
+            )
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
@@ -143,8 +164,15 @@ class BinaryTask(TransferTask):
     """MR, CR, SUBJ, MPQA: nested stratified k-fold over one labelled set."""
 
     def __init__(self, name: str, files: tuple[str, str], n: int, config: ClassifierConfig, desc: str) -> None:
-        super().__init__(name, desc, n, f"nested stratified {config.kfold}-fold (inner {config.kfold}-fold "
-                         "picks L2, refit with 5% validation); mean outer test accuracy", config, 2)
+        super().__init__(
+            name,
+            desc,
+            n,
+            f"nested stratified {config.kfold}-fold (inner {config.kfold}-fold "
+            "picks L2, refit with 5% validation); mean outer test accuracy",
+            config,
+            2,
+        )
         self.rel = files  # (label 1, label 0)
 
     def _load(self, data: DataRoot) -> None:
@@ -168,8 +196,14 @@ class BinaryTask(TransferTask):
 
 class SST2(TransferTask):
     def __init__(self, config: ClassifierConfig) -> None:
-        super().__init__("SST2", "Stanford Sentiment Treebank binary, fixed splits 67349/872/1821",
-                         1821, "L2 picked on dev (early stopping on dev); test accuracy", config, 2)
+        super().__init__(
+            "SST2",
+            "Stanford Sentiment Treebank binary, fixed splits 67349/872/1821",
+            1821,
+            "L2 picked on dev (early stopping on dev); test accuracy",
+            config,
+            2,
+        )
 
     def _load(self, data: DataRoot) -> None:
         self.splits = {}
@@ -194,9 +228,15 @@ class SST2(TransferTask):
 
 class TREC(TransferTask):
     def __init__(self, config: ClassifierConfig) -> None:
-        super().__init__("TREC", "TREC question type, 6 coarse classes, train 5452 / test 500", 500,
-                         f"stratified {config.kfold}-fold on train picks L2, refit on train with 5% "
-                         "validation; test accuracy", config, 6, {"labels": list(TREC_LABELS)})
+        super().__init__(
+            "TREC",
+            "TREC question type, 6 coarse classes, train 5452 / test 500",
+            500,
+            f"stratified {config.kfold}-fold on train picks L2, refit on train with 5% validation; test accuracy",
+            config,
+            6,
+            {"labels": list(TREC_LABELS)},
+        )
 
     def _load(self, data: DataRoot) -> None:
         self.train = sorted_samples(*read_trec(self._path(data, "senteval/TREC/train_5500.label", "senteval")))
@@ -214,24 +254,35 @@ class TREC(TransferTask):
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
         from benchharness.tasks.senteval_classifier import kfold_then_test
 
-        out = kfold_then_test(embed(self.train[0]), self.train[1], embed(self.test[0]), self.test[1], 6,
-                              self.config, seed)
+        out = kfold_then_test(
+            embed(self.train[0]), self.train[1], embed(self.test[0]), self.test[1], 6, self.config, seed
+        )
         return {**out, "ntrain": len(self.train[0]), "ntest": len(self.test[0])}
 
 
 class MRPC(TransferTask):
     def __init__(self, config: ClassifierConfig) -> None:
-        super().__init__("MRPC", "Microsoft Research Paraphrase Corpus, train 4076 / test 1725", 1725,
-                         f"stratified {config.kfold}-fold on train picks L2, refit on train with 5% "
-                         "validation; test accuracy and F1", config, 2, {"features": "[|u-v|, u*v]"})
+        super().__init__(
+            "MRPC",
+            "Microsoft Research Paraphrase Corpus, train 4076 / test 1725",
+            1725,
+            f"stratified {config.kfold}-fold on train picks L2, refit on train with 5% "
+            "validation; test accuracy and F1",
+            config,
+            2,
+            {"features": "[|u-v|, u*v]"},
+        )
 
     def _load(self, data: DataRoot) -> None:
         self.pairs = {}
         for split in ("train", "test"):
             a, b, y = read_mrpc(self._path(data, f"senteval/MRPC/msr_paraphrase_{split}.txt", "senteval"))
             order = sorted(zip(a, b, y), key=lambda z: (len(z[0]), len(z[1]), z[2]))
-            self.pairs[split] = ([" ".join(x) for x, _, _ in order], [" ".join(x) for _, x, _ in order],
-                                 np.array([z for _, _, z in order]))
+            self.pairs[split] = (
+                [" ".join(x) for x, _, _ in order],
+                [" ".join(x) for _, x, _ in order],
+                np.array([z for _, _, z in order]),
+            )
         if len(self.pairs["train"][2]) != 4076:
             raise DataError(f"{self.files[0]}: {len(self.pairs['train'][2])} pairs, expected 4076")
         self._check(len(self.pairs["test"][2]), "test pairs")
@@ -253,8 +304,9 @@ class MRPC(TransferTask):
         from benchharness.tasks.senteval_classifier import kfold_then_test
 
         ytr, yte = self.pairs["train"][2], self.pairs["test"][2]
-        out = kfold_then_test(self._features(embed, "train"), ytr, self._features(embed, "test"), yte, 2,
-                              self.config, seed)
+        out = kfold_then_test(
+            self._features(embed, "train"), ytr, self._features(embed, "test"), yte, 2, self.config, seed
+        )
         f1 = round(100 * f1_score(yte, out["yhat"]), 2)
         return {**out, "f1": f1, "ntrain": len(ytr), "ntest": len(yte)}
 
@@ -262,8 +314,11 @@ class MRPC(TransferTask):
 BINARY = {
     "MR": (("MR/rt-polarity.pos", "MR/rt-polarity.neg"), 10662, "Movie review sentiment (Pang & Lee 2005)"),
     "CR": (("CR/custrev.pos", "CR/custrev.neg"), 3775, "Customer review sentiment (Hu & Liu 2004)"),
-    "SUBJ": (("SUBJ/subj.objective", "SUBJ/subj.subjective"), 10000,
-             "Subjectivity (Pang & Lee 2004); objective = label 1 as in SentEval"),
+    "SUBJ": (
+        ("SUBJ/subj.objective", "SUBJ/subj.subjective"),
+        10000,
+        "Subjectivity (Pang & Lee 2004); objective = label 1 as in SentEval",
+    ),
     "MPQA": (("MPQA/mpqa.pos", "MPQA/mpqa.neg"), 10606, "MPQA opinion polarity (Wiebe et al. 2005)"),
 }
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 ROOT = Path(__file__).resolve().parents[1]
 #: where the server's environment is: this variable, else beside the checkout (as ../shared is)
@@ -39,8 +39,10 @@ def missing_reason() -> str | None:
     """Why no server can be started here, or None."""
     program = server_env() / "bin" / "infinity_emb"
     if not program.exists():
-        return (f"no embeddings server environment at {server_env()} (no {program.name}): run "
-                f".ci/embedding_server_env to create it, or point {ENV_VAR} at one")
+        return (
+            f"no embeddings server environment at {server_env()} (no {program.name}): run "
+            f".ci/embedding_server_env to create it, or point {ENV_VAR} at one"
+        )
     hub = Path(os.environ.get("HF_HUB_CACHE") or ROOT.parent / "shared" / "hf" / "hub")
     if not (hub / f"models--{MODEL.replace('/', '--')}").is_dir():
         return f"{MODEL} is not in the Hugging Face cache {hub}"
@@ -68,15 +70,36 @@ class EmbeddingServer:
 
     def start(self, timeout: float = 180) -> Self:
         hub = os.environ.get("HF_HUB_CACHE") or str(ROOT.parent / "shared" / "hf" / "hub")
-        env = {"PATH": f"{server_env() / 'bin'}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"),
-               "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": hub, "DO_NOT_TRACK": "1",
-               "INFINITY_ANONYMOUS_USAGE_STATS": "0", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
-        command = [str(server_env() / "bin" / "infinity_emb"), "v2", "--model-id", self.model, "--host", "127.0.0.1",
-                   "--port", str(self.port), "--url-prefix", "/v1", "--device", "cpu", "--no-model-warmup",
-                   *self.extra]
+        env = {
+            "PATH": f"{server_env() / 'bin'}:/usr/bin:/bin",
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "HF_HUB_OFFLINE": "1",
+            "HF_HUB_CACHE": hub,
+            "DO_NOT_TRACK": "1",
+            "INFINITY_ANONYMOUS_USAGE_STATS": "0",
+            "PYTHONUNBUFFERED": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+        command = [
+            str(server_env() / "bin" / "infinity_emb"),
+            "v2",
+            "--model-id",
+            self.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--url-prefix",
+            "/v1",
+            "--device",
+            "cpu",
+            "--no-model-warmup",
+            *self.extra,
+        ]
         with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -20,9 +20,10 @@ class HashEncoder(Encoder):
 
     def encode(self, sentences):
         self.calls.append(list(sentences))
-        rows = [np.random.default_rng(int(hashlib.md5((self.salt + s).encode()).hexdigest()[:8], 16))
-                .normal(size=self.dim)
-                for s in sentences]
+        rows = [
+            np.random.default_rng(int(hashlib.md5((self.salt + s).encode()).hexdigest()[:8], 16)).normal(size=self.dim)
+            for s in sentences
+        ]
         return np.array(rows, dtype=np.float32).reshape(len(sentences), self.dim)
 
     def identity_info(self):
@@ -32,8 +33,15 @@ class HashEncoder(Encoder):
 class BrokenTask(Task):
     """A task whose evaluation raises, to show that failures stay contained."""
 
-    metadata = TaskMetadata(name="Broken", family="test", description="always fails", split="test",
-                            main_score="x", protocol="none", reference="")
+    metadata = TaskMetadata(
+        name="Broken",
+        family="test",
+        description="always fails",
+        split="test",
+        main_score="x",
+        protocol="none",
+        reference="",
+    )
 
     def _load(self, data):
         pass

@@ -20,18 +20,19 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fakes import HashEncoder  # noqa: E402
+from fakes import HashEncoder
 
-from benchharness.core import results  # noqa: E402
-from benchharness.core.plugins import PLUGINS  # noqa: E402
-from benchharness.core.specs import Defaults, EncoderSpec, Family  # noqa: E402
+from benchharness.core import results
+from benchharness.core.plugins import PLUGINS
+from benchharness.core.specs import Defaults, EncoderSpec, Family
 
 
 class SlowHashEncoder(HashEncoder):

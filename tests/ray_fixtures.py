@@ -37,9 +37,14 @@ def ray_cluster():
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     tests = str(RAY_TESTS.parents[1])  # workers import fakes and ray_fakes as the tests do
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(RAY_TESTS), tests, os.environ.get("PYTHONPATH")) if p)
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False,
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3}})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 0,
+            "include_dashboard": False,
+            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
+        },
+    )
     try:
         for _ in range(2):
             cluster.add_node(num_cpus=1)

@@ -12,23 +12,37 @@ from benchharness.core.prompts import DEFAULT, DOCUMENT, Role
 from benchharness.core.task import Task, TaskMetadata, TaskProvider
 from benchharness.scoring.metrics import paired_cosine
 
-PAIRS = [("a man plays a guitar", "a man is playing the guitar", 4.8),
-         ("a woman slices an onion", "someone cuts an onion", 4.2),
-         ("two dogs run in a field", "a cat sleeps on a sofa", 0.4),
-         ("a child reads a book", "a kid is reading", 4.0),
-         ("the stock market fell", "a man plays a guitar", 0.0),
-         ("it rains in paris", "the weather in paris is wet", 3.1)]
+PAIRS = [
+    ("a man plays a guitar", "a man is playing the guitar", 4.8),
+    ("a woman slices an onion", "someone cuts an onion", 4.2),
+    ("two dogs run in a field", "a cat sleeps on a sofa", 0.4),
+    ("a child reads a book", "a kid is reading", 4.0),
+    ("the stock market fell", "a man plays a guitar", 0.0),
+    ("it rains in paris", "the weather in paris is wet", 3.1),
+]
 QUERIES = ["how do i install a package", "why is my disk full", "a man plays a guitar"]
 #: document i answers query i; the last query's text is also a document (its role differs)
-DOCUMENTS = ["install a package with apt", "find what fills the disk", "guitar lessons for a man",
-             "a man plays a guitar", "an unrelated title"]
+DOCUMENTS = [
+    "install a package with apt",
+    "find what fills the disk",
+    "guitar lessons for a man",
+    "a man plays a guitar",
+    "an unrelated title",
+]
 
 
 class PairTask(Task):
     """STS-like: Spearman of the pairs' cosines with the gold scores (x100)."""
 
-    metadata = TaskMetadata(name="VecPairs", family="test", description="pairs", split="test",
-                            main_score="spearman", protocol="none", reference="")
+    metadata = TaskMetadata(
+        name="VecPairs",
+        family="test",
+        description="pairs",
+        split="test",
+        main_score="spearman",
+        protocol="none",
+        reference="",
+    )
 
     def _load(self, data):
         pass
@@ -38,15 +52,25 @@ class PairTask(Task):
 
     def evaluate(self, embed, seed):
         cosines = paired_cosine(embed([a for a, _, _ in PAIRS]), embed([b for _, b, _ in PAIRS]))
-        return {"spearman": 100 * float(spearmanr(cosines, [g for _, _, g in PAIRS]).statistic),
-                "cosine_sum": float(np.sum(cosines))}
+        return {
+            "spearman": 100 * float(spearmanr(cosines, [g for _, _, g in PAIRS]).statistic),
+            "cosine_sum": float(np.sum(cosines)),
+        }
 
 
 class SearchTask(Task):
     """Retrieval-like: queries against documents by role; MRR of document i for query i (x100)."""
 
-    metadata = TaskMetadata(name="VecSearch", family="test", description="search", split="test",
-                            main_score="mrr", protocol="none", reference="", instruction="Find the answer")
+    metadata = TaskMetadata(
+        name="VecSearch",
+        family="test",
+        description="search",
+        split="test",
+        main_score="mrr",
+        protocol="none",
+        reference="",
+        instruction="Find the answer",
+    )
 
     def _load(self, data):
         pass

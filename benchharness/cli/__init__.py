@@ -45,10 +45,21 @@ from benchharness.core.settings import CONFIG_ENV
 from benchharness.core.version import __version__
 
 #: command name -> its module
-COMMANDS: dict[str, ModuleType] = {"list": listing, "run": run, "leaderboard": leaderboard, "export": export,
-                                   "compare": compare, "analyze": analyze, "data": data, "train": train, "tune": tune,
-                                   "push": push, "report": report, "protocols": protocols,
-                                   "sentences": sentences}
+COMMANDS: dict[str, ModuleType] = {
+    "list": listing,
+    "run": run,
+    "leaderboard": leaderboard,
+    "export": export,
+    "compare": compare,
+    "analyze": analyze,
+    "data": data,
+    "train": train,
+    "tune": tune,
+    "push": push,
+    "report": report,
+    "protocols": protocols,
+    "sentences": sentences,
+}
 #: commands whose sub-commands come from plugins that import torch: built only when named
 PLUGIN_COMMANDS = ("train", "tune")
 
@@ -58,8 +69,12 @@ def build_parser(expand: str | None = None) -> argparse.ArgumentParser:
     sub-commands to build, which imports its plugins."""
     parser = argparse.ArgumentParser(prog="benchharness", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"benchharness {__version__}")
-    parser.add_argument("--config", metavar="FILE", help="configuration file (default: $BENCHHARNESS_CONFIG, else "
-                        "benchharness.toml here or in a parent folder, else ~/.config/benchharness/config.toml)")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="configuration file (default: $BENCHHARNESS_CONFIG, else "
+        "benchharness.toml here or in a parent folder, else ~/.config/benchharness/config.toml)",
+    )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=0, help="debug messages too")
     common.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress bars")
@@ -78,8 +93,11 @@ def _use_config(argv: list[str]) -> None:
     """``--config FILE`` (before the command) is read before anything else, as the environment
     variable it sets: every layer finds the configuration the same way."""
     for i, arg in enumerate(argv):
-        value = arg.split("=", 1)[1] if arg.startswith("--config=") else (
-            argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
+        value = (
+            arg.split("=", 1)[1]
+            if arg.startswith("--config=")
+            else (argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
+        )
         if value is not None:
             os.environ[CONFIG_ENV] = str(Path(value).expanduser().resolve())
             return
@@ -92,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _use_config(argv)
         configure(argv)  # the process's settings, the one place they are made; a broken config is a user error
-        command = next((a for i, a in enumerate(argv) if not a.startswith("-")
-                        and (i == 0 or argv[i - 1] != "--config")), None)
+        command = next(
+            (a for i, a in enumerate(argv) if not a.startswith("-") and (i == 0 or argv[i - 1] != "--config")), None
+        )
         args = build_parser(expand=command if command in PLUGIN_COMMANDS else None).parse_args(argv)
         with messages(args.verbose, args.quiet):
             return COMMANDS[args.command].main(args)

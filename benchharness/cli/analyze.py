@@ -13,10 +13,16 @@ FORMATS = ("png", "svg", "pdf")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("encoders", nargs="+", help="names or specs (see `list encoders`); all go in the same figures")
-    p.add_argument("--out", default="benchharness-analysis",
-                   help="folder for <encoder>.json and the figures (default: ./benchharness-analysis)")
-    p.add_argument("--formats", default=",".join(FORMATS),
-                   help=f"comma list of figure formats among {', '.join(FORMATS)} (default: all)")
+    p.add_argument(
+        "--out",
+        default="benchharness-analysis",
+        help="folder for <encoder>.json and the figures (default: ./benchharness-analysis)",
+    )
+    p.add_argument(
+        "--formats",
+        default=",".join(FORMATS),
+        help=f"comma list of figure formats among {', '.join(FORMATS)} (default: all)",
+    )
     add_encoding_options(p)
     add_data_options(p)
 
@@ -43,9 +49,11 @@ def main(args: argparse.Namespace) -> int:
         report, cosine = analyze(names.get(name), name, first, second, gold)
         reports.append((report, cosine))
         iso = report["isotropy"]
-        print(f"{name}: alignment {report['alignment']:.4f}, uniformity {report['uniformity']:.4f}, "
-              f"mean random-pair cosine {iso['mean_random_pair_cosine']:.4f}, top-1 PC variance share "
-              f"{iso['top1_pc_variance_share']:.4f}")
+        print(
+            f"{name}: alignment {report['alignment']:.4f}, uniformity {report['uniformity']:.4f}, "
+            f"mean random-pair cosine {iso['mean_random_pair_cosine']:.4f}, top-1 PC variance share "
+            f"{iso['top1_pc_variance_share']:.4f}"
+        )
         for level in report["cosine_by_gold_level"]:
             print(f"  gold {level['level']}: n={level['n']}, mean cosine {level['mean']:.4f}, var {level['var']:.4f}")
     written = write(reports, gold, out, formats)

@@ -48,8 +48,9 @@ def migrate(args: argparse.Namespace) -> int:
     """Import old ``shard-*.npz`` cache files and rename legacy result folders; print what moved."""
     from benchharness.evaluation.migrate import migrate as run_migration
 
-    cache_dir = check_output(Path(args.cache_dir) if args.cache_dir else load_config().cache_dir, "folder",
-                             "--cache-dir")
+    cache_dir = check_output(
+        Path(args.cache_dir) if args.cache_dir else load_config().cache_dir, "folder", "--cache-dir"
+    )
     report = run_migration(check_output(results_root(args), "folder", "--results-dir"), cache_dir)
     for identity, rows in report.imported_rows.items():
         print(f"embedding cache {cache_dir / identity}: imported {rows} rows of old shards")

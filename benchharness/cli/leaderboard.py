@@ -22,19 +22,35 @@ def comma_list(text: str) -> list[str]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir")
-    p.add_argument("--encoders", type=comma_list, help="comma list of encoder names or shell patterns ('minilm-*'); "
-                   "published rows are left out when given")
+    p.add_argument(
+        "--encoders",
+        type=comma_list,
+        help="comma list of encoder names or shell patterns ('minilm-*'); published rows are left out when given",
+    )
     p.add_argument("--tasks", type=comma_list, help="comma list of tasks and task groups (sts, transfer, ...)")
-    p.add_argument("--groups", type=comma_list,
-                   help="comma list of row groups to show: base, post-processed, trained, published (default: all)")
+    p.add_argument(
+        "--groups",
+        type=comma_list,
+        help="comma list of row groups to show: base, post-processed, trained, published (default: all)",
+    )
     p.add_argument("--no-published", action="store_true", help="leave out the papers' published rows")
     p.add_argument("--papers", help="comma list of papers whose published rows to show (default: all; 'none')")
-    p.add_argument("--published-dir",
-                   help="folder of published-number CSVs (default: the package's, benchharness/reporting/published)")
-    p.add_argument("--format", default=None, choices=("md", "csv", "latex", "html"),
-                   help="output format (default: from the --output suffix, else md)")
-    p.add_argument("--intervals", action=argparse.BooleanOptionalAction, default=None,
-                   help="the 95%% interval tables (default: on for md, csv and html, off for latex)")
+    p.add_argument(
+        "--published-dir",
+        help="folder of published-number CSVs (default: the package's, benchharness/reporting/published)",
+    )
+    p.add_argument(
+        "--format",
+        default=None,
+        choices=("md", "csv", "latex", "html"),
+        help="output format (default: from the --output suffix, else md)",
+    )
+    p.add_argument(
+        "--intervals",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the 95%% interval tables (default: on for md, csv and html, off for latex)",
+    )
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
 
 
@@ -71,8 +87,9 @@ def stored_results(args: argparse.Namespace) -> ResultStore:
         raise InvalidInputError(f"results folder {store.root} is a file, not a folder")
     if not store.root.is_dir():
         flag = f" --results-dir {store.root}" if getattr(args, "results_dir", None) else ""
-        raise MissingFileError(f"no results folder {store.root}: fill it with `benchharness run --encoders NAMES "
-                               f"--tasks TASKS{flag}`")
+        raise MissingFileError(
+            f"no results folder {store.root}: fill it with `benchharness run --encoders NAMES --tasks TASKS{flag}`"
+        )
     return store
 
 
@@ -129,8 +146,15 @@ def main(args: argparse.Namespace) -> int:
 
         groups = (groups or set(GROUPS)) - {"published"}
     tasks = task_selection(args.tasks, {r.task for r in store}) if args.tasks else None
-    board = build(store, published, papers, encoders=args.encoders, tasks=tasks, groups=groups,
-                  results_label=results_label(store.root))
+    board = build(
+        store,
+        published,
+        papers,
+        encoders=args.encoders,
+        tasks=tasks,
+        groups=groups,
+        results_label=results_label(store.root),
+    )
     intervals = args.intervals if args.intervals is not None else fmt != "latex"
     text = render(board, fmt, intervals)
     if args.output:

@@ -27,8 +27,10 @@ def short_rows(rows: list[dict[str, str]], width: int = WIDTH) -> list[list[str]
     name_w = min(36, max(len(r["name"]) for r in rows))
     source_w = min(18, max(len(r["source"]) for r in rows))
     rest = max(20, width - 10 - name_w - source_w)
-    return [[_clip(r["name"], name_w), _clip(_short_source(r["source"]), source_w), _clip(r["description"], rest)]
-            for r in rows]
+    return [
+        [_clip(r["name"], name_w), _clip(_short_source(r["source"]), source_w), _clip(r["description"], rest)]
+        for r in rows
+    ]
 
 
 def _short_source(source: str) -> str:
@@ -45,28 +47,43 @@ def main(args: argparse.Namespace) -> int:
 
         rows = Resolver().describe()
         if args.long:
-            print(tabulate([[r["name"], r["source"], r["description"], r["settings"]] for r in rows],
-                           headers=["name", "source", "description", "settings"], tablefmt="github"))
+            print(
+                tabulate(
+                    [[r["name"], r["source"], r["description"], r["settings"]] for r in rows],
+                    headers=["name", "source", "description", "settings"],
+                    tablefmt="github",
+                )
+            )
         else:
             print(tabulate(short_rows(rows), headers=["name", "source", "description"], tablefmt="github"))
             print("(clipped to 100 columns; --long for sources and settings in full)")
         import textwrap
 
-        print("\n" + textwrap.fill(f"Ad-hoc specs: {', '.join(f.usage for f in families().values())}; compose "
-                                   "post-processors with base+post(k=v,...).", WIDTH if not args.long else 10**6,
-                                   break_on_hyphens=False))
+        print(
+            "\n"
+            + textwrap.fill(
+                f"Ad-hoc specs: {', '.join(f.usage for f in families().values())}; compose "
+                "post-processors with base+post(k=v,...).",
+                WIDTH if not args.long else 10**6,
+                break_on_hyphens=False,
+            )
+        )
         return 0
     from benchharness import tasks
+
     table = tasks.catalogue()
     groups = {t: g for g, names in table.groups.items() for t in names}
     rows = []
     for name, factory in table.factories.items():
         try:
             m = factory().metadata  # type: ignore[operator]
-        except Exception as exc:  # noqa: BLE001 - another package's task: its row says why, the rest are listed
+        except Exception as exc:
             rows.append([name, groups.get(name, ""), "", "", "", "", f"unavailable: {type(exc).__name__}: {exc}"])
             continue
         rows.append([name, groups.get(name, ""), m.split, m.main_score, m.protocol, m.n_samples, m.description])
-    print(tabulate(rows, headers=["task", "group", "split", "main score", "protocol", "n", "description"],
-                   tablefmt="github"))
+    print(
+        tabulate(
+            rows, headers=["task", "group", "split", "main score", "protocol", "n", "description"], tablefmt="github"
+        )
+    )
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 from benchharness.core.progress import progress_shown
 

@@ -111,5 +111,8 @@ def resolver(args: argparse.Namespace, data: DataRoot, **options: bool) -> Resol
 
     folder = Path(args.cache_dir) if args.cache_dir else load_config().cache_dir
     cache = None if args.no_cache else EmbeddingCache(folder)
-    return Resolver({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
-                    wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)), **options)
+    return Resolver(
+        {"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
+        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)),
+        **options,
+    )

@@ -24,7 +24,7 @@ same weights); ``benchharness train`` of it, or ``ONEDNN_PRIMITIVE_CACHE_CAPACIT
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from benchharness.core.settings import apply_environment, load_config
 

@@ -23,8 +23,10 @@ def main(args: argparse.Namespace) -> int:
     store = result_store(args)
     variants = spread(store, args.encoder)
     if all(v.score is None for v in variants):
-        raise InvalidInputError(f"no stored results of {args.encoder!r} under {store.root}; "
-                                f"benchharness run --encoders '{args.encoder}' --tasks sts,transfer first")
+        raise InvalidInputError(
+            f"no stored results of {args.encoder!r} under {store.root}; "
+            f"benchharness run --encoders '{args.encoder}' --tasks sts,transfer first"
+        )
     text = markdown(args.encoder, variants)
     if args.output:
         from benchharness.core.atomic import write_text

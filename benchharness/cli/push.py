@@ -33,8 +33,9 @@ def main(args: argparse.Namespace) -> int:
         check_output(args.stage, "folder", "--stage")
     folder = run_folder(dict(Resolver(train_missing=False).spec_for(args.encoder)))
     with tempfile.TemporaryDirectory() as scratch:
-        staged = stage(args.encoder, folder, result_store(args), Path(args.stage or Path(scratch) / "upload"),
-                       args.repo_id)
+        staged = stage(
+            args.encoder, folder, result_store(args), Path(args.stage or Path(scratch) / "upload"), args.repo_id
+        )
         print(f"staged {folder} as {staged}")
         if not args.stage_only:
             print(f"uploaded: {push(staged, args.repo_id, args.private)}")

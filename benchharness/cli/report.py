@@ -29,13 +29,21 @@ def main(args: argparse.Namespace) -> int:
 
     check_output(args.out, "folder", "--out")
     if args.analysis and not Path(args.analysis).is_dir():
-        raise MissingFileError(f"--analysis {args.analysis}: no such folder (`benchharness analyze A B --out "
-                               f"{args.analysis}` writes one)")
+        raise MissingFileError(
+            f"--analysis {args.analysis}: no such folder (`benchharness analyze A B --out {args.analysis}` writes one)"
+        )
     store = stored_results(args)
     published = published_dir(args)
     tasks = task_selection(args.tasks, {r.task for r in store}) if args.tasks else None
-    path = write_report(store, Path(args.out), published, analysis_dir=Path(args.analysis) if args.analysis else None,
-                        results_label=results_label(store.root), encoders=args.encoders, tasks=tasks,
-                        groups=set(GROUPS) if args.no_published else None)
+    path = write_report(
+        store,
+        Path(args.out),
+        published,
+        analysis_dir=Path(args.analysis) if args.analysis else None,
+        results_label=results_label(store.root),
+        encoders=args.encoders,
+        tasks=tasks,
+        groups=set(GROUPS) if args.no_published else None,
+    )
     print(f"written: {path}")
     return 0

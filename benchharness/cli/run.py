@@ -25,34 +25,60 @@ HELP = "evaluate encoders on tasks and store one result per pair"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoders", required=True, help="comma list of names/specs (see `list encoders`)")
     p.add_argument("--tasks", required=True, help="comma list of tasks or groups (see `list tasks`)")
-    p.add_argument("--overwrite", choices=["reuse", "stale", "always"], default="reuse",
-                   help="reuse stored results of the same encoder identity (default: one of another identity is "
-                        "recomputed), also recompute those whose data or protocol changed (stale), or recompute all")
+    p.add_argument(
+        "--overwrite",
+        choices=["reuse", "stale", "always"],
+        default="reuse",
+        help="reuse stored results of the same encoder identity (default: one of another identity is "
+        "recomputed), also recompute those whose data or protocol changed (stale), or recompute all",
+    )
     p.add_argument("--seed", type=non_negative_int, default=1111)
     p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
     p.add_argument("--batch-size", type=positive_int)
     p.add_argument("--cache-dir", help="embedding cache (default from benchharness.toml)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
-    p.add_argument("--embedding-memory", type=positive_float, metavar="MIB",
-                   help="an encoder's vectors larger than this (MiB) go to a file beside the cache and are read a "
-                        "block at a time (default 4096)")
-    p.add_argument("--verify", action="store_true",
-                   help="recompute everything from scratch (no cache, nothing stored) and check that it reproduces "
-                        "the stored results within the regression tolerance; exit 1 if not")
-    p.add_argument("--add-items", action="store_true",
-                   help="also recompute stored results that lack per-item outputs (needed by `compare` and the "
-                        "leaderboard's marks); their scores do not change")
-    p.add_argument("--executor", choices=["local", "ray"], default="local",
-                   help="local: one encoder after another in this process (default); ray: each base encoder's pass "
-                        "as a Ray task (needs the 'distributed' extra), results written here")
-    p.add_argument("--address", help="with --executor ray or --encode-actors: the Ray cluster to join (default: start a "
-                                     "local one)")
-    p.add_argument("--encode-actors", type=positive_int, metavar="N",
-                   help="encode what the embedding cache lacks with N Ray actors (one per GPU or CPU slot); this "
-                        "process stays the cache's only writer")
-    p.add_argument("--no-train", action="store_true",
-                   help="fail on a training recipe that has no run yet (printing the command that trains it) "
-                        "instead of training it first")
+    p.add_argument(
+        "--embedding-memory",
+        type=positive_float,
+        metavar="MIB",
+        help="an encoder's vectors larger than this (MiB) go to a file beside the cache and are read a "
+        "block at a time (default 4096)",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="recompute everything from scratch (no cache, nothing stored) and check that it reproduces "
+        "the stored results within the regression tolerance; exit 1 if not",
+    )
+    p.add_argument(
+        "--add-items",
+        action="store_true",
+        help="also recompute stored results that lack per-item outputs (needed by `compare` and the "
+        "leaderboard's marks); their scores do not change",
+    )
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: one encoder after another in this process (default); ray: each base encoder's pass "
+        "as a Ray task (needs the 'distributed' extra), results written here",
+    )
+    p.add_argument(
+        "--address", help="with --executor ray or --encode-actors: the Ray cluster to join (default: start a local one)"
+    )
+    p.add_argument(
+        "--encode-actors",
+        type=positive_int,
+        metavar="N",
+        help="encode what the embedding cache lacks with N Ray actors (one per GPU or CPU slot); this "
+        "process stays the cache's only writer",
+    )
+    p.add_argument(
+        "--no-train",
+        action="store_true",
+        help="fail on a training recipe that has no run yet (printing the command that trains it) "
+        "instead of training it first",
+    )
     add_data_options(p)
 
 
@@ -66,19 +92,32 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
     if args.address and not distributed:
         raise InvalidInputError("--address names a Ray cluster for --executor ray or --encode-actors; give one of them")
     if args.executor == "ray" and args.encode_actors:
-        raise InvalidInputError("--executor ray already spreads the encoders over the cluster; --encode-actors spreads "
-                                "one encoder's sentences: choose one")
+        raise InvalidInputError(
+            "--executor ray already spreads the encoders over the cluster; --encode-actors spreads "
+            "one encoder's sentences: choose one"
+        )
     if args.encode_actors and args.no_cache:
         raise InvalidInputError("--encode-actors fills the embedding cache; leave out --no-cache")
     results_dir = None if args.verify else check_output(results_root(args), "folder", "--results-dir")
-    cache_dir = None if args.no_cache or args.verify else (
-        Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
-    return RunSettings(device=args.device, batch_size=args.batch_size, seed=args.seed,
-                       overwrite="always" if args.verify else args.overwrite, results_dir=results_dir,
-                       cache_dir=cache_dir, data_dir=args.data_dir, verify_data=not args.no_verify,
-                       train=not args.no_train, add_items=args.add_items, show_progress=not args.quiet,
-                       embedding_memory_mib=args.embedding_memory or DEFAULT_MEMORY_MIB,
-                       encode_actors=args.encode_actors or 0, ray_address=args.address)
+    cache_dir = (
+        None if args.no_cache or args.verify else (Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
+    )
+    return RunSettings(
+        device=args.device,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        overwrite="always" if args.verify else args.overwrite,
+        results_dir=results_dir,
+        cache_dir=cache_dir,
+        data_dir=args.data_dir,
+        verify_data=not args.no_verify,
+        train=not args.no_train,
+        add_items=args.add_items,
+        show_progress=not args.quiet,
+        embedding_memory_mib=args.embedding_memory or DEFAULT_MEMORY_MIB,
+        encode_actors=args.encode_actors or 0,
+        ray_address=args.address,
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -87,11 +126,15 @@ def main(args: argparse.Namespace) -> int:
 
     encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
     if not encoder_names:
-        raise InvalidInputError(f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "
-                                "(see `benchharness list encoders`)")
+        raise InvalidInputError(
+            f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "
+            "(see `benchharness list encoders`)"
+        )
     if not args.tasks.strip(" ,"):
-        raise InvalidInputError(f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
-                                "(see `benchharness list tasks`)")
+        raise InvalidInputError(
+            f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
+            "(see `benchharness list tasks`)"
+        )
     settings = settings_from(args)
     selected = resolve_tasks(args.tasks)
     if args.verify:
@@ -115,8 +158,10 @@ def _sweep(encoder_names: list[str], selected: list[Task], settings: RunSettings
     resolver = resolver_for(settings, data)
     for name in encoder_names:
         resolver.check(name)
-    absolute = {key: None if getattr(settings, key) is None else getattr(settings, key).absolute()
-                for key in ("results_dir", "cache_dir")}
+    absolute = {
+        key: None if getattr(settings, key) is None else getattr(settings, key).absolute()
+        for key in ("results_dir", "cache_dir")
+    }
     return sweep(encoder_names, selected, settings.but(data_dir=data.root.absolute(), **absolute))
 
 
@@ -131,12 +176,29 @@ def _verify(encoder_names: list[str], selected: list[Task], settings: RunSetting
     store = result_store(args)
     fresh = evaluate_with(settings, encoder_names, selected, errors="keep")
     checks = [compare(store.load(r.encoder, r.task), r) for r in fresh]
-    rows = [[c.encoder, c.task, "" if c.stored is None else f"{c.stored:.2f}", f"{c.fresh:.2f}",
-             "" if c.max_deviation is None else f"{c.max_deviation:.4f}", c.verdict] for c in checks]
+    rows = [
+        [
+            c.encoder,
+            c.task,
+            "" if c.stored is None else f"{c.stored:.2f}",
+            f"{c.fresh:.2f}",
+            "" if c.max_deviation is None else f"{c.max_deviation:.4f}",
+            c.verdict,
+        ]
+        for c in checks
+    ]
     rows += [[o.encoder, o.task, "", "", "", f"failed: {o.message}"] for o in fresh.failed]
-    print(tabulate(rows, headers=["encoder", "task", "stored", "fresh", "max |diff| (all metrics)", "verdict"],
-                   tablefmt="github", disable_numparse=True))
+    print(
+        tabulate(
+            rows,
+            headers=["encoder", "task", "stored", "fresh", "max |diff| (all metrics)", "verdict"],
+            tablefmt="github",
+            disable_numparse=True,
+        )
+    )
     good = sum(c.ok for c in checks)
-    print(f"{good} of {len(checks) + len(fresh.failed)} stored results reproduced within {TOLERANCE} (x100) "
-          f"from {store.root}; nothing was written there")
+    print(
+        f"{good} of {len(checks) + len(fresh.failed)} stored results reproduced within {TOLERANCE} (x100) "
+        f"from {store.root}; nothing was written there"
+    )
     return 0 if good == len(checks) and not fresh.failed else 1

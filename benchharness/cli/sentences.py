@@ -34,13 +34,17 @@ def main(args: argparse.Namespace) -> int:
     from benchharness.evaluation.evaluate import resolve_tasks
 
     if not args.tasks.strip(" ,"):
-        raise InvalidInputError(f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
-                                "(see `benchharness list tasks`)")
+        raise InvalidInputError(
+            f"--tasks {args.tasks!r} names no task; give a comma list of tasks or groups "
+            "(see `benchharness list tasks`)"
+        )
     out = check_output(args.out, "folder", "--out")
     target = out / SENTENCES
     if target.exists() and not args.overwrite:
-        raise InvalidInputError(f"{target} exists; give --overwrite to replace it (the vectors of the old lines in "
-                                f"{out / VECTORS} must then be computed again)")
+        raise InvalidInputError(
+            f"{target} exists; give --overwrite to replace it (the vectors of the old lines in "
+            f"{out / VECTORS} must then be computed again)"
+        )
     tasks = resolve_tasks(args.tasks)
     data = data_root(args)
     for task in tasks:
@@ -53,11 +57,14 @@ def main(args: argparse.Namespace) -> int:
             fh.write(text)
     roles = Counter(r["role"] for r in records)
     by_role = ", ".join(f"{n:,} {role}" for role, n in roles.items())
-    print(f"{'unchanged' if unchanged else 'wrote'} {target}: {len(records):,} lines ({by_role}) for "
-          f"{len(tasks)} task(s)")
+    print(
+        f"{'unchanged' if unchanged else 'wrote'} {target}: {len(records):,} lines ({by_role}) for {len(tasks)} task(s)"
+    )
     if (out / VECTORS).exists() and not unchanged:
         logger.warning("%s was computed for the lines just replaced: compute it again", out / VECTORS)
-    print(f"next: write {out / VECTORS}: one float32 row per line, same order "
-          f"(numpy.save, shape ({len(records)}, dim)); then: benchharness run --encoders vectors:{out} "
-          f"--tasks {args.tasks}")
+    print(
+        f"next: write {out / VECTORS}: one float32 row per line, same order "
+        f"(numpy.save, shape ({len(records)}, dim)); then: benchharness run --encoders vectors:{out} "
+        f"--tasks {args.tasks}"
+    )
     return 0

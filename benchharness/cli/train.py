@@ -42,11 +42,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for name, method in PLUGINS.load_all("methods").items():
         sp = sub.add_parser(name, help=method.HELP)
         method.add_arguments(sp)
-        sp.add_argument("--seeds", help="comma list: train the recipe once per seed (each its own recipe key; with "
-                                        "--out, in <out>-s<seed>)")
-        sp.add_argument("--executor", choices=["local", "ray"],
-                        help="with --seeds: local trains one seed after another (default); ray trains each seed as a "
-                             "Ray task on a GPU when the cluster has one (needs the 'distributed' extra)")
+        sp.add_argument(
+            "--seeds",
+            help="comma list: train the recipe once per seed (each its own recipe key; with --out, in <out>-s<seed>)",
+        )
+        sp.add_argument(
+            "--executor",
+            choices=["local", "ray"],
+            help="with --seeds: local trains one seed after another (default); ray trains each seed as a "
+            "Ray task on a GPU when the cluster has one (needs the 'distributed' extra)",
+        )
         sp.add_argument("--address", help="with --executor ray: the Ray cluster to join (default: start a local one)")
     add_unavailable(sub, "methods")
 
@@ -62,8 +67,10 @@ def _world_size(args: argparse.Namespace) -> None:
     if args.nproc is None:
         args.nproc = world
     elif args.nproc != world:
-        raise InvalidInputError(f"--nproc {args.nproc} but torchrun started {world} processes; give the same number "
-                                "to both, or leave --nproc out under torchrun")
+        raise InvalidInputError(
+            f"--nproc {args.nproc} but torchrun started {world} processes; give the same number "
+            "to both, or leave --nproc out under torchrun"
+        )
 
 
 def _train_one(args: argparse.Namespace) -> int:
@@ -83,28 +90,37 @@ def _train_one(args: argparse.Namespace) -> int:
         words = recipes.command_words(recipe, out=args.out, **runtime)
         status = launch(nproc, __package__, words)  # python -m benchharness.cli
         if status != 0:
-            raise InvalidInputError(f"data-parallel training of {recipe.display_name} failed (torchrun exit status "
-                                    f"{status}; the processes' errors are above); rerun the command to resume it")
+            raise InvalidInputError(
+                f"data-parallel training of {recipe.display_name} failed (torchrun exit status "
+                f"{status}; the processes' errors are above); rerun the command to resume it"
+            )
         return 0
     if args.out is not None:
         return on_demand.train_into(recipe, args.out, dev=for_training, runtime=runtime)
     if args.name is not None:
-        raise InvalidInputError("--name names a run in an --out folder; a run-store run is named by its recipe "
-                         f"({recipe.display_name})")
+        raise InvalidInputError(
+            f"--name names a run in an --out folder; a run-store run is named by its recipe ({recipe.display_name})"
+        )
     store = RunStore()
     if store.finished(recipe) and not args.overwrite:
-        print(f"{recipe.display_name} (recipe {recipe.key}) is already trained: {store.encoder_folder(recipe)}; "
-              "--overwrite retrains it")
+        print(
+            f"{recipe.display_name} (recipe {recipe.key}) is already trained: {store.encoder_folder(recipe)}; "
+            "--overwrite retrains it"
+        )
         return 0
     on_demand.train_in_store(recipe, dev=for_training, runtime=runtime, store=store)
     if not is_main():  # a rank > 0 under torchrun: rank 0 reports
         return 0
     if store.finished(recipe):
-        print(f"recipe {recipe.key} trained in {store.folder(recipe)}; evaluate it with: "
-              f"benchharness run --encoders {recipe.display_name} --tasks sts")
+        print(
+            f"recipe {recipe.key} trained in {store.folder(recipe)}; evaluate it with: "
+            f"benchharness run --encoders {recipe.display_name} --tasks sts"
+        )
     else:
-        print(f"stopped before the end; rerun `{recipes.command(recipe)}` (or ask for {recipe.display_name} in "
-              "`benchharness run`) to resume")
+        print(
+            f"stopped before the end; rerun `{recipes.command(recipe)}` (or ask for {recipe.display_name} in "
+            "`benchharness run`) to resume"
+        )
     return 0
 
 
@@ -177,8 +193,10 @@ def _train_on_ray(args: argparse.Namespace, seeds: list[int]) -> int:
     from benchharness.evaluation.ray_cluster import ray_session, slot
 
     if (getattr(args, "nproc", None) or 1) > 1:
-        raise InvalidInputError("--executor ray trains each seed in one process; leave out --nproc (or train the "
-                                "seeds one after another with torchrun)")
+        raise InvalidInputError(
+            "--executor ray trains each seed in one process; leave out --nproc (or train the "
+            "seeds one after another with torchrun)"
+        )
     from benchharness.training import recipes
 
     for seed in seeds:  # every seed's recipe is checked before anything starts

@@ -11,5 +11,8 @@ from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[2]
 #: the checkout root, or None when the package is installed from a wheel
-CHECKOUT: Path | None = (_ROOT if (_ROOT / "pyproject.toml").is_file() and (_ROOT / "encoders").is_dir()
-                         and (_ROOT / "tasks").is_dir() else None)
+CHECKOUT: Path | None = (
+    _ROOT
+    if (_ROOT / "pyproject.toml").is_file() and (_ROOT / "encoders").is_dir() and (_ROOT / "tasks").is_dir()
+    else None
+)

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 _LOADAVG = Path("/proc/loadavg")
 _TASKS = Path("/proc/self/task")

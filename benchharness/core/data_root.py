@@ -45,21 +45,43 @@ class Source:
 SOURCES: dict[str, Source] = {
     s.name: s
     for s in (
-        Source("senteval", "senteval",
-               "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/senteval.tar",
-               "SentEval's data/downstream tree (STS12-16, STS-B, SICK, MR, CR, SUBJ, MPQA, SST, TREC, MRPC, SNLI) "
-               "as SentEval's get_transfer_data.bash leaves it, packed by the SimCSE authors"),
-        Source("glove", "glove", "https://nlp.stanford.edu/data/glove.6B.zip",
-               "GloVe 6B vectors; glove-50d reads glove/glove.6B.50d.txt (or a .gz, or the shared subset)"),
-        Source("askubuntu", "askubuntu", "https://github.com/taolei87/askubuntu",
-               "text_tokenized.txt.gz, dev.txt, test.txt from the repository's master branch"),
-        Source("qqp", "qqp", "http://qim.fb.com/quora_duplicate_questions.tsv",
-               "Quora Question Pairs, quora_duplicate_questions.tsv"),
-        Source("nli", "nli",
-               "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/nli_for_simcse.csv",
-               "SimCSE's SNLI+MNLI triples (sent0,sent1,hard_neg) for supervised training"),
-        Source("nltk", "nltk_data", "nltk.download('wordnet'), nltk.download('stopwords')",
-               "NLTK data dir with corpora/wordnet and corpora/stopwords"),
+        Source(
+            "senteval",
+            "senteval",
+            "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/senteval.tar",
+            "SentEval's data/downstream tree (STS12-16, STS-B, SICK, MR, CR, SUBJ, MPQA, SST, TREC, MRPC, SNLI) "
+            "as SentEval's get_transfer_data.bash leaves it, packed by the SimCSE authors",
+        ),
+        Source(
+            "glove",
+            "glove",
+            "https://nlp.stanford.edu/data/glove.6B.zip",
+            "GloVe 6B vectors; glove-50d reads glove/glove.6B.50d.txt (or a .gz, or the shared subset)",
+        ),
+        Source(
+            "askubuntu",
+            "askubuntu",
+            "https://github.com/taolei87/askubuntu",
+            "text_tokenized.txt.gz, dev.txt, test.txt from the repository's master branch",
+        ),
+        Source(
+            "qqp",
+            "qqp",
+            "http://qim.fb.com/quora_duplicate_questions.tsv",
+            "Quora Question Pairs, quora_duplicate_questions.tsv",
+        ),
+        Source(
+            "nli",
+            "nli",
+            "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/nli_for_simcse.csv",
+            "SimCSE's SNLI+MNLI triples (sent0,sent1,hard_neg) for supervised training",
+        ),
+        Source(
+            "nltk",
+            "nltk_data",
+            "nltk.download('wordnet'), nltk.download('stopwords')",
+            "NLTK data dir with corpora/wordnet and corpora/stopwords",
+        ),
     )
 }
 
@@ -154,8 +176,13 @@ class DataRoot:
             else:
                 state = "ok" if file_sha256(p) == expected else "CORRUPT"
             rows.append({"file": rel, "state": state})
-        for name in ("askubuntu/text_tokenized.txt.gz", "qqp/quora_duplicate_questions.tsv",
-                     "nli/nli_for_simcse.csv", "nltk_data/corpora/wordnet", "nltk_data/corpora/stopwords"):
+        for name in (
+            "askubuntu/text_tokenized.txt.gz",
+            "qqp/quora_duplicate_questions.tsv",
+            "nli/nli_for_simcse.csv",
+            "nltk_data/corpora/wordnet",
+            "nltk_data/corpora/stopwords",
+        ):
             rows.append({"file": name, "state": "present" if (self.root / name).exists() else "missing"})
         return rows
 
@@ -225,5 +252,5 @@ def save_response(response: BinaryIO, dest: Path) -> Path:
 
 def fetch(url: str, dest: Path) -> Path:
     """Download ``url`` into ``dest`` (see :func:`save_response`)."""
-    with urllib.request.urlopen(url, timeout=TIMEOUT_S) as resp:  # noqa: S310 - documented sources
+    with urllib.request.urlopen(url, timeout=TIMEOUT_S) as resp:
         return save_response(resp, dest)

@@ -9,8 +9,9 @@ never imports torch.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from benchharness.core.errors import InvalidInputError
 
@@ -39,11 +40,14 @@ def pick_device(requested: str | None = None) -> torch.device:
     if device.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
-            raise InvalidInputError(f"--device {requested}: this machine has no CUDA device (or torch "
-                             f"{torch.__version__} was built without CUDA); use --device cpu or leave --device out")
+            raise InvalidInputError(
+                f"--device {requested}: this machine has no CUDA device (or torch "
+                f"{torch.__version__} was built without CUDA); use --device cpu or leave --device out"
+            )
         if device.index is not None and device.index >= count:
-            raise InvalidInputError(f"--device {requested}: this machine has {count} CUDA device(s), "
-                             f"cuda:0..cuda:{count - 1}")
+            raise InvalidInputError(
+                f"--device {requested}: this machine has {count} CUDA device(s), cuda:0..cuda:{count - 1}"
+            )
     elif device.type == "mps" and not torch.backends.mps.is_available():
         raise InvalidInputError(f"--device {requested}: MPS is not available on this machine; use --device cpu")
     return device

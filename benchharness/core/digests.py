@@ -28,8 +28,9 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 STORE_NAME = "digests.json"
 FORMAT = 1

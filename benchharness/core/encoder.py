@@ -34,7 +34,8 @@ def stable_hash(obj: Any) -> str:
 
 #: fingerprints computed in the current evaluation call, by the object they fingerprint; None outside one
 _SCOPE: contextvars.ContextVar[dict[int, tuple[Any, str]] | None] = contextvars.ContextVar(
-    "benchharness_identity_scope", default=None)
+    "benchharness_identity_scope", default=None
+)
 
 
 @contextlib.contextmanager

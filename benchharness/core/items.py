@@ -64,16 +64,19 @@ def _check_record(result_json: Path, record: dict[str, Any]) -> None:
     if wrong is None and (Path(record["file"]).name != record["file"] or record["file"] in ("", "..")):
         wrong = "file"
     if wrong is not None:
-        raise InvalidInputError(f"{result_json}: its items record is damaged ({wrong!r} is "
-                                f"{json.dumps(record.get(wrong))[:60]}); delete the result to recompute")
+        raise InvalidInputError(
+            f"{result_json}: its items record is damaged ({wrong!r} is "
+            f"{json.dumps(record.get(wrong))[:60]}); delete the result to recompute"
+        )
 
 
 def load_items(result_json: Path, record: dict[str, Any] | None, rerun_hint: str) -> Evaluation:
     """The stored items of the result at ``result_json`` (metrics left empty), checked against
     ``record``; ``rerun_hint`` is the command that would produce them, named in the error."""
     if not record:
-        raise MissingItemsError(f"{result_json} has no per-item outputs (stored before they were kept); "
-                                f"produce them with: {rerun_hint}")
+        raise MissingItemsError(
+            f"{result_json} has no per-item outputs (stored before they were kept); produce them with: {rerun_hint}"
+        )
     _check_record(result_json, record)
     path = result_json.with_name(record["file"])
     if not path.exists():
@@ -83,18 +86,22 @@ def load_items(result_json: Path, record: dict[str, Any] | None, rerun_hint: str
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != record["sha256"]:
-        raise MissingItemsError(f"{path} has sha256 {digest[:12]}..., but {result_json} links "
-                                f"{record['sha256'][:12]}...; it belongs to another run. Recompute with: {rerun_hint}")
+        raise MissingItemsError(
+            f"{path} has sha256 {digest[:12]}..., but {result_json} links "
+            f"{record['sha256'][:12]}...; it belongs to another run. Recompute with: {rerun_hint}"
+        )
     try:  # never unpickled: an object array is refused, not run
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-        raise InvalidInputError(f"{path}: not per-item outputs benchharness can read ({exc}); "
-                                f"recompute with: {rerun_hint}") from None
+        raise InvalidInputError(
+            f"{path}: not per-item outputs benchharness can read ({exc}); recompute with: {rerun_hint}"
+        ) from None
     problem = _array_problem(arrays)
     if problem is not None:
-        raise InvalidInputError(f"{path}: not per-item outputs benchharness wrote ({problem}); "
-                                f"recompute with: {rerun_hint}")
+        raise InvalidInputError(
+            f"{path}: not per-item outputs benchharness wrote ({problem}); recompute with: {rerun_hint}"
+        )
     return Evaluation({}, arrays, record["kind"])
 
 

@@ -20,13 +20,16 @@ _PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
 
 def looks_like_path(name: str) -> bool:
     """Whether ``name`` can only mean a local file or folder (not a hub id)."""
-    return (name.startswith(_PREFIXES) or name in (".", "..") or name.count("/") > 1
-            or (os.sep != "/" and os.sep in name))
+    return (
+        name.startswith(_PREFIXES) or name in (".", "..") or name.count("/") > 1 or (os.sep != "/" and os.sep in name)
+    )
 
 
 def check_local_path(name: str, what: str) -> None:
     """Raise ``FileNotFoundError`` when ``name`` is meant as a local path and does not exist."""
     if looks_like_path(name) and not Path(name).expanduser().exists():
-        raise MissingFileError(f"{what}: no such folder {name!r} ({Path(name).expanduser().absolute()}); "
-                                "check the path, or give a Hugging Face hub id such as "
-                                "sentence-transformers/all-MiniLM-L6-v2")
+        raise MissingFileError(
+            f"{what}: no such folder {name!r} ({Path(name).expanduser().absolute()}); "
+            "check the path, or give a Hugging Face hub id such as "
+            "sentence-transformers/all-MiniLM-L6-v2"
+        )

@@ -115,9 +115,11 @@ def refuse_code(folder: Path, spec: EncoderSpec) -> None:
         kind = base.split(":", 1)[0] if ":" in base else ""
     entry = PLUGINS.entry("families", kind)
     if entry is not None and getattr(entry.load(), "runs_code", False):
-        raise InvalidInputError(f"{folder / MANIFEST}: names the {kind!r} family, which runs code; a run manifest "
-                                "may name only model families (hf, st, glove...). Name Python encoders in your own "
-                                "benchharness.toml instead")
+        raise InvalidInputError(
+            f"{folder / MANIFEST}: names the {kind!r} family, which runs code; a run manifest "
+            "may name only model families (hf, st, glove...). Name Python encoders in your own "
+            "benchharness.toml instead"
+        )
 
 
 def manifest_spec(folder: Path, manifest: RunManifest) -> EncoderSpec:
@@ -130,8 +132,9 @@ def manifest_spec(folder: Path, manifest: RunManifest) -> EncoderSpec:
         if key in spec and not Path(spec[key]).is_absolute():
             path = folder / spec[key]
             if not path.exists():
-                raise MissingFileError(f"{folder}: the run's {spec[key]} is gone (deleted or moved); "
-                                       f"{_retrain_hint(folder, manifest)}")
+                raise MissingFileError(
+                    f"{folder}: the run's {spec[key]} is gone (deleted or moved); {_retrain_hint(folder, manifest)}"
+                )
             spec[key] = str(path.resolve())
     return spec
 
@@ -142,8 +145,10 @@ def _retrain_hint(folder: Path, manifest: RunManifest) -> str:
     recipe = manifest.get("recipe") or {}
     if "command" not in recipe:
         return f"train it again into {folder}, or delete the folder"
-    return (f"train it again with: {recipe['command']} --out {shlex.quote(str(folder))} --overwrite "
-            "(from the folder it was trained in), or delete the folder")
+    return (
+        f"train it again with: {recipe['command']} --out {shlex.quote(str(folder))} --overwrite "
+        "(from the folder it was trained in), or delete the folder"
+    )
 
 
 def registered_runs(runs_dir: Path) -> dict[str, Path]:

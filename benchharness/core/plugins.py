@@ -71,8 +71,10 @@ class Entry:
                 self.obj = load_object(self.target)
             except Exception as exc:  # a third party's module may raise anything at import
                 detail = " ".join(f"{type(exc).__name__}: {exc}".split())
-                self.error = PluginError(f"{self.kind} plugin {self.name!r} = {self.target!r} (from {self.source}) "
-                                         f"cannot be loaded: {detail}")
+                self.error = PluginError(
+                    f"{self.kind} plugin {self.name!r} = {self.target!r} (from {self.source}) "
+                    f"cannot be loaded: {detail}"
+                )
                 raise self.error from exc
             self.loaded = True
         return self.obj

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Iterator
+from collections.abc import Iterator
 
 _SHOWN: contextvars.ContextVar[bool] = contextvars.ContextVar("benchharness_progress", default=False)
 

@@ -20,8 +20,12 @@ from typing import Any
 #: the role names a task may ask for; None is the symmetric default (STS, classification)
 ROLE_NAMES = ("query", "document")
 #: the spec keys every prompt-taking family accepts, and the ``Prompts`` fields they set
-PROMPT_KEYS = {"prompt": "default", "query_prompt": "query", "document_prompt": "document",
-               "instruction_template": "instruction_template"}
+PROMPT_KEYS = {
+    "prompt": "default",
+    "query_prompt": "query",
+    "document_prompt": "document",
+    "instruction_template": "instruction_template",
+}
 
 
 @dataclass(frozen=True)
@@ -88,8 +92,12 @@ class Prompts:
 
     def record(self) -> dict[str, str]:
         """The prompts that are set, by spec key: what identities, results and tables show."""
-        values = {"prompt": self.default, "query_prompt": self.query, "document_prompt": self.document,
-                  "instruction_template": self.instruction_template}
+        values = {
+            "prompt": self.default,
+            "query_prompt": self.query,
+            "document_prompt": self.document,
+            "instruction_template": self.instruction_template,
+        }
         return {key: value for key, value in values.items() if value is not None}
 
     def but(self, **spec: str | None) -> Prompts:

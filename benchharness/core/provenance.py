@@ -11,7 +11,7 @@ import functools
 import platform
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
 from typing import TypedDict
 
@@ -37,10 +37,17 @@ def git_state() -> GitState:
     if CHECKOUT is None:
         return {"commit": None, "dirty": False}
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=CHECKOUT, capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS],
-                                 cwd=CHECKOUT, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=CHECKOUT, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS],
+            cwd=CHECKOUT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": False}
     return {"commit": commit, "dirty": bool(changed)}
@@ -66,10 +73,15 @@ def library_versions() -> dict[str, str | None]:
 
 def versions() -> dict[str, str | None]:
     """Everything a result records about the software that computed it."""
-    return {"benchharness": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
-            **library_versions(), "git_commit": git_commit()}
+    return {
+        "benchharness": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        **library_versions(),
+        "git_commit": git_commit(),
+    }
 
 
 def now() -> str:
     """UTC time, to the second, ISO 8601."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

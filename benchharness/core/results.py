@@ -24,9 +24,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
@@ -164,8 +165,10 @@ def items_of(result: Result, store: ResultSink | None) -> Evaluation:
     if result.per_item is not None:
         return result.per_item
     if store is None:
-        raise MissingItemsError(f"the result of {result.encoder} on {result.task} carries no per-item outputs "
-                                "and comes from no results folder")
+        raise MissingItemsError(
+            f"the result of {result.encoder} on {result.task} carries no per-item outputs "
+            "and comes from no results folder"
+        )
     return store.load_items(result)
 
 
@@ -203,8 +206,10 @@ class ResultStore:
             raise InvalidInputError(f"task name {task!r} cannot name a result file (separators, NUL, '.' or '..')")
         folder = slug(encoder)
         if folder in RESERVED_FOLDERS:
-            raise InvalidInputError(f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "
-                             "register the encoder under another name")
+            raise InvalidInputError(
+                f"encoder name {encoder!r} is reserved: results/{folder}/ holds other outputs; "
+                "register the encoder under another name"
+            )
         return self.root / folder / f"{task}.json"
 
     def load(self, encoder: str, task: str) -> Result | None:
@@ -215,9 +220,11 @@ class ResultStore:
             return None
         result = read_result(p)
         if result.encoder != encoder or result.task != task:
-            raise ResultMismatchError(f"{p} holds the result of encoder {result.encoder!r} on {result.task!r}, "
-                                      f"not {encoder!r} on {task!r} (moved there by hand?); it is "
-                                      "treated as not stored")
+            raise ResultMismatchError(
+                f"{p} holds the result of encoder {result.encoder!r} on {result.task!r}, "
+                f"not {encoder!r} on {task!r} (moved there by hand?); it is "
+                "treated as not stored"
+            )
         return result
 
     def save(self, result: Result) -> None:
@@ -246,8 +253,9 @@ class ResultStore:
         path = self.path(result.encoder, result.task)
         key = (path, str((result.items or {}).get("sha256")))
         if key not in self._items:
-            self._items[key] = load_items(path, result.items,
-                                          self.run_command(result.encoder, result.task, "--add-items"))
+            self._items[key] = load_items(
+                path, result.items, self.run_command(result.encoder, result.task, "--add-items")
+            )
         return self._items[key]
 
     def run_command(self, encoder: str, task: str, *flags: str) -> str:
@@ -275,10 +283,23 @@ class ResultMismatchError(InvalidInputError):
 #: the JSON type each key of a result file must have; scores may be any number, counts integers
 _NUMBER = (int, float)
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "encoder": (str,), "task": (str,), "main_score": _NUMBER, "main_metric": (str,), "metrics": (dict,),
-    "protocol": (dict,), "encoder_identity": (dict,), "encoder_metadata": (dict,), "data": (dict,),
-    "seed": (int,), "timings": (dict,), "versions": (dict,), "date": (str,), "embedding_stats": (dict, type(None)),
-    "items": (dict, type(None)), "confidence": (dict, type(None)), "schema_version": (int,),
+    "encoder": (str,),
+    "task": (str,),
+    "main_score": _NUMBER,
+    "main_metric": (str,),
+    "metrics": (dict,),
+    "protocol": (dict,),
+    "encoder_identity": (dict,),
+    "encoder_metadata": (dict,),
+    "data": (dict,),
+    "seed": (int,),
+    "timings": (dict,),
+    "versions": (dict,),
+    "date": (str,),
+    "embedding_stats": (dict, type(None)),
+    "items": (dict, type(None)),
+    "confidence": (dict, type(None)),
+    "schema_version": (int,),
 }
 
 
@@ -286,17 +307,20 @@ def read_result(path: Path) -> Result:
     """Load one result file; anything that is not a result (bad JSON, nesting deeper than Python's
     recursion limit, NaN or infinite numbers, which no stored result holds, missing or unknown keys,
     a value of the wrong type) raises ``ValueError`` naming the file and the key."""
+
     def no_constant(name: str) -> float:
-        raise InvalidInputError(f"{path}: holds {name}, which no stored result has (the file was edited or "
-                                "damaged); delete it to recompute")
+        raise InvalidInputError(
+            f"{path}: holds {name}, which no stored result has (the file was edited or damaged); delete it to recompute"
+        )
 
     if path.exists() and not path.is_file():  # a FIFO would block the read for ever
         raise InvalidInputError(f"{path}: not a regular file; delete it to recompute")
     try:
         raw = json.loads(path.read_text(), parse_constant=no_constant)
     except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{path}:{exc.lineno}: corrupt result file ({exc.msg}); "
-                                "delete it to recompute") from None
+        raise InvalidInputError(
+            f"{path}:{exc.lineno}: corrupt result file ({exc.msg}); delete it to recompute"
+        ) from None
     except (UnicodeDecodeError, OSError) as exc:
         raise InvalidInputError(f"{path}: unreadable result file ({exc}); delete it to recompute") from None
     except InvalidInputError:  # from no_constant
@@ -305,25 +329,40 @@ def read_result(path: Path) -> Result:
         what = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
         raise InvalidInputError(f"{path}: not a benchharness result ({what}); delete it to recompute") from None
     if not isinstance(raw, dict):
-        raise InvalidInputError(f"{path}: not a benchharness result (a JSON {type(raw).__name__}, expected an object); "
-                         "delete it to recompute")
+        raise InvalidInputError(
+            f"{path}: not a benchharness result (a JSON {type(raw).__name__}, expected an object); "
+            "delete it to recompute"
+        )
     raw.setdefault("schema_version", 1)  # files from before the key existed
     names = {f.name for f in STORED_FIELDS}
     unknown = sorted(set(raw) - names)
     missing = sorted(f.name for f in STORED_FIELDS if f.name not in raw and f.default is MISSING)
     if unknown or missing:
-        what = "; ".join(filter(None, [unknown and f"unknown keys {', '.join(unknown)}",
-                                       missing and f"missing keys {', '.join(missing)}"]))
+        what = "; ".join(
+            filter(
+                None,
+                [unknown and f"unknown keys {', '.join(unknown)}", missing and f"missing keys {', '.join(missing)}"],
+            )
+        )
         raise InvalidInputError(f"{path}: not a benchharness result ({what}); delete it to recompute")
     for key, types in _FIELD_TYPES.items():
         value = raw.get(key)
         if key in raw and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
-            expected = "number" if types == _NUMBER else " or ".join(
-                "null" if t is type(None) else {"str": "string", "dict": "object", "int": "integer"}[t.__name__]
-                for t in types)
-            raise InvalidInputError(f"{path}: key {key!r} is {json.dumps(value)[:60]}, expected {expected}; "
-                             "the file is damaged: delete it to recompute")
+            expected = (
+                "number"
+                if types == _NUMBER
+                else " or ".join(
+                    "null" if t is type(None) else {"str": "string", "dict": "object", "int": "integer"}[t.__name__]
+                    for t in types
+                )
+            )
+            raise InvalidInputError(
+                f"{path}: key {key!r} is {json.dumps(value)[:60]}, expected {expected}; "
+                "the file is damaged: delete it to recompute"
+            )
     if not abs(raw["main_score"]) < float("inf"):  # 1e999 reads as infinity
-        raise InvalidInputError(f"{path}: main_score is {raw['main_score']}, not a finite number; the file is "
-                                "damaged: delete it to recompute")
+        raise InvalidInputError(
+            f"{path}: main_score is {raw['main_score']}, not a finite number; the file is "
+            "damaged: delete it to recompute"
+        )
     return Result(**raw)

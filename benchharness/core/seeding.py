@@ -15,8 +15,9 @@ import importlib.abc
 import importlib.machinery
 import random
 import sys
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +34,9 @@ class _SeedOnImport(importlib.abc.MetaPathFinder):
     def __init__(self) -> None:
         self.seed: int | None = None
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-                  ) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "torch" or self.seed is None:
             return None
         for finder in sys.meta_path:  # the spec the import would have found without us

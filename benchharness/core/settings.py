@@ -33,11 +33,10 @@ is trained once (``benchharness.training.runstore``); ``[paths] runs_dir`` or ``
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from benchharness.core.errors import InvalidInputError
 
@@ -121,15 +120,18 @@ def load_config(path: Path | None = None) -> Config:
     for name, entry in raw.get("tasks", {}).items():
         source = "folder" if isinstance(entry, dict) and "folder" in entry and "file" not in entry else "file"
         if not isinstance(entry, dict) or source not in entry:
-            raise InvalidInputError(f"{path}: [tasks.{name}] needs a file = \"...\" (pairs, labelled sentences, "
-                                    "reranking) or a folder = \"...\" (a BEIR retrieval folder)")
+            raise InvalidInputError(
+                f'{path}: [tasks.{name}] needs a file = "..." (pairs, labelled sentences, '
+                'reranking) or a folder = "..." (a BEIR retrieval folder)'
+            )
         tasks[name] = {**entry, source: str((base / Path(entry[source]).expanduser()).resolve())}
     return Config(
         file=path,
         data_dir=rel("data_dir", None),
         results_dir=rel("results_dir", Path.cwd() / "results" if per_user else base / "results"),
         cache_dir=rel("cache_dir", defaults.cache_dir),
-        runs_dir=Path(os.environ[RUNS_ENV]).expanduser() if os.environ.get(RUNS_ENV)
+        runs_dir=Path(os.environ[RUNS_ENV]).expanduser()
+        if os.environ.get(RUNS_ENV)
         else rel("runs_dir", default_runs_dir()),
         hf_hub_cache=rel("hf_hub_cache", None),
         hf_offline=bool(paths.get("hf_offline", False)),

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Required, TypedDict
+from typing import Any, Required, TypedDict
 from urllib.parse import parse_qsl
 
 from benchharness.core.encoder import Encoder
@@ -62,10 +63,17 @@ class Family:
     takes_prompts: bool = False
 
     @classmethod
-    def of(cls, name: str, build: Builder, target: str = "model", usage: str | None = None,
-           accepts: Callable[..., Any] | Collection[str] | None = None,
-           check: Callable[[EncoderSpec], None] | None = None, runs_code: bool = False,
-           takes_prompts: bool = False) -> "Family":
+    def of(
+        cls,
+        name: str,
+        build: Builder,
+        target: str = "model",
+        usage: str | None = None,
+        accepts: Callable[..., Any] | Collection[str] | None = None,
+        check: Callable[[EncoderSpec], None] | None = None,
+        runs_code: bool = False,
+        takes_prompts: bool = False,
+    ) -> Family:
         """A family whose accepted spec keys are ``accepts``: the encoder class the builder passes
         them to (its constructor's keyword parameters, less ``name``), or the keys themselves. A
         spec with another key is then refused with the accepted ones listed, instead of a

@@ -34,11 +34,11 @@ if TYPE_CHECKING:  # the contract needs no numpy at run time (the leaderboard re
     from benchharness.core.encoder import Encoder
 
 
-
 class Embed(Protocol):
     """What a task gets to embed sentences: one float32 row per sentence, in order, for ``role``."""
 
     def __call__(self, sentences: list[str], role: Role = DEFAULT, /) -> np.ndarray: ...
+
 
 #: what ``evaluate`` returns: scores (x100) and counts by metric name, plus descriptive strings
 #: (a transfer task's classifier ``config``); the keys differ from task family to task family
@@ -130,6 +130,7 @@ class Task(ABC):
         """Metrics with per-item outputs; families that keep items override this and define
         ``evaluate`` as its metrics, so that both come from one computation."""
         return Evaluation(self.evaluate(embed, seed))
+
 
 class EncoderDrivenTask(Task):
     """A task that drives encoding itself: mteb's evaluators decide what to encode and when (a

@@ -120,8 +120,9 @@ def read_queries(path: Path) -> tuple[dict[str, int], dict[str, str]]:
     return lines, texts
 
 
-def read_qrels(path: Path, corpus: dict[str, int], queries: dict[str, int], corpus_path: Path,
-               queries_path: Path) -> dict[str, dict[int, int]]:
+def read_qrels(
+    path: Path, corpus: dict[str, int], queries: dict[str, int], corpus_path: Path, queries_path: Path
+) -> dict[str, dict[int, int]]:
     """Query id -> corpus index -> score; every id must exist, a pair is judged once (or again
     with the same score)."""
     judged: dict[str, dict[int, int]] = {}
@@ -133,8 +134,10 @@ def read_qrels(path: Path, corpus: dict[str, int], queries: dict[str, int], corp
             raise DataError(f"{path}:{line}: corpus id {doc_id!r} is not in {corpus_path}")
         before = seen.setdefault((query_id, doc_id), (line, score))
         if before[1] != score:
-            raise DataError(f"{path}:{line}: query {query_id!r} and document {doc_id!r} are judged {score} here "
-                            f"and {before[1]} on line {before[0]}")
+            raise DataError(
+                f"{path}:{line}: query {query_id!r} and document {doc_id!r} are judged {score} here "
+                f"and {before[1]} on line {before[0]}"
+            )
         judged.setdefault(query_id, {})[corpus[doc_id]] = score
     return judged
 
@@ -151,13 +154,15 @@ def qrels_lines(path: Path) -> Iterator[tuple[int, str, str, int]]:
     for line, fields in _tsv_lines(path):
         if line == 1:
             if [f.strip() for f in fields] != QRELS_HEADER:
-                raise DataError(f"{path}:1: expected the header {' '.join(QRELS_HEADER)} (tab-separated), "
-                                f"got {' '.join(fields)!r}")
+                raise DataError(
+                    f"{path}:1: expected the header {' '.join(QRELS_HEADER)} (tab-separated), got {' '.join(fields)!r}"
+                )
             header = True
             continue
         if len(fields) != 3:
-            raise DataError(f"{path}:{line}: {len(fields)} tab-separated field(s); expected 3 "
-                            f"({', '.join(QRELS_HEADER)})")
+            raise DataError(
+                f"{path}:{line}: {len(fields)} tab-separated field(s); expected 3 ({', '.join(QRELS_HEADER)})"
+            )
         query_id, doc_id, written = (f.strip() for f in fields)
         if not INTEGER.fullmatch(written):
             raise DataError(f"{path}:{line}: score {written!r} is not an integer")
@@ -176,8 +181,9 @@ def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{line_no}: not JSON ({exc.msg}); a JSON lines file holds one object "
-                                "per line") from None
+                raise DataError(
+                    f"{path}:{line_no}: not JSON ({exc.msg}); a JSON lines file holds one object per line"
+                ) from None
             if not isinstance(record, dict):
                 raise DataError(f"{path}:{line_no}: a JSON {type(record).__name__}; expected one object per line")
             yield line_no, record

@@ -10,9 +10,9 @@ alternative. ``text:<path>`` reads one sentence per line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.data.readers import (
@@ -54,15 +54,19 @@ def _sick(data: DataRoot, splits: tuple[str, ...]) -> list[str]:
 
 
 CORPORA: dict[str, tuple[str, Callable[[DataRoot], list[str]]]] = {
-    "sts-unlabeled": ("all sentences of STS12-16, STS-B (all splits), SICK (all splits); 89,192 with repeats; "
-                      "includes test sentences (transductive, as ConSERT/PaSeR)",
-                      lambda d: (_sts_years(d) + _stsb(d, ("train", "dev", "test"))
-                                 + _sick(d, ("train", "trial", "test")))),
-    "train-splits": ("STS-B train + SICK train sentences (no dev/test sentences)",
-                     lambda d: _stsb(d, ("train",)) + _sick(d, ("train",))),
+    "sts-unlabeled": (
+        "all sentences of STS12-16, STS-B (all splits), SICK (all splits); 89,192 with repeats; "
+        "includes test sentences (transductive, as ConSERT/PaSeR)",
+        lambda d: _sts_years(d) + _stsb(d, ("train", "dev", "test")) + _sick(d, ("train", "trial", "test")),
+    ),
+    "train-splits": (
+        "STS-B train + SICK train sentences (no dev/test sentences)",
+        lambda d: _stsb(d, ("train",)) + _sick(d, ("train",)),
+    ),
     "stsb-train": ("STS-B train sentences", lambda d: _stsb(d, ("train",))),
     "stsb-dev": ("STS-B dev sentences (the model-selection split)", lambda d: _stsb(d, ("dev",))),
 }
+
 
 def load_corpus(name: str, data: DataRoot | None = None, unique: bool = False) -> list[str]:
     """Sentences of a named corpus (or ``text:<path>``), optionally de-duplicated in first-seen order."""
@@ -94,8 +98,10 @@ def _sts_test_sentences(root: Path, verify: bool) -> frozenset[str]:
     out: set[str] = set()
     for year, subsets in STS_YEARS.items():
         for subset in subsets:
-            a, b, _ = read_sts_pairs(data.path(sts_year_file(year, subset, "input"), "senteval"),
-                                     data.path(sts_year_file(year, subset, "gs"), "senteval"))
+            a, b, _ = read_sts_pairs(
+                data.path(sts_year_file(year, subset, "input"), "senteval"),
+                data.path(sts_year_file(year, subset, "gs"), "senteval"),
+            )
             out.update(a, b)
     for path, columns, header in ((stsb_file("test"), STSB_COLUMNS, False), (sick_file("test"), SICK_COLUMNS, True)):
         a, b, _ = read_scored_tsv(data.path(path, "senteval"), columns, header)

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from benchharness.core.data_root import DataError
 
@@ -74,8 +74,10 @@ def undecodable_message(path: Path | str, lines: Iterable[str], exc: UnicodeDeco
     except (EOFError, OSError, zlib.error):  # a compressed stream that also breaks off in that line
         lineno += 1
     byte = exc.object[exc.start : exc.start + 1]
-    return (f"{path}:{max(lineno, 1)}: byte {byte!r} is not valid {exc.encoding} ({exc.reason}); "
-            "the file is damaged or in another encoding")
+    return (
+        f"{path}:{max(lineno, 1)}: byte {byte!r} is not valid {exc.encoding} ({exc.reason}); "
+        "the file is damaged or in another encoding"
+    )
 
 
 def read_lines(path: Path) -> list[str]:
@@ -123,8 +125,10 @@ def read_sts_pairs(input_path: Path, gold_path: Path | None = None) -> Pairs:
         gold = list(read_lines(gold_path))
         if len(inputs) != len(gold):  # named at the first line the shorter file lacks
             longer = input_path if len(inputs) > len(gold) else gold_path
-            raise DataError(f"{longer}:{min(len(inputs), len(gold)) + 1}: {input_path} has {len(inputs)} "
-                            f"lines but {gold_path} has {len(gold)}")
+            raise DataError(
+                f"{longer}:{min(len(inputs), len(gold)) + 1}: {input_path} has {len(inputs)} "
+                f"lines but {gold_path} has {len(gold)}"
+            )
     a, b, g = [], [], []
     for lineno, (pair, score) in enumerate(zip(inputs, gold), 1):
         if score is not None and score.strip() == "":  # SentEval drops pairs without a gold score
@@ -139,8 +143,13 @@ def read_sts_pairs(input_path: Path, gold_path: Path | None = None) -> Pairs:
     return a, b, g
 
 
-def read_scored_tsv(path: Path, columns: tuple[int, int, int], header: bool, gold: bool = True,
-                    text: Callable[[str], str] = senteval_text) -> Pairs:
+def read_scored_tsv(
+    path: Path,
+    columns: tuple[int, int, int],
+    header: bool,
+    gold: bool = True,
+    text: Callable[[str], str] = senteval_text,
+) -> Pairs:
     """STS-B csv or SICK txt: ``columns`` = (gold, sentence a, sentence b); the first line skipped
     when ``header``. ``gold=False`` reads the sentences only (an unlabeled corpus)."""
     gi, ai, bi = columns

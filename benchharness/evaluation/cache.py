@@ -105,8 +105,7 @@ def _crc(keys: bytes, vecs: bytes) -> int:
 
 def _connect(path: Path) -> sqlite3.Connection:
     # mode=rw: reading never creates a database; isolation_level=None: transactions are explicit
-    con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
-                          isolation_level=None)
+    con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     try:
         # WAL + NORMAL: a killed process loses no commit; a foreign exclusive lock, which even WAL
         # readers wait for, is met here
@@ -134,8 +133,12 @@ def _patiently(con: sqlite3.Connection, path: Path, attempt: Callable[[], T]) ->
             raise
     finally:
         con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-    logger.warning("embedding cache %s is locked by another program's open write transaction; waiting up to "
-                   "%g s for it, then going on without the cache", path, BUSY_TIMEOUT_S - LOCK_NOTICE_S)
+    logger.warning(
+        "embedding cache %s is locked by another program's open write transaction; waiting up to "
+        "%g s for it, then going on without the cache",
+        path,
+        BUSY_TIMEOUT_S - LOCK_NOTICE_S,
+    )
     try:
         con.execute(f"PRAGMA busy_timeout={int((BUSY_TIMEOUT_S - LOCK_NOTICE_S) * 1000)}")
         return attempt()
@@ -173,11 +176,14 @@ def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None) -> Ca
         if "format" not in meta:
             raise DamagedCacheError("no format in its meta table")
         if meta.get("identity", path.parent.name) != path.parent.name:  # a file copied from another encoder
-            raise DamagedCacheError(f"it holds the vectors of encoder identity {meta['identity']}, "
-                                    f"not {path.parent.name}")
+            raise DamagedCacheError(
+                f"it holds the vectors of encoder identity {meta['identity']}, not {path.parent.name}"
+            )
         if meta["format"] != FORMAT:  # a newer harness's cache is not damaged: leave it alone
-            raise InvalidInputError(f"embedding cache {path} has format {meta['format']!r}; this version reads "
-                                    f"format {FORMAT!r}. Use another cache folder (--cache-dir) or update benchharness")
+            raise InvalidInputError(
+                f"embedding cache {path} has format {meta['format']!r}; this version reads "
+                f"format {FORMAT!r}. Use another cache folder (--cache-dir) or update benchharness"
+            )
         dim = int(meta["dim"]) if "dim" in meta else None
         index: set[bytes] = set()
         for n, keys, vecs, crc in con.execute("SELECT n, keys, vecs, crc FROM chunks ORDER BY id"):
@@ -212,8 +218,10 @@ def _create(path: Path) -> None:
             con.execute("PRAGMA journal_mode=WAL")  # persistent: stored in the file header
             con.execute("BEGIN")
             con.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            con.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
-                        "keys BLOB NOT NULL, vecs BLOB NOT NULL, crc INTEGER NOT NULL)")
+            con.execute(
+                "CREATE TABLE chunks (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
+                "keys BLOB NOT NULL, vecs BLOB NOT NULL, crc INTEGER NOT NULL)"
+            )
             con.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
             con.execute("INSERT INTO meta VALUES ('identity', ?)", (path.parent.name,))
             con.execute("COMMIT")
@@ -246,8 +254,12 @@ def _locked(path: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            logger.info("waiting for another process that is writing the embedding cache %s: it holds %s until "
-                        "it has encoded what the cache lacks (its progress bar says how long)", path.parent, path.name)
+            logger.info(
+                "waiting for another process that is writing the embedding cache %s: it holds %s until "
+                "it has encoded what the cache lacks (its progress bar says how long)",
+                path.parent,
+                path.name,
+            )
             fcntl.flock(fd, fcntl.LOCK_EX)
         _held[path] = 1
         try:
@@ -290,11 +302,14 @@ class CacheWriter:
             raise InvalidInputError(f"{self.path}: keys must be {KEY_BYTES}-byte sha1 digests")
         bad = ~np.isfinite(vectors).all(axis=1)
         if bad.any():
-            raise InvalidInputError(f"{self.path}: {int(bad.sum())} of {len(keys)} rows are not finite "
-                             f"(first at position {int(np.argmax(bad))}); they are not cached")
+            raise InvalidInputError(
+                f"{self.path}: {int(bad.sum())} of {len(keys)} rows are not finite "
+                f"(first at position {int(np.argmax(bad))}); they are not cached"
+            )
         if self._dim is not None and vectors.shape[1] != self._dim:
-            raise InvalidInputError(f"{self.path}: rows have dimension {vectors.shape[1]}, "
-                             f"the cache holds dimension {self._dim}")
+            raise InvalidInputError(
+                f"{self.path}: rows have dimension {vectors.shape[1]}, the cache holds dimension {self._dim}"
+            )
         fresh: dict[bytes, int] = {}
         for i, k in enumerate(keys):
             if k not in self._keys and k not in fresh:
@@ -308,8 +323,10 @@ class CacheWriter:
                 self.con.execute("INSERT INTO meta VALUES ('dim', ?)", (str(vectors.shape[1]),))
             # a database made before identities were recorded takes its folder's at its next write
             self.con.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (self.path.parent.name,))
-            self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
-                             (len(fresh), keys_blob, vecs_blob, _crc(keys_blob, vecs_blob)))
+            self.con.execute(
+                "INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
+                (len(fresh), keys_blob, vecs_blob, _crc(keys_blob, vecs_blob)),
+            )
         self._dim = vectors.shape[1]
         self._keys.update(fresh)
         return len(fresh)
@@ -322,8 +339,9 @@ class CacheWriter:
         ids = [i for (i,) in small]
         with self._transaction():
             marks = ",".join("?" * len(ids))
-            got = self.con.execute(f"SELECT keys, vecs, crc FROM chunks WHERE id IN ({marks}) ORDER BY id",
-                                   ids).fetchall()
+            got = self.con.execute(
+                f"SELECT keys, vecs, crc FROM chunks WHERE id IN ({marks}) ORDER BY id", ids
+            ).fetchall()
             if any(_crc(k, v) != c for k, v, c in got):
                 raise DamagedCacheError("a chunk fails its crc32 check")
             keys, vecs = b"".join(k for k, _, _ in got), b"".join(v for _, v, _ in got)
@@ -332,8 +350,10 @@ class CacheWriter:
             for start in range(0, len(keys) // KEY_BYTES, MERGED_CHUNK):
                 k = keys[start * KEY_BYTES : (start + MERGED_CHUNK) * KEY_BYTES]
                 v = vecs[start * row_bytes : (start + MERGED_CHUNK) * row_bytes]
-                self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
-                                 (len(k) // KEY_BYTES, k, v, _crc(k, v)))
+                self.con.execute(
+                    "INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
+                    (len(k) // KEY_BYTES, k, v, _crc(k, v)),
+                )
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -365,8 +385,9 @@ class EmbeddingCache:
     def _folder(self, identity: str) -> Path:
         return self.root / identity
 
-    def lookup(self, identity: str, visit: Visit | None = None,
-               restart: Callable[[], None] | None = None) -> CachedRows:
+    def lookup(
+        self, identity: str, visit: Visit | None = None, restart: Callable[[], None] | None = None
+    ) -> CachedRows:
         """What is cached for ``identity``: one scan of its table, no lock; ``visit`` sees each stored
         chunk's keys and rows as the scan passes them.
 
@@ -436,8 +457,9 @@ class EmbeddingCache:
         con = _connect(path)
         try:
             try:
-                problems = [msg for (msg,) in _patiently(
-                    con, path, lambda: con.execute("PRAGMA quick_check").fetchall())]
+                problems = [
+                    msg for (msg,) in _patiently(con, path, lambda: con.execute("PRAGMA quick_check").fetchall())
+                ]
             except sqlite3.DatabaseError as exc:
                 if not _is_corruption(exc):
                     raise
@@ -460,8 +482,9 @@ def quarantine(path: Path, reason: str) -> None:
         src = path.with_name(path.name + suffix)
         if src.exists():
             os.replace(src, dest.with_name(dest.name + suffix))
-    logger.warning("embedding cache file %s is damaged (%s); moved to %s; its sentences will be re-encoded",
-                   path, reason, dest)
+    logger.warning(
+        "embedding cache file %s is damaged (%s); moved to %s; its sentences will be re-encoded", path, reason, dest
+    )
 
 
 #: makes the array a call fills, once the vectors' dimension is known (``np.empty`` by default; the
@@ -508,8 +531,13 @@ class CachingEncoder(Encoder):
     answer plus one stored chunk, whatever the size of the cache.
     """
 
-    def __init__(self, inner: Encoder, cache: EmbeddingCache, chunk_size: int = ENCODE_CHUNK,
-                 encode_chunks: Callable[[Iterable[list[str]], Role], Iterator[np.ndarray]] | None = None) -> None:
+    def __init__(
+        self,
+        inner: Encoder,
+        cache: EmbeddingCache,
+        chunk_size: int = ENCODE_CHUNK,
+        encode_chunks: Callable[[Iterable[list[str]], Role], Iterator[np.ndarray]] | None = None,
+    ) -> None:
         super().__init__(inner.name)
         self.inner = inner
         self.cache = cache
@@ -545,8 +573,13 @@ class CachingEncoder(Encoder):
         row = {s: i for i, s in enumerate(unique)}
         return vectors[np.fromiter((row[s] for s in sentences), dtype=np.intp, count=len(sentences))]
 
-    def encode_into(self, sentences: Sequence[str], allocate: Allocate,
-                    cached: Callable[[int], None] | None = None, role: Role = DEFAULT_ROLE) -> Any:
+    def encode_into(
+        self,
+        sentences: Sequence[str],
+        allocate: Allocate,
+        cached: Callable[[int], None] | None = None,
+        role: Role = DEFAULT_ROLE,
+    ) -> Any:
         """The vectors of distinct ``sentences``, in order, in the array ``allocate(dim)`` makes: cached
         rows are copied in during one scan of the cache, the rest encoded chunk by chunk, committed
         and copied in; ``cached`` is told how many the scan served, before any encoding. Non-finite
@@ -576,8 +609,13 @@ class CachingEncoder(Encoder):
             pass
         return fill.out
 
-    def _encode_and_store(self, identity: str, sentences: Sequence[str], fill: _Filler,
-                          chunks: Iterator[tuple[list[str], np.ndarray, np.ndarray]]) -> None:
+    def _encode_and_store(
+        self,
+        identity: str,
+        sentences: Sequence[str],
+        fill: _Filler,
+        chunks: Iterator[tuple[list[str], np.ndarray, np.ndarray]],
+    ) -> None:
         """Encode ``chunks`` under the identity's lock, committing each; a failure of the cache (not of
         the encoder, whose errors pass through) leaves the rest of ``chunks`` to the caller."""
         unserved, encoding = 0, False
@@ -600,8 +638,11 @@ class CachingEncoder(Encoder):
                 raise
             self._leave_cache("written", identity, exc)
         if unserved:
-            logger.warning("%s: %d sentence(s) encoded to non-finite vectors; returned as they are, not cached",
-                           self.name, unserved)
+            logger.warning(
+                "%s: %d sentence(s) encoded to non-finite vectors; returned as they are, not cached",
+                self.name,
+                unserved,
+            )
 
     def _leave_cache(self, what: str, identity: str, exc: BaseException) -> None:
         self.without_cache = True
@@ -611,11 +652,17 @@ class CachingEncoder(Encoder):
         # the cache's own wrappers name the file; the folder is named here, so say the bare cause
         inner = exc.__cause__ or (exc.__context__ if isinstance(exc, CacheWriteError) else None)
         cause = inner if isinstance(inner, (sqlite3.Error, OSError)) else exc
-        logger.warning("%s: the embedding cache cannot be %s (%s: %s); this run goes on without it",
-                       self.name, what, self.cache.root / identity, cause)
+        logger.warning(
+            "%s: the embedding cache cannot be %s (%s: %s); this run goes on without it",
+            self.name,
+            what,
+            self.cache.root / identity,
+            cause,
+        )
 
-    def _encode_missing(self, sentences: Sequence[str], fill: _Filler, role: Role = DEFAULT_ROLE
-                        ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
+    def _encode_missing(
+        self, sentences: Sequence[str], fill: _Filler, role: Role = DEFAULT_ROLE
+    ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
         """Encode, chunk by chunk, the sentences ``fill`` lacks, copying each chunk's vectors in;
         yields each chunk, its vectors and which rows are finite.
 
@@ -627,8 +674,9 @@ class CachingEncoder(Encoder):
         edges change, and with them the padding, which can move vectors in their last float bits.
         """
         missing = sorted(np.flatnonzero(~fill.filled).tolist(), key=lambda i: len(sentences[i]), reverse=True)
-        rows = [np.asarray(missing[a : a + self.chunk_size], dtype=np.intp)
-                for a in range(0, len(missing), self.chunk_size)]
+        rows = [
+            np.asarray(missing[a : a + self.chunk_size], dtype=np.intp) for a in range(0, len(missing), self.chunk_size)
+        ]
         chunks = [[sentences[i] for i in r] for r in rows]
         # one bar over the whole pass: the cache's, counting sentences, where there are several chunks
         # (or actors, whose bars are elsewhere); a single chunk keeps the encoder's own finer bar

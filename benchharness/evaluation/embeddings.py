@@ -83,9 +83,11 @@ class RowFile:
         return cls(Path(name), n, dim, fd)
 
     def _error(self, cause: OSError | str) -> SpillError:
-        return SpillError(f"cannot hold this pass's vectors in the spill file {self.path} ({cause}): free space in "
-                          f"{self.path.parent} (the cache folder, else TMPDIR) or give the pass more memory "
-                          "(--embedding-memory, embedding_memory_mib=)")
+        return SpillError(
+            f"cannot hold this pass's vectors in the spill file {self.path} ({cause}): free space in "
+            f"{self.path.parent} (the cache folder, else TMPDIR) or give the pass more memory "
+            "(--embedding-memory, embedding_memory_mib=)"
+        )
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -164,8 +166,12 @@ class RowFile:
         except OSError as exc:
             moved.close()
             raise self._error(f"{cause}; nor in {spare}: {exc}") from None
-        logger.warning("the spill file in %s has no room (%s); this pass's vectors moved to %s", self.path.parent, cause,
-                       moved.path.parent)
+        logger.warning(
+            "the spill file in %s has no room (%s); this pass's vectors moved to %s",
+            self.path.parent,
+            cause,
+            moved.path.parent,
+        )
         self.close()
         self._fd, self.path = moved._fd, moved.path
         moved._fd = -1
@@ -207,8 +213,10 @@ class PassMemory:
         if self.rows is None:
             self.rows = self._make(dim)
         elif self.rows.shape[1] != dim:
-            raise InvalidInputError(f"the encoder returned {self.rows.shape[1]}-dimensional vectors for one role and "
-                                    f"{dim}-dimensional ones for another")
+            raise InvalidInputError(
+                f"the encoder returned {self.rows.shape[1]}-dimensional vectors for one role and "
+                f"{dim}-dimensional ones for another"
+            )
         return self.rows
 
     def region(self, offset: int, n: int) -> Region:
@@ -226,14 +234,20 @@ class PassMemory:
                 self._file.spare = Path(tempfile.gettempdir())
                 return self._file
             except OSError as exc:  # a read-only or unusable cache folder: the run goes on without it
-                logger.warning("cannot spill this pass's vectors beside the cache in %s (%s); using the temporary "
-                               "folder %s", folder, exc, tempfile.gettempdir())
+                logger.warning(
+                    "cannot spill this pass's vectors beside the cache in %s (%s); using the temporary folder %s",
+                    folder,
+                    exc,
+                    tempfile.gettempdir(),
+                )
         try:
             self._file = RowFile.anonymous(None, self.n, dim)
         except OSError as exc:
-            raise SpillError(f"cannot create a spill file for this pass's vectors in {tempfile.gettempdir()} ({exc}): "
-                             "set TMPDIR to a writable folder or give the pass more memory "
-                             "(--embedding-memory, embedding_memory_mib=)") from None
+            raise SpillError(
+                f"cannot create a spill file for this pass's vectors in {tempfile.gettempdir()} ({exc}): "
+                "set TMPDIR to a writable folder or give the pass more memory "
+                "(--embedding-memory, embedding_memory_mib=)"
+            ) from None
         return self._file
 
     def close(self) -> None:
@@ -292,8 +306,13 @@ def encoding_line(total: int, cached: int) -> str:
     return f"encoding {total - cached:,} of {total:,} unique sentences ({cached:,} cached)"
 
 
-def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory | Region,
-                cached: Callable[[int], None] | None = None, role: Role = DEFAULT) -> Vectors:
+def encode_pass(
+    encoder: Encoder,
+    sentences: Sequence[str],
+    memory: PassMemory | Region,
+    cached: Callable[[int], None] | None = None,
+    role: Role = DEFAULT,
+) -> Vectors:
     """Every (distinct) sentence's vector, in order, in the array ``allocate`` makes; ``cached`` is
     told, before any encoding, how many of them the cache serves (0 without a cache).
 
@@ -325,8 +344,9 @@ def encode_pass(encoder: Encoder, sentences: Sequence[str], memory: PassMemory |
 
 def _checked(encoder: Encoder, vectors: np.ndarray, n: int) -> np.ndarray:
     if vectors.ndim != 2 or len(vectors) != n:
-        raise InvalidInputError(f"encoder {encoder.name!r} returned an array of shape {vectors.shape} for {n:,} "
-                                "sentences")
+        raise InvalidInputError(
+            f"encoder {encoder.name!r} returned an array of shape {vectors.shape} for {n:,} sentences"
+        )
     return vectors.astype(np.float32, copy=False)
 
 
@@ -346,14 +366,23 @@ def pass_groups(tasks: Sequence[Any], encoder: Encoder) -> dict[str, Group]:
     return {key: (role, list(dict.fromkeys(sentences))) for key, (role, sentences) in groups.items()}
 
 
-def encode_groups(encoder: Encoder, groups: dict[str, Group], memory: PassMemory,
-                  cached: Callable[[Role, int, int], None] | None = None) -> Vectors:
+def encode_groups(
+    encoder: Encoder,
+    groups: dict[str, Group],
+    memory: PassMemory,
+    cached: Callable[[Role, int, int], None] | None = None,
+) -> Vectors:
     """Every group's vectors in its region of one pass, in ``groups`` order; ``cached`` is told, for
     each group before it is encoded, its role, its size and how many of it the cache serves."""
     offset = 0
     for role, sentences in groups.values():
-        encode_pass(encoder, sentences, memory.region(offset, len(sentences)),
-                    None if cached is None else lambda n, r=role, total=len(sentences): cached(r, total, n), role)
+        encode_pass(
+            encoder,
+            sentences,
+            memory.region(offset, len(sentences)),
+            None if cached is None else lambda n, r=role, total=len(sentences): cached(r, total, n),
+            role,
+        )
         offset += len(sentences)
     if memory.rows is None:  # no sentence at all
         return np.zeros((0, 0), dtype=np.float32)
@@ -366,8 +395,9 @@ class EmbeddingStore:
     Built from a pass's groups, it maps a role to its group by the encoder's ``vector_key``; from a
     plain list of sentences (no encoder), every role reads the same rows."""
 
-    def __init__(self, sentences: list[str] | dict[str, Group], vectors: Vectors,
-                 encoder: Encoder | None = None) -> None:
+    def __init__(
+        self, sentences: list[str] | dict[str, Group], vectors: Vectors, encoder: Encoder | None = None
+    ) -> None:
         groups = {"": (DEFAULT, sentences)} if isinstance(sentences, list) else sentences
         self.index: dict[str, dict[str, int]] = {}
         offset = 0
@@ -401,9 +431,11 @@ def non_finite_message(encoder: str, sentences: list[str], vectors: Vectors) -> 
     if not bad.any():
         return None
     first = sentences[int(np.argmax(bad))]
-    return (f"encoder {encoder!r} returned {int(bad.sum()):,} non-finite vectors (NaN or inf) of {len(sentences):,} "
-            f"(first: {first[:60]!r}); nothing was scored or stored. Check the model's weights and its "
-            "precision (fp16 overflows), or its input handling for such sentences")
+    return (
+        f"encoder {encoder!r} returned {int(bad.sum()):,} non-finite vectors (NaN or inf) of {len(sentences):,} "
+        f"(first: {first[:60]!r}); nothing was scored or stored. Check the model's weights and its "
+        "precision (fp16 overflows), or its input handling for such sentences"
+    )
 
 
 def zero_vectors(embeddings: EmbeddingStore, requests: dict[Role, list[str]]) -> tuple[int, int]:
@@ -417,6 +449,8 @@ def zero_vectors(embeddings: EmbeddingStore, requests: dict[Role, list[str]]) ->
         distinct = [s for s in dict.fromkeys(sentences) if s not in held]
         held.update(distinct)
         total += len(distinct)
-        zeros += sum(int((~embeddings.embed(distinct[i : i + READ_BLOCK], role).any(axis=1)).sum())
-                     for i in range(0, len(distinct), READ_BLOCK))
+        zeros += sum(
+            int((~embeddings.embed(distinct[i : i + READ_BLOCK], role).any(axis=1)).sum())
+            for i in range(0, len(distinct), READ_BLOCK)
+        )
     return zeros, total

@@ -52,7 +52,8 @@ class EncoderActor:
             raise IdentityMismatchError(
                 f"the Ray actor on {os.uname().nodename} (pid {os.getpid()}) builds {name!r} with identity "
                 f"{self.encoder.identity}, the driver's is {identity}: refusing to encode with it (another model, "
-                "other weights or another data file under that name on this node?)")
+                "other weights or another data file under that name on this node?)"
+            )
 
     def ready(self) -> str:
         return self.encoder.identity
@@ -103,8 +104,9 @@ class ActorPools:
         kind = "GPU" if slot(ray).get("num_gpus") else "CPU"
         slots = int(ray.cluster_resources().get(kind, 0))
         if self.actors > slots:  # the actors beyond the slots would wait for one forever
-            raise UserError(f"--encode-actors {self.actors}: the Ray cluster has {slots} {kind} slot(s); ask for at "
-                            f"most {slots}")
+            raise UserError(
+                f"--encode-actors {self.actors}: the Ray cluster has {slots} {kind} slot(s); ask for at most {slots}"
+            )
         remote = ray.remote(max_restarts=RETRIES, max_task_retries=RETRIES, **slot(ray))(EncoderActor)
         actors = [remote.remote(encoder.name, self.settings, os.getcwd(), encoder.identity) for _ in range(self.actors)]
         try:

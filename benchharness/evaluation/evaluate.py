@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from benchharness import tasks as task_registry
 from benchharness.core.data_root import DataRoot
@@ -41,8 +42,9 @@ def resolve_tasks(tasks: TaskLike | Sequence[TaskLike]) -> list[Task]:
     """The Task objects of a selection, each name resolved once (given Task objects are used as
     they are); duplicates are dropped, order kept."""
     if tasks is None or isinstance(tasks, (bytes, int, float)):
-        raise InvalidInputError(f"tasks={tasks!r}: give task or group names (see `benchharness list tasks`) or "
-                                "Task objects")
+        raise InvalidInputError(
+            f"tasks={tasks!r}: give task or group names (see `benchharness list tasks`) or Task objects"
+        )
     items = [tasks] if isinstance(tasks, (str, Task)) else list(tasks)
     selected: dict[str, Task] = {}
     for item in items:
@@ -54,8 +56,9 @@ def resolve_tasks(tasks: TaskLike | Sequence[TaskLike]) -> list[Task]:
         else:
             raise InvalidInputError(f"tasks: {item!r} is neither a task name nor a Task object")
     if not selected:
-        raise InvalidInputError(f"tasks={tasks!r} names no task; give task or group names (see `benchharness list "
-                                "tasks`) or Task objects")
+        raise InvalidInputError(
+            f"tasks={tasks!r} names no task; give task or group names (see `benchharness list tasks`) or Task objects"
+        )
     return list(selected.values())
 
 
@@ -125,13 +128,26 @@ def evaluate(
     """
     _check_keywords(locals())  # the keywords only: nothing else is bound yet
     device = _device_name(device)
-    settings = RunSettings(device=device, batch_size=batch_size, seed=seed, overwrite=overwrite,
-                           results_dir=results_dir, cache_dir=cache_dir, data_dir=data_dir, verify_data=verify_data,
-                           train=train, add_items=add_items, show_progress=show_progress, intervals=intervals,
-                           embedding_memory_mib=embedding_memory_mib, encode_actors=encode_actors,
-                           ray_address=ray_address)
-    return evaluate_with(settings, model, tasks, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity,
-                         errors=errors)
+    settings = RunSettings(
+        device=device,
+        batch_size=batch_size,
+        seed=seed,
+        overwrite=overwrite,
+        results_dir=results_dir,
+        cache_dir=cache_dir,
+        data_dir=data_dir,
+        verify_data=verify_data,
+        train=train,
+        add_items=add_items,
+        show_progress=show_progress,
+        intervals=intervals,
+        embedding_memory_mib=embedding_memory_mib,
+        encode_actors=encode_actors,
+        ray_address=ray_address,
+    )
+    return evaluate_with(
+        settings, model, tasks, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity, errors=errors
+    )
 
 
 def _check_keywords(given: dict[str, Any]) -> None:
@@ -161,9 +177,17 @@ def _device_name(device: Any) -> str | None:
     raise InvalidInputError(f"device={device!r}: give a device name such as 'cpu', 'cuda' or 'cuda:1'")
 
 
-def evaluate_with(settings: RunSettings, model: ModelLike | Sequence[ModelLike],
-                  tasks: TaskLike | Sequence[TaskLike], *, name: str | None = None, tokenizer: Any = None,
-                  pooling: str | None = None, identity: str | None = None, errors: str = "raise") -> Results:
+def evaluate_with(
+    settings: RunSettings,
+    model: ModelLike | Sequence[ModelLike],
+    tasks: TaskLike | Sequence[TaskLike],
+    *,
+    name: str | None = None,
+    tokenizer: Any = None,
+    pooling: str | None = None,
+    identity: str | None = None,
+    errors: str = "raise",
+) -> Results:
     """``evaluate`` with its settings already built (the command line builds them from its flags,
     and keeps failures: ``errors="keep"``)."""
     if errors not in ERRORS:
@@ -186,8 +210,18 @@ def evaluate_with(settings: RunSettings, model: ModelLike | Sequence[ModelLike],
         pools = ActorPools(settings)
     try:
         with kept_environment(), progress_shown(settings.show_progress), identity_scope(), _digest_store(settings):
-            results = _evaluate(settings, models, selected, data, cache, pools, name=name, tokenizer=tokenizer,
-                                pooling=pooling, identity=identity)
+            results = _evaluate(
+                settings,
+                models,
+                selected,
+                data,
+                cache,
+                pools,
+                name=name,
+                tokenizer=tokenizer,
+                pooling=pooling,
+                identity=identity,
+            )
     finally:
         if pools is not None:
             pools.close()
@@ -201,8 +235,10 @@ def _refuse_shared_names(names: list[str], built: dict[str, Encoder]) -> None:
     scored twice, in place of both): refused, naming the way to tell them apart."""
     for n in built:
         if names.count(n) > 1:
-            raise InvalidInputError(f"{names.count(n)} models of this call are named {n!r}; give each its own name "
-                                    "with benchharness.as_encoder(model, name=...)")
+            raise InvalidInputError(
+                f"{names.count(n)} models of this call are named {n!r}; give each its own name "
+                "with benchharness.as_encoder(model, name=...)"
+            )
 
 
 def _digest_store(settings: RunSettings) -> contextlib.AbstractContextManager[None]:
@@ -213,8 +249,19 @@ def _digest_store(settings: RunSettings) -> contextlib.AbstractContextManager[No
     return contextlib.nullcontext() if settings.cache_dir is None else digests.remembering(settings.cache_dir)
 
 
-def _evaluate(settings: RunSettings, models: list[ModelLike], selected: list[Task], data: DataRoot, cache: Any,
-              pools: Any, *, name: str | None, tokenizer: Any, pooling: str | None, identity: str | None) -> Results:
+def _evaluate(
+    settings: RunSettings,
+    models: list[ModelLike],
+    selected: list[Task],
+    data: DataRoot,
+    cache: Any,
+    pools: Any,
+    *,
+    name: str | None,
+    tokenizer: Any,
+    pooling: str | None,
+    identity: str | None,
+) -> Results:
     """``evaluate`` once its tasks, cache and actor pools are set up."""
     resolver = resolver_for(settings, data, cache, pools)
     built: dict[str, Encoder] = {}
@@ -225,8 +272,15 @@ def _evaluate(settings: RunSettings, models: list[ModelLike], selected: list[Tas
             names.append(m)
             continue
         held = is_transformers_model(m)  # tokenizer= and pooling= are its alone
-        encoder = as_encoder(m, name=name, tokenizer=tokenizer if held else None, pooling=pooling if held else None,
-                             identity=identity, batch_size=settings.batch_size, device=settings.device)
+        encoder = as_encoder(
+            m,
+            name=name,
+            tokenizer=tokenizer if held else None,
+            pooling=pooling if held else None,
+            identity=identity,
+            batch_size=settings.batch_size,
+            device=settings.device,
+        )
         if encoder.pinned and cache is not None:
             encoder = caching(cache)(encoder)
         built[encoder.name] = encoder
@@ -238,7 +292,10 @@ def _evaluate(settings: RunSettings, models: list[ModelLike], selected: list[Tas
         if pinned:
             store = ResultStore(settings.results_dir)
         else:
-            logger.warning("a model without identity (a callable without identity=) is evaluated but not stored: "
-                           "nothing is written to %s", settings.results_dir)
+            logger.warning(
+                "a model without identity (a callable without identity=) is evaluated but not stored: "
+                "nothing is written to %s",
+                settings.results_dir,
+            )
     summary = run(names, selected, lambda n: built[n] if n in built else resolver.get(n), data, store, settings)
     return Results.from_outcomes(summary.outcomes, pinned, store)

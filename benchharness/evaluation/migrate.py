@@ -75,8 +75,7 @@ def _import_shard(shard: Path, writer: CacheWriter) -> int:
         return 0
     raw = np.ascontiguousarray(keys).tobytes()
     finite = np.isfinite(vecs).all(axis=1)
-    added = writer.add_keys([raw[i * KEY_BYTES : (i + 1) * KEY_BYTES] for i in np.flatnonzero(finite)],
-                            vecs[finite])
+    added = writer.add_keys([raw[i * KEY_BYTES : (i + 1) * KEY_BYTES] for i in np.flatnonzero(finite)], vecs[finite])
     shard.unlink()
     return added
 

@@ -7,7 +7,8 @@ callable from a list of sentences to vectors (pinned by ``identity=``, else unpi
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
@@ -18,13 +19,14 @@ ModelLike = Any
 
 
 def _is_sentence_transformer(model: Any) -> bool:
-    return any(c.__name__ == "SentenceTransformer" and c.__module__.startswith("sentence_transformers")
-               for c in type(model).__mro__)
+    return any(
+        c.__name__ == "SentenceTransformer" and c.__module__.startswith("sentence_transformers")
+        for c in type(model).__mro__
+    )
 
 
 def is_transformers_model(model: Any) -> bool:
-    return any(c.__name__ == "PreTrainedModel" and c.__module__.startswith("transformers")
-               for c in type(model).__mro__)
+    return any(c.__name__ == "PreTrainedModel" and c.__module__.startswith("transformers") for c in type(model).__mro__)
 
 
 def default_name(model: ModelLike) -> str:
@@ -41,8 +43,9 @@ def default_name(model: ModelLike) -> str:
     return f"callable:{getattr(model, '__qualname__', type(model).__name__)}"
 
 
-def check_keywords(model: ModelLike, *, name: str | None, tokenizer: Any, pooling: str | None,
-                   identity: str | None) -> None:
+def check_keywords(
+    model: ModelLike, *, name: str | None, tokenizer: Any, pooling: str | None, identity: str | None
+) -> None:
     """Refuse, in one line, a keyword of ``as_encoder`` that is malformed or that ``model`` would
     ignore: the caller meant something by it."""
     for key, value in (("name", name), ("identity", identity), ("pooling", pooling)):
@@ -50,19 +53,26 @@ def check_keywords(model: ModelLike, *, name: str | None, tokenizer: Any, poolin
             raise InvalidInputError(f"{key}={value!r}: must be a non-empty string")
     kind = type(model).__name__
     if name is not None and isinstance(model, (str, Encoder)):
-        raise InvalidInputError(f"name={name!r} names a model object; a name, a spec or an Encoder ({model!r}) is "
-                                "named by itself")
+        raise InvalidInputError(
+            f"name={name!r} names a model object; a name, a spec or an Encoder ({model!r}) is named by itself"
+        )
     if (tokenizer is not None or pooling is not None) and not is_transformers_model(model):
-        raise InvalidInputError(f"tokenizer= and pooling= go with a transformers model, not a {kind}; for a model "
-                                "by name, use the spec hf:<id or folder>?pooling=<pooling>")
-    if identity is not None and (isinstance(model, (str, Encoder)) or is_transformers_model(model)
-                                 or _is_sentence_transformer(model)):
-        raise InvalidInputError(f"identity= pins a plain callable; a {kind} has an identity of its own (a model "
-                                "object's is the fingerprint of its weights)")
+        raise InvalidInputError(
+            f"tokenizer= and pooling= go with a transformers model, not a {kind}; for a model "
+            "by name, use the spec hf:<id or folder>?pooling=<pooling>"
+        )
+    if identity is not None and (
+        isinstance(model, (str, Encoder)) or is_transformers_model(model) or _is_sentence_transformer(model)
+    ):
+        raise InvalidInputError(
+            f"identity= pins a plain callable; a {kind} has an identity of its own (a model "
+            "object's is the fingerprint of its weights)"
+        )
 
 
-def check_call(models: list[ModelLike], *, name: str | None, tokenizer: Any, pooling: str | None,
-               identity: str | None) -> None:
+def check_call(
+    models: list[ModelLike], *, name: str | None, tokenizer: Any, pooling: str | None, identity: str | None
+) -> None:
     """The model keywords of one ``evaluate`` call, checked before any model loads: ``name`` and
     ``identity`` belong to one model, ``tokenizer`` and ``pooling`` to its transformers models."""
     if len(models) == 1:
@@ -70,15 +80,26 @@ def check_call(models: list[ModelLike], *, name: str | None, tokenizer: Any, poo
         return
     for key, value in (("name", name), ("identity", identity)):
         if value is not None:
-            raise InvalidInputError(f"{key}= belongs to one model, and {len(models)} are given; give each its own "
-                                    f"with benchharness.as_encoder(model, {key}=...)")
+            raise InvalidInputError(
+                f"{key}= belongs to one model, and {len(models)} are given; give each its own "
+                f"with benchharness.as_encoder(model, {key}=...)"
+            )
     if (tokenizer is not None or pooling is not None) and not any(is_transformers_model(m) for m in models):
         raise InvalidInputError("tokenizer= and pooling= go with a transformers model, and none is given")
 
 
-def as_encoder(model: ModelLike, *, name: str | None = None, tokenizer: Any = None, pooling: str | None = None,
-               identity: str | None = None, batch_size: int | None = None, device: str | None = None,
-               resolver: Resolver | None = None, **options: Any) -> Encoder:
+def as_encoder(
+    model: ModelLike,
+    *,
+    name: str | None = None,
+    tokenizer: Any = None,
+    pooling: str | None = None,
+    identity: str | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    resolver: Resolver | None = None,
+    **options: Any,
+) -> Encoder:
     """The encoder ``model`` stands for; ``options`` go to the in-memory encoder (``max_length``,
     ``normalize``, ``precision``...). A keyword that does not apply to ``model`` is refused, not
     ignored: the caller meant something by it."""
@@ -97,8 +118,10 @@ def as_encoder(model: ModelLike, *, name: str | None = None, tokenizer: Any = No
         return SentenceTransformerObjectEncoder(name, model, device=device, **sizes, **options)
     if is_transformers_model(model):
         if tokenizer is None or pooling is None:
-            raise InvalidInputError("a transformers model needs tokenizer= and pooling= (cls, cls_before_pooler, "
-                                    "avg, avg_top2, avg_first_last, max, prompt)")
+            raise InvalidInputError(
+                "a transformers model needs tokenizer= and pooling= (cls, cls_before_pooler, "
+                "avg, avg_top2, avg_first_last, max, prompt)"
+            )
         from benchharness.encoders.in_memory import TransformersModelEncoder
 
         return TransformersModelEncoder(name, model, tokenizer, pooling, device=device, **sizes, **options)
@@ -107,6 +130,8 @@ def as_encoder(model: ModelLike, *, name: str | None = None, tokenizer: Any = No
 
         fn: Callable[[list[str]], Any] = model
         return CallableEncoder(name, fn, identity=identity, **sizes)
-    raise InvalidInputError(f"cannot evaluate a {type(model).__name__}: pass a name or spec, an Encoder, a "
-                            "SentenceTransformer, a transformers model with tokenizer= and pooling=, or a callable "
-                            "from a list of sentences to vectors")
+    raise InvalidInputError(
+        f"cannot evaluate a {type(model).__name__}: pass a name or spec, an Encoder, a "
+        "SentenceTransformer, a transformers model with tokenizer= and pooling=, or a callable "
+        "from a list of sentences to vectors"
+    )

@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from benchharness.core.errors import InvalidInputError, UserError
 
@@ -64,11 +65,14 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
                 answer += chunk
     except OSError as exc:
         reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
-        raise UserError(f"cannot reach a Ray cluster at {address!r}: {reason} (its head must answer within "
-                        f"{timeout:g} s)") from None
+        raise UserError(
+            f"cannot reach a Ray cluster at {address!r}: {reason} (its head must answer within {timeout:g} s)"
+        ) from None
     if len(answer) < 4 or answer[3] != _H2_SETTINGS:
-        raise UserError(f"cannot reach a Ray cluster at {address!r}: something answers there, but not a Ray head "
-                        "(no gRPC); give the address of the head's GCS port (6379 unless set)")
+        raise UserError(
+            f"cannot reach a Ray cluster at {address!r}: something answers there, but not a Ray head "
+            "(no gRPC); give the address of the head's GCS port (6379 unless set)"
+        )
 
 
 @contextlib.contextmanager
@@ -84,8 +88,13 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     if target:
         check_reachable(target)
     try:
-        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 logging_level="warning", runtime_env={"env_vars": worker_environment()})
+        ray.init(
+            address=address,
+            num_cpus=None if address else num_cpus,
+            include_dashboard=False,
+            logging_level="warning",
+            runtime_env={"env_vars": worker_environment()},
+        )
     except ConnectionError as exc:
         raise UserError(f"cannot reach a Ray cluster at {address!r}: {exc}") from None
     try:

@@ -26,9 +26,10 @@ import inspect
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
@@ -92,14 +93,22 @@ def _published(model: str, prompts: dict[str, str], card: str) -> BuiltIn:
 
 
 #: published embedders of today, by their model cards' prompts (downloaded from the hub when first used)
-BUILTINS.update({
-    **{f"e5-{size}-v2": _published(f"intfloat/e5-{size}-v2", E5_PROMPTS, "e5 model card")
-       for size in ("small", "base", "large")},
-    **{f"bge-{size}-en-v1.5": _published(f"BAAI/bge-{size}-en-v1.5", BGE_PROMPTS, "bge model card")
-       for size in ("small", "base", "large")},
-    **{f"gte-{size}": _published(f"thenlper/gte-{size}", {}, "gte model card: no instruction")
-       for size in ("small", "base", "large")},
-})
+BUILTINS.update(
+    {
+        **{
+            f"e5-{size}-v2": _published(f"intfloat/e5-{size}-v2", E5_PROMPTS, "e5 model card")
+            for size in ("small", "base", "large")
+        },
+        **{
+            f"bge-{size}-en-v1.5": _published(f"BAAI/bge-{size}-en-v1.5", BGE_PROMPTS, "bge model card")
+            for size in ("small", "base", "large")
+        },
+        **{
+            f"gte-{size}": _published(f"thenlper/gte-{size}", {}, "gte model card: no instruction")
+            for size in ("small", "base", "large")
+        },
+    }
+)
 
 
 def families() -> dict[str, Family]:
@@ -122,14 +131,18 @@ def check_spec(name: str, spec: EncoderSpec) -> Family:
         raise UnknownEncoderError(f"encoder {name!r}: unknown type {kind!r} ({', '.join(PLUGINS.names('families'))})")
     family: Family = PLUGINS.get("families", kind)  # a plugin that cannot be loaded: its own one-line error
     if family.params is not None:
-        accepted = [family.target, *(p for p in family.params if p != family.target),
-                    *(PROMPT_KEYS if family.takes_prompts else ())]
+        accepted = [
+            family.target,
+            *(p for p in family.params if p != family.target),
+            *(PROMPT_KEYS if family.takes_prompts else ()),
+        ]
         for key in spec:
             if key != "type" and key not in accepted:
                 close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise UnknownEncoderError(f"encoder {name!r}: {kind} has no parameter {key!r}.{hint} "
-                                          f"It accepts: {', '.join(accepted)}")
+                raise UnknownEncoderError(
+                    f"encoder {name!r}: {kind} has no parameter {key!r}.{hint} It accepts: {', '.join(accepted)}"
+                )
     # hub ids or folders; a family with its own check names its own missing target better
     for key in {"model", "tokenizer", *([family.target] if family.check is None else [])}:
         value = spec.get(key)
@@ -180,9 +193,11 @@ def parse_adhoc(spec: str) -> EncoderSpec | None:
 def _refuse_cycle(name: str, chain: tuple[str, ...], config_file: Path | None) -> None:
     """A config entry met again while resolving itself: a cycle, named link by link."""
     if name in chain:
-        loop = " -> ".join([*chain[chain.index(name):], name])
-        raise UnknownEncoderError(f"encoder {name!r} in {config_file or 'benchharness.toml'} refers to itself via "
-                                  f"{loop}; point one of these entries at a model spec instead")
+        loop = " -> ".join([*chain[chain.index(name) :], name])
+        raise UnknownEncoderError(
+            f"encoder {name!r} in {config_file or 'benchharness.toml'} refers to itself via "
+            f"{loop}; point one of these entries at a model spec instead"
+        )
 
 
 class Resolver:
@@ -193,8 +208,12 @@ class Resolver:
     yet (else it fails with the command that trains it).
     """
 
-    def __init__(self, defaults: Defaults | None = None,
-                 wrap: Callable[[Encoder], Encoder] | None = None, train_missing: bool = True) -> None:
+    def __init__(
+        self,
+        defaults: Defaults | None = None,
+        wrap: Callable[[Encoder], Encoder] | None = None,
+        train_missing: bool = True,
+    ) -> None:
         self.config = load_config()
         self.train_missing = train_missing
         #: registered run names passed over because they are compositions (warned about once)
@@ -210,8 +229,9 @@ class Resolver:
         """The spec dict behind a single (uncomposed) name."""
         return self._resolve(name)[0]
 
-    def _resolve(self, name: str, chain: tuple[str, ...] = ()
-                 ) -> tuple[EncoderSpec, RunManifest | None, tuple[str, ...]]:
+    def _resolve(
+        self, name: str, chain: tuple[str, ...] = ()
+    ) -> tuple[EncoderSpec, RunManifest | None, tuple[str, ...]]:
         """The spec behind a single name, the run manifest it comes from (None if not a run), and
         the config entries followed to get there. ``chain`` holds those followed before, to refuse
         an entry that refers to itself (a cycle would otherwise recurse without end)."""
@@ -231,9 +251,11 @@ class Resolver:
             if "type" not in entry:
                 close = difflib.get_close_matches(next(iter(entry), ""), ["spec", "type", "description"], n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close and entry else ""
-                raise UnknownEncoderError(f"{self.config.file or 'benchharness.toml'}: [encoders.{name}] needs "
-                                          f"spec = \"...\" or a family type = \"...\"; it has "
-                                          f"{', '.join(sorted(entry)) or 'nothing'}{hint}")
+                raise UnknownEncoderError(
+                    f"{self.config.file or 'benchharness.toml'}: [encoders.{name}] needs "
+                    f'spec = "..." or a family type = "..."; it has '
+                    f"{', '.join(sorted(entry)) or 'nothing'}{hint}"
+                )
             return entry, None, (*chain, name)  # type: ignore[return-value]
         for catalogue in catalogues():
             found = catalogue.resolve(name, train=self.train_missing)
@@ -276,9 +298,13 @@ class Resolver:
             return True
         if name not in self._passed_over:
             self._passed_over.add(name)
-            logger.warning("the run %s is named %r, which is a composition: %r means that composition, and the run is "
-                           "passed over (rename it in its manifest.json to use it)",
-                           registered_runs(self.config.runs_dir)[name], name, name)
+            logger.warning(
+                "the run %s is named %r, which is a composition: %r means that composition, and the run is "
+                "passed over (rename it in its manifest.json to use it)",
+                registered_runs(self.config.runs_dir)[name],
+                name,
+                name,
+            )
         return False
 
     def check(self, name: str, _chain: tuple[str, ...] = ()) -> None:
@@ -287,8 +313,11 @@ class Resolver:
         catalogue trains on demand is checked when it is resolved (resolving it now would train it);
         without training allowed it resolves here, and fails if it has no run yet."""
         parts = [name] if self._registered_whole(name) else split_composition(name)
-        deferred = (parts[0] not in self.config.encoders and self.train_missing
-                    and any(c.on_demand(parts[0]) for c in catalogues()))
+        deferred = (
+            parts[0] not in self.config.encoders
+            and self.train_missing
+            and any(c.on_demand(parts[0]) for c in catalogues())
+        )
         if not deferred:
             spec, _, chain = self._resolve(parts[0], _chain)
             if spec["type"] == COMPOSE:
@@ -340,17 +369,27 @@ class Resolver:
         if unknown and not any(p.kind is p.VAR_KEYWORD for p in signature.values()):
             close = difflib.get_close_matches(unknown[0], accepted, n=1, cutoff=0.6)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise UnknownEncoderError(f"post-processor {m.group(1)!r} in {name!r} has no parameter "
-                                      f"{', '.join(unknown)}; it takes: {', '.join(accepted) or 'none'}.{hint}")
+            raise UnknownEncoderError(
+                f"post-processor {m.group(1)!r} in {name!r} has no parameter "
+                f"{', '.join(unknown)}; it takes: {', '.join(accepted) or 'none'}.{hint}"
+            )
         return factory, params
 
     def describe(self) -> list[dict[str, str]]:
         """Rows for ``benchharness list encoders``: every name with its source and settings."""
-        rows = [{"name": n, "source": "built-in", "settings": json.dumps(b.spec), "description": b.description}
-                for n, b in BUILTINS.items()]
+        rows = [
+            {"name": n, "source": "built-in", "settings": json.dumps(b.spec), "description": b.description}
+            for n, b in BUILTINS.items()
+        ]
         for n, entry in self.config.encoders.items():
-            rows.append({"name": n, "source": str(self.config.file), "settings": entry.get("spec", json.dumps(entry)),
-                         "description": entry.get("description", "")})
+            rows.append(
+                {
+                    "name": n,
+                    "source": str(self.config.file),
+                    "settings": entry.get("spec", json.dumps(entry)),
+                    "description": entry.get("description", ""),
+                }
+            )
         for catalogue in catalogues():
             rows.extend(catalogue.rows())
         for n, folder in registered_runs(self.config.runs_dir).items():
@@ -359,11 +398,18 @@ class Resolver:
             except UserError as exc:
                 rows.append({"name": n, "source": str(folder), "settings": "", "description": f"unusable: {exc}"})
                 continue
-            rows.append({"name": n, "source": str(folder), "settings": json.dumps(m["encoder"]),
-                         "description": f"{'tuned' if m['encoder'].get('type') == COMPOSE else 'trained'}: "
-                                         f"{m.get('method', '?')} on {m.get('base_model', '?')}"})
+            rows.append(
+                {
+                    "name": n,
+                    "source": str(folder),
+                    "settings": json.dumps(m["encoder"]),
+                    "description": f"{'tuned' if m['encoder'].get('type') == COMPOSE else 'trained'}: "
+                    f"{m.get('method', '?')} on {m.get('base_model', '?')}",
+                }
+            )
         for n, factory in sorted(postprocessors().items()):
             doc = (factory.__doc__ or "").strip().splitlines()
-            rows.append({"name": f"+{n}", "source": "post-processor", "settings": "",
-                         "description": doc[0] if doc else ""})
+            rows.append(
+                {"name": f"+{n}", "source": "post-processor", "settings": "", "description": doc[0] if doc else ""}
+            )
         return rows

@@ -5,9 +5,10 @@ them, or are read from the folder they were stored in)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.results import Result, ResultStore, items_of
@@ -35,8 +36,7 @@ class Results:
     store: ResultStore | None = field(default=None, repr=False)
 
     @classmethod
-    def from_outcomes(cls, outcomes: list[Outcome], pinned: bool = True,
-                      store: ResultStore | None = None) -> Results:
+    def from_outcomes(cls, outcomes: list[Outcome], pinned: bool = True, store: ResultStore | None = None) -> Results:
         """The results a run's outcomes carry (computed and reused), with every outcome kept."""
         return cls([o.result for o in outcomes if o.result is not None], outcomes, pinned, store)
 
@@ -68,14 +68,20 @@ class Results:
 
     def select(self, encoder: str | None = None, task: str | None = None) -> Results:
         """The results of one encoder and/or on one task, with their outcomes and store."""
+
         def keep(e: str, t: str) -> bool:
             return (encoder is None or e == encoder) and (task is None or t == task)
 
         if encoder is not None and encoder not in self.encoders:
-            raise InvalidInputError(f"no results of encoder {encoder!r}; these are of "
-                                    f"{', '.join(self.encoders) or 'none'}")
-        return Results([r for r in self.results if keep(r.encoder, r.task)],
-                       [o for o in self.outcomes if keep(o.encoder, o.task)], self.pinned, self.store)
+            raise InvalidInputError(
+                f"no results of encoder {encoder!r}; these are of {', '.join(self.encoders) or 'none'}"
+            )
+        return Results(
+            [r for r in self.results if keep(r.encoder, r.task)],
+            [o for o in self.outcomes if keep(o.encoder, o.task)],
+            self.pinned,
+            self.store,
+        )
 
     def items(self, result: Result) -> Evaluation:
         """The per-item outputs of one of these results: carried in memory, else read from the store."""
@@ -89,21 +95,36 @@ class Results:
         identity and the outcome's message; a pair without a result (failed: the message says why)
         has a NaN score."""
         results = {(r.encoder, r.task): r for r in self.results}
-        rows = [_row(o.encoder, o.task, results.pop((o.encoder, o.task), None), o.status, o.message)
-                for o in self.outcomes]
+        rows = [
+            _row(o.encoder, o.task, results.pop((o.encoder, o.task), None), o.status, o.message) for o in self.outcomes
+        ]
         return rows + [_row(r.encoder, r.task, r, "", "") for r in results.values()]
 
     def to_pandas(self) -> pd.DataFrame:
         import pandas as pd
 
-        return pd.DataFrame(self.rows(), columns=["encoder", "task", "main_metric", "main_score", "ci_low",
-                                                  "ci_high", "status", "identity", "message"])
+        return pd.DataFrame(
+            self.rows(),
+            columns=[
+                "encoder",
+                "task",
+                "main_metric",
+                "main_score",
+                "ci_low",
+                "ci_high",
+                "status",
+                "identity",
+                "message",
+            ],
+        )
 
     def table(self) -> str:
         from tabulate import tabulate
 
-        rows = [[o.encoder, o.task, o.status, "" if o.main_score is None else f"{o.main_score:.2f}", o.message]
-                for o in self.outcomes]
+        rows = [
+            [o.encoder, o.task, o.status, "" if o.main_score is None else f"{o.main_score:.2f}", o.message]
+            for o in self.outcomes
+        ]
         return tabulate(rows, headers=["encoder", "task", "status", "main score", "note"], tablefmt="github")
 
     def __str__(self) -> str:
@@ -117,10 +138,17 @@ class Results:
 def _row(encoder: str, task: str, result: Result | None, status: str, message: str) -> dict[str, Any]:
     """One row of ``Results.rows``: a pair without a result keeps its place, with a NaN score."""
     low, high = ((result.confidence or {}).get("main") if result is not None else None) or (None, None)
-    return {"encoder": encoder, "task": task, "main_metric": None if result is None else result.main_metric,
-            "main_score": float("nan") if result is None else result.main_score, "ci_low": low, "ci_high": high,
-            "status": status, "identity": None if result is None else result.encoder_identity.get("hash"),
-            "message": message}
+    return {
+        "encoder": encoder,
+        "task": task,
+        "main_metric": None if result is None else result.main_metric,
+        "main_score": float("nan") if result is None else result.main_score,
+        "ci_low": low,
+        "ci_high": high,
+        "status": status,
+        "identity": None if result is None else result.encoder_identity.get("hash"),
+        "message": message,
+    }
 
 
 class EvaluationFailedError(UserError, RuntimeError):
@@ -134,11 +162,15 @@ class EvaluationFailedError(UserError, RuntimeError):
         failed = results.failed
         done = len(results.outcomes) - len(failed)
         kept = f", stored in {results.store.root}" if results.store is not None and len(results) else ""
-        hint = (f"the {done} other(s) are in this error's .results{kept}; " if done else "") + \
-            "errors='keep' returns failures as rows"
+        hint = (
+            f"the {done} other(s) are in this error's .results{kept}; " if done else ""
+        ) + "errors='keep' returns failures as rows"
         lines = [f"{o.encoder} on {o.task}: {' '.join(o.message.split())}" for o in failed]
-        super().__init__(f"evaluation failed, {lines[0]} ({hint})" if len(lines) == 1 else
-                         f"{len(failed)} of {len(results.outcomes)} evaluations failed ({hint}):\n" + "\n".join(lines))
+        super().__init__(
+            f"evaluation failed, {lines[0]} ({hint})"
+            if len(lines) == 1
+            else f"{len(failed)} of {len(results.outcomes)} evaluations failed ({hint}):\n" + "\n".join(lines)
+        )
 
     def __reduce__(self) -> tuple[type, tuple[Results]]:  # rebuilt from its results (a worker's error, pickled)
         return type(self), (self.results,)
@@ -149,9 +181,12 @@ def load_results(folder: str | Path) -> Results:
     ``to_pandas``; a damaged file raises naming it."""
     root = Path(folder)
     if not root.is_dir():
-        raise InvalidInputError(f"{root}: no such results folder (results are stored by `benchharness run` or "
-                                "evaluate(..., results_dir=...))")
+        raise InvalidInputError(
+            f"{root}: no such results folder (results are stored by `benchharness run` or "
+            "evaluate(..., results_dir=...))"
+        )
     store = ResultStore(root)
     results = list(store)
-    return Results(results, [Outcome(r.encoder, r.task, "stored", r.main_score, result=r) for r in results],
-                   True, store)
+    return Results(
+        results, [Outcome(r.encoder, r.task, "stored", r.main_score, result=r) for r in results], True, store
+    )

@@ -4,8 +4,9 @@ the actors themselves, so that every process builds an encoder the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
@@ -16,8 +17,11 @@ from benchharness.evaluation.run_settings import RunSettings
 def resolver_for(settings: RunSettings, data: DataRoot, cache: Any = None, pools: Any = None) -> Resolver:
     """The resolver of a run with these settings: its encoders go through ``cache`` (the run's one
     ``EmbeddingCache``) when there is one, base encoders' missing chunks through ``pools``."""
-    return Resolver({"device": settings.device, "batch_size": settings.batch_size, "data_dir": data.root},
-                    wrap=None if cache is None else caching(cache, pools), train_missing=settings.train)
+    return Resolver(
+        {"device": settings.device, "batch_size": settings.batch_size, "data_dir": data.root},
+        wrap=None if cache is None else caching(cache, pools),
+        train_missing=settings.train,
+    )
 
 
 def cache_at(cache_dir: str | Path) -> Any:

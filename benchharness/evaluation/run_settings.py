@@ -53,8 +53,9 @@ class RunSettings:
                 object.__setattr__(self, key, Path(value))
         if self.overwrite not in OVERWRITE:
             raise InvalidInputError(f"overwrite={self.overwrite!r}: must be one of {', '.join(OVERWRITE)}")
-        if self.batch_size is not None and (isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int)
-                                            or self.batch_size < 1):
+        if self.batch_size is not None and (
+            isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1
+        ):
             raise InvalidInputError(f"batch_size={self.batch_size!r}: must be a positive integer")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise InvalidInputError(f"seed={self.seed!r}: must be a non-negative integer")
@@ -63,8 +64,9 @@ class RunSettings:
         if self.encode_actors < 0:
             raise InvalidInputError(f"encode_actors={self.encode_actors!r}: must be 0 or more")
         if self.encode_actors and self.cache_dir is None:
-            raise InvalidInputError("encode_actors fills the embedding cache; give a cache folder too (cache_dir=, "
-                                    "or leave out --no-cache)")
+            raise InvalidInputError(
+                "encode_actors fills the embedding cache; give a cache folder too (cache_dir=, or leave out --no-cache)"
+            )
 
     def but(self, **changes: object) -> RunSettings:
         """A copy with ``changes`` (checked like the original)."""

@@ -116,8 +116,14 @@ class _Plan:
     replaced: dict[str, Result] = field(default_factory=dict)
 
 
-def run(encoder_names: list[str], tasks: list[Task], get_encoder: Callable[[str], Encoder], data: DataRoot,
-        store: ResultSink | None, settings: RunSettings) -> Summary:
+def run(
+    encoder_names: list[str],
+    tasks: list[Task],
+    get_encoder: Callable[[str], Encoder],
+    data: DataRoot,
+    store: ResultSink | None,
+    settings: RunSettings,
+) -> Summary:
     """Evaluate every encoder on every task; each result is returned in its outcome, and kept in
     ``store`` when there is one (which also holds the results that may be reused)."""
     ctx = _Context(data, store, settings, versions(), Summary())
@@ -130,8 +136,9 @@ def run(encoder_names: list[str], tasks: list[Task], get_encoder: Callable[[str]
         except Exception as exc:
             for name in loaded:
                 ctx.summary.outcomes.append(Outcome(enc_name, name, "failed", message=f"encoder: {exc}"))
-            logger.error("[%s] cannot build encoder: %s", enc_name, exc,
-                         exc_info=None if isinstance(exc, UserError) else exc)
+            logger.error(
+                "[%s] cannot build encoder: %s", enc_name, exc, exc_info=None if isinstance(exc, UserError) else exc
+            )
             continue
         plan = _plan(enc_name, identity["hash"], loaded, ctx)
         for task in plan.todo:
@@ -184,16 +191,22 @@ def _plan(enc_name: str, identity: str, tasks: dict[str, Task], ctx: _Context) -
                 ctx.summary.outcomes.append(Outcome(enc_name, name, "reused", stored.main_score, note, stored))
                 continue
             if not same_identity:
-                logger.warning("[%s/%s] the stored result is of another identity (%s; now %s): recomputing it, and "
-                               "replacing it", enc_name, name, stored.encoder_identity.get("hash"), identity)
+                logger.warning(
+                    "[%s/%s] the stored result is of another identity (%s; now %s): recomputing it, and replacing it",
+                    enc_name,
+                    name,
+                    stored.encoder_identity.get("hash"),
+                    identity,
+                )
         if stored is not None:
             plan.replaced[name] = stored
         plan.todo.append(task)
     return plan
 
 
-def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan,
-                              ctx: _Context) -> None:
+def _evaluate_from_embeddings(
+    todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan, ctx: _Context
+) -> None:
     """The shared pass: every unique sentence of ``todo`` encoded once for each distinct vector its
     roles call for (once in all, for a symmetric encoder), then each task evaluated from the
     embeddings."""
@@ -213,18 +226,40 @@ def _evaluate_from_embeddings(todo: list[Task], enc_name: str, encoder: Encoder,
         except Exception as exc:
             for task in todo:
                 ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
-            logger.error("[%s] encoding failed: %s", enc_name, exc,
-                         exc_info=None if isinstance(exc, UserError) else exc)
+            logger.error(
+                "[%s] encoding failed: %s", enc_name, exc, exc_info=None if isinstance(exc, UserError) else exc
+            )
             return
         encode_seconds = time.perf_counter() - t0
         newly_encoded = encoder.encoded - encoded_before if isinstance(encoder, CachingEncoder) else len(sentences)
-        _evaluate_tasks(todo, enc_name, encoder, identity, plan, ctx, groups, vectors,
-                        {"encode_seconds_all_tasks": round(encode_seconds, 3),
-                         "sentences_encoded_all_tasks": len(sentences), "sentences_not_from_cache": newly_encoded})
+        _evaluate_tasks(
+            todo,
+            enc_name,
+            encoder,
+            identity,
+            plan,
+            ctx,
+            groups,
+            vectors,
+            {
+                "encode_seconds_all_tasks": round(encode_seconds, 3),
+                "sentences_encoded_all_tasks": len(sentences),
+                "sentences_not_from_cache": newly_encoded,
+            },
+        )
 
 
-def _evaluate_tasks(todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan, ctx: _Context,
-                    groups: dict[str, Group], vectors: Any, pass_timings: Timings) -> None:
+def _evaluate_tasks(
+    todo: list[Task],
+    enc_name: str,
+    encoder: Encoder,
+    identity: dict,
+    plan: _Plan,
+    ctx: _Context,
+    groups: dict[str, Group],
+    vectors: Any,
+    pass_timings: Timings,
+) -> None:
     """Each task evaluated from the pass's vectors; vectors that cannot be scored fail them all."""
     sentences = [s for _, members in groups.values() for s in members]
     problem = non_finite_message(enc_name, sentences, vectors)
@@ -237,9 +272,14 @@ def _evaluate_tasks(todo: list[Task], enc_name: str, encoder: Encoder, identity:
     for task in todo:
         zeros, asked = zero_vectors(embeddings, task.requests())
         if zeros and zeros == asked:
-            ctx.fail(enc_name, task.name, f"every one of the {zeros:,} sentences is encoded as a zero vector "
-                     "(e.g. every word out of a word-vector vocabulary): cosine similarity, hence the score, is "
-                     "undefined", f"[{enc_name}/{task.name}] failed: every sentence is a zero vector")
+            ctx.fail(
+                enc_name,
+                task.name,
+                f"every one of the {zeros:,} sentences is encoded as a zero vector "
+                "(e.g. every word out of a word-vector vocabulary): cosine similarity, hence the score, is "
+                "undefined",
+                f"[{enc_name}/{task.name}] failed: every sentence is a zero vector",
+            )
             continue
         seed_everything(ctx.seed)
         t1 = time.perf_counter()
@@ -248,14 +288,37 @@ def _evaluate_tasks(todo: list[Task], enc_name: str, encoder: Encoder, identity:
         except Exception as exc:
             ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
             continue
-        timings: Timings = {**pass_timings, "evaluate_seconds": round(time.perf_counter() - t1, 3),
-                            "peak_rss_mb": round(peak_rss_mib(), 1)}
-        data_record = {"sha256": ctx.digests[task.name], "root": DATA_ROOT_LABEL,
-                       "files": sorted(ctx.data.label(f) for f in task.files), "verified": ctx.data.verify}
-        confidence = None if not ctx.settings.intervals else _confidence(
-            evaluation, task, ctx.seed, _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions))
-        _keep(task, enc_name, encoder, identity, evaluation, data_record, timings, ctx, zeros=zeros,
-              confidence=confidence, previous=plan.previous.get(task.name))
+        timings: Timings = {
+            **pass_timings,
+            "evaluate_seconds": round(time.perf_counter() - t1, 3),
+            "peak_rss_mb": round(peak_rss_mib(), 1),
+        }
+        data_record = {
+            "sha256": ctx.digests[task.name],
+            "root": DATA_ROOT_LABEL,
+            "files": sorted(ctx.data.label(f) for f in task.files),
+            "verified": ctx.data.verify,
+        }
+        confidence = (
+            None
+            if not ctx.settings.intervals
+            else _confidence(
+                evaluation, task, ctx.seed, _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions)
+            )
+        )
+        _keep(
+            task,
+            enc_name,
+            encoder,
+            identity,
+            evaluation,
+            data_record,
+            timings,
+            ctx,
+            zeros=zeros,
+            confidence=confidence,
+            previous=plan.previous.get(task.name),
+        )
 
 
 def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, identity: dict, ctx: _Context) -> None:
@@ -275,26 +338,46 @@ def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, i
     _keep(task, enc_name, encoder, identity, Evaluation(metrics), task.data_record(), timings, ctx)
 
 
-def _keep(task: Task, enc_name: str, encoder: Encoder, identity: dict, evaluation: Evaluation, data_record: dict,
-          timings: Timings, ctx: _Context, *, zeros: int | None = None, confidence: dict | None = None,
-          previous: float | None = None) -> None:
+def _keep(
+    task: Task,
+    enc_name: str,
+    encoder: Encoder,
+    identity: dict,
+    evaluation: Evaluation,
+    data_record: dict,
+    timings: Timings,
+    ctx: _Context,
+    *,
+    zeros: int | None = None,
+    confidence: dict | None = None,
+    previous: float | None = None,
+) -> None:
     """Build the task's result, with its per-item outputs attached, save it to the store if there is
     one, and report it. A metric that is NaN or infinite fails the task alone, naming the metric: such
     a score says nothing, no result file can hold it, and it must never be reported or reused. A
     result that cannot be stored (a full or read-only disk) fails alone too."""
     metrics = evaluation.metrics
-    undefined = [key for key, value in metrics.items()
-                 if isinstance(value, float) and not math.isfinite(value)]
+    undefined = [key for key, value in metrics.items() if isinstance(value, float) and not math.isfinite(value)]
     if undefined:
-        message = (f"{', '.join(f'{k} = {metrics[k]}' for k in undefined)}: the task gave no defined score; "
-                   "nothing stored")
+        message = (
+            f"{', '.join(f'{k} = {metrics[k]}' for k in undefined)}: the task gave no defined score; nothing stored"
+        )
         ctx.fail(enc_name, task.name, message, f"[{enc_name}/{task.name}] failed: {message}")
         return
     result = Result(
-        encoder=enc_name, task=task.name, main_score=float(metrics[task.metadata.main_score]),
-        main_metric=task.metadata.main_score, metrics=metrics, protocol=_protocol(task),
-        encoder_identity=identity, encoder_metadata=_metadata(encoder, task),
-        data=data_record, seed=ctx.seed, timings=timings, versions=ctx.versions, date=now(),
+        encoder=enc_name,
+        task=task.name,
+        main_score=float(metrics[task.metadata.main_score]),
+        main_metric=task.metadata.main_score,
+        metrics=metrics,
+        protocol=_protocol(task),
+        encoder_identity=identity,
+        encoder_metadata=_metadata(encoder, task),
+        data=data_record,
+        seed=ctx.seed,
+        timings=timings,
+        versions=ctx.versions,
+        date=now(),
         **({} if zeros is None else {"embedding_stats": {"zero_vectors": zeros}}),
         **({} if confidence is None else {"confidence": confidence}),
         per_item=evaluation if evaluation.items else None,
@@ -311,16 +394,23 @@ def _keep(task: Task, enc_name: str, encoder: Encoder, identity: dict, evaluatio
             ctx.fail(enc_name, task.name, f"storing: {exc}", f"[{enc_name}/{task.name}] cannot store the result: {exc}")
             return
     if previous is not None and previous != result.main_score:
-        notes.append(f"items added; the score moved by {result.main_score - previous:+.2g} from the stored "
-                     f"{previous:.4f} (reproducibility tolerance 0.01)")
+        notes.append(
+            f"items added; the score moved by {result.main_score - previous:+.2g} from the stored "
+            f"{previous:.4f} (reproducibility tolerance 0.01)"
+        )
         logger.warning("[%s/%s] %s", enc_name, task.name, notes[-1])
     ctx.summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score, "; ".join(notes), result))
-    logger.info("[%s/%s] %s = %.2f%s", enc_name, task.name, task.metadata.main_score, result.main_score,
-                f" ({notes[0]}: sentences the encoder could not represent)" if zeros else "")
+    logger.info(
+        "[%s/%s] %s = %.2f%s",
+        enc_name,
+        task.name,
+        task.metadata.main_score,
+        result.main_score,
+        f" ({notes[0]}: sentences the encoder could not represent)" if zeros else "",
+    )
 
 
-def _confidence(evaluation: Evaluation, task: Task, seed: int, previous: tuple[dict, Evaluation] | None
-                ) -> dict | None:
+def _confidence(evaluation: Evaluation, task: Task, seed: int, previous: tuple[dict, Evaluation] | None) -> dict | None:
     """The result's intervals, or a record of why there are none (too few items to resample, say):
     an interval that cannot be formed does not cost the score."""
     if not evaluation.items:
@@ -332,14 +422,22 @@ def _confidence(evaluation: Evaluation, task: Task, seed: int, previous: tuple[d
         return {"error": str(exc)}
 
 
-def _previous_confidence(store: ResultSink | None, stored: Result | None,
-                         run_versions: dict[str, str | None]) -> tuple[dict, Evaluation] | None:
+def _previous_confidence(
+    store: ResultSink | None, stored: Result | None, run_versions: dict[str, str | None]
+) -> tuple[dict, Evaluation] | None:
     """The intervals and items of a result being recomputed, when the same clean commit and the same
     libraries computed them (``confidence_record`` reuses them if the new items are identical);
     None otherwise, and then the intervals are bootstrapped afresh."""
     commit = run_versions.get("git_commit")
-    if (store is None or stored is None or not stored.confidence or "error" in stored.confidence or commit is None
-            or commit.endswith("-dirty") or stored.versions != run_versions):
+    if (
+        store is None
+        or stored is None
+        or not stored.confidence
+        or "error" in stored.confidence
+        or commit is None
+        or commit.endswith("-dirty")
+        or stored.versions != run_versions
+    ):
         return None
     try:
         return stored.confidence, store.load_items(stored)
@@ -359,8 +457,13 @@ def _metadata(encoder: Encoder, task: Task) -> dict[str, Any]:
 
 def _protocol(task: Task) -> ProtocolRecord:
     meta = task.metadata
-    return {"variant": meta.protocol, "split": meta.split, "main_score": meta.main_score,
-            **meta.protocol_details, **({"instruction": meta.instruction} if meta.instruction else {})}
+    return {
+        "variant": meta.protocol,
+        "split": meta.split,
+        "main_score": meta.main_score,
+        **meta.protocol_details,
+        **({"instruction": meta.instruction} if meta.instruction else {}),
+    }
 
 
 def _stored(store: ResultSink, encoder: str, task: str) -> Result | None:

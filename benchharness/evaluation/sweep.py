@@ -20,8 +20,9 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from benchharness.core import digests
 from benchharness.core.cpu_share import usable_cpus
@@ -50,8 +51,14 @@ class Unit:
     stored: list[Result] = field(default_factory=list)
 
 
-def plan(encoder_names: list[str], task_names: list[str], store: ResultStore, overwrite: str, add_items: bool,
-         identity_of: Callable[[str], str | None]) -> tuple[list[Unit], list[Outcome]]:
+def plan(
+    encoder_names: list[str],
+    task_names: list[str],
+    store: ResultStore,
+    overwrite: str,
+    add_items: bool,
+    identity_of: Callable[[str], str | None],
+) -> tuple[list[Unit], list[Outcome]]:
     """The units to submit, and the results reused without submitting anything: a unit is left out
     only when each of its pairs is stored for the identity its encoder has now (``identity_of``,
     None when it cannot be known here without building a model: the worker decides then, by the
@@ -125,8 +132,9 @@ class _Recorder(logging.Handler):
         self.lines.append((record.name, record.levelno, text))
 
 
-def run_unit(unit: Unit, task_names: list[str], settings: RunSettings, folder: str
-             ) -> tuple[list[Outcome], list[LogLine]]:
+def run_unit(
+    unit: Unit, task_names: list[str], settings: RunSettings, folder: str
+) -> tuple[list[Outcome], list[LogLine]]:
     """A unit on a worker: the runner on its stored results, in memory; returns its outcomes (the
     computed and reused results in them) and its messages."""
     from benchharness.core.data_root import DataRoot
@@ -147,8 +155,9 @@ def run_unit(unit: Unit, task_names: list[str], settings: RunSettings, folder: s
         resolver = resolver_for(settings, data_root, cache)
         remember = contextlib.nullcontext() if cache is None else digests.remembering(settings.cache_dir)
         with identity_scope(), remember:
-            summary = run(unit.encoders, resolve_tasks(task_names), resolver.get, data_root,
-                          MemoryStore(unit.stored), settings)
+            summary = run(
+                unit.encoders, resolve_tasks(task_names), resolver.get, data_root, MemoryStore(unit.stored), settings
+            )
     finally:
         root.removeHandler(recorder)
         root.setLevel(previous_level)
@@ -177,8 +186,9 @@ def sweep(encoder_names: list[str], tasks: list[Task], settings: RunSettings) ->
     store = ResultStore(settings.results_dir)
     task_names = [t.name for t in tasks]
     with identity_scope():
-        units, outcomes = plan(encoder_names, task_names, store, settings.overwrite, settings.add_items,
-                               _identity_in_driver(settings))
+        units, outcomes = plan(
+            encoder_names, task_names, store, settings.overwrite, settings.add_items, _identity_in_driver(settings)
+        )
     logger.info("ray sweep: %d unit(s) to run, %d result(s) reused without running", len(units), len(outcomes))
     if units:
         with ray_session(settings.ray_address) as ray:

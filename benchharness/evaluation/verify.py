@@ -43,8 +43,9 @@ CHAIN_DEVIATION = 0.0614
 #: largest deviation of the inference engine (default backend) from the stored reference-path results (x100)
 ENGINE_DEVIATION = 0.0869
 #: on the x100 scale: twice the largest measured float-noise deviation (see the module docstring)
-TOLERANCE = round(2 * max(BATCH_DEVIATION, ISA_DEVIATION, CROSS_MACHINE_DEVIATION, CHAIN_DEVIATION,
-                          ENGINE_DEVIATION), 2)
+TOLERANCE = round(
+    2 * max(BATCH_DEVIATION, ISA_DEVIATION, CROSS_MACHINE_DEVIATION, CHAIN_DEVIATION, ENGINE_DEVIATION), 2
+)
 
 
 @dataclass(frozen=True)

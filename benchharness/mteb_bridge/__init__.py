@@ -22,7 +22,7 @@ Install with the ``mteb`` extra (``pip install 'benchharness[mteb]'``).
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from benchharness.core.errors import UserError
 
@@ -42,5 +42,7 @@ def mteb_needed(needed_for: str) -> Iterator[None]:
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] != "mteb":
             raise
-        raise MtebNotInstalledError(f"{needed_for} needs mteb, which is not installed in this environment: "
-                                    f"run {INSTALL} in the benchharness checkout") from None
+        raise MtebNotInstalledError(
+            f"{needed_for} needs mteb, which is not installed in this environment: "
+            f"run {INSTALL} in the benchharness checkout"
+        ) from None

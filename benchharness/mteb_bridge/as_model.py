@@ -64,8 +64,11 @@ def export_name(name: str, identity: str, identity_info: dict[str, Any]) -> tupl
     model: ``benchharness/<name>`` at its identity hash, with the reason."""
     info = identity_info
     if info.get("family") != "sentence-transformers":
-        why = ("post-processed or composed" if "base" in info
-               else f"family {info.get('family', '?')!r} is not a published sentence-transformers model")
+        why = (
+            "post-processed or composed"
+            if "base" in info
+            else f"family {info.get('family', '?')!r} is not a published sentence-transformers model"
+        )
     elif set(info) - _PLAIN_HUB_KEYS:
         why = f"options that change its vectors: {', '.join(sorted(set(info) - _PLAIN_HUB_KEYS))}"
     elif not (isinstance(info.get("model"), str) and _HUB_ID.fullmatch(info["model"])):
@@ -77,19 +80,37 @@ def export_name(name: str, identity: str, identity_info: dict[str, Any]) -> tupl
     return mteb_name(name), identity, f"not the published model ({why}); revision is the encoder identity"
 
 
-def model_meta(name: str, identity: str, identity_info: dict[str, Any], similarity: str = "cosine",
-               embed_dim: int | None = None, export: bool = False) -> ModelMeta:
+def model_meta(
+    name: str,
+    identity: str,
+    identity_info: dict[str, Any],
+    similarity: str = "cosine",
+    embed_dim: int | None = None,
+    export: bool = False,
+) -> ModelMeta:
     """mteb metadata for a benchharness encoder (also used to export stored results, where only
     the name and identity recorded in the result exist, not the encoder). Evaluation through mteb
     always uses ``benchharness/<name>`` (mteb's cache must never mix our vectors with its own);
     ``export`` names a plain hub model by its hub id (``export_name``)."""
-    mteb_model, revision = (export_name(name, identity, identity_info)[:2] if export
-                            else (mteb_name(name), identity))
+    mteb_model, revision = export_name(name, identity, identity_info)[:2] if export else (mteb_name(name), identity)
     return ModelMeta(
-        loader=None, name=mteb_model, revision=revision, release_date=None, languages=None,
-        n_parameters=None, memory_usage_mb=None, max_tokens=None, embed_dim=embed_dim, license=None,
-        open_weights=None, public_training_code=None, public_training_data=None, framework=["NumPy"],
-        similarity_fn_name=ScoringFunction(similarity), use_instructions=False, training_datasets=None,
+        loader=None,
+        name=mteb_model,
+        revision=revision,
+        release_date=None,
+        languages=None,
+        n_parameters=None,
+        memory_usage_mb=None,
+        max_tokens=None,
+        embed_dim=embed_dim,
+        license=None,
+        open_weights=None,
+        public_training_code=None,
+        public_training_data=None,
+        framework=["NumPy"],
+        similarity_fn_name=ScoringFunction(similarity),
+        use_instructions=False,
+        training_datasets=None,
         adapted_from=hub_base(identity_info),
     )
 
@@ -108,16 +129,25 @@ class MtebEncoder(AbsEncoder):
 
     def __init__(self, encoder: Encoder, cache: EmbeddingCache | None = None) -> None:
         self.model = encoder if cache is None else CachingEncoder(encoder, cache)
-        self.mteb_model_meta = model_meta(encoder.name, encoder.identity, encoder.identity_record(),
-                                          encoder.similarity)
+        self.mteb_model_meta = model_meta(encoder.name, encoder.identity, encoder.identity_record(), encoder.similarity)
 
-    def encode(self, inputs: DataLoader[BatchedInput], *, task_metadata: TaskMetadata, hf_split: str,
-               hf_subset: str, prompt_type: PromptType | None = None, **kwargs: Any) -> np.ndarray:
+    def encode(
+        self,
+        inputs: DataLoader[BatchedInput],
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        prompt_type: PromptType | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
         texts: list[str] = []
         for batch in inputs:
             if "text" not in batch:
-                raise InvalidInputError(f"mteb task {task_metadata.name}: batch without a 'text' field "
-                                 f"(fields {sorted(batch)}); benchharness encoders take text only")
+                raise InvalidInputError(
+                    f"mteb task {task_metadata.name}: batch without a 'text' field "
+                    f"(fields {sorted(batch)}); benchharness encoders take text only"
+                )
             texts.extend(batch["text"])
         return np.asarray(self.model.encode_role(texts, role_of(prompt_type)), dtype=np.float32)
 

@@ -28,11 +28,19 @@ class MtebTask(EncoderDrivenTask):
         self.task = evaluate.get_task(name)
         meta = self.task.metadata
         self.metadata = TaskMetadata(
-            name=evaluate.PREFIX + meta.name, family="mteb", description=" ".join(meta.description.split())[:200],
-            split="+".join(meta.eval_splits), main_score=meta.main_score, protocol=evaluate.variant(mteb.__version__),
-            reference=meta.reference or "", protocol_details={
-                "mteb_task": meta.name, "type": str(meta.type), "dataset": meta.dataset["path"],
-                "dataset_revision": meta.dataset["revision"], "mteb_version": mteb.__version__,
+            name=evaluate.PREFIX + meta.name,
+            family="mteb",
+            description=" ".join(meta.description.split())[:200],
+            split="+".join(meta.eval_splits),
+            main_score=meta.main_score,
+            protocol=evaluate.variant(mteb.__version__),
+            reference=meta.reference or "",
+            protocol_details={
+                "mteb_task": meta.name,
+                "type": str(meta.type),
+                "dataset": meta.dataset["path"],
+                "dataset_revision": meta.dataset["revision"],
+                "mteb_version": mteb.__version__,
                 "splits": sorted(meta.eval_splits),
             },
         )
@@ -44,8 +52,12 @@ class MtebTask(EncoderDrivenTask):
         """The data are the Hugging Face dataset at the revision mteb pins (read by the datasets
         library, not as files under the data root, hence no sha256 of ours)."""
         dataset = self.task.metadata.dataset
-        return {"sha256": "", "root": evaluate.cache_folders()["HF_DATASETS_CACHE"],
-                "files": [f"hf://datasets/{dataset['path']}@{dataset['revision']}"], "verified": False}
+        return {
+            "sha256": "",
+            "root": evaluate.cache_folders()["HF_DATASETS_CACHE"],
+            "files": [f"hf://datasets/{dataset['path']}@{dataset['revision']}"],
+            "verified": False,
+        }
 
     def evaluate_encoder(self, encoder: Encoder, seed: int) -> Metrics:
         record = evaluate.run_task(encoder, self.task)

@@ -51,10 +51,16 @@ class MtebRecord:
 
     def protocol(self) -> dict[str, Any]:
         """What pins the protocol: mteb's task at a dataset revision, as a given mteb version runs it."""
-        return {"variant": variant(self.mteb_version), "mteb_task": self.mteb_task, "type": self.task_type,
-                "dataset": self.dataset, "dataset_revision": self.dataset_revision,
-                "mteb_version": self.mteb_version, "main_score": self.main_metric,
-                "splits": sorted(self.scores)}
+        return {
+            "variant": variant(self.mteb_version),
+            "mteb_task": self.mteb_task,
+            "type": self.task_type,
+            "dataset": self.dataset,
+            "dataset_revision": self.dataset_revision,
+            "mteb_version": self.mteb_version,
+            "main_score": self.main_metric,
+            "splits": sorted(self.scores),
+        }
 
 
 def variant(mteb_version: str) -> str:
@@ -67,7 +73,7 @@ def is_mteb_variant(name: str | None) -> bool:
 
 def task_name(name: str) -> str:
     """``mteb:STS22`` -> ``STS22``; the name mteb knows the task by."""
-    return name[len(PREFIX):] if name.startswith(PREFIX) else name
+    return name[len(PREFIX) :] if name.startswith(PREFIX) else name
 
 
 def get_task(name: str) -> AbsTask:
@@ -103,8 +109,10 @@ def load_task_data(task: AbsTask) -> None:
         folders = ", ".join(f"{k}={v}" for k, v in cache_folders().items())
         snapshot = f"datasets--{path.replace('/', '--')}/snapshots/{revision}"
         if is_offline():
-            cause = (f"offline ({', '.join(v + '=' + os.environ[v] for v in _OFFLINE_VARS if v in os.environ)}) "
-                     f"and it is not in the Hugging Face datasets cache ({folders})")
+            cause = (
+                f"offline ({', '.join(v + '=' + os.environ[v] for v in _OFFLINE_VARS if v in os.environ)}) "
+                f"and it is not in the Hugging Face datasets cache ({folders})"
+            )
         else:
             cause = f"the download failed ({type(exc).__name__}: {exc})"
         raise MtebDataError(
@@ -126,8 +134,9 @@ def flatten_scores(scores: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
     return flat
 
 
-def run_task(encoder: Encoder, task: str | AbsTask, cache: EmbeddingCache | None = None,
-             batch_size: int = 32) -> MtebRecord:
+def run_task(
+    encoder: Encoder, task: str | AbsTask, cache: EmbeddingCache | None = None, batch_size: int = 32
+) -> MtebRecord:
     """Evaluate ``encoder`` on one mteb task with mteb's own evaluation.
 
     ``task`` is a name (``STS22`` or ``mteb:STS22``) or an mteb task object (in-memory tasks, as
@@ -137,17 +146,28 @@ def run_task(encoder: Encoder, task: str | AbsTask, cache: EmbeddingCache | None
     task_obj = get_task(task) if isinstance(task, str) else task
     load_task_data(task_obj)
     model = MtebEncoder(encoder, cache)
-    outcome = mteb.evaluate(model, task_obj, cache=None,
-                            encode_kwargs={"batch_size": batch_size, "show_progress_bar": False},
-                            show_progress_bar=False, co2_tracker=False)
+    outcome = mteb.evaluate(
+        model,
+        task_obj,
+        cache=None,
+        encode_kwargs={"batch_size": batch_size, "show_progress_bar": False},
+        show_progress_bar=False,
+        co2_tracker=False,
+    )
     if outcome.exceptions:
         raise RuntimeError(f"mteb task {task_obj.metadata.name} failed: {outcome.exceptions[0].exception}")
     (result,) = outcome.task_results
     meta = task_obj.metadata
     return MtebRecord(
-        task=PREFIX + result.task_name, mteb_task=result.task_name, task_type=str(meta.type),
-        dataset=meta.dataset["path"], dataset_revision=result.dataset_revision,
-        mteb_version=result.mteb_version or mteb.__version__, main_metric=meta.main_score,
-        main_score=float(result.get_score()) * 100.0, metrics=flatten_scores(result.scores),
-        scores=result.scores, evaluation_seconds=result.evaluation_time,
+        task=PREFIX + result.task_name,
+        mteb_task=result.task_name,
+        task_type=str(meta.type),
+        dataset=meta.dataset["path"],
+        dataset_revision=result.dataset_revision,
+        mteb_version=result.mteb_version or mteb.__version__,
+        main_metric=meta.main_score,
+        main_score=float(result.get_score()) * 100.0,
+        metrics=flatten_scores(result.scores),
+        scores=result.scores,
+        evaluation_seconds=result.evaluation_time,
     )

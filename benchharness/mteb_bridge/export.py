@@ -14,10 +14,11 @@ through the bridge (``evaluate.run_task``) are mteb's own evaluation and are exp
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 import mteb
 from mteb.results import TaskResult
@@ -39,39 +40,60 @@ class Target:
     evidence: str
 
 
-_STS_YEAR = ("SentEval's tokenized, lowercased {year} files are the text of mteb's {year} dataset (same "
-             "{n} pairs; character totals of both sides equal mteb's descriptive statistics{extra}); "
-             "benchharness's 'all' aggregation is one Spearman over the merged subsets, mteb's cosine_spearman")
+_STS_YEAR = (
+    "SentEval's tokenized, lowercased {year} files are the text of mteb's {year} dataset (same "
+    "{n} pairs; character totals of both sides equal mteb's descriptive statistics{extra}); "
+    "benchharness's 'all' aggregation is one Spearman over the merged subsets, mteb's cosine_spearman"
+)
 _PAIRS = {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186}
 
 EXPORTABLE: dict[str, Target] = {
-    **{year: Target(year, "senteval-unsup-cosine", "all.spearman", "all.pearson",
-                    _STS_YEAR.format(year=year, n=_PAIRS[year], extra=(
-                        ", but for one tweet-news sentence whose trailing space SentEval's whitespace "
-                        "re-join drops" if year == "STS14" else "")))
-       for year in _PAIRS},
+    **{
+        year: Target(
+            year,
+            "senteval-unsup-cosine",
+            "all.spearman",
+            "all.pearson",
+            _STS_YEAR.format(
+                year=year,
+                n=_PAIRS[year],
+                extra=(
+                    ", but for one tweet-news sentence whose trailing space SentEval's whitespace re-join drops"
+                    if year == "STS14"
+                    else ""
+                ),
+            ),
+        )
+        for year in _PAIRS
+    },
     "STSBenchmark-raw": Target(
-        "STSBenchmark", "senteval-unsup-cosine-rawtext", "spearman", "pearson",
+        "STSBenchmark",
+        "senteval-unsup-cosine-rawtext",
+        "spearman",
+        "pearson",
         "the original cased STS-B test file, mteb's STSBenchmark (1379 pairs); 12 sentences end in a space that "
-        "benchharness strips and mteb keeps, which tokenizers and whitespace splitting ignore"),
+        "benchharness strips and mteb keeps, which tokenizers and whitespace splitting ignore",
+    ),
 }
 
 NOT_EXPORTED: dict[str, str] = {
     "STSBenchmark": "SentEval's tokenized, lowercased copy of STS-B; mteb's STSBenchmark is the original cased "
-                    "text (export STSBenchmark-raw instead)",
+    "text (export STSBenchmark-raw instead)",
     "SICKRelatedness": "the 4,927 test pairs; mteb's SICK-R scores all 9,927 pairs (train + trial + test): "
-                       "see SICKRelatedness-mteb",
+    "see SICKRelatedness-mteb",
     "SICKRelatedness-mteb": "mteb's 9,927 SICK-R pairs with the same gold scores, but not the same text: mteb's "
-                            "sentences total 676 and 647 characters fewer than SICK's files (mteb's descriptive "
-                            "statistics), so the score is close to mteb's, not equal; run mteb:SICK-R for mteb's",
+    "sentences total 676 and 647 characters fewer than SICK's files (mteb's descriptive "
+    "statistics), so the score is close to mteb's, not equal; run mteb:SICK-R for mteb's",
     "AskUbuntu": "the useb/TSDAE protocol (test split, 186 queries); mteb's AskUbuntuDupQuestions has 361 queries",
     "AskUbuntu-mteb": "mteb's 361 queries, but titles come from taolei87's tokenized file, not checked against "
-                      "mteb's dataset text, and equal cosines keep BM25 order here while mteb (pytrec_eval "
-                      "map_cut.1000) orders them by document id",
+    "mteb's dataset text, and equal cosines keep BM25 order here while mteb (pytrec_eval "
+    "map_cut.1000) orders them by document id",
     "QQP": "PaSeR's retrieval setting; no mteb task has this protocol",
 }
-_NO_MTEB_TASK = ("no mteb task has this protocol (SentEval transfer tasks, dev and trial splits and other "
-                 "benchharness protocols have none)")
+_NO_MTEB_TASK = (
+    "no mteb task has this protocol (SentEval transfer tasks, dev and trial splits and other "
+    "benchharness protocols have none)"
+)
 
 
 class StoredResult(Protocol):
@@ -111,8 +133,13 @@ def _sts_scores(result: StoredResult, target: Target) -> dict[str, Any]:
     own similarity) equal the cosine ones. Manhattan and Euclidean are not computed here."""
     spearman = result.metrics[target.spearman] / 100.0
     pearson = result.metrics[target.pearson] / 100.0
-    return {"pearson": pearson, "spearman": spearman, "cosine_pearson": pearson, "cosine_spearman": spearman,
-            "main_score": spearman}
+    return {
+        "pearson": pearson,
+        "spearman": spearman,
+        "cosine_pearson": pearson,
+        "cosine_spearman": spearman,
+        "main_score": spearman,
+    }
 
 
 def _mteb_scores(result: StoredResult) -> dict[str, dict[str, dict[str, Any]]]:
@@ -123,8 +150,9 @@ def _mteb_scores(result: StoredResult) -> dict[str, dict[str, dict[str, Any]]]:
         if len(parts) == 1:
             continue  # the main score, mteb's mean over splits and subsets: mteb derives it again
         if len(parts) != 3:
-            raise InvalidInputError(f"result {result.encoder}/{result.task}: metric {key!r} "
-                                    "is not 'split/subset/metric'")
+            raise InvalidInputError(
+                f"result {result.encoder}/{result.task}: metric {key!r} is not 'split/subset/metric'"
+            )
         split, subset, metric = parts
         nested.setdefault(split, {}).setdefault(subset, {})[metric] = value / 100.0
     for subsets in nested.values():
@@ -138,18 +166,22 @@ def task_result(result: StoredResult) -> TaskResult | str:
     variant = result.protocol.get("variant")
     if evaluate.is_mteb_variant(variant):
         task = evaluate.get_task(result.protocol["mteb_task"])
-        built = TaskResult.from_task_results(task, _mteb_scores(result), evaluation_time=None,
-                                             date=_date(result.date))
-        return built.model_copy(update={"dataset_revision": result.protocol["dataset_revision"],
-                                        "mteb_version": result.protocol["mteb_version"]})
+        built = TaskResult.from_task_results(task, _mteb_scores(result), evaluation_time=None, date=_date(result.date))
+        return built.model_copy(
+            update={
+                "dataset_revision": result.protocol["dataset_revision"],
+                "mteb_version": result.protocol["mteb_version"],
+            }
+        )
     target = EXPORTABLE.get(result.task)
     if target is None:
         return reason_not_exported(result.task)
     if variant != target.protocol:
         return f"stored with protocol {variant!r}; only {target.protocol!r} equals mteb's {target.mteb_task}"
     task = mteb.get_task(target.mteb_task)
-    return TaskResult.from_task_results(task, {"test": {"default": _sts_scores(result, target)}},
-                                        evaluation_time=None, date=_date(result.date))
+    return TaskResult.from_task_results(
+        task, {"test": {"default": _sts_scores(result, target)}}, evaluation_time=None, date=_date(result.date)
+    )
 
 
 def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportReport:
@@ -162,14 +194,22 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
             report.skipped.append({"encoder": result.encoder, "task": result.task, "reason": converted})
             continue
         identity = result.encoder_identity["hash"]
-        meta = model_meta(result.encoder, identity, result.encoder_identity,
-                          result.encoder_metadata.get("similarity", "cosine"), export=True)
+        meta = model_meta(
+            result.encoder,
+            identity,
+            result.encoder_identity,
+            result.encoder_metadata.get("similarity", "cosine"),
+            export=True,
+        )
         folder = out / meta.model_name_as_path() / str(meta.revision)
         path = folder / f"{converted.task_name}.json"
         write_json(path, converted.model_dump(mode="json"))
         why = export_name(result.encoder, identity, result.encoder_identity)[2]
-        write_json(folder / "model_meta.json", {**meta.to_dict(), "benchharness": {
-            "encoder": result.encoder, "identity": identity, "name_reason": why}})
-        report.exported.append({"encoder": result.encoder, "task": result.task,
-                                "mteb_task": converted.task_name, "path": str(path)})
+        write_json(
+            folder / "model_meta.json",
+            {**meta.to_dict(), "benchharness": {"encoder": result.encoder, "identity": identity, "name_reason": why}},
+        )
+        report.exported.append(
+            {"encoder": result.encoder, "task": result.task, "mteb_task": converted.task_name, "path": str(path)}
+        )
     return report

@@ -5,7 +5,8 @@ with them, and ``benchmarks/mteb_overhead.py`` times the wrapper offline."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from datasets import Dataset, DatasetDict
 from mteb.abstasks.retrieval import AbsTaskRetrieval
@@ -16,15 +17,24 @@ _ARGS: dict[str, Any] = {
     "description": "benchharness cross-check task built in memory",
     "reference": "https://github.com/embeddings-benchmark/mteb",
     "dataset": {"path": "NA", "revision": "NA"},
-    "category": "t2t", "eval_splits": ["test"], "eval_langs": ["eng-Latn"],
-    "date": ("2012-01-01", "2016-12-31"), "dialect": [], "domains": [], "task_subtypes": [],
-    "license": "not specified", "annotations_creators": "human-annotated", "modalities": ["text"],
-    "sample_creation": "found", "bibtex_citation": "",
+    "category": "t2t",
+    "eval_splits": ["test"],
+    "eval_langs": ["eng-Latn"],
+    "date": ("2012-01-01", "2016-12-31"),
+    "dialect": [],
+    "domains": [],
+    "task_subtypes": [],
+    "license": "not specified",
+    "annotations_creators": "human-annotated",
+    "modalities": ["text"],
+    "sample_creation": "found",
+    "bibtex_citation": "",
 }
 
 
-def sts_task(name: str, first: Sequence[str], second: Sequence[str], gold: Sequence[float],
-             max_score: float = 5) -> AbsTaskSTS:
+def sts_task(
+    name: str, first: Sequence[str], second: Sequence[str], gold: Sequence[float], max_score: float = 5
+) -> AbsTaskSTS:
     """An mteb STS task over the given pairs (mteb normalises gold by ``max_score``: rank-neutral)."""
 
     class InMemorySTS(AbsTaskSTS):
@@ -32,16 +42,26 @@ def sts_task(name: str, first: Sequence[str], second: Sequence[str], gold: Seque
         min_score = 0
 
         def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
-            self.dataset = DatasetDict({"test": Dataset.from_dict(
-                {"sentence1": list(first), "sentence2": list(second), "score": [float(g) for g in gold]})})
+            self.dataset = DatasetDict(
+                {
+                    "test": Dataset.from_dict(
+                        {"sentence1": list(first), "sentence2": list(second), "score": [float(g) for g in gold]}
+                    )
+                }
+            )
             self.data_loaded = True
 
     InMemorySTS.max_score = max_score
     return InMemorySTS()
 
 
-def reranking_task(name: str, queries: dict[str, str], corpus: dict[str, str],
-                   candidates: dict[str, list[str]], relevant: dict[str, set[str]]) -> AbsTaskRetrieval:
+def reranking_task(
+    name: str,
+    queries: dict[str, str],
+    corpus: dict[str, str],
+    candidates: dict[str, list[str]],
+    relevant: dict[str, set[str]],
+) -> AbsTaskRetrieval:
     """An mteb reranking task: each query reranks its candidate ids (``top_ranked``); qrels give
     1 to the relevant candidates and 0 to the others, as mteb's AskUbuntuDupQuestions does."""
 

@@ -19,5 +19,4 @@ def build(name: str) -> Task:
         raise UnknownTaskError(exc.args[0] if exc.args else name) from None
 
 
-TASKS = TaskProvider(prefix=PREFIX, build_prefixed=build, prefix_usage=f"any mteb task as {PREFIX}<TaskName>",
-                     order=90)
+TASKS = TaskProvider(prefix=PREFIX, build_prefixed=build, prefix_usage=f"any mteb task as {PREFIX}<TaskName>", order=90)

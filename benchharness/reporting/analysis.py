@@ -19,9 +19,9 @@ Agg backend only when called and write PNGs atomically.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -95,8 +95,10 @@ def gold_levels(gold: np.ndarray, edges: Sequence[float] = PASER_LEVEL_EDGES) ->
         raise InvalidInputError(f"level edges must increase strictly, got {edges.tolist()}")
     outside = np.flatnonzero((gold < edges[0]) | (gold > edges[-1]) | np.isnan(gold))
     if len(outside):
-        raise InvalidInputError(f"{len(outside)} gold scores lie outside [{edges[0]:g}, {edges[-1]:g}], e.g. pair "
-                         f"{outside[0]} with {gold[outside[0]]}")
+        raise InvalidInputError(
+            f"{len(outside)} gold scores lie outside [{edges[0]:g}, {edges[-1]:g}], e.g. pair "
+            f"{outside[0]} with {gold[outside[0]]}"
+        )
     return np.minimum(np.searchsorted(edges, gold, side="right") - 1, len(edges) - 2)
 
 
@@ -115,8 +117,9 @@ class LevelStats:
         return asdict(self)
 
 
-def cosine_by_gold_level(cosine: np.ndarray, gold: np.ndarray,
-                         edges: Sequence[float] = PASER_LEVEL_EDGES) -> list[LevelStats]:
+def cosine_by_gold_level(
+    cosine: np.ndarray, gold: np.ndarray, edges: Sequence[float] = PASER_LEVEL_EDGES
+) -> list[LevelStats]:
     """Mean and population variance of the pair cosine per gold level (PaSeR, Table 10).
 
     A level with no pair gets NaN mean and variance and ``n = 0``; a gold score outside the edges
@@ -132,8 +135,16 @@ def cosine_by_gold_level(cosine: np.ndarray, gold: np.ndarray,
     for k in range(len(edges) - 1):
         vals = cosine[level == k]
         mean, var = (float(vals.mean()), float(vals.var())) if len(vals) else (float("nan"), float("nan"))
-        out.append(LevelStats(level=f"{edges[k]:g}-{edges[k + 1]:g}", low=float(edges[k]), high=float(edges[k + 1]),
-                              n=len(vals), mean=mean, var=var))
+        out.append(
+            LevelStats(
+                level=f"{edges[k]:g}-{edges[k + 1]:g}",
+                low=float(edges[k]),
+                high=float(edges[k + 1]),
+                n=len(vals),
+                mean=mean,
+                var=var,
+            )
+        )
     return out
 
 
@@ -182,13 +193,23 @@ def _save(fig, path: str | Path) -> Path:
         raise InvalidInputError(f"{path}: figures are written as {', '.join(FIGURE_FORMATS)}")
     with atomic_file(path, "wb") as fh:
         # the date in PDF/SVG metadata would make every rewrite differ
-        fig.savefig(fh, format=fmt, dpi=150, bbox_inches="tight",
-                    metadata={"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt])
+        fig.savefig(
+            fh,
+            format=fmt,
+            dpi=150,
+            bbox_inches="tight",
+            metadata={"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt],
+        )
     return path
 
 
-def plot_cosine_levels(cosines: Mapping[str, np.ndarray], gold: np.ndarray, path: str | Path, title: str = "",
-                       edges: Sequence[float] = PASER_LEVEL_EDGES) -> Path:
+def plot_cosine_levels(
+    cosines: Mapping[str, np.ndarray],
+    gold: np.ndarray,
+    path: str | Path,
+    title: str = "",
+    edges: Sequence[float] = PASER_LEVEL_EDGES,
+) -> Path:
     """Density of the pair cosine per gold level (rows, as PaSeR's Fig. 5), one column per encoder, on
     shared axes so that encoders compare at a glance: a good encoder moves its mass right as the
     gold level rises."""
@@ -200,8 +221,14 @@ def plot_cosine_levels(cosines: Mapping[str, np.ndarray], gold: np.ndarray, path
     stats = cosine_by_gold_level(np.asarray(cosines[names[0]], dtype=np.float64), gold, edges)
     low = min(-0.1, *(float(np.min(c)) for c in cosines.values()))
     bins = np.linspace(low, 1.0, 41)
-    fig, axes = plt.subplots(len(stats), len(names), figsize=(2.6 * len(names) + 0.8, 1.15 * len(stats) + 0.6),
-                             sharex=True, sharey="col", squeeze=False)
+    fig, axes = plt.subplots(
+        len(stats),
+        len(names),
+        figsize=(2.6 * len(names) + 0.8, 1.15 * len(stats) + 0.6),
+        sharex=True,
+        sharey="col",
+        squeeze=False,
+    )
     for j, name in enumerate(names):
         cosine = np.asarray(cosines[name], dtype=np.float64)
         for k, st in enumerate(stats):

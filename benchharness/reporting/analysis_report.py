@@ -32,8 +32,9 @@ RANDOM_PAIRS = 100_000
 SEED = 0
 
 
-def analyze(encoder: Encoder, name: str, first: list[str], second: list[str],
-            gold: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
+def analyze(
+    encoder: Encoder, name: str, first: list[str], second: list[str], gold: np.ndarray
+) -> tuple[dict[str, Any], np.ndarray]:
     """The analysis of ``encoder`` on the given scored pairs, and the pairs' cosines."""
     sentences = list(dict.fromkeys([*first, *second]))
     vectors = encoder.encode(sentences)
@@ -46,15 +47,23 @@ def analyze(encoder: Encoder, name: str, first: list[str], second: list[str],
     k_top = min(10, *vectors.shape)
     report = {
         "encoder": name,
-        "data": {"task": "STSBenchmark", "pairs": len(gold), "sentences": len(sentences),
-                 "positive_pairs": len(positives), "positive_threshold": analysis.SIMCSE_POSITIVE_THRESHOLD},
+        "data": {
+            "task": "STSBenchmark",
+            "pairs": len(gold),
+            "sentences": len(sentences),
+            "positive_pairs": len(positives),
+            "positive_threshold": analysis.SIMCSE_POSITIVE_THRESHOLD,
+        },
         "alignment": analysis.alignment(a[positives], b[positives]),
         "uniformity": analysis.uniformity(vectors),
         "cosine_by_gold_level": [lv.as_dict() for lv in levels],
-        "isotropy": {"mean_random_pair_cosine": analysis.mean_random_pair_cosine(vectors, RANDOM_PAIRS, SEED),
-                     "random_pairs": RANDOM_PAIRS, "seed": SEED,
-                     "top1_pc_variance_share": analysis.top_pc_variance_share(vectors, 1),
-                     f"top{k_top}_pc_variance_share": analysis.top_pc_variance_share(vectors, k_top)},
+        "isotropy": {
+            "mean_random_pair_cosine": analysis.mean_random_pair_cosine(vectors, RANDOM_PAIRS, SEED),
+            "random_pairs": RANDOM_PAIRS,
+            "seed": SEED,
+            "top1_pc_variance_share": analysis.top_pc_variance_share(vectors, 1),
+            f"top{k_top}_pc_variance_share": analysis.top_pc_variance_share(vectors, k_top),
+        },
         "encoder_identity": {"hash": encoder.identity, **encoder.identity_record()},
         "versions": versions(),
         "date": now(),
@@ -62,8 +71,12 @@ def analyze(encoder: Encoder, name: str, first: list[str], second: list[str],
     return report, cosine
 
 
-def write(reports: list[tuple[dict[str, Any], np.ndarray]], gold: np.ndarray, out: Path,
-          formats: tuple[str, ...] = analysis.FIGURE_FORMATS) -> list[Path]:
+def write(
+    reports: list[tuple[dict[str, Any], np.ndarray]],
+    gold: np.ndarray,
+    out: Path,
+    formats: tuple[str, ...] = analysis.FIGURE_FORMATS,
+) -> list[Path]:
     """Each report as ``<out>/<encoder>.json``, and the two figures of all encoders in each format."""
     written = []
     for report, _ in reports:
@@ -74,6 +87,9 @@ def write(reports: list[tuple[dict[str, Any], np.ndarray]], gold: np.ndarray, ou
     cosines = {r["encoder"]: cosine for r, cosine in reports}
     for fmt in formats:
         written.append(analysis.plot_alignment_uniformity(points, out / f"alignment-uniformity.{fmt}"))
-        written.append(analysis.plot_cosine_levels(cosines, gold, out / f"cosine-levels.{fmt}",
-                                                   title="STS-B test: cosine per gold level"))
+        written.append(
+            analysis.plot_cosine_levels(
+                cosines, gold, out / f"cosine-levels.{fmt}", title="STS-B test: cosine per gold level"
+            )
+        )
     return written

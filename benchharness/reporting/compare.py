@@ -79,8 +79,10 @@ def compare_pairs(pairs: list[Pair], n_resamples: int = RESAMPLES, seed: int = 0
     for a, items_a, b, items_b in pairs:
         rep, cross = paired(a.task, a.main_metric, items_a, items_b, n_resamples=n_resamples, seed=seed)
         if abs(rep.difference - (a.main_score - b.main_score)) > 0.011:  # scores stored rounded to 0.01 at most
-            raise InvalidInputError(f"{a.task}: the items give A - B = {rep.difference:.4f}, the scores "
-                                    f"{a.main_score - b.main_score:.4f}; the items do not belong to these results")
+            raise InvalidInputError(
+                f"{a.task}: the items give A - B = {rep.difference:.4f}, the scores "
+                f"{a.main_score - b.main_score:.4f}; the items do not belong to these results"
+            )
         rows.append(_row(a.task, a.main_score, b.main_score, rep, cross))
         by_kind.setdefault(items_a.kind, []).append((rep, a, b))
     for row, adjusted in zip(rows, holm([r.p_value for r in rows]) if rows else []):
@@ -89,14 +91,26 @@ def compare_pairs(pairs: list[Pair], n_resamples: int = RESAMPLES, seed: int = 0
         if len(members) > 1:
             avg = average_paired([rep for rep, _, _ in members])
             n = len(members)
-            rows.append(_row(f"Avg. ({KIND_LABELS.get(kind, kind)}, {n} tasks)",
-                             sum(a.main_score for _, a, _ in members) / n,
-                             sum(b.main_score for _, _, b in members) / n, avg, {}))
+            rows.append(
+                _row(
+                    f"Avg. ({KIND_LABELS.get(kind, kind)}, {n} tasks)",
+                    sum(a.main_score for _, a, _ in members) / n,
+                    sum(b.main_score for _, _, b in members) / n,
+                    avg,
+                    {},
+                )
+            )
     return rows
 
 
-def compare_stored(store: ResultStore, encoder_a: str, encoder_b: str, task_names: list[str],
-                   n_resamples: int = RESAMPLES, seed: int = 0) -> list[Row]:
+def compare_stored(
+    store: ResultStore,
+    encoder_a: str,
+    encoder_b: str,
+    task_names: list[str],
+    n_resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> list[Row]:
     """``benchharness compare``: the two encoders' stored results on ``task_names``. Every missing
     result is named at once, with the one command that computes them all."""
     found = {(e, t): store.load(e, t) for t in task_names for e in (encoder_a, encoder_b)}
@@ -105,8 +119,9 @@ def compare_stored(store: ResultStore, encoder_a: str, encoder_b: str, task_name
         encoders = ",".join(e for e in dict.fromkeys((encoder_a, encoder_b)) if any(m[0] == e for m in missing))
         tasks = ",".join(t for t in task_names if any(m[1] == t for m in missing))
         listed = ", ".join(f"{e} on {t}" for e, t in missing)
-        raise MissingFileError(f"no stored result for {listed} under {store.root}; produce them with: "
-                               f"{store.run_command(encoders, tasks)}")
+        raise MissingFileError(
+            f"no stored result for {listed} under {store.root}; produce them with: {store.run_command(encoders, tasks)}"
+        )
     pairs = []
     for task in task_names:
         a, b = found[(encoder_a, task)], found[(encoder_b, task)]
@@ -122,14 +137,23 @@ def _one_encoder(results: Results, encoder: str | None, side: str) -> str:
             raise InvalidInputError(f"{side}: no results of {encoder!r}; these are of {', '.join(names) or 'none'}")
         return encoder
     if len(names) != 1:
-        raise InvalidInputError(f"{side} holds results of {len(names)} encoders ({', '.join(names) or 'none'}); "
-                                f"name one with encoder_{side[-1].lower()}=")
+        raise InvalidInputError(
+            f"{side} holds results of {len(names)} encoders ({', '.join(names) or 'none'}); "
+            f"name one with encoder_{side[-1].lower()}="
+        )
     return names[0]
 
 
-def compare(results_a: Results, results_b: Results, tasks: list[str] | None = None, *,
-            encoder_a: str | None = None, encoder_b: str | None = None, n_resamples: int = RESAMPLES,
-            seed: int = 0) -> Comparison:
+def compare(
+    results_a: Results,
+    results_b: Results,
+    tasks: list[str] | None = None,
+    *,
+    encoder_a: str | None = None,
+    encoder_b: str | None = None,
+    n_resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> Comparison:
     """Paired tests of A against B on every task both have (or on ``tasks``), from the results'
     per-item outputs: in memory when ``evaluate`` computed them, else read from the folder they
     were stored in. The statistics, intervals and Holm correction are those of ``benchharness
@@ -169,12 +193,33 @@ def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
         elif "mcnemar" in r.crosscheck:
             m = r.crosscheck["mcnemar"]
             check = f"McNemar {m['a_only']}/{m['b_only']} p={_p(m['p_value'])}"
-        table.append([md_cell(r.task), f"{r.score_a:.2f}", f"{r.score_b:.2f}", f"{r.difference:+.2f}",
-                      f"[{r.low:+.2f}, {r.high:+.2f}]", _p(r.p_value), _p(r.p_holm), check, r.unit])
-    legend = (f"A = {one_line(encoder_a)}, B = {one_line(encoder_b)}. A-B with its 95% paired-bootstrap CI; "
-              "p: paired permutation test (two-sided; the smallest p that B resamples can give is 1/(B+1)); "
-              "Holm: adjusted across the tasks above; cross-check: Steiger's test for "
-              "dependent correlations (STS), McNemar on the test predictions (transfer; A-only/B-only right). "
-              "Avg. rows: the difference of the averages over the tasks of that kind, not in the Holm family.")
-    return tabulate(table, headers=["task", "A", "B", "A-B", "95% CI", "p", "p (Holm)", "cross-check", "resampled"],
-                    tablefmt="github", disable_numparse=True) + "\n\n" + legend
+        table.append(
+            [
+                md_cell(r.task),
+                f"{r.score_a:.2f}",
+                f"{r.score_b:.2f}",
+                f"{r.difference:+.2f}",
+                f"[{r.low:+.2f}, {r.high:+.2f}]",
+                _p(r.p_value),
+                _p(r.p_holm),
+                check,
+                r.unit,
+            ]
+        )
+    legend = (
+        f"A = {one_line(encoder_a)}, B = {one_line(encoder_b)}. A-B with its 95% paired-bootstrap CI; "
+        "p: paired permutation test (two-sided; the smallest p that B resamples can give is 1/(B+1)); "
+        "Holm: adjusted across the tasks above; cross-check: Steiger's test for "
+        "dependent correlations (STS), McNemar on the test predictions (transfer; A-only/B-only right). "
+        "Avg. rows: the difference of the averages over the tasks of that kind, not in the Holm family."
+    )
+    return (
+        tabulate(
+            table,
+            headers=["task", "A", "B", "A-B", "95% CI", "p", "p (Holm)", "cross-check", "resampled"],
+            tablefmt="github",
+            disable_numparse=True,
+        )
+        + "\n\n"
+        + legend
+    )

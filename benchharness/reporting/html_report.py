@@ -103,7 +103,7 @@ def _svg(fig) -> str:
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def _plain(text: str) -> str:
@@ -137,8 +137,7 @@ def bars(table: Table) -> str:
     if not lines:
         return ""
     columns = len(table.headers)
-    fig, axes = plt.subplots(1, columns, figsize=(2.1 * columns, 0.22 * len(lines) + 1.2), sharey=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(1, columns, figsize=(2.1 * columns, 0.22 * len(lines) + 1.2), sharey=True, squeeze=False)
     names = [_plain(line.encoder) for line in lines][::-1]
     left, right = axis_range(table)
     for j, header in enumerate(table.headers):
@@ -150,8 +149,14 @@ def bars(table: Table) -> str:
         for y, v, iv in zip(ys, values, ivs):
             if v is not None and iv is not None:
                 # a percentile bootstrap interval may leave out its own estimate: whiskers never negative
-                ax.errorbar([v], [y], xerr=[[max(0.0, v - iv[0])], [max(0.0, iv[1] - v)]], color="black",
-                            capsize=2, linewidth=0.8)
+                ax.errorbar(
+                    [v],
+                    [y],
+                    xerr=[[max(0.0, v - iv[0])], [max(0.0, iv[1] - v)]],
+                    color="black",
+                    capsize=2,
+                    linewidth=0.8,
+                )
         ax.set_xlim(left, right)
         ax.axvline(0.0, color="black", linewidth=0.6)
         ax.set_title(_plain(header), fontsize=9)
@@ -180,7 +185,7 @@ def significance_matrix(table: Table, store: ResultStore) -> tuple[str, int]:
     wins = {(a.encoder, b.encoder): 0 for a in usable for b in usable}
     tests = 0
     for i, a in enumerate(usable):
-        for b in usable[i + 1:]:
+        for b in usable[i + 1 :]:
             for j, column in enumerate(columns):
                 if (a.encoder, column.task) not in items or (b.encoder, column.task) not in items:
                     continue
@@ -202,8 +207,10 @@ def significance_matrix(table: Table, store: ResultStore) -> tuple[str, int]:
             shade = "" if a is b else f' style="background:rgba(40,120,200,{min(1.0, n / len(columns)):.2f})"'
             cells.append(f"<td{shade}>{'' if a is b else n}</td>")
         rows.append(f"<tr><td>{k + 1}. {html.escape(a.encoder)}</td>{''.join(cells)}</tr>")
-    return (f'<table class="matrix"><thead><tr><th>row beats column on n of {len(columns)} tasks</th>{head}'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>'), tests
+    return (
+        f'<table class="matrix"><thead><tr><th>row beats column on n of {len(columns)} tasks</th>{head}'
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    ), tests
 
 
 def _by_set(results: list[Result], of: Callable[[Result], str]) -> list[tuple[str, list[str]]]:
@@ -240,29 +247,47 @@ def _provenance(results: list[Result]) -> str:
         identity = {k: v for k, v in first.encoder_identity.items() if k != "modules"}
         recipe = (first.encoder_metadata.get("training") or {}).get("recipe") or {}
         variants = sorted({f"{r.task}: {r.protocol.get('variant')}" for r in rs})
-        versions = {k: first.versions.get(k) for k in ("benchharness", "git_commit", "torch", "transformers",
-                                                         "sentence_transformers", "python") if k in first.versions}
-        rows = [("identity", identity.pop("hash", "")), ("encoder", identity), ("recipe", recipe.get("command", "")),
-                *_prompts_rows(rs), ("versions", versions), ("protocols", "; ".join(variants)),
-                ("dates", f"{min(r.date for r in rs)[:10]} .. {max(r.date for r in rs)[:10]}")]
-        body = "".join(f"<tr><td>{html.escape(k)}</td><td style='text-align:left;white-space:normal'>"
-                       f"{html.escape(str(v))}</td></tr>" for k, v in rows if v)
-        parts.append(f"<details><summary>{html.escape(encoder)} ({len(rs)} results)</summary>"
-                     f"<table>{body}</table></details>")
+        versions = {
+            k: first.versions.get(k)
+            for k in ("benchharness", "git_commit", "torch", "transformers", "sentence_transformers", "python")
+            if k in first.versions
+        }
+        rows = [
+            ("identity", identity.pop("hash", "")),
+            ("encoder", identity),
+            ("recipe", recipe.get("command", "")),
+            *_prompts_rows(rs),
+            ("versions", versions),
+            ("protocols", "; ".join(variants)),
+            ("dates", f"{min(r.date for r in rs)[:10]} .. {max(r.date for r in rs)[:10]}"),
+        ]
+        body = "".join(
+            f"<tr><td>{html.escape(k)}</td><td style='text-align:left;white-space:normal'>"
+            f"{html.escape(str(v))}</td></tr>"
+            for k, v in rows
+            if v
+        )
+        parts.append(
+            f"<details><summary>{html.escape(encoder)} ({len(rs)} results)</summary><table>{body}</table></details>"
+        )
     return "\n".join(parts)
 
 
 def _analysis(folder: Path | None) -> str:
     if folder is None:
-        return ('<p class="note">No analysis folder given: <code>benchharness analyze A B ... --out DIR</code>, '
-                'then <code>benchharness report --analysis DIR</code>.</p>')
+        return (
+            '<p class="note">No analysis folder given: <code>benchharness analyze A B ... --out DIR</code>, '
+            "then <code>benchharness report --analysis DIR</code>.</p>"
+        )
     shown = []
     for name in ("alignment-uniformity.svg", "cosine-levels.svg"):
         if (folder / name).is_file():
             # a file from elsewhere is an image, never markup of the page: scripts in an <img> never run
             data = base64.b64encode((folder / name).read_bytes()).decode("ascii")
-            shown.append(f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{name}">'
-                         f"<figcaption>{name}</figcaption></figure>")
+            shown.append(
+                f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{name}">'
+                f"<figcaption>{name}</figcaption></figure>"
+            )
     return "\n".join(shown) or f'<p class="note">{html.escape(str(folder))} holds no analysis figures (SVG).</p>'
 
 
@@ -280,14 +305,19 @@ def protocol_tables(board: Board, store: ResultStore) -> str:
                 continue
             default = v.score if v.default else default
             delta = "" if v.default or default is None else delta_text(v.score - default)
-            rows.append(f"<tr><td>{html.escape(v.task)}</td><td>{html.escape(v.variant)}"
-                        f"{' (default)' if v.default else ''}</td><td>{v.score:.2f}</td><td>{delta}</td></tr>")
-        parts.append(f"<details><summary>{html.escape(encoder)}</summary><table><thead><tr><th>task</th>"
-                     f"<th>variant</th><th>score</th><th>vs default</th></tr></thead><tbody>{''.join(rows)}"
-                     "</tbody></table></details>")
+            rows.append(
+                f"<tr><td>{html.escape(v.task)}</td><td>{html.escape(v.variant)}"
+                f"{' (default)' if v.default else ''}</td><td>{v.score:.2f}</td><td>{delta}</td></tr>"
+            )
+        parts.append(
+            f"<details><summary>{html.escape(encoder)}</summary><table><thead><tr><th>task</th>"
+            f"<th>variant</th><th>score</th><th>vs default</th></tr></thead><tbody>{''.join(rows)}"
+            "</tbody></table></details>"
+        )
     papers = "".join(f"<li>{html.escape(p)}: {html.escape(t)}</li>" for p, t in PAPERS.items())
-    which = ("the published rows" if board.published_rows
-             else "the method papers (no published row is shown on this page)")
+    which = (
+        "the published rows" if board.published_rows else "the method papers (no published row is shown on this page)"
+    )
     return "\n".join(parts) + f'<p class="note">Variants {which} report:</p><ul class="note">{papers}</ul>'
 
 
@@ -296,18 +326,25 @@ def render(board: Board, store: ResultStore, analysis_dir: Path | None = None) -
     sections = []
     for n, table in enumerate(board.tables):
         matrix, tests = significance_matrix(table, store)
-        sections += [f"<h2>{html.escape(table.section.title)}</h2>", html_table(table, n), *html_prompt_notes(table),
-                     *(f'<p class="note">{html.escape(note)}</p>' for note in table.notes)]
+        sections += [
+            f"<h2>{html.escape(table.section.title)}</h2>",
+            html_table(table, n),
+            *html_prompt_notes(table),
+            *(f'<p class="note">{html.escape(note)}</p>' for note in table.notes),
+        ]
         figure = bars(table)
         if figure:
-            sections.append(f"<details open><summary>Per-task scores with 95% intervals</summary>"
-                            f"<figure>{figure}</figure></details>")
+            sections.append(
+                f"<details open><summary>Per-task scores with 95% intervals</summary>"
+                f"<figure>{figure}</figure></details>"
+            )
         if matrix:
-            sections.append(f"<details><summary>Pairwise significance ({tests} paired tests, p &lt; {ALPHA}, "
-                            f"no multiplicity correction)</summary>{matrix}</details>")
+            sections.append(
+                f"<details><summary>Pairwise significance ({tests} paired tests, p &lt; {ALPHA}, "
+                f"no multiplicity correction)</summary>{matrix}</details>"
+            )
     groups = sorted({line.group for t in board.tables for line in t.lines})
-    checks = "".join(f'<label><input type="checkbox" class="group" value="{g}" checked> {g}</label> '
-                     for g in groups)
+    checks = "".join(f'<label><input type="checkbox" class="group" value="{g}" checked> {g}</label> ' for g in groups)
     results = [r for r in store if any(r.encoder == line.encoder for t in board.tables for line in t.lines)]
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>benchharness report</title>
@@ -332,8 +369,15 @@ bootstrap interval. Click a column to sort.</p>
 """
 
 
-def write_report(store: ResultStore, out: Path, published_dir: Path | Traversable | None, *,
-                 analysis_dir: Path | None = None, results_label: str | None = None, **filters: Any) -> Path:
+def write_report(
+    store: ResultStore,
+    out: Path,
+    published_dir: Path | Traversable | None,
+    *,
+    analysis_dir: Path | None = None,
+    results_label: str | None = None,
+    **filters: Any,
+) -> Path:
     """Write ``<out>/index.html``; returns its path."""
     from benchharness.core.atomic import write_text
 
@@ -341,4 +385,3 @@ def write_report(store: ResultStore, out: Path, published_dir: Path | Traversabl
     path = out / "index.html"
     write_text(path, render(board, store, analysis_dir))
     return path
-

@@ -77,10 +77,18 @@ class Section:
 SECTIONS = (
     Section(
         "STS (Spearman x100; STS12-16 'all' aggregation)",
-        tuple(Column(h, t, None, p) for h, t, p in (
-            ("STS12", "STS12", "STS12"), ("STS13", "STS13", "STS13"), ("STS14", "STS14", "STS14"),
-            ("STS15", "STS15", "STS15"), ("STS16", "STS16", "STS16"), ("STS-B", "STSBenchmark", "STSB"),
-            ("SICK-R", "SICKRelatedness", "SICKR"))),
+        tuple(
+            Column(h, t, None, p)
+            for h, t, p in (
+                ("STS12", "STS12", "STS12"),
+                ("STS13", "STS13", "STS13"),
+                ("STS14", "STS14", "STS14"),
+                ("STS15", "STS15", "STS15"),
+                ("STS16", "STS16", "STS16"),
+                ("STS-B", "STSBenchmark", "STSB"),
+                ("SICK-R", "SICKRelatedness", "SICKR"),
+            )
+        ),
         "sts.csv",
     ),
     Section(
@@ -90,9 +98,12 @@ SECTIONS = (
     ),
     Section(
         "Retrieval and reranking (x100)",
-        (Column("QQP MAP", "QQP", "map", "QQP_MAP"), Column("QQP MRR@10", "QQP", "mrr@10", "QQP_MRR10"),
-         Column("AskUbuntu MAP", "AskUbuntu", "map", "AskUbuntu_MAP"),
-         Column("AskUbuntu MRR@10", "AskUbuntu", "mrr@10", "AskUbuntu_MRR10")),
+        (
+            Column("QQP MAP", "QQP", "map", "QQP_MAP"),
+            Column("QQP MRR@10", "QQP", "mrr@10", "QQP_MRR10"),
+            Column("AskUbuntu MAP", "AskUbuntu", "map", "AskUbuntu_MAP"),
+            Column("AskUbuntu MRR@10", "AskUbuntu", "mrr@10", "AskUbuntu_MRR10"),
+        ),
         "ranking.csv",
         average=False,
     ),
@@ -105,8 +116,12 @@ def mteb_section(results: list[Result]) -> Section | None:
     names = sorted({r.task for r in results if r.task.startswith(MTEB_PREFIX)})
     if not names:
         return None
-    return Section("mteb tasks (mteb's own evaluation, main score x100)",
-                   tuple(Column(n[len(MTEB_PREFIX):], n) for n in names), None, average=False)
+    return Section(
+        "mteb tasks (mteb's own evaluation, main score x100)",
+        tuple(Column(n[len(MTEB_PREFIX) :], n) for n in names),
+        None,
+        average=False,
+    )
 
 
 #: the protocol variants of tasks declared from files (``benchharness.tasks.from_files``) start with
@@ -316,8 +331,7 @@ def measured(section: Section, results: list[Result]) -> list[Row]:
             continue
         group = group_of(next(iter(by_task.values())))
         shown = {c.task: by_task[c.task] for c in section.columns if c.task in by_task}
-        rows.append(Row(encoder, group, shown, cells, _average(cells),
-                        prompts=prompt_notes(section.columns, shown)))
+        rows.append(Row(encoder, group, shown, cells, _average(cells), prompts=prompt_notes(section.columns, shown)))
     return aggregate_seeds(section, rows)
 
 
@@ -361,9 +375,12 @@ def marks(section: Section, rows: list[Row], store: ResultStore) -> tuple[set[tu
                 continue
             if p >= ALPHA:
                 out.add((row.encoder, i))
-    notes = {encoder: f"No paired test for {encoder} in {', '.join(columns)}: its results keep no per-item "
-             f"outputs (`benchharness run --encoders '{encoder}' --tasks {section_tasks(section, columns)} "
-             "--add-items`)." for encoder, columns in sorted(missing.items())}
+    notes = {
+        encoder: f"No paired test for {encoder} in {', '.join(columns)}: its results keep no per-item "
+        f"outputs (`benchharness run --encoders '{encoder}' --tasks {section_tasks(section, columns)} "
+        "--add-items`)."
+        for encoder, columns in sorted(missing.items())
+    }
     return out, notes
 
 
@@ -449,8 +466,7 @@ ROW_GROUPS = (*GROUPS, "published")
 PROMPTED = "with prompts"
 
 
-def _measured_lines(section: Section, results: list[Result],
-                    store: ResultStore) -> tuple[list[Line], dict[str, str]]:
+def _measured_lines(section: Section, results: list[Result], store: ResultStore) -> tuple[list[Line], dict[str, str]]:
     rows = sorted(measured(section, results), key=lambda r: (GROUPS.index(r.group), *_sort_key(r, section)))
     marked, notes = marks(section, rows, store)
     lines = []
@@ -463,16 +479,26 @@ def _measured_lines(section: Section, results: list[Result],
         if section.average:
             avg = None if row.text is not None else _average_interval(row, section)
             cells.append(Cell(row.average, _fmt(row.average), avg))
-        note = row.note if row.note is not None else (
-            recipe_note(list(row.results.values())) if row.group == "trained" else "")
+        note = (
+            row.note
+            if row.note is not None
+            else (recipe_note(list(row.results.values())) if row.group == "trained" else "")
+        )
         note = "; ".join(n for n in (note, PROMPTED if row.prompts else "") if n)
-        lines.append(Line(row.encoder, row.group, f"{row.group}; {note}" if note else row.group, cells,
-                          dict(row.results), row.prompts))
+        lines.append(
+            Line(
+                row.encoder,
+                row.group,
+                f"{row.group}; {note}" if note else row.group,
+                cells,
+                dict(row.results),
+                row.prompts,
+            )
+        )
     return lines, notes
 
 
-def _published_lines(section: Section, published_dir: Path | Traversable | None,
-                     papers: set[str] | None) -> list[Line]:
+def _published_lines(section: Section, published_dir: Path | Traversable | None, papers: set[str] | None) -> list[Line]:
     if published_dir is None or section.published_csv is None or not (published_dir / section.published_csv).is_file():
         return []
     lines = []
@@ -485,8 +511,15 @@ def _published_lines(section: Section, published_dir: Path | Traversable | None,
                 continue
             if section.average:
                 values.append(_number(rec.get("Avg")))
-            lines.append(Line(rec["model"], "published", f"published: {rec['paper']} {rec['table']}",
-                              [Cell(v, _fmt(v)) for v in values], {}))
+            lines.append(
+                Line(
+                    rec["model"],
+                    "published",
+                    f"published: {rec['paper']} {rec['table']}",
+                    [Cell(v, _fmt(v)) for v in values],
+                    {},
+                )
+            )
     return lines
 
 
@@ -514,9 +547,16 @@ def _select(section: Section, tasks: set[str] | None) -> Section | None:
     return Section(section.title, columns, section.published_csv, section.average and columns == section.columns)
 
 
-def build(store: ResultStore, published_dir: Path | Traversable | None, papers: set[str] | None = None, *,
-          encoders: list[str] | None = None, tasks: set[str] | None = None,
-          groups: set[str] | None = None, results_label: str | None = None) -> Board:
+def build(
+    store: ResultStore,
+    published_dir: Path | Traversable | None,
+    papers: set[str] | None = None,
+    *,
+    encoders: list[str] | None = None,
+    tasks: set[str] | None = None,
+    groups: set[str] | None = None,
+    results_label: str | None = None,
+) -> Board:
     """Every table of the leaderboard, filtered: ``encoders`` are names or shell patterns
     (``minilm-*``), ``tasks`` task names, ``groups`` row groups (``ROW_GROUPS``). ``published_dir``:
     the published tables (``PUBLISHED_DIR``, the package's), None for none."""
@@ -539,10 +579,26 @@ def build(store: ResultStore, published_dir: Path | Traversable | None, papers: 
         _mark_best(lines)
         headers = [c.header for c in section.columns] + (["Avg."] if section.average else [])
         shown = {line.encoder for line in lines}
-        variants = sorted({f"{r.task}: {r.protocol.get('variant')}" for r in results
-                           if r.task in {c.task for c in section.columns} and r.encoder in shown})
-        tables.append(Table(section, headers, lines, [n for e, n in notes.items() if e in shown], variants,
-                            instructions(section, lines)))
-    source = None if not show_published or published_dir is None else (
-        "benchharness/reporting/published/" if published_dir is PUBLISHED_DIR else str(published_dir))
+        variants = sorted(
+            {
+                f"{r.task}: {r.protocol.get('variant')}"
+                for r in results
+                if r.task in {c.task for c in section.columns} and r.encoder in shown
+            }
+        )
+        tables.append(
+            Table(
+                section,
+                headers,
+                lines,
+                [n for e, n in notes.items() if e in shown],
+                variants,
+                instructions(section, lines),
+            )
+        )
+    source = (
+        None
+        if not show_published or published_dir is None
+        else ("benchharness/reporting/published/" if published_dir is PUBLISHED_DIR else str(published_dir))
+    )
     return Board(tables, results_label or store.root.name + "/", source)

@@ -63,8 +63,9 @@ def spread(store: ResultStore, encoder: str) -> list[Variant]:
     """Every variant of every task for ``encoder`` (stored or with the command that stores it)."""
     stored = {r.task: r for r in store if r.encoder == encoder}
 
-    def stored_or_missing(task: str, label: str, key: str | None = None, default: bool = False,
-                          shown_as: str | None = None) -> Variant:
+    def stored_or_missing(
+        task: str, label: str, key: str | None = None, default: bool = False, shown_as: str | None = None
+    ) -> Variant:
         """The variant stored as ``task`` (a metric ``key`` of it, else its main score), shown under
         ``shown_as`` (the task it is a variant of), or the command that stores it."""
         result = stored.get(task)
@@ -81,8 +82,9 @@ def spread(store: ResultStore, encoder: str) -> list[Variant]:
         if year in stored:
             out.append(Variant(year, "all, float32 cosines", _float32_score(store, stored[year])))
     for task, default_label, other, other_label in (
-            ("STSBenchmark", "SentEval tokenized text", "STSBenchmark-raw", "raw cased text (mteb)"),
-            ("SICKRelatedness", "test, 4,927 pairs", "SICKRelatedness-mteb", "all 9,927 pairs (mteb)")):
+        ("STSBenchmark", "SentEval tokenized text", "STSBenchmark-raw", "raw cased text (mteb)"),
+        ("SICKRelatedness", "test, 4,927 pairs", "SICKRelatedness-mteb", "all 9,927 pairs (mteb)"),
+    ):
         out.append(stored_or_missing(task, default_label, None, True))
         if task in stored:
             out.append(Variant(task, "float32 cosines (mteb)", _float32_score(store, stored[task])))
@@ -114,11 +116,18 @@ def markdown(encoder: str, variants: list[Variant]) -> str:
         if v.score is not None:
             spreads.setdefault(v.task, []).append(v.score)
     widest = max(spreads.items(), key=lambda kv: max(kv[1]) - min(kv[1]), default=None)
-    parts = [f"# Protocol spread: {one_line(encoder)}", "",
-             tabulate(rows, headers=["task", "variant", "score", "vs default"], tablefmt="github",
-                      disable_numparse=True), ""]
+    parts = [
+        f"# Protocol spread: {one_line(encoder)}",
+        "",
+        tabulate(rows, headers=["task", "variant", "score", "vs default"], tablefmt="github", disable_numparse=True),
+        "",
+    ]
     if widest is not None:
         parts += [f"Largest spread: {widest[0]}, {max(widest[1]) - min(widest[1]):.2f} points between variants.", ""]
-    parts += ["Variants the published rows (`benchharness/reporting/published/`) report:", "",
-              *(f"- {paper}: {text}" for paper, text in PAPERS.items()), ""]
+    parts += [
+        "Variants the published rows (`benchharness/reporting/published/`) report:",
+        "",
+        *(f"- {paper}: {text}" for paper, text in PAPERS.items()),
+        "",
+    ]
     return "\n".join(parts)

@@ -21,8 +21,10 @@ def run_folder(spec: dict) -> Path:
     """The run folder behind a trained encoder's spec (its ``model`` is ``<run>/model``)."""
     model = spec.get("model")
     if spec.get("type") != "hf" or not model or not (Path(model).parent / MANIFEST).is_file():
-        raise InvalidInputError("only a trained run can be pushed (a run folder, its registered name or a "
-                                f"recipe that has been trained); this encoder is {spec.get('type', '?')}:{model}")
+        raise InvalidInputError(
+            "only a trained run can be pushed (a run folder, its registered name or a "
+            f"recipe that has been trained); this encoder is {spec.get('type', '?')}:{model}"
+        )
     return Path(model).parent
 
 
@@ -49,6 +51,7 @@ def push(staged: Path, repo_id: str, private: bool = False) -> str:
 
     api = HfApi()
     api.create_repo(repo_id, private=private, exist_ok=True)
-    commit = api.upload_folder(repo_id=repo_id, folder_path=str(staged),
-                               commit_message="Upload a benchharness-trained sentence encoder")
+    commit = api.upload_folder(
+        repo_id=repo_id, folder_path=str(staged), commit_message="Upload a benchharness-trained sentence encoder"
+    )
     return str(getattr(commit, "commit_url", f"https://huggingface.co/{repo_id}"))

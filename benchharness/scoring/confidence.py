@@ -51,8 +51,11 @@ def _sts_parts(items: dict[str, np.ndarray], n_resamples: int, seed: int) -> tup
     parts, sizes = [], []
     for i, name in enumerate(names):
         rows = items["subset"] == i
-        parts.append(bootstrap_spearman(items["cosine"][rows], items["gold"][rows], n_resamples=n_resamples,
-                                        seed=derive_seed(seed, name)))
+        parts.append(
+            bootstrap_spearman(
+                items["cosine"][rows], items["gold"][rows], n_resamples=n_resamples, seed=derive_seed(seed, name)
+            )
+        )
         sizes.append(int(rows.sum()))
     return parts, sizes
 
@@ -86,14 +89,21 @@ def replicates(evaluation: Evaluation, n_resamples: int = RESAMPLES, seed: int =
             out["f1"] = bootstrap_f1(items["pred"], items["gold"], n_resamples=n_resamples, seed=seed)
         return out
     if kind == "ranking":
-        return {key: bootstrap_mean(values, unit="queries", n_resamples=n_resamples, seed=seed)
-                for key, values in items.items()}
+        return {
+            key: bootstrap_mean(values, unit="queries", n_resamples=n_resamples, seed=seed)
+            for key, values in items.items()
+        }
     raise InvalidInputError(f"unknown kind of per-item outputs {kind!r}")
 
 
-def confidence_record(evaluation: Evaluation, main_metric: str, task: str, run_seed: int,
-                      n_resamples: int = RESAMPLES,
-                      previous: tuple[dict[str, Any], Evaluation] | None = None) -> dict[str, Any]:
+def confidence_record(
+    evaluation: Evaluation,
+    main_metric: str,
+    task: str,
+    run_seed: int,
+    n_resamples: int = RESAMPLES,
+    previous: tuple[dict[str, Any], Evaluation] | None = None,
+) -> dict[str, Any]:
     """What a result stores under ``confidence``: the main score's interval, then every metric's.
 
     ``previous`` is the record and items of a result being recomputed, computed by the same code and
@@ -107,27 +117,44 @@ def confidence_record(evaluation: Evaluation, main_metric: str, task: str, run_s
         return previous[0]
     reps = replicates(evaluation, n_resamples, seed)
     if main_metric not in reps:
-        raise InvalidInputError(f"{task}: no interval for the main score {main_metric!r} from {evaluation.kind} items "
-                         f"(intervals for: {', '.join(reps)})")
+        raise InvalidInputError(
+            f"{task}: no interval for the main score {main_metric!r} from {evaluation.kind} items "
+            f"(intervals for: {', '.join(reps)})"
+        )
     intervals = {}
     for key, rep in reps.items():
         iv = rep.interval(DEFAULT_LEVEL)
         intervals[key] = {"low": round(iv.low, 4), "high": round(iv.high, 4), "unit": iv.unit}
     main = intervals[main_metric]
-    return {"main": [main["low"], main["high"]], "unit": main["unit"], "level": DEFAULT_LEVEL, "method": METHOD,
-            "resamples": n_resamples, "seed": seed, "intervals": intervals}
+    return {
+        "main": [main["low"], main["high"]],
+        "unit": main["unit"],
+        "level": DEFAULT_LEVEL,
+        "method": METHOD,
+        "resamples": n_resamples,
+        "seed": seed,
+        "intervals": intervals,
+    }
 
 
-def _same_inputs(previous: tuple[dict[str, Any], Evaluation], evaluation: Evaluation, main_metric: str,
-                 seed: int, n_resamples: int) -> bool:
+def _same_inputs(
+    previous: tuple[dict[str, Any], Evaluation], evaluation: Evaluation, main_metric: str, seed: int, n_resamples: int
+) -> bool:
     """Whether ``previous``'s record was bootstrapped from exactly these items with these settings."""
     record, items = previous
-    if (record.get("seed") != seed or record.get("resamples") != n_resamples or record.get("method") != METHOD
-            or record.get("level") != DEFAULT_LEVEL or main_metric not in record.get("intervals", {})
-            or items.kind != evaluation.kind or items.items.keys() != evaluation.items.keys()):
+    if (
+        record.get("seed") != seed
+        or record.get("resamples") != n_resamples
+        or record.get("method") != METHOD
+        or record.get("level") != DEFAULT_LEVEL
+        or main_metric not in record.get("intervals", {})
+        or items.kind != evaluation.kind
+        or items.items.keys() != evaluation.items.keys()
+    ):
         return False
-    return all(items.items[k].dtype == v.dtype and np.array_equal(items.items[k], v)
-               for k, v in evaluation.items.items())
+    return all(
+        items.items[k].dtype == v.dtype and np.array_equal(items.items[k], v) for k, v in evaluation.items.items()
+    )
 
 
 def check_same_items(task: str, a: Evaluation, b: Evaluation) -> None:
@@ -137,12 +164,15 @@ def check_same_items(task: str, a: Evaluation, b: Evaluation) -> None:
     gold_a, gold_b = a.items.get("gold"), b.items.get("gold")
     lengths = {k: len(v) for k, v in a.items.items()}, {k: len(v) for k, v in b.items.items()}
     if lengths[0] != lengths[1] or (gold_a is not None and not np.array_equal(gold_a, gold_b)):
-        raise InvalidInputError(f"{task}: the two results were scored on different items (lengths {lengths[0]} vs "
-                         f"{lengths[1]}); were they run on the same data?")
+        raise InvalidInputError(
+            f"{task}: the two results were scored on different items (lengths {lengths[0]} vs "
+            f"{lengths[1]}); were they run on the same data?"
+        )
 
 
-def paired(task: str, main_metric: str, a: Evaluation, b: Evaluation, n_resamples: int = RESAMPLES,
-           seed: int = 0) -> tuple[PairedReplicates, dict[str, Any]]:
+def paired(
+    task: str, main_metric: str, a: Evaluation, b: Evaluation, n_resamples: int = RESAMPLES, seed: int = 0
+) -> tuple[PairedReplicates, dict[str, Any]]:
     """A - B on the task's main score over the same items, and the closed-form cross-check:
     Steiger's Z for STS, McNemar on the test predictions for transfer (none for ranking)."""
     check_same_items(task, a, b)
@@ -153,9 +183,16 @@ def paired(task: str, main_metric: str, a: Evaluation, b: Evaluation, n_resample
             rep = paired_spearman(ia["cosine"], ib["cosine"], ia["gold"], n_resamples=n_resamples, seed=seed)
         elif main_metric in ("mean.spearman", "wmean.spearman"):
             names = [str(x) for x in ia["subset_names"]]
-            parts = [paired_spearman(ia["cosine"][ia["subset"] == i], ib["cosine"][ib["subset"] == i],
-                                     ia["gold"][ia["subset"] == i], n_resamples=n_resamples,
-                                     seed=derive_seed(seed, name)) for i, name in enumerate(names)]
+            parts = [
+                paired_spearman(
+                    ia["cosine"][ia["subset"] == i],
+                    ib["cosine"][ib["subset"] == i],
+                    ia["gold"][ia["subset"] == i],
+                    n_resamples=n_resamples,
+                    seed=derive_seed(seed, name),
+                )
+                for i, name in enumerate(names)
+            ]
             weights = [p.n for p in parts] if main_metric.startswith("wmean") else None
             rep = weighted_average_paired(parts, weights, unit="pairs, resampled within each subset")
         else:
@@ -167,8 +204,14 @@ def paired(task: str, main_metric: str, a: Evaluation, b: Evaluation, n_resample
         return rep, {"steiger": steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]).as_dict()}
     if a.kind == "classification":
         if "fold" in ia:
-            rep = paired_mean(fold_accuracies(ia), fold_accuracies(ib), unit="outer folds", scale=1.0,
-                              n_resamples=n_resamples, seed=seed)
+            rep = paired_mean(
+                fold_accuracies(ia),
+                fold_accuracies(ib),
+                unit="outer folds",
+                scale=1.0,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
         else:
             rep = paired_accuracy(ia["pred"], ib["pred"], ia["gold"], n_resamples=n_resamples, seed=seed)
         return rep, {"mcnemar": mcnemar(ia["pred"], ib["pred"], ia["gold"]).as_dict()}
@@ -189,8 +232,9 @@ def column_test_p(task: str, metric: str, a: Evaluation, b: Evaluation, seed: in
         return steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]).p_value
     if a.kind == "classification":
         if "fold" in ia:
-            return paired_mean(fold_accuracies(ia), fold_accuracies(ib), unit="outer folds", scale=1.0,
-                               seed=derive_seed(seed, task)).p_value()
+            return paired_mean(
+                fold_accuracies(ia), fold_accuracies(ib), unit="outer folds", scale=1.0, seed=derive_seed(seed, task)
+            ).p_value()
         return mcnemar(ia["pred"], ib["pred"], ia["gold"]).p_value
     if a.kind == "ranking":
         return paired_mean(ia[metric], ib[metric], unit="queries", seed=derive_seed(seed, task)).p_value()

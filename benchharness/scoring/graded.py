@@ -54,12 +54,22 @@ def recall_at(gains: np.ndarray, k: int, n_relevant: int) -> float:
     return float((np.asarray(gains)[:k] > 0).sum()) / n_relevant if n_relevant else 0.0
 
 
-def retrieval_per_query(ranked_gains: Iterable[np.ndarray], ideal: Iterable[np.ndarray], ndcg_k: int = 10,
-                        map_k: int = 100, mrr_k: int = 10, recall_k: int = 100) -> dict[str, np.ndarray]:
+def retrieval_per_query(
+    ranked_gains: Iterable[np.ndarray],
+    ideal: Iterable[np.ndarray],
+    ndcg_k: int = 10,
+    map_k: int = 100,
+    mrr_k: int = 10,
+    recall_k: int = 100,
+) -> dict[str, np.ndarray]:
     """Per query, as fractions: ``ndcg@k``, ``map@k``, ``mrr@k``, ``recall@k`` (the items whose
     means, x100, are the metrics; intervals and paired tests resample queries)."""
-    out: dict[str, list[float]] = {f"ndcg@{ndcg_k}": [], f"map@{map_k}": [], f"mrr@{mrr_k}": [],
-                                   f"recall@{recall_k}": []}
+    out: dict[str, list[float]] = {
+        f"ndcg@{ndcg_k}": [],
+        f"map@{map_k}": [],
+        f"mrr@{mrr_k}": [],
+        f"recall@{recall_k}": [],
+    }
     for gains, rel in zip(ranked_gains, ideal, strict=True):
         n = int((np.asarray(rel) > 0).sum())
         out[f"ndcg@{ndcg_k}"].append(ndcg_at(gains, rel, ndcg_k))

@@ -126,8 +126,9 @@ def correlations(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
             raise UndefinedCorrelationError(f"the {what} are all {value}: a correlation with a constant is undefined")
     for what, values in (("predicted similarities", x), ("gold scores", y)):
         if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
-            raise UndefinedCorrelationError(f"the {what} hold {int((~np.isfinite(values)).sum())} non-finite "
-                                            "value(s): the correlation is undefined")
+            raise UndefinedCorrelationError(
+                f"the {what} hold {int((~np.isfinite(values)).sum())} non-finite value(s): the correlation is undefined"
+            )
     return {
         "pearson": pearson(x, y) * 100.0,
         "spearman": spearman(x, y) * 100.0,

@@ -17,7 +17,7 @@ evaluation; for QQP it is corpus order). Conventions, chosen to match the refere
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -56,8 +56,13 @@ def precision_at(rel: np.ndarray, k: int) -> float:
     return float(np.asarray(rel, dtype=bool)[:k].sum()) / k
 
 
-def per_query_metrics(rankings: Iterable[np.ndarray], ks_mrr: tuple[int, ...] = (10,), ks_p: tuple[int, ...] = (1, 5),
-                      map_k: int | None = None, n_relevant: Iterable[int] | None = None) -> dict[str, np.ndarray]:
+def per_query_metrics(
+    rankings: Iterable[np.ndarray],
+    ks_mrr: tuple[int, ...] = (10,),
+    ks_p: tuple[int, ...] = (1, 5),
+    map_k: int | None = None,
+    n_relevant: Iterable[int] | None = None,
+) -> dict[str, np.ndarray]:
     """Per query, as fractions: ``map`` (or ``map@k``: the query's AP), ``mrr``, ``mrr@k``, ``p@k``.
 
     These are what ``mean_metrics`` averages; they are kept per query so that intervals and paired
@@ -68,8 +73,10 @@ def per_query_metrics(rankings: Iterable[np.ndarray], ks_mrr: tuple[int, ...] = 
         raise InvalidInputError("no queries to score")
     totals = list(n_relevant) if n_relevant is not None else [None] * len(rankings)
     map_key = "map" if map_k is None else f"map@{map_k}"
-    out = {map_key: np.array([average_precision(r, map_k, n) for r, n in zip(rankings, totals)]),
-           "mrr": np.array([reciprocal_rank(r) for r in rankings])}
+    out = {
+        map_key: np.array([average_precision(r, map_k, n) for r, n in zip(rankings, totals)]),
+        "mrr": np.array([reciprocal_rank(r) for r in rankings]),
+    }
     for k in ks_mrr:
         out[f"mrr@{k}"] = np.array([reciprocal_rank(r, k) for r in rankings])
     for k in ks_p:
@@ -77,8 +84,13 @@ def per_query_metrics(rankings: Iterable[np.ndarray], ks_mrr: tuple[int, ...] = 
     return out
 
 
-def mean_metrics(rankings: Iterable[np.ndarray], ks_mrr: tuple[int, ...] = (10,), ks_p: tuple[int, ...] = (1, 5),
-                 map_k: int | None = None, n_relevant: Iterable[int] | None = None) -> dict[str, float]:
+def mean_metrics(
+    rankings: Iterable[np.ndarray],
+    ks_mrr: tuple[int, ...] = (10,),
+    ks_p: tuple[int, ...] = (1, 5),
+    map_k: int | None = None,
+    n_relevant: Iterable[int] | None = None,
+) -> dict[str, float]:
     """Means over queries, x100: ``map`` (or ``map@k``), ``mrr``, ``mrr@k``, ``p@k``."""
     return means(per_query_metrics(rankings, ks_mrr, ks_p, map_k, n_relevant))
 

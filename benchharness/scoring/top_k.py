@@ -10,7 +10,7 @@ the whole corpus: the reduction runs over the dimension, not over documents).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -19,8 +19,13 @@ QUERY_BLOCK = 1024
 _NO_ID = np.iinfo(np.int64).max  # sorts after every real id
 
 
-def top_k(queries: np.ndarray, doc_blocks: Iterable[np.ndarray], k: int, exclude: np.ndarray | None = None,
-          query_block: int = QUERY_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+def top_k(
+    queries: np.ndarray,
+    doc_blocks: Iterable[np.ndarray],
+    k: int,
+    exclude: np.ndarray | None = None,
+    query_block: int = QUERY_BLOCK,
+) -> tuple[np.ndarray, np.ndarray]:
     """Scores and corpus ids (offsets over the blocks, in order) of each query's ``k`` best
     documents; ``exclude[i]`` (a corpus id or -1) never appears in query i's list. Lists shorter
     than ``k`` are padded with id -1 and score -inf."""
@@ -42,7 +47,8 @@ def top_k(queries: np.ndarray, doc_blocks: Iterable[np.ndarray], k: int, exclude
         i = np.empty((n, fetch), dtype=np.int64)
         for start in range(0, n, query_block):
             s[start : start + query_block], i[start : start + query_block] = index.search(
-                queries[start : start + query_block], fetch)
+                queries[start : start + query_block], fetch
+            )
         i = np.where(i >= 0, i + offset, -1)
         best_s, best_i = _merge(np.hstack([best_s, s]), np.hstack([best_i, i]), k, exclude)
         offset += len(docs)

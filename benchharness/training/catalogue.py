@@ -19,10 +19,15 @@ def _rows() -> list[dict[str, str]]:
     rows = []
     for name in book.names():
         entry = book.source(name)
-        rows.append({"name": name, "source": book.path.name,
-                     "settings": f"benchharness train {entry['method']}"
-                                 + ("" if name == entry["method"] else f" --recipe {name}"),
-                     "description": f"recipe, trained on demand: {entry.get('description', '')}"})
+        rows.append(
+            {
+                "name": name,
+                "source": book.path.name,
+                "settings": f"benchharness train {entry['method']}"
+                + ("" if name == entry["method"] else f" --recipe {name}"),
+                "description": f"recipe, trained on demand: {entry.get('description', '')}",
+            }
+        )
     return rows
 
 

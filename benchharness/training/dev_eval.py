@@ -35,8 +35,17 @@ class DevEvaluator:
     """The dev score of an encoder module (STS-B dev Spearman by default), computed by
     ``benchharness.evaluate`` on the module itself."""
 
-    def __init__(self, tokenizer: Any, pooling: str, max_length: int, batch_size: int, device: torch.device,
-                 precision: str, task_name: str = DEV_TASK, data: DataRoot | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        pooling: str,
+        max_length: int,
+        batch_size: int,
+        device: torch.device,
+        precision: str,
+        task_name: str = DEV_TASK,
+        data: DataRoot | None = None,
+    ) -> None:
         if pooling == "prompt":
             raise InvalidInputError("dev evaluation with pooling 'prompt' is not supported by the training loop")
         self.task_name = task_name
@@ -49,16 +58,30 @@ class DevEvaluator:
 
     def encoder(self, module: nn.Module) -> TransformersModelEncoder:
         """The module as the encoder its saved run will be: same pooling, truncation and precision."""
-        return TransformersModelEncoder("dev", module, self.tokenizer, self.pooling, max_length=self.max_length,
-                                        batch_size=self.batch_size, device=str(self.device), precision=self.precision)
+        return TransformersModelEncoder(
+            "dev",
+            module,
+            self.tokenizer,
+            self.pooling,
+            max_length=self.max_length,
+            batch_size=self.batch_size,
+            device=str(self.device),
+            precision=self.precision,
+        )
 
     def embed_all(self, module: nn.Module) -> np.ndarray:
         """Embeddings of ``self.sentences``, in eval mode (the training mode is restored)."""
         return self.encoder(module).encode(self.sentences)
 
     def __call__(self, module: nn.Module) -> float:
-        results = evaluate(self.encoder(module), [self.task], data_dir=self.data.root, verify_data=self.data.verify,
-                           seed=0, intervals=False)
+        results = evaluate(
+            self.encoder(module),
+            [self.task],
+            data_dir=self.data.root,
+            verify_data=self.data.verify,
+            seed=0,
+            intervals=False,
+        )
         if results.failed:
             raise RuntimeError(f"dev evaluation on {self.task_name} failed: {results.failed[0].message}")
         return results.results[0].main_score
@@ -68,5 +91,11 @@ def for_training(method: TrainingMethod, config: TrainConfig) -> DevEvaluator:
     """The dev evaluator of a training run: the run's evaluation pooling (the method's unless the
     config overrides it), truncation, batch size, device and precision."""
     device = pick_device(config.device)
-    return DevEvaluator(method.tokenizer, config.eval_pooling or method.eval_pooling, config.eval_max_length,
-                        config.eval_batch_size, device, check_precision(config.precision, device))
+    return DevEvaluator(
+        method.tokenizer,
+        config.eval_pooling or method.eval_pooling,
+        config.eval_max_length,
+        config.eval_batch_size,
+        device,
+        check_precision(config.precision, device),
+    )

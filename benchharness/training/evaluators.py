@@ -13,7 +13,8 @@ at each call), in memory, so the numbers are those of the one evaluation code pa
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from benchharness.core.task import Task
 from benchharness.evaluation.evaluate import evaluate, resolve_tasks
@@ -54,8 +55,14 @@ class STSEvaluator(SentenceEvaluator):
     uses for ``load_best_model_at_end`` and ``metric_for_best_model="eval_<name>_<task>_main"``.
     """
 
-    def __init__(self, tasks: Sequence[str] | str = DEFAULT_TASKS, name: str = "benchharness",
-                 batch_size: int | None = None, data_dir: str | None = None, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        tasks: Sequence[str] | str = DEFAULT_TASKS,
+        name: str = "benchharness",
+        batch_size: int | None = None,
+        data_dir: str | None = None,
+        seed: int | None = None,
+    ) -> None:
         super().__init__()
         self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
         self.name, self.batch_size, self.data_dir, self.seed = name, batch_size, data_dir, seed
@@ -66,13 +73,21 @@ class STSEvaluator(SentenceEvaluator):
         #: every evaluation's Results, with the step it was taken at
         self.history: list[tuple[int, Results]] = []
 
-    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
-                 ) -> dict[str, float]:
+    def __call__(
+        self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
+    ) -> dict[str, float]:
         options = {} if self.seed is None else {"seed": self.seed}
         if self._selected is None:
             self._selected = resolve_tasks(self.tasks)
-        results = evaluate(model, self._selected, name=f"{self.name}@step{steps}", batch_size=self.batch_size,
-                           data_dir=self.data_dir, intervals=False, **options)
+        results = evaluate(
+            model,
+            self._selected,
+            name=f"{self.name}@step{steps}",
+            batch_size=self.batch_size,
+            data_dir=self.data_dir,
+            intervals=False,
+            **options,
+        )
         self.history.append((steps, results))
         metrics = self.prefix_name_to_metrics(metrics_of(results, 0.01), self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
@@ -88,8 +103,15 @@ class EvaluationCallback(TrainerCallback):
     ``every_steps`` they are also taken every that many steps and appended to the trainer's log.
     """
 
-    def __init__(self, tokenizer: Any, pooling: str, tasks: Sequence[str] | str = DEFAULT_TASKS,
-                 every_steps: int | None = None, batch_size: int | None = None, data_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        pooling: str,
+        tasks: Sequence[str] | str = DEFAULT_TASKS,
+        every_steps: int | None = None,
+        batch_size: int | None = None,
+        data_dir: str | None = None,
+    ) -> None:
         self.tokenizer, self.pooling = tokenizer, pooling
         self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
         self.every_steps, self.batch_size, self.data_dir = every_steps, batch_size, data_dir
@@ -99,13 +121,22 @@ class EvaluationCallback(TrainerCallback):
     def score(self, model: Any, step: int) -> dict[str, float]:
         if self._selected is None:
             self._selected = resolve_tasks(self.tasks)
-        results = evaluate(model, self._selected, name=f"model@step{step}", tokenizer=self.tokenizer,
-                           pooling=self.pooling, batch_size=self.batch_size, data_dir=self.data_dir, intervals=False)
+        results = evaluate(
+            model,
+            self._selected,
+            name=f"model@step{step}",
+            tokenizer=self.tokenizer,
+            pooling=self.pooling,
+            batch_size=self.batch_size,
+            data_dir=self.data_dir,
+            intervals=False,
+        )
         self.history.append((step, results))
         return {f"benchharness_{k}": v for k, v in metrics_of(results).items()}
 
-    def on_evaluate(self, args: Any, state: Any, control: Any, model: Any = None, metrics: dict | None = None,
-                    **kwargs: Any) -> None:
+    def on_evaluate(
+        self, args: Any, state: Any, control: Any, model: Any = None, metrics: dict | None = None, **kwargs: Any
+    ) -> None:
         if model is not None and metrics is not None:
             metrics.update({f"eval_{k}": v for k, v in self.score(model, state.global_step).items()})
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
@@ -82,9 +83,11 @@ def recipe_for(name: str, book: RecipeBook | None = None, store: RunStore | None
         return None
     recipe = stored_recipe(store or RunStore(), m.group(1), book)
     if recipe is None:
-        raise NotTrainedError(f"no run in the run store {(store or RunStore()).root} has key {m.group(1)}; "
-                              "a recipe derived from flags is known by key only once `benchharness train` has "
-                              "started it")
+        raise NotTrainedError(
+            f"no run in the run store {(store or RunStore()).root} has key {m.group(1)}; "
+            "a recipe derived from flags is known by key only once `benchharness train` has "
+            "started it"
+        )
     return with_round(recipe, int(m.group(2)), None) if m.group(2) else recipe
 
 
@@ -189,10 +192,14 @@ def evaluation_seconds(row: Throughput, book: RecipeBook) -> tuple[float, str] |
     if row.seconds_per_evaluation is not None:
         return row.seconds_per_evaluation, ""
     for other in book.throughput:
-        if (other.seconds_per_evaluation is not None and (other.method, other.base, other.device)
-                == (row.method, row.base, row.device)):
+        if other.seconds_per_evaluation is not None and (other.method, other.base, other.device) == (
+            row.method,
+            row.base,
+            row.device,
+        ):
             scale = (row.seconds_per_step / (row.batch_size * row.max_length)) / (
-                other.seconds_per_step / (other.batch_size * other.max_length))
+                other.seconds_per_step / (other.batch_size * other.max_length)
+            )
             return other.seconds_per_evaluation * scale, f" (scaled from the {other.cpu or other.machine} row)"
     return None
 
@@ -205,12 +212,16 @@ def estimate(recipe: Recipe, book: RecipeBook | None = None, device: str | None 
     kind = device_kind(device)
     found = measured(recipe, book, kind)
     if found is None:
-        return Estimate(steps, None, f"no throughput of {recipe.method} on {_root_base(recipe)} on {kind} in "
-                                     f"{book.path.name} [[throughput]]")
+        return Estimate(
+            steps,
+            None,
+            f"no throughput of {recipe.method} on {_root_base(recipe)} on {kind} in {book.path.name} [[throughput]]",
+        )
     per_step, t, scaled = found
     seconds = steps * per_step
-    basis = (f"{per_step:.1f} s/step measured on {t.machine}, {t.date}"
-             + (f"; scaled from batch {t.batch_size} x {t.max_length} tokens" if scaled else ""))
+    basis = f"{per_step:.1f} s/step measured on {t.machine}, {t.date}" + (
+        f"; scaled from batch {t.batch_size} x {t.max_length} tokens" if scaled else ""
+    )
     evaluations = planned_evaluations(recipe) or 0
     per_evaluation = evaluation_seconds(t, book)
     if evaluations and per_evaluation is not None:
@@ -238,15 +249,23 @@ def _check_revision(recipe: Recipe) -> None:
     if recipe.base_recipe is None and recipe.base_revision is not None:
         cached = cached_revision(recipe.base)
         if cached is not None and cached != recipe.base_revision:
-            raise InvalidInputError(f"recipe {recipe.display_name} pins {recipe.base} at revision "
-                                    f"{recipe.base_revision}, "
-                                    f"but the Hugging Face cache holds {cached}: fetch the pinned one "
-                                    f"(huggingface-cli download {recipe.base} --revision {recipe.base_revision}) "
-                                    "or derive a recipe with --base")
+            raise InvalidInputError(
+                f"recipe {recipe.display_name} pins {recipe.base} at revision "
+                f"{recipe.base_revision}, "
+                f"but the Hugging Face cache holds {cached}: fetch the pinned one "
+                f"(huggingface-cli download {recipe.base} --revision {recipe.base_revision}) "
+                "or derive a recipe with --base"
+            )
 
 
-def train_into(recipe: Recipe, out: Path, *, dev: DevFactory | None, runtime: dict[str, Any] | None = None,
-               store: RunStore | None = None) -> int:
+def train_into(
+    recipe: Recipe,
+    out: Path,
+    *,
+    dev: DevFactory | None,
+    runtime: dict[str, Any] | None = None,
+    store: RunStore | None = None,
+) -> int:
     """Run the method's command for ``recipe`` with output folder ``out``, then record the recipe
     in every manifest it wrote (rank 0's job in a data-parallel run). A base that is another recipe
     is trained first when missing."""
@@ -257,22 +276,37 @@ def train_into(recipe: Recipe, out: Path, *, dev: DevFactory | None, runtime: di
     if recipe.base_recipe is not None:
         base = str(ensure_trained(recipe.base_recipe, train=True, dev=dev, runtime=runtime, store=store))
     _check_revision(recipe)
-    args = method_namespace(recipe.method, recipe.flags, base=base, preset=recipe.preset, out=out,
-                            name=(runtime or {}).get("name") or recipe.run_name,
-                            **{k: v for k, v in (runtime or {}).items() if k != "name"})
+    args = method_namespace(
+        recipe.method,
+        recipe.flags,
+        base=base,
+        preset=recipe.preset,
+        out=out,
+        name=(runtime or {}).get("name") or recipe.run_name,
+        **{k: v for k, v in (runtime or {}).items() if k != "name"},
+    )
     status = PLUGINS.get("methods", recipe.method).main(args, dev=dev)
     if not data_parallel.is_main():
         return status
     for r, folder in enumerate(output_folders(recipe, out), 1):
         if (folder / "manifest.json").is_file():
-            named = recipe if recipe.rounds is None else with_round(
-                recipe, r, f"{recipe.run_name}-r{r}" if recipe.name is not None else None)
+            named = (
+                recipe
+                if recipe.rounds is None
+                else with_round(recipe, r, f"{recipe.run_name}-r{r}" if recipe.name is not None else None)
+            )
             update_manifest(folder, recipe=named.record())
     return status
 
 
-def train_in_store(recipe: Recipe, *, dev: DevFactory | None, runtime: dict[str, Any] | None = None,
-                   store: RunStore | None = None, book: RecipeBook | None = None) -> Path:
+def train_in_store(
+    recipe: Recipe,
+    *,
+    dev: DevFactory | None,
+    runtime: dict[str, Any] | None = None,
+    store: RunStore | None = None,
+    book: RecipeBook | None = None,
+) -> Path:
     """Train ``recipe`` into its run-store folder unless it is there (``--overwrite`` retrains):
     announce it with the time estimate, hold the recipe's lock, resume an interrupted run."""
     from benchharness.encoders.methods import data_parallel
@@ -289,16 +323,29 @@ def train_in_store(recipe: Recipe, *, dev: DevFactory | None, runtime: dict[str,
             return store.encoder_folder(recipe)
         store.clear_unresumable(recipe)
         resuming = any((f / "checkpoint").exists() for f in store.output_folders(recipe))
-        logger.info("%s %s (%s; key %s) in %s: %s", "resuming" if resuming else "training", recipe.display_name,
-                    recipe.summary(), recipe.key, store.folder(recipe), estimate(recipe, book, runtime.get("device")))
+        logger.info(
+            "%s %s (%s; key %s) in %s: %s",
+            "resuming" if resuming else "training",
+            recipe.display_name,
+            recipe.summary(),
+            recipe.key,
+            store.folder(recipe),
+            estimate(recipe, book, runtime.get("device")),
+        )
         store.write_recipe(recipe)
         train_into(recipe, store.out(recipe), dev=dev, runtime=runtime, store=store)
     return store.encoder_folder(recipe)
 
 
-def ensure_trained(recipe: Recipe, *, train: bool = True, dev: DevFactory | None = None,
-                   runtime: dict[str, Any] | None = None, store: RunStore | None = None,
-                   book: RecipeBook | None = None) -> Path:
+def ensure_trained(
+    recipe: Recipe,
+    *,
+    train: bool = True,
+    dev: DevFactory | None = None,
+    runtime: dict[str, Any] | None = None,
+    store: RunStore | None = None,
+    book: RecipeBook | None = None,
+) -> Path:
     """The encoder folder of ``recipe``, trained now if missing and ``train`` allows it."""
     store = store or RunStore()
     if store.finished(recipe):
@@ -308,14 +355,17 @@ def ensure_trained(recipe: Recipe, *, train: bool = True, dev: DevFactory | None
         raise NotTrainedError(
             f"encoder {recipe.display_name!r} is the training recipe {recipe.key} ({recipe.summary()}) and has no "
             f"finished run in {where}; --no-train forbids training it now. Train it with:\n"
-            f"    {command(recipe)}\n({estimate(recipe, book)}), or run again without --no-train to train it first.")
+            f"    {command(recipe)}\n({estimate(recipe, book)}), or run again without --no-train to train it first."
+        )
     nproc = recipe.options.get("nproc", 1)
     if nproc > 1:
         from benchharness.encoders.methods.data_parallel import launched_world_size
 
         if launched_world_size() != nproc:
-            raise NotTrainedError(f"encoder {recipe.display_name!r} is the data-parallel recipe {recipe.key} "
-                                  f"({nproc} processes), which only `benchharness train` launches: {command(recipe)}")
+            raise NotTrainedError(
+                f"encoder {recipe.display_name!r} is the data-parallel recipe {recipe.key} "
+                f"({nproc} processes), which only `benchharness train` launches: {command(recipe)}"
+            )
     if dev is None:
         from benchharness.training.dev_eval import for_training
 
@@ -327,8 +377,9 @@ def ensure_trained(recipe: Recipe, *, train: bool = True, dev: DevFactory | None
     return folder
 
 
-def trained_encoder(name: str, *, train: bool = True,
-                    store: RunStore | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def trained_encoder(
+    name: str, *, train: bool = True, store: RunStore | None = None
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """For the recipe catalogue: the encoder spec and portable manifest of the recipe ``name`` names,
     trained first when missing; None when ``name`` is no recipe."""
     recipe = recipe_for(name, store=store)
@@ -344,6 +395,10 @@ def trained_encoder(name: str, *, train: bool = True,
     # the run's path is this machine's: results name the model by its recipe key (the weights
     # hash still pins it)
     spec["model_name"] = f"{RECIPE_PREFIX}{recipe.key}" + (f"-r{recipe.encoder_round}" if recipe.rounds else "")
-    roots = {store.folder(recipe): f"{RECIPE_PREFIX}{recipe.key}", store.root: "$BENCHHARNESS_RUNS",
-             DataRoot().root: "$BENCHHARNESS_DATA", Path.home(): "~"}
+    roots = {
+        store.folder(recipe): f"{RECIPE_PREFIX}{recipe.key}",
+        store.root: "$BENCHHARNESS_RUNS",
+        DataRoot().root: "$BENCHHARNESS_DATA",
+        Path.home(): "~",
+    }
     return spec, portable(manifest, roots)

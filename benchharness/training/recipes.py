@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import tomllib
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from benchharness.core.encoder import stable_hash
 from benchharness.core.errors import InvalidInputError
@@ -38,12 +37,43 @@ RECIPES_FILE = Path(str(files("benchharness.encoders.methods") / "recipes.toml")
 RECIPE_PREFIX = "recipe:"
 KEY_LENGTH = 12
 #: flags that say where or how a run goes, not what it trains: never part of a recipe or its key
-RUNTIME_FLAGS = frozenset({"recipe", "base", "out", "name", "preset", "device", "threads", "stop_after", "overwrite",
-                           "quiet", "verbose", "progress", "keep_checkpoint", "stats_only", "show", "data_dir",
-                           "command", "method", "executor", "address"})
+RUNTIME_FLAGS = frozenset(
+    {
+        "recipe",
+        "base",
+        "out",
+        "name",
+        "preset",
+        "device",
+        "threads",
+        "stop_after",
+        "overwrite",
+        "quiet",
+        "verbose",
+        "progress",
+        "keep_checkpoint",
+        "stats_only",
+        "show",
+        "data_dir",
+        "command",
+        "method",
+        "executor",
+        "address",
+    }
+)
 ENTRY_KEYS = frozenset({"method", "base", "revision", "preset", "options", "extends", "round", "description"})
-THROUGHPUT_KEYS = ("method", "base", "device", "batch_size", "max_length", "seconds_per_step", "steps", "machine",
-                   "command", "date")
+THROUGHPUT_KEYS = (
+    "method",
+    "base",
+    "device",
+    "batch_size",
+    "max_length",
+    "seconds_per_step",
+    "steps",
+    "machine",
+    "command",
+    "date",
+)
 
 
 class RecipeError(InvalidInputError):
@@ -141,15 +171,25 @@ class Recipe:
         revision = f"@{self.base_revision[:7]}" if self.base_revision else ""
         preset = f", preset {self.preset}" if self.preset else ""
         data = self.options.get("data") or self.options.get("dictionary")
-        return (f"{self.method} on {self.base}{revision}{preset}, data {data}, seed {self.options.get('seed')}"
-                + (f", round {self.encoder_round} of {self.rounds}" if self.rounds else ""))
+        return f"{self.method} on {self.base}{revision}{preset}, data {data}, seed {self.options.get('seed')}" + (
+            f", round {self.encoder_round} of {self.rounds}" if self.rounds else ""
+        )
 
     def record(self) -> dict[str, Any]:
         """The recipe as stored in a run's manifest and ``recipe.json``: enough to rebuild and rerun it."""
-        return {"name": self.name, "key": self.key, "method": self.method, "base": self.base,
-                "base_revision": self.base_revision, "base_key": self.base_recipe.key if self.base_recipe else None,
-                "preset": self.preset, "flags": self.flags, "round": self.round, "options": self.options,
-                "command": command(self)}
+        return {
+            "name": self.name,
+            "key": self.key,
+            "method": self.method,
+            "base": self.base,
+            "base_revision": self.base_revision,
+            "base_key": self.base_recipe.key if self.base_recipe else None,
+            "preset": self.preset,
+            "flags": self.flags,
+            "round": self.round,
+            "options": self.options,
+            "command": command(self),
+        }
 
 
 @dataclass(frozen=True)
@@ -202,16 +242,27 @@ class RecipeBook:
 
     def resolve(self, name: str, bases: tuple[str, ...] = ()) -> Recipe:
         if name in bases:
-            raise RecipeError(f"{self.path}: recipe {name!r} is its own base "
-                              f"({' -> '.join(f'recipe:{b}' for b in (*bases, name))}); point one base at a model")
+            raise RecipeError(
+                f"{self.path}: recipe {name!r} is its own base "
+                f"({' -> '.join(f'recipe:{b}' for b in (*bases, name))}); point one base at a model"
+            )
         src = self.source(name)
         where = f"{self.path}: recipe {name!r}"
         if "method" not in src or "base" not in src:
             raise RecipeError(f"{where} needs 'method' and 'base' (directly or through 'extends')")
         try:
-            return build(src["method"], src["base"], src.get("preset"), src["options"], revision=src.get("revision"),
-                         name=name, round=src.get("round"), description=src.get("description", ""), book=self,
-                         bases=(*bases, name))
+            return build(
+                src["method"],
+                src["base"],
+                src.get("preset"),
+                src["options"],
+                revision=src.get("revision"),
+                name=name,
+                round=src.get("round"),
+                description=src.get("description", ""),
+                book=self,
+                bases=(*bases, name),
+            )
         except RecipeError as exc:
             if str(exc).startswith(f"{self.path}:"):  # already names the file and recipe (a base's error)
                 raise
@@ -223,8 +274,9 @@ def _entry_errors(path: Path, name: str, entry: Any) -> None:
         raise RecipeError(f"{path}: recipes.{name} must be a table")
     unknown = sorted(set(entry) - ENTRY_KEYS)
     if unknown:
-        raise RecipeError(f"{path}: recipes.{name}: unknown key(s) {', '.join(unknown)}; "
-                          f"allowed: {', '.join(sorted(ENTRY_KEYS))}")
+        raise RecipeError(
+            f"{path}: recipes.{name}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(ENTRY_KEYS))}"
+        )
     if not isinstance(entry.get("options", {}), dict):
         raise RecipeError(f"{path}: recipes.{name}.options must be a table of flag = value")
 
@@ -245,8 +297,13 @@ def read_book(path: Path) -> RecipeBook:
         missing = [k for k in THROUGHPUT_KEYS if k not in row]
         if missing:
             raise RecipeError(f"{path}: throughput entry {i + 1} lacks {', '.join(missing)}")
-        measured.append(Throughput(**{k: row[k] for k in THROUGHPUT_KEYS}, cpu=str(row.get("cpu", "")),
-                                   seconds_per_evaluation=row.get("seconds_per_evaluation")))
+        measured.append(
+            Throughput(
+                **{k: row[k] for k in THROUGHPUT_KEYS},
+                cpu=str(row.get("cpu", "")),
+                seconds_per_evaluation=row.get("seconds_per_evaluation"),
+            )
+        )
     return RecipeBook(path, entries, tuple(measured))
 
 
@@ -322,8 +379,9 @@ def resolve_options(method: str, flags: dict[str, Any], preset: str | None) -> d
     defaults = {f: v for f, v in TrainConfig(base="-", out=Path("-")).to_dict().items()}
     merged = {**defaults, **opts}
     try:  # settings TrainConfig refuses (torch-adamw without bias correction...) are refused here, before a key
-        config = TrainConfig(**{**{k: merged[k] for k in TrainConfig.field_names() if k in merged},
-                                "base": "-", "out": Path("-")})
+        config = TrainConfig(
+            **{**{k: merged[k] for k in TrainConfig.field_names() if k in merged}, "base": "-", "out": Path("-")}
+        )
     except ValueError as exc:
         raise RecipeError(str(exc)) from None
     merged = {k: v for k, v in merged.items() if k not in DATA_PARALLEL_FIELDS}
@@ -339,9 +397,19 @@ def cached_revision(hub_id: str) -> str | None:
     return ref.read_text().strip() if ref.is_file() else None
 
 
-def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, revision: str | None = None,
-          name: str | None = None, round: int | None = None, description: str = "",
-          book: RecipeBook | None = None, bases: tuple[str, ...] = ()) -> Recipe:
+def build(
+    method: str,
+    base: str,
+    preset: str | None,
+    flags: dict[str, Any],
+    *,
+    revision: str | None = None,
+    name: str | None = None,
+    round: int | None = None,
+    description: str = "",
+    book: RecipeBook | None = None,
+    bases: tuple[str, ...] = (),
+) -> Recipe:
     """A recipe from its written form; a base ``recipe:<name>`` is resolved through ``book``.
 
     A hub base takes ``revision`` (pinned), else the one the cache holds now; a folder base is
@@ -354,7 +422,7 @@ def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, 
     base_recipe = None
     fingerprint = None
     if base.startswith(RECIPE_PREFIX):
-        base_recipe = base_recipe_named(base[len(RECIPE_PREFIX):], book or load_book(), bases)
+        base_recipe = base_recipe_named(base[len(RECIPE_PREFIX) :], book or load_book(), bases)
         revision = None
     else:
         from benchharness.encoders.methods.base_model import base_folder
@@ -368,8 +436,20 @@ def build(method: str, base: str, preset: str | None, flags: dict[str, Any], *, 
         elif revision is None:
             revision = cached_revision(base)
     options = resolve_options(method, flags, preset)
-    recipe = Recipe(method, base, revision, options.pop("preset", None) or preset, flags, options, name, round,
-                    description, base_recipe, fingerprint, training_files_digest(options.get("data")))
+    recipe = Recipe(
+        method,
+        base,
+        revision,
+        options.pop("preset", None) or preset,
+        flags,
+        options,
+        name,
+        round,
+        description,
+        base_recipe,
+        fingerprint,
+        training_files_digest(options.get("data")),
+    )
     if round is not None:
         recipe = with_round(recipe, round, name)
     return recipe
@@ -425,8 +505,10 @@ def derive(method: str, args: argparse.Namespace, book: RecipeBook | None = None
     start_name = getattr(args, "recipe", None) or method
     start = book.get(start_name)
     if start.method != method:
-        raise RecipeError(f"recipe {start_name!r} trains {start.method}, not {method}: "
-                          f"run `benchharness train {start.method} --recipe {start_name}`")
+        raise RecipeError(
+            f"recipe {start_name!r} trains {start.method}, not {method}: "
+            f"run `benchharness train {start.method} --recipe {start_name}`"
+        )
     given = {k: v for k, v in vars(args).items() if v is not None and k not in RUNTIME_FLAGS}
     base = getattr(args, "base", None) or start.base
     preset = getattr(args, "preset", None) or start.preset
@@ -442,12 +524,21 @@ def derive(method: str, args: argparse.Namespace, book: RecipeBook | None = None
 def from_record(record: dict[str, Any], book: RecipeBook | None = None) -> Recipe:
     """A recipe rebuilt from the record a run stored (``recipe.json``), checked against its key."""
     base = record["base"]
-    recipe = build(record["method"], base, record.get("preset"), record.get("flags", {}),
-                   revision=record.get("base_revision"), name=record.get("name"), round=record.get("round"),
-                   book=book)
+    recipe = build(
+        record["method"],
+        base,
+        record.get("preset"),
+        record.get("flags", {}),
+        revision=record.get("base_revision"),
+        name=record.get("name"),
+        round=record.get("round"),
+        book=book,
+    )
     if recipe.key != record["key"]:
-        raise RecipeError(f"the recipe stored as {record['key']} now resolves to key {recipe.key}: the method's "
-                          "defaults, the base or the content of its training files changed since it was trained")
+        raise RecipeError(
+            f"the recipe stored as {record['key']} now resolves to key {recipe.key}: the method's "
+            "defaults, the base or the content of its training files changed since it was trained"
+        )
     return recipe
 
 

@@ -21,8 +21,9 @@ import fcntl
 import json
 import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
@@ -109,9 +110,13 @@ class RunStore:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                logger.info("waiting for another process that trains %s (%s) until it finishes, with no time "
-                            "limit (its progress is in the run's metrics.jsonl); Ctrl-C stops only this wait, the "
-                            "other process goes on", recipe.display_name, folder)
+                logger.info(
+                    "waiting for another process that trains %s (%s) until it finishes, with no time "
+                    "limit (its progress is in the run's metrics.jsonl); Ctrl-C stops only this wait, the "
+                    "other process goes on",
+                    recipe.display_name,
+                    folder,
+                )
                 fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
@@ -144,9 +149,15 @@ class RunStore:
             except json.JSONDecodeError:
                 continue
             outputs = [p for p in path.parent.iterdir() if p.is_dir() and p.name.startswith(RUN_DIR)]
-            rows.append({"key": record.get("key"), "name": record.get("name"), "method": record.get("method"),
-                         "folder": path.parent,
-                         "finished": bool(outputs) and all((p / MANIFEST_FILE).is_file() for p in outputs)})
+            rows.append(
+                {
+                    "key": record.get("key"),
+                    "name": record.get("name"),
+                    "method": record.get("method"),
+                    "folder": path.parent,
+                    "finished": bool(outputs) and all((p / MANIFEST_FILE).is_file() for p in outputs),
+                }
+            )
         return rows
 
 
@@ -161,5 +172,5 @@ def portable(value: Any, roots: dict[Path, str]) -> Any:
         for root, label in sorted(roots.items(), key=lambda item: -len(str(item[0]))):
             text = str(root)
             if value == text or value.startswith(text + "/"):
-                return label + value[len(text):]
+                return label + value[len(text) :]
     return value

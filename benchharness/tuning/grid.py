@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -50,11 +51,15 @@ def format_number(x: float) -> str:
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoder", required=True, help="base encoder name or composition (e.g. minilm-l6)")
-    parser.add_argument("--task", default=DEV_TASK,
-                        help=f"dev task to tune on (default {DEV_TASK}; test splits refused)")
-    parser.add_argument("--fit", default=DEFAULT_FIT,
-                        help=f"corpus the statistics are fitted on (default {DEFAULT_FIT}; "
-                             "sts-unlabeled holds unlabeled test sentences: transductive)")
+    parser.add_argument(
+        "--task", default=DEV_TASK, help=f"dev task to tune on (default {DEV_TASK}; test splits refused)"
+    )
+    parser.add_argument(
+        "--fit",
+        default=DEFAULT_FIT,
+        help=f"corpus the statistics are fitted on (default {DEFAULT_FIT}; "
+        "sts-unlabeled holds unlabeled test sentences: transductive)",
+    )
     parser.add_argument("--name", help="name to register the tuned encoder under (default <encoder>+<post>-tuned)")
     parser.add_argument("--device")
     parser.add_argument("--batch-size", type=positive_int)
@@ -88,13 +93,16 @@ def setup(args: argparse.Namespace) -> tuple[Resolver, DataRoot]:
     cfg = load_config()
     data = DataRoot(args.data_dir, verify=not args.no_verify)
     cache = None if args.no_cache else EmbeddingCache(cfg.cache_dir)
-    registry = Resolver({"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
-                        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)))
+    registry = Resolver(
+        {"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
+        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)),
+    )
     return registry, data
 
 
-def grid_search(points: list[dict[str, Any]], vectors_for: Callable[[dict[str, Any]], np.ndarray],
-                scorer: DevScorer) -> list[dict[str, Any]]:
+def grid_search(
+    points: list[dict[str, Any]], vectors_for: Callable[[dict[str, Any]], np.ndarray], scorer: DevScorer
+) -> list[dict[str, Any]]:
     """Score every point; returns the points with their ``score`` added, in grid order."""
     return [{**p, "score": scorer.score(vectors_for(p))} for p in points]
 
@@ -109,12 +117,21 @@ def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], options: di
     for key, option in options.items():
         values = sorted({p[key] for p in scored})
         if len(values) > 1 and best[key] == values[-1]:
-            logger.warning("the best %s=%s is the largest in the grid; widen it with %s", key,
-                           format_number(best[key]), option)
+            logger.warning(
+                "the best %s=%s is the largest in the grid; widen it with %s", key, format_number(best[key]), option
+            )
 
 
-def register(name: str, spec: str, post: str, base: str, task: str, scored: list[dict[str, Any]],
-             best: dict[str, Any], extra: dict[str, Any]) -> Path:
+def register(
+    name: str,
+    spec: str,
+    post: str,
+    base: str,
+    task: str,
+    scored: list[dict[str, Any]],
+    best: dict[str, Any],
+    extra: dict[str, Any],
+) -> Path:
     """Write the run manifest that makes ``name`` resolve to ``spec``."""
     from benchharness.core.settings import load_config
 
@@ -124,8 +141,13 @@ def register(name: str, spec: str, post: str, base: str, task: str, scored: list
         "encoder": {"type": COMPOSE, "spec": spec},
         "method": f"tune {post}",
         "base_model": base,
-        "tuning": {"task": task, "selection": "highest dev score; ties -> first grid point", "best": best,
-                   "grid": scored, **extra},
+        "tuning": {
+            "task": task,
+            "selection": "highest dev score; ties -> first grid point",
+            "best": best,
+            "grid": scored,
+            **extra,
+        },
         "date": now(),
     }
     write_json(path, manifest)
@@ -141,5 +163,8 @@ def render_grid(scored: list[dict[str, Any]], row: str, col: str | None) -> str:
     rows = list(dict.fromkeys(p[row] for p in scored))
     cols = list(dict.fromkeys(p[col] for p in scored))
     table = {(p[row], p[col]): p["score"] for p in scored}
-    return tabulate([[f"{row}={format_number(r)}", *(f"{table[(r, c)]:.2f}" for c in cols)] for r in rows],
-                    headers=[f"{row} \\ {col}", *map(format_number, cols)], tablefmt="github")
+    return tabulate(
+        [[f"{row}={format_number(r)}", *(f"{table[(r, c)]:.2f}" for c in cols)] for r in rows],
+        headers=[f"{row} \\ {col}", *map(format_number, cols)],
+        tablefmt="github",
+    )

@@ -20,14 +20,16 @@ HELP = "grid over RepAL's l1, l2 on STS-B dev; registers the best as <encoder>+r
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     tuning.add_common(parser)
-    parser.add_argument("--l1", default="0:1:0.05",
-                        help="l1 values: start:stop:step or a comma list (default 0:1:0.05)")
-    parser.add_argument("--l2", default="0:4:0.2",
-                        help="l2 values: start:stop:step or a comma list (default 0:4:0.2)")
-    parser.add_argument("--keywords", type=positive_int, default=20,
-                        help="words masked per sentence (default 20, Jieba's topK)")
-    parser.add_argument("--tfidf", default=tuning.DEFAULT_FIT,
-                        help="corpus of the IDF statistics (default train-splits)")
+    parser.add_argument(
+        "--l1", default="0:1:0.05", help="l1 values: start:stop:step or a comma list (default 0:1:0.05)"
+    )
+    parser.add_argument("--l2", default="0:4:0.2", help="l2 values: start:stop:step or a comma list (default 0:4:0.2)")
+    parser.add_argument(
+        "--keywords", type=positive_int, default=20, help="words masked per sentence (default 20, Jieba's topK)"
+    )
+    parser.add_argument(
+        "--tfidf", default=tuning.DEFAULT_FIT, help="corpus of the IDF statistics (default train-splits)"
+    )
 
 
 def composition(args: argparse.Namespace, l1: float, l2: float) -> str:
@@ -49,8 +51,13 @@ def main(args: argparse.Namespace) -> str:
     registry, data = tuning.setup(args)
     scorer = tuning.DevScorer(args.task, data)
     repal = registry.get(composition(args, 0.0, 0.0))
-    logger.info("encoding %d %s sentences and their masked forms with %s; v_mean over %s", len(scorer.sentences),
-                args.task, args.encoder, args.fit)
+    logger.info(
+        "encoding %d %s sentences and their masked forms with %s; v_mean over %s",
+        len(scorer.sentences),
+        args.task,
+        args.encoder,
+        args.fit,
+    )
     fx, fx_star, v_mean = repal.components(scorer.sentences)
     points = [{"l1": a, "l2": b} for a in tuning.parse_grid(args.l1) for b in tuning.parse_grid(args.l2)]
     scored = tuning.grid_search(points, lambda p: refine(fx, fx_star, v_mean, p["l1"], p["l2"]), scorer)
@@ -59,10 +66,25 @@ def main(args: argparse.Namespace) -> str:
     bare = scorer.score(fx)
     spec = composition(args, best["l1"], best["l2"])
     name = args.name or f"{args.encoder}+repal-tuned"
-    path = tuning.register(name, spec, "repal", args.encoder, args.task, scored, best,
-                           {"base_score": bare, "keywords": args.keywords, "fit": args.fit, "tfidf": args.tfidf})
-    logger.info("registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
-                name, spec, path, name)
-    return (tuning.render_grid(scored, "l1", "l2") + "\n"
-            f"{args.task} {scorer.task.metadata.main_score}: {args.encoder} {bare:.2f} -> best {best['score']:.2f} "
-            f"at l1={tuning.format_number(best['l1'])}, l2={tuning.format_number(best['l2'])}")
+    path = tuning.register(
+        name,
+        spec,
+        "repal",
+        args.encoder,
+        args.task,
+        scored,
+        best,
+        {"base_score": bare, "keywords": args.keywords, "fit": args.fit, "tfidf": args.tfidf},
+    )
+    logger.info(
+        "registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
+        name,
+        spec,
+        path,
+        name,
+    )
+    return (
+        tuning.render_grid(scored, "l1", "l2") + "\n"
+        f"{args.task} {scorer.task.metadata.main_score}: {args.encoder} {bare:.2f} -> best {best['score']:.2f} "
+        f"at l1={tuning.format_number(best['l1'])}, l2={tuning.format_number(best['l2'])}"
+    )

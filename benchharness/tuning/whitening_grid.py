@@ -42,6 +42,11 @@ def main(args: argparse.Namespace) -> str:
     spec = f"{args.encoder}+whitening({params})" if params else f"{args.encoder}+whitening"
     name = args.name or f"{args.encoder}+whitening-tuned"
     path = tuning.register(name, spec, "whitening", args.encoder, args.task, scored, best, {"fit": args.fit})
-    logger.info("registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
-                name, spec, path, name)
+    logger.info(
+        "registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
+        name,
+        spec,
+        path,
+        name,
+    )
     return tuning.render_grid(scored, "k", None) + f"\nbest k={best['k']} ({best['score']:.2f})"

@@ -47,8 +47,10 @@ def _run_model(folder: Path, manifest: Path) -> Path:
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{manifest}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(spec, dict) or spec.get("type") != "hf":
-        raise InvalidInputError(f"{manifest}: encoder {spec!r} is not a trained Hugging Face model, so the run "
-                         "cannot be a training base; pass a model folder or hub id")
+        raise InvalidInputError(
+            f"{manifest}: encoder {spec!r} is not a trained Hugging Face model, so the run "
+            "cannot be a training base; pass a model folder or hub id"
+        )
     model = folder / spec.get("model", "model")
     if not model.is_dir():
         raise InvalidInputError(f"{manifest}: the run's model folder {model} is missing")

@@ -36,8 +36,9 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -94,18 +95,25 @@ def check_launch(nproc: int, device: torch.device) -> None:
     fixed CUDA index (each process takes ``cuda:LOCAL_RANK``)."""
     world = launched_world_size()
     if nproc > 1 and world == 1:
-        raise InvalidInputError(f"this run trains with {nproc} processes (nproc {nproc}) and must start under "
-                                f"torchrun: `benchharness train <method> ... --nproc {nproc}` launches it")
+        raise InvalidInputError(
+            f"this run trains with {nproc} processes (nproc {nproc}) and must start under "
+            f"torchrun: `benchharness train <method> ... --nproc {nproc}` launches it"
+        )
     if world > 1 and world != nproc:
-        raise InvalidInputError(f"torchrun started {world} processes but the run's nproc is {nproc}; pass "
-                                f"--nproc {world} (the world size is part of the recipe)")
+        raise InvalidInputError(
+            f"torchrun started {world} processes but the run's nproc is {nproc}; pass "
+            f"--nproc {world} (the world size is part of the recipe)"
+        )
     if nproc > 1 and device.type == "cuda":
         if device.index is not None:
-            raise InvalidInputError(f"--device {device}: under data-parallel training each process uses "
-                                    "cuda:LOCAL_RANK; pass --device cuda")
+            raise InvalidInputError(
+                f"--device {device}: under data-parallel training each process uses cuda:LOCAL_RANK; pass --device cuda"
+            )
         if nproc > torch.cuda.device_count():
-            raise InvalidInputError(f"--nproc {nproc}: this machine has {torch.cuda.device_count()} CUDA "
-                                    "device(s), one per process; lower --nproc or pass --device cpu")
+            raise InvalidInputError(
+                f"--nproc {nproc}: this machine has {torch.cuda.device_count()} CUDA "
+                "device(s), one per process; lower --nproc or pass --device cpu"
+            )
 
 
 def _destroy() -> None:
@@ -171,8 +179,9 @@ def wrap(method: nn.Module, ctx: Context) -> nn.Module:
     from torch.nn.parallel import DistributedDataParallel
 
     device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-    return DistributedDataParallel(method, device_ids=device_ids, find_unused_parameters=True,
-                                   forward_sync_buffers=False)
+    return DistributedDataParallel(
+        method, device_ids=device_ids, find_unused_parameters=True, forward_sync_buffers=False
+    )
 
 
 def local_rows(rows: np.ndarray, ctx: Context) -> np.ndarray:
@@ -210,7 +219,7 @@ class _GatherWithGrad(torch.autograd.Function):
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         total = grad.contiguous().clone()
         dist.all_reduce(total, op=dist.ReduceOp.SUM, group=ctx.group)
-        return total[ctx.rank * ctx.rows:(ctx.rank + 1) * ctx.rows], None
+        return total[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows], None
 
 
 def _gather_detached(tensor: torch.Tensor, ctx: Context) -> torch.Tensor:
@@ -309,8 +318,13 @@ def barrier(ctx: Context | None) -> None:
 def launch(nproc: int, module: str, argv: list[str]) -> int:
     """Run ``python -m <module> <argv>`` in ``nproc`` processes on this machine through torchrun
     (:func:`torchrun`, in a process of its own) and wait; returns torchrun's exit status."""
-    logger.info("data-parallel training in %d processes: torchrun --standalone --nproc-per-node %d -m %s %s",
-                nproc, nproc, module, shlex.join(argv))
+    logger.info(
+        "data-parallel training in %d processes: torchrun --standalone --nproc-per-node %d -m %s %s",
+        nproc,
+        nproc,
+        module,
+        shlex.join(argv),
+    )
     return subprocess.run([sys.executable, "-m", __name__, str(nproc), module, *argv], check=False).returncode
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from torch import nn
 
@@ -54,12 +55,25 @@ def preflight(config: TrainConfig, n_examples: int | None = None) -> None:
         total_steps(n_examples, config)
 
 
-def train_with_dev(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, data: dict[str, Any],
-                   source: hub.ModelSource, dev: DevFactory | None) -> TrainResult:
+def train_with_dev(
+    method: TrainingMethod,
+    examples: Sequence[Any],
+    config: TrainConfig,
+    data: dict[str, Any],
+    source: hub.ModelSource,
+    dev: DevFactory | None,
+) -> TrainResult:
     """Run the loop, with a dev evaluation built by ``dev`` when the config asks for one."""
     evaluation = dev(method, config) if dev is not None and config.wants_dev else None
-    return train(method, examples, config, data=data, base_source=source, dev=evaluation,
-                 dev_task=evaluation.task_name if evaluation is not None else None)
+    return train(
+        method,
+        examples,
+        config,
+        data=data,
+        base_source=source,
+        dev=evaluation,
+        dev_task=evaluation.task_name if evaluation is not None else None,
+    )
 
 
 def report(result: TrainResult) -> int:
@@ -69,8 +83,16 @@ def report(result: TrainResult) -> int:
         return 0
     m = result.manifest
     t = m["training"]
-    logger.info("trained %s (%s on %s): %s steps, %s s, %s sentences/s, peak RSS %s MiB", m["name"], m["method"],
-                m["base_model"], t["steps"], t["train_seconds"], t["sentences_per_second"], t["peak_rss_mib"])
+    logger.info(
+        "trained %s (%s on %s): %s steps, %s s, %s sentences/s, peak RSS %s MiB",
+        m["name"],
+        m["method"],
+        m["base_model"],
+        t["steps"],
+        t["train_seconds"],
+        t["sentences_per_second"],
+        t["peak_rss_mib"],
+    )
     if result.best_dev is not None:
         logger.info("best STS-B dev spearman %.2f at step %s", result.best_dev, result.best_step)
     logger.info("%s", resolvable_as(result.out, m["name"]))
@@ -84,7 +106,11 @@ def resolvable_as(out: Path, name: str) -> str:
     folder = out.resolve()
     registered = registered_runs(load_config().runs_dir).get(name)
     if registered is not None and registered.resolve() == folder:
-        return (f"encoder registered: {name} (in {folder}); evaluate it with: benchharness run --encoders "
-                f"{shlex.quote(name)} --tasks sts")
-    return (f"encoder saved in {folder} ({name}); evaluate it with: benchharness run --encoders "
-            f"{shlex.quote(str(folder))} --tasks sts")
+        return (
+            f"encoder registered: {name} (in {folder}); evaluate it with: benchharness run --encoders "
+            f"{shlex.quote(name)} --tasks sts"
+        )
+    return (
+        f"encoder saved in {folder} ({name}); evaluate it with: benchharness run --encoders "
+        f"{shlex.quote(str(folder))} --tasks sts"
+    )

@@ -29,9 +29,10 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -135,13 +136,22 @@ def total_steps(n_examples: int, config: TrainConfig) -> int:
         raise InvalidInputError(f"{n_examples} training examples give no full batch of {config.batch_size}")
     last = n_examples % config.batch_size
     if not config.drop_last and 0 < last < config.nproc:
-        raise InvalidInputError(f"the last batch of {n_examples} examples holds {last}, fewer than one per process "
-                                f"(--nproc {config.nproc}); choose another --batch-size or --nproc")
+        raise InvalidInputError(
+            f"the last batch of {n_examples} examples holds {last}, fewer than one per process "
+            f"(--nproc {config.nproc}); choose another --batch-size or --nproc"
+        )
     return config.max_steps if config.max_steps is not None else per_epoch * config.epochs
 
 
-def local_loss(model: nn.Module, method: TrainingMethod, chunk: list[Any], n_global: int, device: torch.device,
-               precision: str, ctx: data_parallel.Context | None) -> tuple[LossOutput, Any, torch.Tensor]:
+def local_loss(
+    model: nn.Module,
+    method: TrainingMethod,
+    chunk: list[Any],
+    n_global: int,
+    device: torch.device,
+    precision: str,
+    ctx: data_parallel.Context | None,
+) -> tuple[LossOutput, Any, torch.Tensor]:
     """One process's forward on its rows ``chunk`` of a global batch of ``n_global`` examples:
     collate, run ``model`` (``method``, in DDP when data-parallel), and the loss to back-propagate.
 
@@ -169,9 +179,16 @@ def _log(path: Path, record: dict[str, Any]) -> None:
 
 
 @kept_threads()  # config.threads is this run's: a library call that trains leaves the count as found
-def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, *,
-          data: dict[str, Any], base_source: hub.ModelSource | None = None,
-          dev: DevScore | None = None, dev_task: str | None = None) -> TrainResult:
+def train(
+    method: TrainingMethod,
+    examples: Sequence[Any],
+    config: TrainConfig,
+    *,
+    data: dict[str, Any],
+    base_source: hub.ModelSource | None = None,
+    dev: DevScore | None = None,
+    dev_task: str | None = None,
+) -> TrainResult:
     """Train ``method`` on ``examples`` (any indexable sequence) as ``config`` says and write the
     output folder.
 
@@ -183,8 +200,10 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     for the settings in ``resume.RESUMABLE_CHANGES``).
     """
     if dev is None and config.wants_dev:
-        raise InvalidInputError("this run evaluates on a dev set (eval_every or eval_at_start is set) but no dev "
-                         "evaluator was given; train through `benchharness train`, or pass dev=...")
+        raise InvalidInputError(
+            "this run evaluates on a dev set (eval_every or eval_at_start is set) but no dev "
+            "evaluator was given; train through `benchharness train`, or pass dev=..."
+        )
     code_version()  # pin the version of the code now running (see code_version)
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -194,8 +213,10 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     precision = check_precision(config.precision, device)
     pooling = config.eval_pooling or method.eval_pooling
     if ctx is not None and method.in_batch_negatives and not config.drop_last and len(examples) % config.batch_size:
-        raise InvalidInputError(f"{method.method_name} gathers in-batch negatives, which needs equal slices of every "
-                                "batch: a data-parallel run of it keeps full batches only (drop_last)")
+        raise InvalidInputError(
+            f"{method.method_name} gathers in-batch negatives, which needs equal slices of every "
+            "batch: a data-parallel run of it keeps full batches only (drop_last)"
+        )
     resume_from = data_parallel.from_main(lambda: prepare_out(config), ctx)
     out = config.out
     metrics_path = out / "metrics.jsonl"
@@ -210,12 +231,22 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
     scheduler = linear_schedule(optimizer, warmup, steps)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
 
-    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "dev_curve": [], "best_step": None,
-                             "best_dev": None, "bad_evals": 0, "train_seconds": 0.0, "sentences": 0,
-                             "stopped_early": False}
+    state: dict[str, Any] = {
+        "step": 0,
+        "epoch": 0,
+        "batch_in_epoch": 0,
+        "dev_curve": [],
+        "best_step": None,
+        "best_dev": None,
+        "bad_evals": 0,
+        "train_seconds": 0.0,
+        "sentences": 0,
+        "stopped_early": False,
+    }
     if resume_from is not None:
-        state = load_checkpoint(resume_from, config, method, optimizer, scheduler, scaler,
-                                ctx.rank if ctx is not None else 0)
+        state = load_checkpoint(
+            resume_from, config, method, optimizer, scheduler, scaler, ctx.rank if ctx is not None else 0
+        )
         if main:
             logger.info("resuming %s at step %d/%d", out, state["step"], steps)
     # DDP copies rank 0's parameters to every rank here (the same ones: same base, seed and checkpoint)
@@ -236,8 +267,10 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
                 else:
                     state["bad_evals"] += 1
             _log(metrics_path, record)
-            bar.write(f"step {step}: STS-B dev spearman {score:.2f} (best {state['best_dev'] or float('nan'):.2f} "
-                      f"at step {state['best_step']})")
+            bar.write(
+                f"step {step}: STS-B dev spearman {score:.2f} (best {state['best_dev'] or float('nan'):.2f} "
+                f"at step {state['best_step']})"
+            )
         state.update(data_parallel.broadcast({k: state[k] for k in EVALUATION_STATE}, ctx))
         return config.patience is not None and state["bad_evals"] >= config.patience
 
@@ -247,8 +280,14 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
         if main:
             save_checkpoint(out, config, method, optimizer, scheduler, scaler, state, rngs)
 
-    bar = tqdm(total=steps, initial=state["step"], desc=f"train {method.method_name}", unit="step",
-               disable=not (shown() and main), dynamic_ncols=True)
+    bar = tqdm(
+        total=steps,
+        initial=state["step"],
+        desc=f"train {method.method_name}",
+        unit="step",
+        disable=not (shown() and main),
+        dynamic_ncols=True,
+    )
     if state["step"] == 0 and config.eval_at_start and dev is not None and not state["dev_curve"]:
         evaluate(0)
     window: dict[str, list[float]] = {}
@@ -288,9 +327,16 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
             bar.update(1)
             bar.set_postfix(loss=f"{logs['loss']:.4f}")
             if main and (step % config.log_every == 0 or step == steps):
-                _log(metrics_path, {"step": step, "epoch": state["epoch"], "lr": scheduler.get_last_lr()[0],
-                                    **{k: float(np.mean(v)) for k, v in window.items()},
-                                    "sentences_per_second": state["sentences"] / max(state["train_seconds"], 1e-9)})
+                _log(
+                    metrics_path,
+                    {
+                        "step": step,
+                        "epoch": state["epoch"],
+                        "lr": scheduler.get_last_lr()[0],
+                        **{k: float(np.mean(v)) for k, v in window.items()},
+                        "sentences_per_second": state["sentences"] / max(state["train_seconds"], 1e-9),
+                    },
+                )
             if step % config.log_every == 0 or step == steps:
                 window = {}
             if config.eval_every is not None and dev is not None and (step % config.eval_every == 0 or step == steps):
@@ -317,8 +363,12 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
             logger.info("stopped after step %d; rerun the same command to resume", state["step"])
         return TrainResult(out, state["step"], False, state["best_step"], state["best_dev"], None)
 
-    manifest = data_parallel.from_main(lambda: finish(method, config, state, data, base_source, dev, dev_task,
-                                                      pooling, steps, warmup, device, precision), ctx)
+    manifest = data_parallel.from_main(
+        lambda: finish(
+            method, config, state, data, base_source, dev, dev_task, pooling, steps, warmup, device, precision
+        ),
+        ctx,
+    )
     return TrainResult(out, state["step"], True, state["best_step"], state["best_dev"], manifest if main else None)
 
 
@@ -326,9 +376,20 @@ def train(method: TrainingMethod, examples: Sequence[Any], config: TrainConfig, 
 EVALUATION_STATE = ("dev_curve", "best_step", "best_dev", "bad_evals")
 
 
-def finish(method: TrainingMethod, config: TrainConfig, state: dict[str, Any], data: dict[str, Any],
-           base_source: hub.ModelSource | None, dev: DevScore | None, dev_task: str | None, pooling: str,
-           steps: int, warmup: int, device: torch.device, precision: str) -> RunManifest:
+def finish(
+    method: TrainingMethod,
+    config: TrainConfig,
+    state: dict[str, Any],
+    data: dict[str, Any],
+    base_source: hub.ModelSource | None,
+    dev: DevScore | None,
+    dev_task: str | None,
+    pooling: str,
+    steps: int,
+    warmup: int,
+    device: torch.device,
+    precision: str,
+) -> RunManifest:
     """The end of a completed run (rank 0's): the final encoder when there was no dev selection,
     the sentence-transformers files, the manifest; the checkpoint is removed unless kept."""
     out = config.out
@@ -338,12 +399,25 @@ def finish(method: TrainingMethod, config: TrainConfig, state: dict[str, Any], d
             state["dev_curve"].append([state["step"], dev(method.encoder)])
             _log(out / "metrics.jsonl", {"step": state["step"], "dev_spearman": state["dev_curve"][-1][1]})
     if state["step"] == 0 or not (out / MODEL_DIR).is_dir():  # a manifest makes the folder an encoder
-        raise RuntimeError(f"{out}: the run trained {state['step']} steps and saved no model in {out / MODEL_DIR}; "
-                           "it is not registered (no manifest.json written)")
+        raise RuntimeError(
+            f"{out}: the run trained {state['step']} steps and saved no model in {out / MODEL_DIR}; "
+            "it is not registered (no manifest.json written)"
+        )
     if pooling in EXPORTABLE:  # loadable by SentenceTransformer(path), pooled as evaluated
         save_as_sentence_transformer(out / MODEL_DIR, {"pooling": pooling, "max_length": config.eval_max_length})
-    manifest = build_manifest(method, config, state, data, base_source or hub.resolve(base_folder(config.base)),
-                              pooling, steps, warmup, device, precision, dev_task)
+    manifest = build_manifest(
+        method,
+        config,
+        state,
+        data,
+        base_source or hub.resolve(base_folder(config.base)),
+        pooling,
+        steps,
+        warmup,
+        device,
+        precision,
+        dev_task,
+    )
     write_manifest(out, manifest)
     if not config.keep_checkpoint:
         remove_checkpoint(out)

@@ -30,8 +30,18 @@ SCHEMA_VERSION = 1
 
 #: config fields that say where or how fast a run went, not what it trained: kept out of the
 #: manifest's hyper-parameters
-NOT_HYPERPARAMETERS = ("base", "out", "data", "name", "device", "threads", "stop_after", "overwrite", "progress",
-                       "keep_checkpoint")
+NOT_HYPERPARAMETERS = (
+    "base",
+    "out",
+    "data",
+    "name",
+    "device",
+    "threads",
+    "stop_after",
+    "overwrite",
+    "progress",
+    "keep_checkpoint",
+)
 
 
 @functools.cache
@@ -46,28 +56,54 @@ def code_version() -> CodeVersion:
     from benchharness.core.version import __version__
 
     git = git_state()
-    return {"benchharness": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
-            "git_commit": git["commit"], "git_dirty": git["dirty"]}
+    return {
+        "benchharness": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "git_commit": git["commit"],
+        "git_dirty": git["dirty"],
+    }
 
 
-def build_manifest(method: TrainingMethod, config: TrainConfig, state: dict[str, Any], data: dict[str, Any],
-                   source: hub.ModelSource, pooling: str, steps: int, warmup: int, device: torch.device,
-                   precision: str, dev_task: str | None) -> RunManifest:
+def build_manifest(
+    method: TrainingMethod,
+    config: TrainConfig,
+    state: dict[str, Any],
+    data: dict[str, Any],
+    source: hub.ModelSource,
+    pooling: str,
+    steps: int,
+    warmup: int,
+    device: torch.device,
+    precision: str,
+    dev_task: str | None,
+) -> RunManifest:
     """The manifest of a finished run; ``state`` is the loop's (step, epoch, dev curve, best...)."""
     hyper = {k: v for k, v in config.to_dict().items() if k not in NOT_HYPERPARAMETERS}
     hyper.update({"total_steps": steps, "warmup_steps": warmup, **method.hyperparameters()})
     seconds = state["train_seconds"]
-    selection: Selection = ({"rule": "best STS-B dev spearman over evaluations after step 0",
-                             "best_step": state["best_step"], "best_dev_spearman": state["best_dev"]}
-                            if config.eval_every is not None and state["best_step"] is not None
-                            else {"rule": "final weights", "best_step": state["step"]})
+    selection: Selection = (
+        {
+            "rule": "best STS-B dev spearman over evaluations after step 0",
+            "best_step": state["best_step"],
+            "best_dev_spearman": state["best_dev"],
+        }
+        if config.eval_every is not None and state["best_step"] is not None
+        else {"rule": "final weights", "best_step": state["step"]}
+    )
     training: TrainingStats = {
-        "steps": state["step"], "epochs_completed": state["epoch"],
-        "batches_into_next_epoch": state["batch_in_epoch"], "stopped_early": state["stopped_early"],
-        "train_seconds": round(seconds, 2), "sentences": state["sentences"],
+        "steps": state["step"],
+        "epochs_completed": state["epoch"],
+        "batches_into_next_epoch": state["batch_in_epoch"],
+        "stopped_early": state["stopped_early"],
+        "train_seconds": round(seconds, 2),
+        "sentences": state["sentences"],
         "sentences_per_second": round(state["sentences"] / max(seconds, 1e-9), 2),
-        "device": str(device), "precision": precision, "torch_threads": torch.get_num_threads(),
-        **{k: round(v, 1) for k, v in peak_memory(device).items()}}  # type: ignore[typeddict-item]
+        "device": str(device),
+        "precision": precision,
+        "torch_threads": torch.get_num_threads(),
+        **{k: round(v, 1) for k, v in peak_memory(device).items()},
+    }  # type: ignore[typeddict-item]
     return {
         "schema_version": SCHEMA_VERSION,
         "name": config.name or config.out.resolve().name,

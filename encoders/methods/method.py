@@ -49,7 +49,7 @@ class TrainingMethod(nn.Module):
     def collate(self, examples: list[Any]) -> Any:
         raise NotImplementedError
 
-    def forward(self, batch: Any) -> LossOutput:  # noqa: D401 - nn.Module protocol
+    def forward(self, batch: Any) -> LossOutput:
         raise NotImplementedError
 
     def hyperparameters(self) -> dict[str, Any]:

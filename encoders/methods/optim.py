@@ -25,7 +25,8 @@ shrinks the already updated parameter (torch decays before the update).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -34,8 +35,13 @@ from benchharness.core.errors import InvalidInputError
 #: the optimizer step of the Hugging Face ``Trainer`` (transformers 4.2.1) with its defaults, through
 #: which SimCSE and PaSeR train: legacy AdamW with bias correction, eps 1e-8, no weight decay, the
 #: gradient norm clipped at 1.0 (``max_grad_norm``); ``TrainConfig`` settings, for their presets
-HF_TRAINER_STEP: dict[str, Any] = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8,
-                                   "weight_decay": 0.0, "grad_clip": 1.0}
+HF_TRAINER_STEP: dict[str, Any] = {
+    "optimizer": "adamw-legacy",
+    "correct_bias": True,
+    "adam_eps": 1e-8,
+    "weight_decay": 0.0,
+    "grad_clip": 1.0,
+}
 
 
 class LegacyAdamW(torch.optim.Optimizer):
@@ -43,8 +49,15 @@ class LegacyAdamW(torch.optim.Optimizer):
     weight decay, bias correction on). Its state (``step``, ``exp_avg``, ``exp_avg_sq`` per
     parameter) round-trips through ``state_dict``/``load_state_dict`` like torch's optimizers."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-6, weight_decay: float = 0.0, correct_bias: bool = True) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+        correct_bias: bool = True,
+    ) -> None:
         if not lr >= 0.0:
             raise InvalidInputError(f"invalid learning rate {lr!r}: must be >= 0")
         if not all(0.0 <= b < 1.0 for b in betas) or len(betas) != 2:
@@ -53,8 +66,13 @@ class LegacyAdamW(torch.optim.Optimizer):
             raise InvalidInputError(f"invalid eps {eps!r}: must be >= 0")
         if not weight_decay >= 0.0:
             raise InvalidInputError(f"invalid weight_decay {weight_decay!r}: must be >= 0")
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-                    "correct_bias": bool(correct_bias)}
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "correct_bias": bool(correct_bias),
+        }
         super().__init__(params, defaults)
         # sqrt(v) + eps of each parameter, rewritten in place every step: a fresh tensor the size of
         # the word embeddings costs more in page faults than the arithmetic on it. Scratch space
@@ -90,7 +108,7 @@ class LegacyAdamW(torch.optim.Optimizer):
                 if denom is None or denom.shape != p.shape:
                     denom = self._denominators[p] = torch.empty_like(exp_avg_sq)
                 torch.sqrt(exp_avg_sq, out=denom).add_(eps)
-                step_size = lr * math.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t) if correct else lr
+                step_size = lr * math.sqrt(1.0 - beta2**t) / (1.0 - beta1**t) if correct else lr
                 p.addcdiv_(exp_avg, denom, value=-step_size)
                 if decay > 0.0:
                     p.add_(p, alpha=-lr * decay)

@@ -45,8 +45,9 @@ def prepare_out(config: TrainConfig) -> Path | None:
     if ckpt.exists():
         return ckpt
     if out.exists() and any(out.iterdir()):
-        raise InvalidInputError(f"{out} exists and is not empty (no checkpoint to resume); "
-                                "pass --overwrite or choose --out")
+        raise InvalidInputError(
+            f"{out} exists and is not empty (no checkpoint to resume); pass --overwrite or choose --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     return None
 
@@ -55,9 +56,11 @@ def rng_state() -> dict[str, Any]:
     """Every generator's state as tensors and plain values, which ``torch.load(weights_only=True)``
     reads back without unpickling arbitrary objects (numpy's key array travels as a tensor)."""
     name, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {"python": random.getstate(), "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss,
-                                                    cached),
-             "torch": torch.get_rng_state()}
+    state = {
+        "python": random.getstate(),
+        "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached),
+        "torch": torch.get_rng_state(),
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -72,44 +75,70 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(out: Path, config: TrainConfig, method: TrainingMethod, optimizer: torch.optim.Optimizer,
-                    scheduler: torch.optim.lr_scheduler.LRScheduler, scaler: torch.amp.GradScaler,
-                    state: dict[str, Any], rank_rngs: list[dict[str, Any]] | None = None) -> None:
+def save_checkpoint(
+    out: Path,
+    config: TrainConfig,
+    method: TrainingMethod,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    scaler: torch.amp.GradScaler,
+    state: dict[str, Any],
+    rank_rngs: list[dict[str, Any]] | None = None,
+) -> None:
     """Everything the loop needs to continue exactly where it is, in ``<out>/checkpoint/state.pt``.
 
     A data-parallel run saves from rank 0 (model and optimizer are the same on every rank) with
     ``rank_rngs``, every rank's generators in rank order: each rank draws its own dropout and
     augmentations, and resumes them from its own state."""
-    saved = {"config": config.to_dict(), "method": method.state_dict(), "optimizer": optimizer.state_dict(),
-             "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "state": state, "rng": rng_state()}
+    saved = {
+        "config": config.to_dict(),
+        "method": method.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "scaler": scaler.state_dict(),
+        "state": state,
+        "rng": rng_state(),
+    }
     if rank_rngs is not None:
         saved["rank_rngs"] = rank_rngs
     with atomic_file(out / CHECKPOINT_DIR / CHECKPOINT_FILE, "wb") as fh:
         torch.save(saved, fh)
 
 
-def load_checkpoint(path: Path, config: TrainConfig, method: TrainingMethod, optimizer: torch.optim.Optimizer,
-                    scheduler: torch.optim.lr_scheduler.LRScheduler, scaler: torch.amp.GradScaler,
-                    rank: int = 0) -> dict[str, Any]:
+def load_checkpoint(
+    path: Path,
+    config: TrainConfig,
+    method: TrainingMethod,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    scaler: torch.amp.GradScaler,
+    rank: int = 0,
+) -> dict[str, Any]:
     """Restore a checkpoint made with the same settings into the given objects and the RNGs (``rank``'s
     own, in a data-parallel run); returns the loop state. Other settings are refused: the resumed run
     would be neither."""
     try:  # weights_only: a checkpoint is data, and one from a shared runs folder must not run code
         saved = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # unpickling refused, truncated or random bytes: torch raises several kinds
-        raise InvalidInputError(f"{path}: not a checkpoint this harness can resume safely ({type(exc).__name__}: "
-                                f"{str(exc).splitlines()[0][:200]}); delete {path.parent} to train from the start"
-                                ) from None
+        raise InvalidInputError(
+            f"{path}: not a checkpoint this harness can resume safely ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200]}); delete {path.parent} to train from the start"
+        ) from None
     # a checkpoint that does not record a setting was made with that setting's default behaviour
     # (``optimizer``: torch-adamw)
     # (``nproc``: 1, which a single-process config leaves out of its record, on both sides)
     made_with = {**FIELD_DEFAULTS, **saved["config"]}
     now = {**FIELD_DEFAULTS, **config.to_dict()}
-    diffs = [f"{k}: {made_with.get(k)!r} -> {now.get(k)!r}" for k in dict.fromkeys([*now, *made_with])
-             if k not in RESUMABLE_CHANGES and made_with.get(k) != now.get(k)]
+    diffs = [
+        f"{k}: {made_with.get(k)!r} -> {now.get(k)!r}"
+        for k in dict.fromkeys([*now, *made_with])
+        if k not in RESUMABLE_CHANGES and made_with.get(k) != now.get(k)
+    ]
     if diffs:
-        raise InvalidInputError(f"{path}: the checkpoint was made with other settings ({'; '.join(diffs)}); "
-                         "pass the same settings to resume, or --overwrite to start again")
+        raise InvalidInputError(
+            f"{path}: the checkpoint was made with other settings ({'; '.join(diffs)}); "
+            "pass the same settings to resume, or --overwrite to start again"
+        )
     method.load_state_dict(saved["method"])
     optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])

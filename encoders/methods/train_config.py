@@ -19,9 +19,22 @@ from benchharness.encoders.pooling import POOLINGS
 
 #: fields that must be integers >= 1 when set (``max_steps=0`` would train nothing, ``limit=0``
 #: would silently mean "no limit"); ``eval_every=0`` is turned into None ("no dev") by the flags
-POSITIVE_INTS = ("batch_size", "max_length", "epochs", "max_steps", "limit", "eval_every", "patience",
-                 "eval_max_length", "eval_batch_size", "checkpoint_every", "log_every", "threads", "stop_after",
-                 "nproc")
+POSITIVE_INTS = (
+    "batch_size",
+    "max_length",
+    "epochs",
+    "max_steps",
+    "limit",
+    "eval_every",
+    "patience",
+    "eval_max_length",
+    "eval_batch_size",
+    "checkpoint_every",
+    "log_every",
+    "threads",
+    "stop_after",
+    "nproc",
+)
 POSITIVE_FLOATS = ("adam_eps", "grad_clip")
 #: the optimizers ``loop.make_optimizer`` builds: ``torch.optim.AdamW``, or the legacy
 #: ``transformers.AdamW`` that the official code of every method here steps with (``optim.py``)
@@ -84,8 +97,9 @@ class TrainConfig:
         if not isinstance(self.correct_bias, bool):
             raise InvalidInputError(f"correct_bias must be true or false, got {self.correct_bias!r}")
         if not self.correct_bias and self.optimizer != "adamw-legacy":
-            raise InvalidInputError(f"correct_bias=False needs optimizer adamw-legacy: {self.optimizer} "
-                                    "always corrects the bias")
+            raise InvalidInputError(
+                f"correct_bias=False needs optimizer adamw-legacy: {self.optimizer} always corrects the bias"
+            )
         for key in POSITIVE_INTS:  # None = unset where the field allows it
             value = getattr(self, key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -107,11 +121,15 @@ class TrainConfig:
         if self.negatives not in NEGATIVES:
             raise InvalidInputError(f"unknown negatives {self.negatives!r}; choose one of {', '.join(NEGATIVES)}")
         if self.nproc == 1 and self.negatives != NEGATIVES[0]:
-            raise InvalidInputError(f"negatives {self.negatives} applies to data-parallel runs only; add --nproc N "
-                                    "(N > 1) or drop --negatives")
+            raise InvalidInputError(
+                f"negatives {self.negatives} applies to data-parallel runs only; add --nproc N "
+                "(N > 1) or drop --negatives"
+            )
         if self.batch_size % self.nproc:
-            raise InvalidInputError(f"batch size {self.batch_size} does not split into {self.nproc} equal slices, "
-                                    f"one per process; choose a batch size divisible by --nproc {self.nproc}")
+            raise InvalidInputError(
+                f"batch size {self.batch_size} does not split into {self.nproc} equal slices, "
+                f"one per process; choose a batch size divisible by --nproc {self.nproc}"
+            )
 
     @property
     def wants_dev(self) -> bool:
@@ -120,30 +138,43 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting; a single-process run leaves out ``DATA_PARALLEL_FIELDS``."""
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()
-                if self.nproc > 1 or k not in DATA_PARALLEL_FIELDS}
+        return {
+            k: (str(v) if isinstance(v, Path) else v)
+            for k, v in asdict(self).items()
+            if self.nproc > 1 or k not in DATA_PARALLEL_FIELDS
+        }
 
     @classmethod
     def field_names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
 
 
-def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, dict[str, Any]] | None = None,
-                           default_preset: str | None = None) -> None:
+def add_training_arguments(
+    parser: argparse.ArgumentParser, presets: dict[str, dict[str, Any]] | None = None, default_preset: str | None = None
+) -> None:
     """The flags every method shares. Unset flags (None) take the preset's value, then
     ``TrainConfig``'s default; see :func:`resolve_options`. Every flag that changes what is
     trained defaults to None, so that a recipe (``benchharness.training.recipes``) can tell the flags a
     user gave from those left to the recipe."""
     g = parser.add_argument_group("training (shared by all methods)")
-    g.add_argument("--recipe", help="start from this named recipe (default: the one named after the method; "
-                                    "see encoders/methods/recipes.toml); the flags below change it")
+    g.add_argument(
+        "--recipe",
+        help="start from this named recipe (default: the one named after the method; "
+        "see encoders/methods/recipes.toml); the flags below change it",
+    )
     g.add_argument("--base", help="Hugging Face model id or folder of the encoder to fine-tune (default: the recipe's)")
-    g.add_argument("--out", type=Path, help="output folder (default: the recipe's run in the runs folder, "
-                                            "keyed by the recipe); rerun to resume")
+    g.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default: the recipe's run in the runs folder, keyed by the recipe); rerun to resume",
+    )
     g.add_argument("--name", help="name the run registers under (default: the --out folder name)")
     if presets:
-        g.add_argument("--preset", choices=sorted(presets),
-                       help=f"hyper-parameter preset (default {default_preset}); explicit flags override it")
+        g.add_argument(
+            "--preset",
+            choices=sorted(presets),
+            help=f"hyper-parameter preset (default {default_preset}); explicit flags override it",
+        )
     g.add_argument("--data", help="training data (default: the method's; see `benchharness train <method> -h`)")
     g.add_argument("--max-length", type=positive_int, help="max tokens per training sentence")
     g.add_argument("--batch-size", type=positive_int)
@@ -153,31 +184,54 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
     g.add_argument("--max-steps", type=positive_int, help="total optimizer steps (overrides --epochs)")
     g.add_argument("--warmup-ratio", type=fraction, help="fraction of steps of linear warmup")
     g.add_argument("--grad-clip", type=positive_float, help="max gradient norm (default: none)")
-    g.add_argument("--optimizer", choices=OPTIMIZERS,
-                   help="torch-adamw (torch.optim.AdamW) or adamw-legacy (the legacy transformers.AdamW, "
-                        "which the official code of every method uses; the presets' choice)")
+    g.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        help="torch-adamw (torch.optim.AdamW) or adamw-legacy (the legacy transformers.AdamW, "
+        "which the official code of every method uses; the presets' choice)",
+    )
     g.add_argument("--adam-eps", type=positive_float, help="AdamW epsilon")
-    g.add_argument("--correct-bias", action="store_true", default=None,
-                   help="Adam's bias correction of the step size (torch-adamw always applies it)")
-    g.add_argument("--no-correct-bias", dest="correct_bias", action="store_false", default=None,
-                   help="adamw-legacy without bias correction (ConSERT's official setting)")
+    g.add_argument(
+        "--correct-bias",
+        action="store_true",
+        default=None,
+        help="Adam's bias correction of the step size (torch-adamw always applies it)",
+    )
+    g.add_argument(
+        "--no-correct-bias",
+        dest="correct_bias",
+        action="store_false",
+        default=None,
+        help="adamw-legacy without bias correction (ConSERT's official setting)",
+    )
     g.add_argument("--limit", type=positive_int, help="train on the first N examples only")
-    g.add_argument("--eval-every", type=non_negative_int,
-                   help="steps between STS-B dev evaluations (0 = none: keep final)")
+    g.add_argument(
+        "--eval-every", type=non_negative_int, help="steps between STS-B dev evaluations (0 = none: keep final)"
+    )
     g.add_argument("--patience", type=positive_int, help="early stop after N evaluations without dev improvement")
     g.add_argument("--eval-pooling", choices=POOLINGS, help="pooling at evaluation (default: the method's)")
     g.add_argument("--eval-max-length", type=positive_int, help="truncation at evaluation, recorded in the manifest")
     g.add_argument("--seed", type=non_negative_int)
     g.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
-    g.add_argument("--precision", choices=PRECISIONS, help="mixed precision (autocast): fp16 or bf16 on CUDA, bf16 on a CPU with native bf16 "
-                   "(avx512_bf16 or amx_bf16); part of the recipe key")
-    g.add_argument("--nproc", type=positive_int,
-                   help="data-parallel training in N processes (torchrun, DDP; one per GPU on CUDA); the batch "
-                        "size is the global batch, split evenly. Part of the recipe when N > 1")
-    g.add_argument("--negatives", choices=NEGATIVES,
-                   help="with --nproc: contrastive losses gather the other processes' rows with gradients "
-                        "(gather-grad, default: the single-process gradient) or as SimCSE's code does "
-                        "(gather-detached: only local rows carry gradient)")
+    g.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help="mixed precision (autocast): fp16 or bf16 on CUDA, bf16 on a CPU with native bf16 "
+        "(avx512_bf16 or amx_bf16); part of the recipe key",
+    )
+    g.add_argument(
+        "--nproc",
+        type=positive_int,
+        help="data-parallel training in N processes (torchrun, DDP; one per GPU on CUDA); the batch "
+        "size is the global batch, split evenly. Part of the recipe when N > 1",
+    )
+    g.add_argument(
+        "--negatives",
+        choices=NEGATIVES,
+        help="with --nproc: contrastive losses gather the other processes' rows with gradients "
+        "(gather-grad, default: the single-process gradient) or as SimCSE's code does "
+        "(gather-detached: only local rows carry gradient)",
+    )
     g.add_argument("--threads", type=positive_int, help="torch CPU threads")
     g.add_argument("--stop-after", type=positive_int, help="stop this invocation after step N (resumable)")
     g.add_argument("--keep-checkpoint", action="store_true", default=None, help="keep the resumable checkpoint")
@@ -186,8 +240,12 @@ def add_training_arguments(parser: argparse.ArgumentParser, presets: dict[str, d
     g.add_argument("--show", action="store_true", help="print the recipe these flags give, with its key, and exit")
 
 
-def resolve_options(args: argparse.Namespace, presets: dict[str, dict[str, Any]] | None = None,
-                    defaults: dict[str, Any] | None = None, default_preset: str | None = None) -> dict[str, Any]:
+def resolve_options(
+    args: argparse.Namespace,
+    presets: dict[str, dict[str, Any]] | None = None,
+    defaults: dict[str, Any] | None = None,
+    default_preset: str | None = None,
+) -> dict[str, Any]:
     """Merge ``defaults`` < the chosen preset (``default_preset`` when none is given) < explicitly
     given flags into one dict; ``preset`` in the result names the preset used."""
     opts: dict[str, Any] = dict(defaults or {})

@@ -67,8 +67,9 @@ def read_nli_jsonl(path: Path) -> list[NLIPair]:
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
             except KeyError as exc:
-                raise DataError(f"{path}:{lineno}: missing field {exc.args[0]!r} "
-                                "(need sentence1, sentence2, gold_label)") from None
+                raise DataError(
+                    f"{path}:{lineno}: missing field {exc.args[0]!r} (need sentence1, sentence2, gold_label)"
+                ) from None
             if label is not None:
                 pairs.append(NLIPair(premise.strip(), hypothesis.strip(), label))
     return pairs
@@ -96,9 +97,11 @@ def read_senteval_snli(folder: Path, split: str) -> list[NLIPair]:
     files = [folder / f"{name}.{split}" for name in ("s1", "s2", "labels")]
     missing = [str(f) for f in files if not f.exists()]
     if missing:
-        raise DataError(f"SentEval SNLI split {split!r} missing: {', '.join(missing)}\n  SentEval's "
-                        "get_transfer_data.bash writes them to data/downstream/SNLI; online, `benchharness data "
-                        "download senteval` fetches SentEval's data tree into the data root")
+        raise DataError(
+            f"SentEval SNLI split {split!r} missing: {', '.join(missing)}\n  SentEval's "
+            "get_transfer_data.bash writes them to data/downstream/SNLI; online, `benchharness data "
+            "download senteval` fetches SentEval's data tree into the data root"
+        )
     s1, s2, labels = (f.read_text(encoding="utf8").splitlines() for f in files)
     if not len(s1) == len(s2) == len(labels):
         raise DataError(f"{folder}: s1/s2/labels.{split} have {len(s1)}/{len(s2)}/{len(labels)} lines; they must align")
@@ -131,8 +134,10 @@ def load_nli(spec: str, data: DataRoot | None = None) -> list[NLIPair]:
             pairs += read_senteval_snli(Path(folder).expanduser(), split)
             continue
         else:
-            raise DataError(f"unknown NLI source {part!r}: give a .jsonl (SNLI/MNLI), a .csv (SimCSE nli), "
-                            "senteval-snli:<split>, or <SentEval SNLI folder>:<split>")
+            raise DataError(
+                f"unknown NLI source {part!r}: give a .jsonl (SNLI/MNLI), a .csv (SimCSE nli), "
+                "senteval-snli:<split>, or <SentEval SNLI folder>:<split>"
+            )
         if not path.exists():
             raise DataError(f"NLI file not found: {path} (download: `benchharness data download nli`)")
         pairs += reader(path)

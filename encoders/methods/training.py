@@ -34,12 +34,26 @@ from benchharness.encoders.methods.loop import DevScore, TrainResult, linear_sch
 from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.methods.optim import LegacyAdamW
 from benchharness.encoders.methods.train_config import (
-           TrainConfig,
-           add_training_arguments,
-           config_from_options,
-           resolve_options,
+    TrainConfig,
+    add_training_arguments,
+    config_from_options,
+    resolve_options,
 )
 
-__all__ = ["DevScore", "LegacyAdamW", "LossOutput", "TrainConfig", "TrainResult", "TrainingMethod",
-           "add_training_arguments", "base_folder", "config_from_options", "linear_schedule", "load_base",
-           "make_optimizer", "resolve_options", "seed_everything", "train"]
+__all__ = [
+    "DevScore",
+    "LegacyAdamW",
+    "LossOutput",
+    "TrainConfig",
+    "TrainResult",
+    "TrainingMethod",
+    "add_training_arguments",
+    "base_folder",
+    "config_from_options",
+    "linear_schedule",
+    "load_base",
+    "make_optimizer",
+    "resolve_options",
+    "seed_everything",
+    "train",
+]

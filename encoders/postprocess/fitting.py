@@ -69,8 +69,12 @@ class FitCorpus:
     def describe(self) -> dict[str, Any]:
         """For result metadata: enough to see at a glance whether the fit was transductive."""
         transductive = None if self.name.startswith("text:") else self.name in TRANSDUCTIVE
-        return {**self.identity(), "unique": True, "transductive": transductive,
-                "test_sentence_overlap": self.test_overlap}
+        return {
+            **self.identity(),
+            "unique": True,
+            "transductive": transductive,
+            "test_sentence_overlap": self.test_overlap,
+        }
 
 
 class PostProcessor(Encoder):
@@ -129,17 +133,18 @@ class PostProcessor(Encoder):
         return np.asarray(self._transform(sentences, vectors), dtype=np.float32)
 
     def identity_info(self) -> dict[str, Any]:
-        return {"postprocessor": self.kind, "params": self.params,
-                **{role: c.identity() for role, c in self.corpora().items()},
-                "base": self.base.identity_record()}
+        return {
+            "postprocessor": self.kind,
+            "params": self.params,
+            **{role: c.identity() for role, c in self.corpora().items()},
+            "base": self.base.identity_record(),
+        }
 
     @property
     def metadata(self) -> dict[str, Any]:
         base = self.base.metadata
-        step = {"name": self.kind, **self.params,
-                **{role: c.describe() for role, c in self.corpora().items()}}
-        return {**base, "class": type(self).__name__,
-                "post_processing": [*base.get("post_processing", []), step]}
+        step = {"name": self.kind, **self.params, **{role: c.describe() for role, c in self.corpora().items()}}
+        return {**base, "class": type(self).__name__, "post_processing": [*base.get("post_processing", []), step]}
 
     @property
     def mask_token(self) -> str | None:

@@ -98,9 +98,18 @@ class RepAL(PostProcessor):
 
     kind = "repal"
 
-    def __init__(self, base: Encoder, name: str, l1: float = 0.1, l2: float = 1.0, keywords: int = 20,
-                 stop_words: str = "english", fit: str = DEFAULT_FIT, tfidf: str = DEFAULT_FIT,
-                 data_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        base: Encoder,
+        name: str,
+        l1: float = 0.1,
+        l2: float = 1.0,
+        keywords: int = 20,
+        stop_words: str = "english",
+        fit: str = DEFAULT_FIT,
+        tfidf: str = DEFAULT_FIT,
+        data_dir: str | Path | None = None,
+    ) -> None:
         super().__init__(base, name)
         if stop_words not in STOP_WORDS:
             raise InvalidInputError(f"{name}: stop_words must be one of {', '.join(STOP_WORDS)}, got {stop_words!r}")
@@ -126,16 +135,25 @@ class RepAL(PostProcessor):
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"l1": self.l1, "l2": self.l2, "keywords": self.keyword_count, "stop_words": self.stop_words,
-                "mask_token": self.base.mask_token, "token_pattern": TOKEN.pattern,
-                "idf": "ln((1+N)/(1+df))+1", "mask": "one mask token per keyword occurrence"}
+        return {
+            "l1": self.l1,
+            "l2": self.l2,
+            "keywords": self.keyword_count,
+            "stop_words": self.stop_words,
+            "mask_token": self.base.mask_token,
+            "token_pattern": TOKEN.pattern,
+            "idf": "ln((1+N)/(1+df))+1",
+            "mask": "one mask token per keyword occurrence",
+        }
 
     def corpora(self) -> dict[str, FitCorpus]:
         return {"fit": self.fit_corpus, "tfidf": self.tfidf_corpus}
 
     def _fit(self) -> None:
         self.masker.prepare()
-        self.v_mean = np.asarray(self.base.encode_role(self.fit_corpus.sentences, DEFAULT), dtype=np.float64).mean(axis=0)
+        self.v_mean = np.asarray(self.base.encode_role(self.fit_corpus.sentences, DEFAULT), dtype=np.float64).mean(
+            axis=0
+        )
 
     def masked(self, sentences: Sequence[str]) -> list[str]:
         """x* for each sentence."""
@@ -143,8 +161,7 @@ class RepAL(PostProcessor):
         assert token is not None
         return [self.masker.mask(s, token) for s in sentences]
 
-    def components(self, sentences: Sequence[str], role: Role = DEFAULT
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def components(self, sentences: Sequence[str], role: Role = DEFAULT) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(f(x), f(x*), v_mean): the refinement is linear in them, so tuning sweeps l1, l2 on these."""
         self.fit()
         assert self.v_mean is not None
@@ -167,9 +184,18 @@ def refine(fx: np.ndarray, fx_star: np.ndarray, v_mean: np.ndarray, l1: float, l
     return fx - l1 * fx_star - l2 * v_mean[None, :]
 
 
-def repal(base: Encoder, name: str, l1: float = 0.1, l2: float = 1.0, keywords: int = 20,
-          stop_words: str = "english", fit: str = DEFAULT_FIT, tfidf: str = DEFAULT_FIT,
-          data_dir: str | Path | None = None) -> RepAL:
+def repal(
+    base: Encoder,
+    name: str,
+    l1: float = 0.1,
+    l2: float = 1.0,
+    keywords: int = 20,
+    stop_words: str = "english",
+    fit: str = DEFAULT_FIT,
+    tfidf: str = DEFAULT_FIT,
+    data_dir: str | Path | None = None,
+) -> RepAL:
     """RepAL (Shen et al.): f(x) - l1 f(x with TF-IDF keywords masked) - l2 mean f; l1, l2, keywords, fit, tfidf."""
-    return RepAL(base, name, l1=l1, l2=l2, keywords=keywords, stop_words=stop_words, fit=fit, tfidf=tfidf,
-                 data_dir=data_dir)
+    return RepAL(
+        base, name, l1=l1, l2=l2, keywords=keywords, stop_words=stop_words, fit=fit, tfidf=tfidf, data_dir=data_dir
+    )

@@ -44,8 +44,9 @@ class Whitening(PostProcessor):
 
     kind = "whitening"
 
-    def __init__(self, base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT,
-                 data_dir: str | Path | None = None) -> None:
+    def __init__(
+        self, base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT, data_dir: str | Path | None = None
+    ) -> None:
         super().__init__(base, name)
         if k is not None and (not isinstance(k, int) or k < 1):
             raise InvalidInputError(f"{name}: whitening k must be a positive integer (kept dimensions), got {k!r}")
@@ -57,8 +58,10 @@ class Whitening(PostProcessor):
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"k": self.k if self.k is not None else f"rank (eigenvalues > {RANK_TOLERANCE:g} x largest)",
-                "covariance": "unbiased (n-1)"}
+        return {
+            "k": self.k if self.k is not None else f"rank (eigenvalues > {RANK_TOLERANCE:g} x largest)",
+            "covariance": "unbiased (n-1)",
+        }
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -91,7 +94,8 @@ class Whitening(PostProcessor):
         return (np.asarray(vectors, dtype=np.float64) - self.mu) @ self.kernel
 
 
-def whitening(base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT,
-              data_dir: str | Path | None = None) -> Whitening:
+def whitening(
+    base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT, data_dir: str | Path | None = None
+) -> Whitening:
     """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default: the fit's rank), fit=<corpus> (default train-splits)."""
     return Whitening(base, name, k=k, fit=fit, data_dir=data_dir)

@@ -47,8 +47,14 @@ def spearman_of(results, task: str) -> float:
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "benchharness.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 # ---- 1. a transformers model loaded by hub id ----------------------------------------------------
@@ -63,8 +69,9 @@ def test_a_transformers_model_loaded_by_hub_id_is_evaluated_and_pinned_by_its_we
     assert results.results[0].main_score == pytest.approx(spearman_of(results, SMALL), abs=1e-9)
 
 
-def test_a_transformers_model_from_a_folder_is_pinned_by_the_weights_in_memory_not_the_files(tiny_bert, tmp_path,
-                                                                                              project):
+def test_a_transformers_model_from_a_folder_is_pinned_by_the_weights_in_memory_not_the_files(
+    tiny_bert, tmp_path, project
+):
     import shutil
 
     from transformers import AutoModel, AutoTokenizer
@@ -98,7 +105,10 @@ def test_a_failed_task_raises_after_the_others_are_computed_and_stored(project, 
 
     with pytest.raises(benchharness.EvaluationFailedError) as caught:  # several: one line each
         benchharness.evaluate([HashEncoder(), HashEncoder("other")], ["Broken", SMALL])
-    assert str(caught.value).splitlines()[1:] == ["hash on Broken: evaluation: boom", "other on Broken: evaluation: boom"]
+    assert str(caught.value).splitlines()[1:] == [
+        "hash on Broken: evaluation: boom",
+        "other on Broken: evaluation: boom",
+    ]
     assert str(caught.value).startswith("2 of 4 evaluations failed (the 2 other(s) are in this error's .results;")
 
     again = pickle.loads(pickle.dumps(caught.value))  # a worker's error reaches its driver whole
@@ -114,30 +124,44 @@ def test_a_failed_task_raises_after_the_others_are_computed_and_stored(project, 
 def test_the_run_command_still_reports_failures_in_its_table_and_exits_1(project, data_dir):
     (project / "data").mkdir()  # a data root with the word vectors but not the task: the task fails, the run goes on
     (project / "data" / "glove").symlink_to(data_dir / "glove")
-    done = cli(project, "run", "--encoders", "glove-50d", "--tasks", SMALL, "--data-dir", "data", "--no-cache",
-               "--results-dir", "r")
+    done = cli(
+        project,
+        "run",
+        "--encoders",
+        "glove-50d",
+        "--tasks",
+        SMALL,
+        "--data-dir",
+        "data",
+        "--no-cache",
+        "--results-dir",
+        "r",
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert any(SMALL in line and "failed" in line for line in done.stdout.splitlines()), done.stdout
 
 
 # ---- 8. every keyword checked, in one line, before anything loads ----------------------------------
-@pytest.mark.parametrize("keywords, needle", [
-    ({"tasks": None}, "tasks=None"),
-    ({"model": []}, "model=[] names no model"),
-    ({"name": 3}, "name=3: must be a non-empty string"),
-    ({"name": ""}, "name='': must be a non-empty string"),
-    ({"model": "glove-50d", "name": "mine"}, "is named by itself"),
-    ({"model": "glove-50d", "pooling": "avg"}, "tokenizer= and pooling= go with a transformers model"),
-    ({"identity": "x", "model": "glove-50d"}, "identity= pins a plain callable"),
-    ({"overwrite": "sometimes"}, "overwrite='sometimes': must be one of reuse, stale, always"),
-    ({"batch_size": 0}, "batch_size=0: must be a positive integer"),
-    ({"device": 3}, "device=3: give a device name"),
-    ({"device": "gpu"}, "'gpu' is not a device"),
-    ({"errors": "ignore"}, "errors='ignore': must be one of 'raise', 'keep'"),
-    ({"intervals": "no"}, "intervals='no': must be True or False"),
-    ({"results_dir": 3}, "results_dir=3: must be a folder"),
-    ({"embedding_memory_mib": "1"}, "embedding_memory_mib='1': must be a number"),
-])
+@pytest.mark.parametrize(
+    "keywords, needle",
+    [
+        ({"tasks": None}, "tasks=None"),
+        ({"model": []}, "model=[] names no model"),
+        ({"name": 3}, "name=3: must be a non-empty string"),
+        ({"name": ""}, "name='': must be a non-empty string"),
+        ({"model": "glove-50d", "name": "mine"}, "is named by itself"),
+        ({"model": "glove-50d", "pooling": "avg"}, "tokenizer= and pooling= go with a transformers model"),
+        ({"identity": "x", "model": "glove-50d"}, "identity= pins a plain callable"),
+        ({"overwrite": "sometimes"}, "overwrite='sometimes': must be one of reuse, stale, always"),
+        ({"batch_size": 0}, "batch_size=0: must be a positive integer"),
+        ({"device": 3}, "device=3: give a device name"),
+        ({"device": "gpu"}, "'gpu' is not a device"),
+        ({"errors": "ignore"}, "errors='ignore': must be one of 'raise', 'keep'"),
+        ({"intervals": "no"}, "intervals='no': must be True or False"),
+        ({"results_dir": 3}, "results_dir=3: must be a folder"),
+        ({"embedding_memory_mib": "1"}, "embedding_memory_mib='1': must be a number"),
+    ],
+)
 def test_every_keyword_is_checked_in_one_line(project, keywords, needle):
     call = {"model": lambda batch: np.ones((len(batch), 4)), "tasks": SMALL, **keywords}
     with pytest.raises(InvalidInputError) as caught:
@@ -210,7 +234,9 @@ def test_reuse_still_keeps_a_result_of_the_same_identity_whose_data_record_chang
     reused = benchharness.evaluate(again, SMALL, results_dir="results")
     assert reused.outcomes[0].status == "reused" and "other data or protocol" in reused.outcomes[0].message
     assert again.calls == [] and reused.results[0].main_score == first.results[0].main_score
-    assert benchharness.evaluate(again, SMALL, results_dir="results", overwrite="stale").outcomes[0].status == "computed"
+    assert (
+        benchharness.evaluate(again, SMALL, results_dir="results", overwrite="stale").outcomes[0].status == "computed"
+    )
 
 
 # ---- weak: one identity= for two different callables ----------------------------------------------

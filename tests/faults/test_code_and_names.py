@@ -20,8 +20,15 @@ TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
 
 def cli(cwd: Path, *args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
     """``benchharness ARGS`` run as a user would, in ``cwd``, with this test's environment."""
-    return subprocess.run([sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True, check=False,
-                          text=True, timeout=timeout, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "benchharness.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
+    )
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -50,6 +57,7 @@ def hostile_run(folder: Path, encoder: dict) -> Path:
 
 # --- 13: a run folder's manifest names only model families ------------------------------------------
 
+
 @pytest.mark.parametrize("how", ["folder", "registered name"])
 def test_a_manifest_that_names_the_python_family_is_refused_before_any_code_runs(shared_runs, how):
     mark = hostile_run(shared_runs / "evil", {"type": "python", "object": "runpy:run_path"})
@@ -73,8 +81,9 @@ def test_the_users_own_config_may_still_name_a_python_object(project):
     """The refusal is the manifest's: ``benchharness.toml`` is the user's own, as before."""
     from benchharness.evaluation.resolver import Resolver
 
-    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n'
-                                               '[encoders.mine]\nspec = "fakes:HashEncoder"\n')
+    (project / "benchharness.toml").write_text(
+        '[paths]\ncache_dir = ".cache"\n[encoders.mine]\nspec = "fakes:HashEncoder"\n'
+    )
     encoder = Resolver().get("mine")
     assert type(encoder).__name__ == "HashEncoder" and encoder.name == "mine"
 
@@ -83,24 +92,53 @@ def test_the_users_own_config_may_still_name_a_python_object(project):
 def test_a_manifest_of_the_wrong_shape_is_one_line_and_list_still_works(shared_runs, manifest):
     (shared_runs / "odd").mkdir(parents=True)
     (shared_runs / "odd" / "manifest.json").write_text(json.dumps(manifest))
-    one_line_error(cli(shared_runs.parent, "run", "--encoders", str(shared_runs / "odd"), "--tasks", TASK,
-                       "--no-cache"), "odd/manifest.json")
+    one_line_error(
+        cli(shared_runs.parent, "run", "--encoders", str(shared_runs / "odd"), "--tasks", TASK, "--no-cache"),
+        "odd/manifest.json",
+    )
     listed = cli(shared_runs.parent, "list", "encoders")
     assert listed.returncode == 0 and "glove-50d" in listed.stdout, listed.stderr
 
 
 # --- 14: an unreachable Ray address fails in seconds -------------------------------------------------
 
+
 def test_an_unreachable_ray_address_is_a_one_line_error_within_seconds(project):
     pytest.importorskip("ray", reason="the 'distributed' extra (ray) is not installed")
     start = time.monotonic()
-    done = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--executor", "ray",
-               "--address", "127.0.0.1:1", "--no-cache", timeout=120)
+    done = cli(
+        project,
+        "run",
+        "--encoders",
+        "glove-50d",
+        "--tasks",
+        TASK,
+        "--executor",
+        "ray",
+        "--address",
+        "127.0.0.1:1",
+        "--no-cache",
+        timeout=120,
+    )
     one_line_error(done, "cannot reach a Ray cluster at '127.0.0.1:1'", "within 10 s")
     assert time.monotonic() - start < 100  # ray's import is most of it; no connection is retried
-    one_line_error(cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--executor", "ray",
-                       "--address", "head-without-port", "--no-cache", timeout=120),
-                   "'head-without-port' is not host:port")
+    one_line_error(
+        cli(
+            project,
+            "run",
+            "--encoders",
+            "glove-50d",
+            "--tasks",
+            TASK,
+            "--executor",
+            "ray",
+            "--address",
+            "head-without-port",
+            "--no-cache",
+            timeout=120,
+        ),
+        "'head-without-port' is not host:port",
+    )
 
 
 def test_an_address_where_something_else_answers_is_a_one_line_error(project):
@@ -124,8 +162,20 @@ def test_an_address_where_something_else_answers_is_a_one_line_error(project):
 
     threading.Thread(target=answer_http, daemon=True).start()
     try:
-        done = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--executor", "ray",
-                   "--address", f"127.0.0.1:{port}", "--no-cache", timeout=120)
+        done = cli(
+            project,
+            "run",
+            "--encoders",
+            "glove-50d",
+            "--tasks",
+            TASK,
+            "--executor",
+            "ray",
+            "--address",
+            f"127.0.0.1:{port}",
+            "--no-cache",
+            timeout=120,
+        )
     finally:
         server.close()
     one_line_error(done, f"cannot reach a Ray cluster at '127.0.0.1:{port}'", "not a Ray head")
@@ -133,19 +183,43 @@ def test_an_address_where_something_else_answers_is_a_one_line_error(project):
 
 # --- 10: the unknown-encoder error is one short line --------------------------------------------------
 
+
 def test_an_unknown_encoder_gives_the_close_matches_and_where_the_rest_are(project):
-    error = one_line_error(cli(project, "run", "--encoders", "glove-5d", "--tasks", TASK, "--no-cache"),
-                           "unknown encoder 'glove-5d'", "Did you mean: glove-50d", "benchharness list encoders")
+    error = one_line_error(
+        cli(project, "run", "--encoders", "glove-5d", "--tasks", TASK, "--no-cache"),
+        "unknown encoder 'glove-5d'",
+        "Did you mean: glove-50d",
+        "benchharness list encoders",
+    )
     assert "minilm-l6" not in error and len(error) < 300, error  # not every known name
 
 
 # --- 9: a trained run's message names what run --encoders accepts -----------------------------------
 
+
 def test_a_run_trained_with_out_is_announced_by_its_folder_not_as_registered(project, tiny_bert):
-    (project / "corpus.txt").write_text("a man is playing a guitar .\nthe red car hit a bus\n"
-                                        "two dogs run in the field\na child reads a book\n")
-    done = cli(project, "train", "simcse", "--base", str(tiny_bert), "--out", "run1", "--data", "corpus.txt",
-               "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--threads", "1")
+    (project / "corpus.txt").write_text(
+        "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
+    )
+    done = cli(
+        project,
+        "train",
+        "simcse",
+        "--base",
+        str(tiny_bert),
+        "--out",
+        "run1",
+        "--data",
+        "corpus.txt",
+        "--batch-size",
+        "2",
+        "--max-steps",
+        "2",
+        "--eval-every",
+        "0",
+        "--threads",
+        "1",
+    )
     assert done.returncode == 0, done.stderr
     folder = (project / "run1").resolve()
     assert "encoder registered" not in done.stderr
@@ -161,8 +235,9 @@ def test_a_run_under_the_runs_folder_is_announced_by_its_registered_name(shared_
     from benchharness.evaluation.resolver import Resolver
 
     (shared_runs / "folder-1").mkdir(parents=True)
-    (shared_runs / "folder-1" / "manifest.json").write_text(json.dumps({"name": "my-run", "encoder": {
-        "type": "compose", "spec": "glove-50d+whitening"}}))
+    (shared_runs / "folder-1" / "manifest.json").write_text(
+        json.dumps({"name": "my-run", "encoder": {"type": "compose", "spec": "glove-50d+whitening"}})
+    )
     message = resolvable_as(Path("runs/folder-1"), "my-run")
     assert message.startswith("encoder registered: my-run (in ") and "--encoders my-run --tasks" in message
     assert Resolver().spec_for("my-run") == {"type": "compose", "spec": "glove-50d+whitening"}  # it resolves
@@ -171,6 +246,7 @@ def test_a_run_under_the_runs_folder_is_announced_by_its_registered_name(shared_
 
 
 # --- weak: one broken plugin breaks only its own names ----------------------------------------------
+
 
 @pytest.fixture
 def broken_plugins(project: Path) -> dict[str, str]:
@@ -181,9 +257,11 @@ def broken_plugins(project: Path) -> dict[str, str]:
     info.mkdir(parents=True)
     (site / "bh_broken_tasks.py").write_text("raise RuntimeError('the plugin author broke this')\n")
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bh-broken\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[benchharness.tasks]\nbroken = bh_broken_tasks:TASKS\n"
-                                           "[benchharness.families]\nghost = bh_no_such_module:FAMILY\n"
-                                           "[benchharness.methods]\nghostly = bh_no_such_method\n")
+    (info / "entry_points.txt").write_text(
+        "[benchharness.tasks]\nbroken = bh_broken_tasks:TASKS\n"
+        "[benchharness.families]\nghost = bh_no_such_module:FAMILY\n"
+        "[benchharness.methods]\nghostly = bh_no_such_method\n"
+    )
     return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
 
@@ -195,38 +273,51 @@ def test_a_broken_plugin_breaks_only_its_own_names(project, broken_plugins):
     assert cli(project, "list", "encoders", **broken_plugins).returncode == 0
     done = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", "--quiet", **broken_plugins)
     assert done.returncode == 0 and "computed" in done.stdout and TASK in done.stdout, done.stderr
-    one_line_error(cli(project, "run", "--encoders", "ghost:x", "--tasks", TASK, "--no-cache", **broken_plugins),
-                   "families plugin 'ghost' = 'bh_no_such_module:FAMILY' (from bh-broken) cannot be loaded")
-    one_line_error(cli(project, "run", "--encoders", "glove-50d", "--tasks", "BrokenTask", "--no-cache",
-                       **broken_plugins), "unknown task 'BrokenTask'", "unavailable: tasks plugin 'broken'")
+    one_line_error(
+        cli(project, "run", "--encoders", "ghost:x", "--tasks", TASK, "--no-cache", **broken_plugins),
+        "families plugin 'ghost' = 'bh_no_such_module:FAMILY' (from bh-broken) cannot be loaded",
+    )
+    one_line_error(
+        cli(project, "run", "--encoders", "glove-50d", "--tasks", "BrokenTask", "--no-cache", **broken_plugins),
+        "unknown task 'BrokenTask'",
+        "unavailable: tasks plugin 'broken'",
+    )
 
 
 # --- weak: file tasks' names -------------------------------------------------------------------------
 
+
 def test_a_broken_method_plugin_named_by_train_gives_its_load_error_not_argparse_usage(project, broken_plugins):
     done = cli(project, "train", "ghostly", "--base", "x", "--out", "run", **broken_plugins)
     assert done.returncode == 2 and "usage:" not in done.stderr, done.stderr
-    assert ("benchharness: error: methods plugin 'ghostly' = 'bh_no_such_method' (from bh-broken) cannot be loaded"
-            in done.stderr)
+    assert (
+        "benchharness: error: methods plugin 'ghostly' = 'bh_no_such_method' (from bh-broken) cannot be loaded"
+        in done.stderr
+    )
     assert cli(project, "train", "--help", **broken_plugins).returncode == 0  # the other methods still list
 
 
 def test_a_file_task_named_as_a_builtin_stops_no_command(project):
     (project / "mine.csv").write_text("sentence1,sentence2,score\na,b,1\nc,d,2\n")
-    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n'
-                                               '[tasks.STSBenchmark]\nfile = "mine.csv"\n')
+    (project / "benchharness.toml").write_text(
+        '[paths]\ncache_dir = ".cache"\n[tasks.STSBenchmark]\nfile = "mine.csv"\n'
+    )
     done = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", "--quiet")
     assert done.returncode == 0, done.stderr
-    assert "[tasks.STSBenchmark] is left out: 'STSBenchmark' is taken by the task 'STSBenchmark' of the 'sts' " \
-           "task plugin" in done.stderr
+    assert (
+        "[tasks.STSBenchmark] is left out: 'STSBenchmark' is taken by the task 'STSBenchmark' of the 'sts' "
+        "task plugin" in done.stderr
+    )
 
 
 def test_an_overlong_task_name_fails_before_any_work(project):
     (project / "mine.csv").write_text("sentence1,sentence2,score\na,b,1\nc,d,2\n")
     long = "t" * 300
     (project / "benchharness.toml").write_text(f'[paths]\ncache_dir = ".cache"\n[tasks.{long}]\nfile = "mine.csv"\n')
-    one_line_error(cli(project, "run", "--encoders", "glove-50d", "--tasks", long, "--no-cache"),
-                   "task name of 300 characters; use at most 150")
+    one_line_error(
+        cli(project, "run", "--encoders", "glove-50d", "--tasks", long, "--no-cache"),
+        "task name of 300 characters; use at most 150",
+    )
     assert not (project / "results").exists()  # refused before any encoding or scoring
 
 

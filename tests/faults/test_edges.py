@@ -19,8 +19,24 @@ from benchharness.cli import main
 from benchharness.core.results import ResultStore
 from benchharness.training.recipes import RecipeError, read_book
 
-HOSTILE = ["..", ".", "...", "../escape", "a/../../b", "/etc/passwd", "x\0y", "C:\\windows", "~", "-rf", " ",
-           "a" * 400, "名前", "a\nb", "$HOME", "*"]
+HOSTILE = [
+    "..",
+    ".",
+    "...",
+    "../escape",
+    "a/../../b",
+    "/etc/passwd",
+    "x\0y",
+    "C:\\windows",
+    "~",
+    "-rf",
+    " ",
+    "a" * 400,
+    "名前",
+    "a\nb",
+    "$HOME",
+    "*",
+]
 
 
 def test_no_encoder_name_leaves_the_results_folder_and_no_two_share_one(tmp_path):
@@ -46,9 +62,21 @@ def test_results_stored_under_the_old_lossy_folder_move_once_by_migrate_and_shar
     store = ResultStore(root)
     old = root / "hf_a_b"  # where "hf:a/b" was stored before folders became one-to-one
     old.mkdir(parents=True)
-    result = {"encoder": "hf:a/b", "task": "STSBenchmark", "main_score": 80.0, "main_metric": "spearman",
-              "metrics": {}, "protocol": {}, "encoder_identity": {}, "encoder_metadata": {}, "data": {},
-              "seed": 0, "timings": {}, "versions": {}, "date": "2026-01-01"}
+    result = {
+        "encoder": "hf:a/b",
+        "task": "STSBenchmark",
+        "main_score": 80.0,
+        "main_metric": "spearman",
+        "metrics": {},
+        "protocol": {},
+        "encoder_identity": {},
+        "encoder_metadata": {},
+        "data": {},
+        "seed": 0,
+        "timings": {},
+        "versions": {},
+        "date": "2026-01-01",
+    }
     (old / "STSBenchmark.json").write_text(json.dumps(result))
     assert store.load("hf:a/b", "STSBenchmark") is None and old.is_dir()  # a lookup moves nothing
     migrate(root, None)
@@ -78,8 +106,10 @@ def test_a_typo_in_an_encoder_table_is_one_line_with_the_close_key(project, caps
 
 def test_a_recipe_that_is_its_own_base_is_refused_through_every_link(tmp_path):
     book = tmp_path / "recipes.toml"
-    book.write_text('[recipes.selfbase]\nmethod = "simcse"\nbase = "recipe:selfbase"\n'
-                    '[recipes.a]\nmethod = "simcse"\nbase = "recipe:b"\n[recipes.b]\nmethod = "simcse"\nbase = "recipe:a"\n')
+    book.write_text(
+        '[recipes.selfbase]\nmethod = "simcse"\nbase = "recipe:selfbase"\n'
+        '[recipes.a]\nmethod = "simcse"\nbase = "recipe:b"\n[recipes.b]\nmethod = "simcse"\nbase = "recipe:a"\n'
+    )
     with pytest.raises(RecipeError, match=r"'selfbase' is its own base \(recipe:selfbase -> recipe:selfbase\)"):
         read_book(book).get("selfbase")
     with pytest.raises(RecipeError, match=r"'a' is its own base \(recipe:a -> recipe:b -> recipe:a\)"):
@@ -121,8 +151,11 @@ def mounted(kind: str, target: Path, source: Path | None = None):
     """A tmpfs of 256 KiB, or a read-only bind mount of ``source``, at ``target``; skips the test
     with the reason where mounting is not allowed (not root, no mount namespace)."""
     target.mkdir(parents=True, exist_ok=True)
-    command = (["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(target)] if kind == "tmpfs"
-               else ["mount", "--bind", str(source), str(target)])
+    command = (
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(target)]
+        if kind == "tmpfs"
+        else ["mount", "--bind", str(source), str(target)]
+    )
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=30)
     except FileNotFoundError:
@@ -143,22 +176,34 @@ def test_a_full_cache_disk_is_named_and_the_run_goes_on_without_it(project, caps
     with mounted("tmpfs", project / "cache"):
         (project / "cache" / "filler").write_bytes(b"\0" * (200 * 1024))  # leaves too little for the vectors
         with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
-            code = main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark,SICKRelatedness",
-                         "--cache-dir", "cache", "--quiet"])
+            code = main(
+                [
+                    "run",
+                    "--encoders",
+                    "glove-50d",
+                    "--tasks",
+                    "STSBenchmark,SICKRelatedness",
+                    "--cache-dir",
+                    "cache",
+                    "--quiet",
+                ]
+            )
     assert re.search("the embedding cache cannot be written .*disk is full", caplog.text)
     out = capsys.readouterr().out
     assert code == 0 and "cannot rollback" not in out
     stored = json_module.loads((project / "results" / "glove-50d" / "STSBenchmark.json").read_text())
-    committed = json_module.loads((Path(__file__).resolve().parents[2] / "results" / "glove-50d" /
-                                   "STSBenchmark.json").read_text())
+    committed = json_module.loads(
+        (Path(__file__).resolve().parents[2] / "results" / "glove-50d" / "STSBenchmark.json").read_text()
+    )
     assert stored["main_score"] == pytest.approx(committed["main_score"], abs=0.17)
 
 
 def test_a_read_only_results_folder_is_refused_before_any_work(project, capsys):
     (project / "results_src").mkdir()
     with mounted("ro", project / "results", project / "results_src"):
-        code = main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark,SICKRelatedness", "--no-cache",
-                     "--quiet"])
+        code = main(
+            ["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark,SICKRelatedness", "--no-cache", "--quiet"]
+        )
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""  # nothing computed, no table
     assert captured.err.count("\n") == 1 and "--results-dir" in captured.err and "Read-only file system" in captured.err
@@ -180,8 +225,10 @@ def test_a_cache_database_of_another_identity_is_quarantined_not_served(tmp_path
 
 
 def test_unknown_tables_and_keys_of_the_config_are_one_line_with_the_close_match(project, capsys):
-    for text, expected in (('[paths]\ndta_dir = "x"\n', "unknown key in [paths] 'dta_dir' (did you mean 'data_dir'?)"),
-                           ('[encodrs.g]\nspec = "glove-50d"\n', "unknown table 'encodrs' (did you mean 'encoders'?)")):
+    for text, expected in (
+        ('[paths]\ndta_dir = "x"\n', "unknown key in [paths] 'dta_dir' (did you mean 'data_dir'?)"),
+        ('[encodrs.g]\nspec = "glove-50d"\n', "unknown table 'encodrs' (did you mean 'encoders'?)"),
+    ):
         (project / "benchharness.toml").write_text(text)
         assert main(["list", "tasks"]) == 2
         err = capsys.readouterr().err
@@ -190,8 +237,18 @@ def test_unknown_tables_and_keys_of_the_config_are_one_line_with_the_close_match
 
 def test_numbers_that_cannot_work_are_refused_before_any_model_loads(project, capsys):
     for value in ("0", "-3"):
-        assert main(["run", "--encoders", f"hf:sentence-transformers/all-MiniLM-L6-v2?pooling=avg&max_length={value}",
-                     "--tasks", "STSBenchmark"]) == 2
+        assert (
+            main(
+                [
+                    "run",
+                    "--encoders",
+                    f"hf:sentence-transformers/all-MiniLM-L6-v2?pooling=avg&max_length={value}",
+                    "--tasks",
+                    "STSBenchmark",
+                ]
+            )
+            == 2
+        )
         assert f"max_length must be a positive integer, got {value}" in capsys.readouterr().err
 
 
@@ -215,8 +272,10 @@ def test_a_bad_line_of_a_word_vector_file_is_named_without_a_traceback(project, 
 def test_a_cache_path_that_is_a_file_is_named_and_the_run_goes_on(project, capsys, caplog):
     (project / "cachefile").write_text("not a folder")
     with caplog.at_level(logging.WARNING, logger="benchharness.evaluation.cache"):
-        assert main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--cache-dir", "cachefile",
-                     "--quiet"]) == 0
+        assert (
+            main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--cache-dir", "cachefile", "--quiet"])
+            == 0
+        )
     assert re.search("the embedding cache cannot be written .*Not a directory", caplog.text)
     assert (project / "results" / "glove-50d" / "STSBenchmark.json").is_file()
 
@@ -226,30 +285,57 @@ def test_the_command_compare_prints_for_missing_items_works_when_pasted(project,
 
     store = project / "elsewhere"
     for encoder in ("glove-50d", "glove-50d+whitening"):
-        assert main(["run", "--encoders", encoder, "--tasks", "STSBenchmark", "--results-dir", str(store),
-                     "--quiet"]) == 0
+        assert (
+            main(["run", "--encoders", encoder, "--tasks", "STSBenchmark", "--results-dir", str(store), "--quiet"]) == 0
+        )
     items = next((store / "glove-50d").glob("STSBenchmark.items*"))
     items.unlink()
     capsys.readouterr()
-    assert main(["compare", "glove-50d", "glove-50d+whitening", "--tasks", "STSBenchmark",
-                 "--results-dir", str(store)]) == 2
+    assert (
+        main(["compare", "glove-50d", "glove-50d+whitening", "--tasks", "STSBenchmark", "--results-dir", str(store)])
+        == 2
+    )
     err = capsys.readouterr().err
-    printed = err[err.index("benchharness run"):].split(";")[0].split(" (")[0].strip().rstrip(".")
+    printed = err[err.index("benchharness run") :].split(";")[0].split(" (")[0].strip().rstrip(".")
     words = shlex.split(printed)
     assert "--results-dir" in words and main(words[1:]) == 0
-    assert main(["compare", "glove-50d", "glove-50d+whitening", "--tasks", "STSBenchmark",
-                 "--results-dir", str(store)]) == 0
+    assert (
+        main(["compare", "glove-50d", "glove-50d+whitening", "--tasks", "STSBenchmark", "--results-dir", str(store)])
+        == 0
+    )
 
 
 def test_the_command_train_out_prints_works_when_pasted(project, capsys, tiny_bert, tmp_path):
     import shlex
 
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\n"
-                      "a child reads a book\n")
+    corpus.write_text(
+        "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
+    )
     out = tmp_path / "my-run"
-    assert main(["train", "simcse", "--base", str(tiny_bert), "--out", str(out), "--data", str(corpus),
-                 "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "simcse",
+                "--base",
+                str(tiny_bert),
+                "--out",
+                str(out),
+                "--data",
+                str(corpus),
+                "--batch-size",
+                "2",
+                "--max-steps",
+                "2",
+                "--eval-every",
+                "0",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     printed = [line for line in capsys.readouterr().err.splitlines() if "evaluate it with:" in line][-1]
     words = shlex.split(printed.split("evaluate it with:", 1)[1])
     assert words[:2] == ["benchharness", "run"]
@@ -278,8 +364,9 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     """``benchharness ARGS`` run as a user would, in ``cwd``, with this test's environment."""
     import sys
 
-    return subprocess.run([sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 def one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
@@ -290,27 +377,68 @@ def one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
 
 def _train_tiny(project: Path, tiny_bert: Path, out: str) -> subprocess.CompletedProcess:
     corpus = project / "corpus.txt"
-    corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\n"
-                      "a child reads a book\n")
-    return cli(project, "train", "simcse", "--base", str(tiny_bert), "--out", out, "--data", "corpus.txt",
-               "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--threads", "1", "--quiet")
+    corpus.write_text(
+        "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
+    )
+    return cli(
+        project,
+        "train",
+        "simcse",
+        "--base",
+        str(tiny_bert),
+        "--out",
+        out,
+        "--data",
+        "corpus.txt",
+        "--batch-size",
+        "2",
+        "--max-steps",
+        "2",
+        "--eval-every",
+        "0",
+        "--threads",
+        "1",
+        "--quiet",
+    )
 
 
 def test_exports_to_a_full_or_read_only_folder_are_one_line_and_keep_what_was_there(project):
     (project / "frozen").mkdir()
     (project / "frozen" / "LEADERBOARD.md").write_text("kept\n")
     with mounted("ro", project / "ro", project / "frozen"):
-        one_line_error(cli(project, "leaderboard", "-o", "ro/LEADERBOARD.md"), "ro/LEADERBOARD.md",
-                       "not writable")  # refused before the board is built (cli.options.check_output)
+        one_line_error(
+            cli(project, "leaderboard", "-o", "ro/LEADERBOARD.md"), "ro/LEADERBOARD.md", "not writable"
+        )  # refused before the board is built (cli.options.check_output)
         assert (project / "ro" / "LEADERBOARD.md").read_text() == "kept\n"
     with mounted("tmpfs", project / "full"):
         (project / "full" / "filler").write_bytes(b"\0" * (248 * 1024))
-        one_line_error(cli(project, "leaderboard", "-o", "full/LEADERBOARD.md", "--results-dir",
-                           str(Path(__file__).resolve().parents[2] / "results")), "full/LEADERBOARD.md",
-                       "No space left on device")
-        one_line_error(cli(project, "export", "mteb", "--out", "full/mteb", "--encoders", "glove-50d",
-                           "--results-dir", str(Path(__file__).resolve().parents[2] / "results")),
-                       "full/mteb", "No space left on device")
+        one_line_error(
+            cli(
+                project,
+                "leaderboard",
+                "-o",
+                "full/LEADERBOARD.md",
+                "--results-dir",
+                str(Path(__file__).resolve().parents[2] / "results"),
+            ),
+            "full/LEADERBOARD.md",
+            "No space left on device",
+        )
+        one_line_error(
+            cli(
+                project,
+                "export",
+                "mteb",
+                "--out",
+                "full/mteb",
+                "--encoders",
+                "glove-50d",
+                "--results-dir",
+                str(Path(__file__).resolve().parents[2] / "results"),
+            ),
+            "full/mteb",
+            "No space left on device",
+        )
         assert not [p for p in (project / "full").rglob(".*.tmp")]  # no temporary file left behind
 
 
@@ -330,5 +458,6 @@ def test_a_run_whose_model_was_deleted_prints_a_retrain_command_that_works_when_
     one_line_error(done, "my-run: the run's model is gone", "--overwrite")
     printed = done.stderr.split("train it again with:", 1)[1].split(" (from the folder")[0]
     assert cli(project, *shlex.split(printed)[1:], "--quiet").returncode == 0
-    assert cli(project, "run", "--encoders", "my-run", "--tasks", "STSBenchmark", "--quiet",
-               "--no-cache").returncode == 0
+    assert (
+        cli(project, "run", "--encoders", "my-run", "--tasks", "STSBenchmark", "--quiet", "--no-cache").returncode == 0
+    )

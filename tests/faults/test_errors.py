@@ -26,8 +26,6 @@ from benchharness.evaluation.runner import run
 TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
 
 
-
-
 class MaskedEncoder(HashEncoder):
     """Hash vectors, except that sentences containing ``word`` get ``value`` in every coordinate
     (NaN, inf or 0: the broken and the out-of-vocabulary cases)."""
@@ -49,11 +47,13 @@ def _task_sentences(data_dir, name=TASK) -> list[str]:
 
 
 def _run(data_dir, store, encoder, names):
-    return run([encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store,
-               RunSettings())
+    return run(
+        [encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store, RunSettings()
+    )
 
 
 # --- non-finite and zero vectors ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("value", [np.nan, np.inf])
 def test_non_finite_vectors_fail_every_task_and_nothing_is_stored(data_dir, tmp_path, value):
@@ -95,18 +95,22 @@ def test_zero_vectors_are_counted_per_task_in_the_result(data_dir, tmp_path):
 
 # --- training flags, before any model loads -------------------------------------------------------
 
-@pytest.mark.parametrize("flag, value, words", [
-    ("--max-steps", "0", "positive integer, got 0"),
-    ("--limit", "0", "positive integer, got 0"),
-    ("--eval-every", "-5", "integer >= 0, got -5"),
-    ("--lr", "-1e-5", "positive number"),
-    ("--warmup-ratio", "1.5", "in [0, 1)"),
-    ("--batch-size", "x", "positive integer, got 'x'"),
-    ("--preset", "nope", "invalid choice: 'nope'"),
-    ("--temperature", "0", "positive number"),
-    ("--optimizer", "sgd", "invalid choice: 'sgd'"),
-    ("--adam-eps", "0", "positive number"),
-])
+
+@pytest.mark.parametrize(
+    "flag, value, words",
+    [
+        ("--max-steps", "0", "positive integer, got 0"),
+        ("--limit", "0", "positive integer, got 0"),
+        ("--eval-every", "-5", "integer >= 0, got -5"),
+        ("--lr", "-1e-5", "positive number"),
+        ("--warmup-ratio", "1.5", "in [0, 1)"),
+        ("--batch-size", "x", "positive integer, got 'x'"),
+        ("--preset", "nope", "invalid choice: 'nope'"),
+        ("--temperature", "0", "positive number"),
+        ("--optimizer", "sgd", "invalid choice: 'sgd'"),
+        ("--adam-eps", "0", "positive number"),
+    ],
+)
 def test_training_flags_are_refused_by_the_parser(tmp_path, capsys, flag, value, words):
     with pytest.raises(SystemExit) as exc:
         main(["train", "simcse", "--base", "unused", "--out", str(tmp_path / "run"), f"{flag}={value}"])
@@ -126,16 +130,45 @@ def test_training_method_flags_are_validated(tmp_path, capsys):
 
 def test_torch_adamw_without_bias_correction_is_refused_before_the_model(tmp_path, capsys):
     # only the legacy transformers.AdamW can leave the bias correction out
-    assert main(["train", "simcse", "--base", "nobody/nothing", "--out", str(tmp_path / "run"),
-                 "--optimizer", "torch-adamw", "--no-correct-bias", "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "simcse",
+                "--base",
+                "nobody/nothing",
+                "--out",
+                str(tmp_path / "run"),
+                "--optimizer",
+                "torch-adamw",
+                "--no-correct-bias",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "correct_bias=False needs optimizer adamw-legacy" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
 
 def test_missing_training_data_fails_before_the_model(tmp_path, capsys):
     missing = tmp_path / "nope.txt"
-    assert main(["train", "simcse", "--base", "not-a/model", "--out", str(tmp_path / "run"),
-                 "--data", str(missing), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "simcse",
+                "--base",
+                "not-a/model",
+                "--out",
+                str(tmp_path / "run"),
+                "--data",
+                str(missing),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert str(missing) in err
     assert not (tmp_path / "run").exists()
@@ -149,8 +182,22 @@ def sentences_file(tmp_path):
 
 
 def test_missing_base_folder_is_no_such_folder(tmp_path, sentences_file, capsys):
-    assert main(["train", "simcse", "--base", "./no/such/model", "--out", str(tmp_path / "run"),
-                 "--data", str(sentences_file), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "simcse",
+                "--base",
+                "./no/such/model",
+                "--out",
+                str(tmp_path / "run"),
+                "--data",
+                str(sentences_file),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "no such folder './no/such/model'" in err and "Repo id" not in err
     assert not (tmp_path / "run").exists()
@@ -158,8 +205,26 @@ def test_missing_base_folder_is_no_such_folder(tmp_path, sentences_file, capsys)
 
 def test_too_few_examples_fail_before_the_model(tmp_path, sentences_file, capsys):
     # 20 sentences, --limit 5, batch 8: no full batch; the base id is never looked up
-    assert main(["train", "simcse", "--base", "nobody/nothing", "--out", str(tmp_path / "run"),
-                 "--data", str(sentences_file), "--limit", "5", "--batch-size", "8", "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "simcse",
+                "--base",
+                "nobody/nothing",
+                "--out",
+                str(tmp_path / "run"),
+                "--data",
+                str(sentences_file),
+                "--limit",
+                "5",
+                "--batch-size",
+                "8",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "5 training examples give no full batch of 8" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
@@ -167,13 +232,20 @@ def test_too_few_examples_fail_before_the_model(tmp_path, sentences_file, capsys
 def test_train_config_refuses_zero_steps_and_limits(tmp_path):
     from benchharness.encoders.methods.train_config import TrainConfig
 
-    for key, value in (("max_steps", 0), ("limit", 0), ("eval_every", -5), ("lr", -1.0), ("seed", -1),
-                       ("optimizer", "adam")):
+    for key, value in (
+        ("max_steps", 0),
+        ("limit", 0),
+        ("eval_every", -5),
+        ("lr", -1.0),
+        ("seed", -1),
+        ("optimizer", "adam"),
+    ):
         with pytest.raises(ValueError, match=key):
             TrainConfig(base="x", out=tmp_path, **{key: value})
 
 
 # --- run flags -------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("flag, value", [("--batch-size", "0"), ("--seed", "-1")])
 def test_run_flags_are_refused_by_the_parser(project, capsys, flag, value):
@@ -207,6 +279,7 @@ def test_leaderboard_column_names_are_task_names():
 
 # --- specs and config --------------------------------------------------------------------------------
 
+
 def test_missing_local_spec_folder(project, capsys):
     assert main(["run", "--encoders", "hf:./missing-model", "--tasks", TASK]) == 2
     err = capsys.readouterr().err
@@ -224,7 +297,8 @@ def test_spec_parameter_typo_lists_accepted_ones(project, capsys):
 def test_config_cycle_is_named(project, capsys):
     (project / "benchharness.toml").write_text(
         '[paths]\ncache_dir = ".cache"\n[encoders.a]\nspec = "b"\n[encoders.b]\nspec = "a"\n'
-        '[encoders.c]\nspec = "c+whitening"\n')
+        '[encoders.c]\nspec = "c+whitening"\n'
+    )
     assert main(["run", "--encoders", "a", "--tasks", TASK]) == 2
     assert "encoder 'a' in" in (err := capsys.readouterr().err) and "refers to itself via a -> b -> a" in err
     assert main(["run", "--encoders", "c", "--tasks", TASK]) == 2
@@ -239,6 +313,7 @@ def test_broken_config_file_exits_2(project, capsys):
 
 # --- data download offline ---------------------------------------------------------------------------
 
+
 def test_download_offline_is_clear_and_leaves_no_folder(tmp_path, monkeypatch, capsys):
     def offline(*args, **kwargs):
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
@@ -252,6 +327,7 @@ def test_download_offline_is_clear_and_leaves_no_folder(tmp_path, monkeypatch, c
 
 
 # --- result files --------------------------------------------------------------------------------------
+
 
 def test_wrong_types_name_the_file_and_run_recomputes(data_dir, tmp_path, caplog):
     store = ResultStore(tmp_path)

@@ -28,10 +28,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchharness.core.results import ResultStore
 from tests.conftest import DATA, HF_CACHE, MINILM_L3, ROOT, needs_data
 from tests.fakes import HashEncoder
-
-from benchharness.core.results import ResultStore
 
 STSB = "senteval/STS/STSBenchmark/sts-test.csv"
 PLUGIN = ROOT / "tests" / "faults_plugin.py"
@@ -96,15 +95,29 @@ def environment(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def run_cli(project: Path, *args: str, plugin: bool = True, timeout: float = 300,
-            **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command(*args, plugin=plugin), cwd=project, env=environment(**env),
-                          capture_output=True, text=True, timeout=timeout)
+def run_cli(
+    project: Path, *args: str, plugin: bool = True, timeout: float = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command(*args, plugin=plugin),
+        cwd=project,
+        env=environment(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def start_cli(project: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(command(*args), cwd=project, env=environment(**env), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        command(*args),
+        cwd=project,
+        env=environment(**env),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def kill(proc: subprocess.Popen[str]) -> None:
@@ -160,8 +173,9 @@ def test_kill_during_encoding_then_rerun_encodes_only_the_uncommitted_rest(tmp_p
     assert CHUNK < unique < 2 * CHUNK  # STS-B test: one full chunk, then the rest
     proc = start_cli(project, *run_args("STSBenchmark"), FAULTS_ENCODE_DELAY="4")
     try:
-        wait_for(lambda: committed_rows(database(project)) > 0 or proc.poll() is not None,
-                 what="the first committed chunk")
+        wait_for(
+            lambda: committed_rows(database(project)) > 0 or proc.poll() is not None, what="the first committed chunk"
+        )
         assert proc.poll() is None, proc.communicate()
         kill(proc)
     finally:
@@ -206,8 +220,11 @@ def test_kill_while_writing_a_result_then_rerun_reuses_the_written_one(tmp_path)
 
     rerun = run_cli(project, *run_args(*tasks))
     assert rerun.returncode == 0, rerun.stderr
-    status = {line.split("|")[2].strip(): line.split("|")[3].strip()
-              for line in rerun.stdout.splitlines() if line.startswith("| faults-hash")}
+    status = {
+        line.split("|")[2].strip(): line.split("|")[3].strip()
+        for line in rerun.stdout.splitlines()
+        if line.startswith("| faults-hash")
+    }
     second = next(t for t in tasks if t != first)
     assert status == {first: "reused", second: "computed"}
     assert result(project, first) == before
@@ -276,8 +293,9 @@ def test_concurrent_runs_encode_each_sentence_once(tmp_path):
     """Two runs sharing a cache (separate results folders): the cache lock makes the later one
     wait and reuse, so together they encode the unique sentences once, and agree."""
     project = make_project(tmp_path / "p")
-    procs = [start_cli(project, *run_args("STSBenchmark", results=f"results{i}"), FAULTS_ENCODE_DELAY="1")
-             for i in (1, 2)]
+    procs = [
+        start_cli(project, *run_args("STSBenchmark", results=f"results{i}"), FAULTS_ENCODE_DELAY="1") for i in (1, 2)
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
@@ -322,16 +340,32 @@ def test_nan_vectors_fail_the_task_naming_encoder_and_rows(tmp_path, cache):
 # --- invalid training flags ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("flag", [["--max-steps", "0"], ["--limit", "0"], ["--eval-every", "-5"]],
-                         ids=["max-steps", "limit", "eval-every"])
+@pytest.mark.parametrize(
+    "flag", [["--max-steps", "0"], ["--limit", "0"], ["--eval-every", "-5"]], ids=["max-steps", "limit", "eval-every"]
+)
 def test_bad_training_flag_exits_2_before_any_model_loads(tmp_path, flag):
     """The flag is refused with status 2 and a message naming it, before the base model is
     loaded: no BERT modelling code is imported (``-X importtime`` lists every import) and no
     run folder appears."""
     project = make_project(tmp_path / "p")
     out = tmp_path / "run"
-    cmd = [sys.executable, "-X", "importtime", "-m", "benchharness.cli", "train", "consert",
-           "--base", MINILM_L3, "--out", str(out), "--device", "cpu", "--quiet", *flag]
+    cmd = [
+        sys.executable,
+        "-X",
+        "importtime",
+        "-m",
+        "benchharness.cli",
+        "train",
+        "consert",
+        "--base",
+        MINILM_L3,
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--quiet",
+        *flag,
+    ]
     try:
         done = subprocess.run(cmd, cwd=project, env=environment(), capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import gzip
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,8 +29,38 @@ from benchharness.data.readers import SICK_COLUMNS, STSB_COLUMNS, read_scored_ts
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-ODD = ["", " ", "\t", '"', "'", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029", "\ufeff", "\x00",
-       "é", "ß", "日本", "\U0001f600", "0", "1", "5", "2.5", "-1", "nan", "inf", "1e999", "x", "a b", ":", "DESC:def"]
+ODD = [
+    "",
+    " ",
+    "\t",
+    '"',
+    "'",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x85",
+    "\u2028",
+    "\u2029",
+    "\ufeff",
+    "\x00",
+    "é",
+    "ß",
+    "日本",
+    "\U0001f600",
+    "0",
+    "1",
+    "5",
+    "2.5",
+    "-1",
+    "nan",
+    "inf",
+    "1e999",
+    "x",
+    "a b",
+    ":",
+    "DESC:def",
+]
 FIELD = st.one_of(
     st.sampled_from(ODD),
     st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10),
@@ -66,7 +97,7 @@ def compressed(draw: Any, plain: st.SearchStrategy[bytes]) -> bytes:
         data = data[: draw(st.integers(0, len(data) - 1))]
     elif damage == "flip":
         at = draw(st.integers(0, len(data) - 1))
-        data = data[:at] + bytes([data[at] ^ 0x41]) + data[at + 1:]
+        data = data[:at] + bytes([data[at] ^ 0x41]) + data[at + 1 :]
     return data
 
 
@@ -109,8 +140,15 @@ def test_sts_year_files(pairs: bytes, gold: bytes) -> None:
         assert len(g) == len(gold.decode("utf8").splitlines()) - blank  # SentEval skips ungraded pairs
 
 
-STSB_LINE = st.tuples(st.sampled_from(["main-captions", "x"]), st.sampled_from(["MSRvid", ""]), st.just("2012test"),
-                      st.just("0001"), SCORE, SENTENCE, SENTENCE).map("\t".join)
+STSB_LINE = st.tuples(
+    st.sampled_from(["main-captions", "x"]),
+    st.sampled_from(["MSRvid", ""]),
+    st.just("2012test"),
+    st.just("0001"),
+    SCORE,
+    SENTENCE,
+    SENTENCE,
+).map("\t".join)
 SICK_LINE = st.tuples(st.integers(1, 99).map(str), SENTENCE, SENTENCE, SCORE, st.just("NEUTRAL")).map("\t".join)
 
 
@@ -152,8 +190,9 @@ def test_sst_files(data: bytes) -> None:
         assert len(out[0]) == len(out[1]) == len(data.decode("utf8").splitlines())
 
 
-TREC_LINE = st.tuples(st.sampled_from(["DESC", "HUM", "NUM", "XYZ", ""]), st.sampled_from(["def", "ind", ""]),
-                      SENTENCE).map(lambda t: f"{t[0]}:{t[1]} {t[2]}")
+TREC_LINE = st.tuples(
+    st.sampled_from(["DESC", "HUM", "NUM", "XYZ", ""]), st.sampled_from(["def", "ind", ""]), SENTENCE
+).map(lambda t: f"{t[0]}:{t[1]} {t[2]}")
 
 
 @SETTINGS
@@ -225,9 +264,14 @@ def test_askubuntu_texts_compressed(data: bytes) -> None:
 # --- QQP ------------------------------------------------------------------------------------
 
 
-QQP_LINE = st.tuples(st.integers(0, 9).map(str), st.just("1"), st.just("2"),
-                     st.one_of(SENTENCE, SENTENCE.map(lambda s: f'"{s}\n{s}"'), st.just('"open')),
-                     SENTENCE, st.sampled_from(["0", "1", "2"])).map("\t".join)
+QQP_LINE = st.tuples(
+    st.integers(0, 9).map(str),
+    st.just("1"),
+    st.just("2"),
+    st.one_of(SENTENCE, SENTENCE.map(lambda s: f'"{s}\n{s}"'), st.just('"open')),
+    SENTENCE,
+    st.sampled_from(["0", "1", "2"]),
+).map("\t".join)
 
 
 @SETTINGS
@@ -243,8 +287,9 @@ def test_qqp_pairs(data: bytes) -> None:
 # --- GloVe ----------------------------------------------------------------------------------
 
 
-VECTOR_LINE = st.tuples(WORD, st.lists(st.one_of(st.floats(-2, 2).map(str), st.sampled_from(["nan", "x", ""])),
-                                       min_size=3, max_size=3)).map(lambda t: " ".join([t[0], *t[1]]))
+VECTOR_LINE = st.tuples(
+    WORD, st.lists(st.one_of(st.floats(-2, 2).map(str), st.sampled_from(["nan", "x", ""])), min_size=3, max_size=3)
+).map(lambda t: " ".join([t[0], *t[1]]))
 
 
 @SETTINGS
@@ -311,6 +356,6 @@ def test_undecodable_byte_is_reported_at_its_line(tmp_path: Path, eol: str) -> N
 
     qqp = tmp_path / "q.tsv"
     rows = ["id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate", '1\t1\t2\t"two\nlines"\tb\t0']
-    qqp.write_bytes(eol.join(rows).encode() + eol.encode() + "2\t1\t2\ta\tb\t1".encode() + b"\x80" + eol.encode())
+    qqp.write_bytes(eol.join(rows).encode() + eol.encode() + b"2\t1\t2\ta\tb\t1" + b"\x80" + eol.encode())
     with pytest.raises(DataError, match=re.escape(f"{qqp}:4:")):  # the quoted field spans lines 2-3
         read_pairs(qqp)

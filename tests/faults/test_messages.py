@@ -36,8 +36,15 @@ GLOVE_SUBSET = "glove/glove.6B.50d.subset.txt.gz"
 
 def cli(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 600) -> tuple[int, str]:
     """``benchharness <args>`` in a fresh process; its exit status and stdout + stderr."""
-    out = subprocess.run([sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True, text=True,
-                         env={**os.environ, **(env or {})}, timeout=timeout, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchharness.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        check=False,
+    )
     return out.returncode, out.stdout + out.stderr
 
 
@@ -56,15 +63,23 @@ def no_noise(out: str) -> None:
 
 def snapshot(*folders: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under ``folders``: its mtime and content."""
-    return {str(p): (p.stat().st_mtime_ns, p.read_bytes()) for f in folders if f.exists()
-            for p in sorted(f.rglob("*")) if p.is_file()}
+    return {
+        str(p): (p.stat().st_mtime_ns, p.read_bytes())
+        for f in folders
+        if f.exists()
+        for p in sorted(f.rglob("*"))
+        if p.is_file()
+    }
 
 
 # --- item 4: constant gold scores, constant predictions, no NaN score ---------------------------------
 
+
 def test_a_pairs_file_with_constant_gold_scores_fails_in_one_line_naming_it(project):
     pairs = project / "flat.csv"
-    pairs.write_text("sentence1,sentence2,score\n" + "".join(f"a man walks {i},a man runs {i},3.0\n" for i in range(30)))
+    pairs.write_text(
+        "sentence1,sentence2,score\n" + "".join(f"a man walks {i},a man runs {i},3.0\n" for i in range(30))
+    )
     (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[tasks.flat]\nfile = "flat.csv"\n')
     rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", "flat", "--no-cache")
     assert rc == 1, out
@@ -83,8 +98,10 @@ def test_an_encoder_giving_every_sentence_the_same_vector_is_named_as_such(proje
     vectors.write_text("".join(f"{w} 0.5 0.5\n" for w in words))  # every sentence averages to (0.5, 0.5)
     rc, out = cli(project, "run", "--encoders", f"glove:{vectors}", "--tasks", TASK, "--no-cache")
     assert rc == 1, out
-    assert (f"the cosines are all 1 on {TASK}: the encoder scores every pair alike (the same vector for every "
-            "sentence?); a correlation with a constant is undefined") in out
+    assert (
+        f"the cosines are all 1 on {TASK}: the encoder scores every pair alike (the same vector for every "
+        "sentence?); a correlation with a constant is undefined"
+    ) in out
     no_noise(out)
     assert not list((project / "results").rglob("*.json"))
 
@@ -100,8 +117,7 @@ def test_correlations_refuse_a_constant_side_or_a_nan_instead_of_returning_nan()
 
 
 @pytest.mark.parametrize("stored", [True, False])
-def test_a_nan_metric_fails_its_task_alone_and_is_never_reported_or_stored(data_dir, tmp_path, register_plugin,
-                                                                         stored):
+def test_a_nan_metric_fails_its_task_alone_and_is_never_reported_or_stored(data_dir, tmp_path, register_plugin, stored):
     class NaNTask(BrokenTask):
         def evaluate(self, embed, seed):
             return {"x": float("nan"), "n": 1}
@@ -109,8 +125,14 @@ def test_a_nan_metric_fails_its_task_alone_and_is_never_reported_or_stored(data_
     register_plugin("tasks", "nan", TaskProvider(tasks={"Broken": NaNTask}))
     store = ResultStore(tmp_path) if stored else None
     encoder = HashEncoder()
-    summary = run([encoder.name], [tasks.get("Broken"), tasks.get(TASK)], lambda _: encoder, DataRoot(data_dir),
-                  store, RunSettings())
+    summary = run(
+        [encoder.name],
+        [tasks.get("Broken"), tasks.get(TASK)],
+        lambda _: encoder,
+        DataRoot(data_dir),
+        store,
+        RunSettings(),
+    )
     outcomes = {o.task: o for o in summary.outcomes}
     assert outcomes["Broken"].status == "failed" and outcomes["Broken"].main_score is None
     assert "x = nan: the task gave no defined score" in outcomes["Broken"].message
@@ -140,6 +162,7 @@ def test_a_gold_score_that_parses_as_nan_or_inf_is_refused_naming_the_line(tmp_p
 
 
 # --- weak: damaged result and items files -----------------------------------------------------------------
+
 
 def test_a_deeply_nested_result_file_is_named_in_one_line(project):
     path = project / "results" / "glove-50d" / f"{TASK}.json"
@@ -179,8 +202,10 @@ def _two_stored_encoders(project) -> tuple[str, Path, dict]:
 
 
 @needs_data(GLOVE_SUBSET)
-@pytest.mark.parametrize(("key", "value"), [("file", "../../etc/passwd"), ("file", "/etc/passwd"), ("file", ".."),
-                                            ("file", 5), ("sha256", None)])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("file", "../../etc/passwd"), ("file", "/etc/passwd"), ("file", ".."), ("file", 5), ("sha256", None)],
+)
 def test_a_damaged_items_record_is_named_in_one_line(project, key, value):
     other, path, record = _two_stored_encoders(project)
     record["items"][key] = value
@@ -190,11 +215,14 @@ def test_a_damaged_items_record_is_named_in_one_line(project, key, value):
 
 
 @needs_data(GLOVE_SUBSET)
-@pytest.mark.parametrize(("change", "expected"), [
-    (lambda a: a["cosine"].astype(str), "'cosine' holds <U32 values, not numbers"),  # would rank as text
-    (lambda a: np.where(np.arange(len(a["cosine"])) == 0, np.nan, a["cosine"]), "'cosine' holds 1 non-finite"),
-    (lambda a: a["cosine"].reshape(-1, 1), "'cosine' has shape (500, 1)"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda a: a["cosine"].astype(str), "'cosine' holds <U32 values, not numbers"),  # would rank as text
+        (lambda a: np.where(np.arange(len(a["cosine"])) == 0, np.nan, a["cosine"]), "'cosine' holds 1 non-finite"),
+        (lambda a: a["cosine"].reshape(-1, 1), "'cosine' has shape (500, 1)"),
+    ],
+)
 def test_items_arrays_that_benchharness_never_writes_are_refused_naming_the_file(project, change, expected):
     other, path, record = _two_stored_encoders(project)
     items = path.with_name(record["items"]["file"])
@@ -217,16 +245,20 @@ def test_a_fifo_in_place_of_a_result_manifest_or_digest_store_does_not_hang_a_ru
     result = project / "results" / "glove-50d" / f"{TASK}.json"
     for fifo in (result, runs / "fifo" / "manifest.json", project / ".cache" / "digests.json"):
         os.mkfifo(fifo)
-    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, env={"BENCHHARNESS_RUNS": str(runs)},
-                  timeout=120)
+    rc, out = cli(
+        project, "run", "--encoders", "glove-50d", "--tasks", TASK, env={"BENCHHARNESS_RUNS": str(runs)}, timeout=120
+    )
     assert rc == 0 and f"{result}: not a regular file; delete it to recompute; recomputing" in out, out
     assert json.loads(result.read_text())["task"] == TASK
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    (b'[paths]\ncache_dir = "\xff"\n', "invalid TOML: 'utf-8' codec can't decode byte 0xff"),
-    (b"x = " + b"[" * 5000 + b"]" * 5000, "invalid TOML: nested too deeply to read"),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'[paths]\ncache_dir = "\xff"\n', "invalid TOML: 'utf-8' codec can't decode byte 0xff"),
+        (b"x = " + b"[" * 5000 + b"]" * 5000, "invalid TOML: nested too deeply to read"),
+    ],
+)
 def test_a_config_file_that_is_not_utf8_or_nested_too_deeply_is_one_line(project, content, expected):
     (project / "benchharness.toml").write_bytes(content)
     line = one_line_error(*cli(project, "list", "tasks"))
@@ -256,6 +288,7 @@ class Unpickled:
 
 # --- weak: a word2vec text file ---------------------------------------------------------------------
 
+
 @needs_data(GLOVE_SUBSET)
 def test_a_word2vec_header_is_read_as_one_and_checked_against_the_body(project):
     with gzip.open(DATA / GLOVE_SUBSET, "rt", encoding="utf8") as fh:
@@ -266,8 +299,10 @@ def test_a_word2vec_header_is_read_as_one_and_checked_against_the_body(project):
     short.write_text("6000 50\n" + "".join(lines))
     rc, out = cli(project, "run", "--encoders", f"glove:{plain},glove:{w2v}", "--tasks", TASK, "--no-cache")
     assert rc == 0, out
-    scores = {p: json.loads(next((project / "results").glob(f"*{p.stem}*/{TASK}.json")).read_text())["main_score"]
-              for p in (plain, w2v)}
+    scores = {
+        p: json.loads(next((project / "results").glob(f"*{p.stem}*/{TASK}.json")).read_text())["main_score"]
+        for p in (plain, w2v)
+    }
     assert scores[plain] == scores[w2v]
     rc, out = cli(project, "run", "--encoders", f"glove:{short}", "--tasks", TASK, "--no-cache")
     assert rc == 1 and f"{short}:5001: 5000 vectors, but the word2vec header on line 1 says 6000" in out, out
@@ -327,10 +362,12 @@ def test_an_output_under_a_folder_no_file_can_be_created_in_is_refused_before_an
 
 # --- items 5, 6 and 10 (--verify), fixed on main: their tests -------------------------------------------
 
+
 def test_run_with_a_results_dir_that_is_a_file_stops_before_encoding(project):
     (project / "afile").write_text("")
-    line = one_line_error(*cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache",
-                               "--results-dir", "afile"))
+    line = one_line_error(
+        *cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", "--results-dir", "afile")
+    )
     assert "--results-dir afile is a file; give a folder" in line
 
 

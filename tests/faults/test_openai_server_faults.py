@@ -11,8 +11,11 @@ from embedding_server import MODEL, EmbeddingServer, missing_reason
 
 import benchharness
 
-pytestmark = [pytest.mark.slow, needs_data("senteval/STS/STSBenchmark"),
-              pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason()))]
+pytestmark = [
+    pytest.mark.slow,
+    needs_data("senteval/STS/STSBenchmark"),
+    pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason())),
+]
 
 TASK = "STSBenchmark"
 #: STS-B test's unique sentences, and the rows the embedding cache commits at a time (cache.ENCODE_CHUNK)
@@ -30,7 +33,8 @@ def config(folder, base_url: str) -> None:
     (folder / "benchharness.toml").write_text(
         '[paths]\ncache_dir = "cache"\nresults_dir = "results"\n'
         f'[encoders.whole]\nspec = "{server}&max_batch=64&max_concurrency=2&identity=l3-whole"\n'
-        f'[encoders.cut]\nspec = "{server}&max_batch={BATCH}&max_concurrency=1&identity=l3-cut"\n')
+        f'[encoders.cut]\nspec = "{server}&max_batch={BATCH}&max_concurrency=1&identity=l3-cut"\n'
+    )
 
 
 def test_a_server_killed_mid_run_keeps_what_was_done_and_fails_in_one_line(tmp_path, monkeypatch):
@@ -40,8 +44,7 @@ def test_a_server_killed_mid_run_keeps_what_was_done_and_fails_in_one_line(tmp_p
         # whole: a probe and its two chunks in requests of 64; cut: a probe, the first chunk, then 4 more
         whole_requests = 1 + -(-CHUNK // 64) + -(-(UNIQUE - CHUNK) // 64)
         server.kill_after(whole_requests + 1 + CHUNK // BATCH + 4)
-        results = benchharness.evaluate(["whole", "cut"], TASK, results_dir="results", cache_dir="cache",
-                                        errors="keep")
+        results = benchharness.evaluate(["whole", "cut"], TASK, results_dir="results", cache_dir="cache", errors="keep")
         assert server.process.poll() is not None, "the server outlived the run: the kill did not happen"
     (failed,) = results.failed
     assert (failed.encoder, failed.task) == ("cut", TASK)

@@ -27,8 +27,9 @@ STS = SECTIONS[0]
 
 
 def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def one_line_error(done: subprocess.CompletedProcess, *needles: str) -> str:
@@ -39,10 +40,22 @@ def one_line_error(done: subprocess.CompletedProcess, *needles: str) -> str:
 
 
 def result(encoder: str, task: str, score: float, confidence: dict | None = None) -> Result:
-    return Result(encoder=encoder, task=task, main_score=score, main_metric="spearman", metrics={"spearman": score},
-                  protocol={"variant": "v"}, encoder_identity={"hash": "h"}, encoder_metadata={},
-                  data={"sha256": "d", "root": "", "files": [], "verified": True}, seed=1111, timings={},
-                  versions={}, date="2026-01-01", confidence=confidence)
+    return Result(
+        encoder=encoder,
+        task=task,
+        main_score=score,
+        main_metric="spearman",
+        metrics={"spearman": score},
+        protocol={"variant": "v"},
+        encoder_identity={"hash": "h"},
+        encoder_metadata={},
+        data={"sha256": "d", "root": "", "files": [], "verified": True},
+        seed=1111,
+        timings={},
+        versions={},
+        date="2026-01-01",
+        confidence=confidence,
+    )
 
 
 def store_row(root: Path, encoder: str, scores: list[float]) -> None:
@@ -58,22 +71,50 @@ def test_an_installed_wheel_carries_the_published_rows_and_shows_them(tmp_path):
         shutil.copytree(ROOT / part, source / part, ignore=shutil.ignore_patterns("__pycache__"))
     for part in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / part, source / part)
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(tmp_path / "wheels"), str(source)], capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "wheels"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = (tmp_path / "wheels").glob("benchharness-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"benchharness/reporting/published/{n}.csv" for n in ("sts", "transfer", "ranking")} <= names
 
     site = tmp_path / "site"
-    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
-                                str(wheel)], capture_output=True, text=True, timeout=300)
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert installed.returncode == 0, installed.stderr[-2000:]
     project = tmp_path / "project"
     store_row(project / "results", "mine", [50.0] * 7)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(site), "PYTHONNOUSERSITE": "1"}
-    where = subprocess.run([sys.executable, "-c", "import benchharness.core.checkout as c, benchharness as b; "
-                            "print(c.CHECKOUT, b.__file__)"], cwd=project, env=env, capture_output=True, text=True)
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import benchharness.core.checkout as c, benchharness as b; print(c.CHECKOUT, b.__file__)",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert where.stdout.split()[0] == "None" and where.stdout.split()[1].startswith(str(site)), where
     done = cli(project, "leaderboard", "--papers", "paser", env=env)
     assert done.returncode == 0, done.stderr
@@ -93,10 +134,13 @@ def test_a_board_without_published_rows_does_not_claim_them(tmp_path):
 
 
 # ---- refused before any work ---------------------------------------------------------------------
-@pytest.mark.parametrize(("args", "needles"), [
-    (["-o", "lb.pdf"], ["lb.pdf", ".pdf", ".md", ".csv", ".tex", ".html"]),
-    (["--format", "csv", "-o", "lb.tex"], ["lb.tex", "--format csv", ".csv"]),
-])
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["-o", "lb.pdf"], ["lb.pdf", ".pdf", ".md", ".csv", ".tex", ".html"]),
+        (["--format", "csv", "-o", "lb.tex"], ["lb.tex", "--format csv", ".csv"]),
+    ],
+)
 def test_an_output_suffix_the_format_cannot_write_is_refused(tmp_path, args, needles):
     store_row(tmp_path / "results", "mine", [50.0] * 7)
     one_line_error(cli(tmp_path, "leaderboard", *args), *needles)
@@ -105,20 +149,24 @@ def test_an_output_suffix_the_format_cannot_write_is_refused(tmp_path, args, nee
 
 def test_a_missing_results_folder_is_an_error_naming_it_and_the_command_that_fills_it(tmp_path):
     one_line_error(cli(tmp_path, "leaderboard"), "results", "benchharness run --encoders")
-    one_line_error(cli(tmp_path, "leaderboard", "--results-dir", "elsewhere"), "elsewhere",
-                   "benchharness run --encoders", "--results-dir elsewhere")
+    one_line_error(
+        cli(tmp_path, "leaderboard", "--results-dir", "elsewhere"),
+        "elsewhere",
+        "benchharness run --encoders",
+        "--results-dir elsewhere",
+    )
     one_line_error(cli(tmp_path, "report", "--out", "page", "--results-dir", "elsewhere"), "elsewhere")
     assert not (tmp_path / "page").exists()
 
 
 # ---- hostile names -------------------------------------------------------------------------------
 def test_csv_cells_are_never_formulas_but_numbers_stay_numbers(tmp_path):
-    store_row(tmp_path / "results", "=HYPERLINK(\"http://x\",\"y\")", [50.0] * 7)
+    store_row(tmp_path / "results", '=HYPERLINK("http://x","y")', [50.0] * 7)
     store_row(tmp_path / "results", "@sum", [-3.2] * 7)
     done = cli(tmp_path, "leaderboard", "--format", "csv", "--no-published")
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
-    assert {r["encoder"] for r in rows} == {"'=HYPERLINK(\"http://x\",\"y\")", "'@sum"}
+    assert {r["encoder"] for r in rows} == {'\'=HYPERLINK("http://x","y")', "'@sum"}
     negative = next(r for r in rows if r["encoder"] == "'@sum" and r["column"] == "STS12")
     assert negative["score"] == "-3.2" and negative["text"] == "-3.20"  # a number is data, never quoted
     for row in rows:
@@ -145,17 +193,25 @@ def test_latex_drops_bidi_marks_and_compiles(tmp_path):
     assert "\u200f" not in text and "名" not in text and r"rtlname\_" in text
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex is not installed (Debian: texlive-latex-base texlive-latex-recommended)")
-    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-                                      "\\input{board.tex}\n\\end{document}\n")
-    made = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n\\input{board.tex}\n\\end{document}\n"
+    )
+    made = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stdout[-2000:]
 
 
 def test_the_report_never_inlines_a_foreign_svg(tmp_path):
     store_row(tmp_path / "results", "mine", [50.0] * 7)
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>document.title="owned"'
-           '</script><rect width="10" height="10"/></svg>')
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>document.title="owned"'
+        '</script><rect width="10" height="10"/></svg>'
+    )
     (tmp_path / "analysis").mkdir()
     (tmp_path / "analysis" / "alignment-uniformity.svg").write_text(svg)
     done = cli(tmp_path, "report", "--out", "page", "--analysis", "analysis")
@@ -167,9 +223,19 @@ def test_the_report_never_inlines_a_foreign_svg(tmp_path):
     one_line_error(cli(tmp_path, "report", "--out", "page2", "--analysis", "nowhere"), "--analysis nowhere")
     browser = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
     if browser is not None:  # in a real browser, the image's script does not run (.ci/run installs Chromium)
-        dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                              (tmp_path / "page" / "index.html").as_uri()], capture_output=True, text=True,
-                             timeout=120).stdout
+        dom = subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--dump-dom",
+                (tmp_path / "page" / "index.html").as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
         assert "<title>" in dom and "owned" not in dom.split("<body")[0]
 
 
@@ -186,8 +252,26 @@ def test_a_nan_score_is_never_shown_as_a_number(tmp_path):
 # ---- the model card --------------------------------------------------------------------------------
 def test_the_card_of_a_transductive_run_says_so_and_names_its_repository(project, tiny_bert):
     out = "run`x\ny"  # a run's path with a backtick and a newline
-    trained = cli(project, "train", "simcse", "--base", str(tiny_bert), "--out", out, "--data", "sts-unlabeled",
-                  "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--threads", "1", "--quiet")
+    trained = cli(
+        project,
+        "train",
+        "simcse",
+        "--base",
+        str(tiny_bert),
+        "--out",
+        out,
+        "--data",
+        "sts-unlabeled",
+        "--batch-size",
+        "2",
+        "--max-steps",
+        "2",
+        "--eval-every",
+        "0",
+        "--threads",
+        "1",
+        "--quiet",
+    )
     assert trained.returncode == 0, trained.stderr[-2000:]
     store_row(project / "results", out, [50.0] * 7)
     done = cli(project, "push", out, "--stage-only", "--stage", "staged", "--repo-id", "me/my-model")

@@ -67,7 +67,8 @@ def make_project(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "benchharness.toml").write_text(
         f'[paths]\ndata_dir = "{DATA}"\nresults_dir = "results"\ncache_dir = "cache"\n'
-        f'hf_hub_cache = "{HF_CACHE}"\nhf_offline = true\n')
+        f'hf_hub_cache = "{HF_CACHE}"\nhf_offline = true\n'
+    )
     (folder / "tmp").mkdir()
     return folder
 
@@ -77,10 +78,18 @@ def environment(project: Path, **extra: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT), "BENCHHARNESS_DATA": str(DATA), "TMPDIR": str(project / "tmp"), **extra}
 
 
-def cli(project: Path, *args: str, head: tuple[str, ...] = ("-m", "benchharness.cli"), timeout: float = 300,
-        **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *head, *args], cwd=project, env=environment(project, **env),
-                          capture_output=True, text=True, timeout=timeout, check=False)
+def cli(
+    project: Path, *args: str, head: tuple[str, ...] = ("-m", "benchharness.cli"), timeout: float = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *head, *args],
+        cwd=project,
+        env=environment(project, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def score(project: Path, encoder: str, task: str, results: str = "results") -> float:
@@ -101,8 +110,15 @@ def test_a_spill_on_a_full_disk_fails_the_pass_naming_the_file_and_stores_nothin
     """A disk that takes 64 KiB of the pass's 580 KiB: the old run stored a score computed from
     zero rows; now the pass fails, one line naming the spill file and ENOSPC."""
     project = make_project(tmp_path / "p")
-    done = cli(project, *GLOVE_DEV, "--embedding-memory", "0.01", head=("-c", PWRITE_WRAPPER),
-               SPILL_STEP=str(1 << 30), SPILL_QUOTA=str(64 * 1024))
+    done = cli(
+        project,
+        *GLOVE_DEV,
+        "--embedding-memory",
+        "0.01",
+        head=("-c", PWRITE_WRAPPER),
+        SPILL_STEP=str(1 << 30),
+        SPILL_QUOTA=str(64 * 1024),
+    )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("| glove-50d"))
@@ -118,21 +134,44 @@ def test_a_spill_written_in_short_writes_scores_what_memory_scores(tmp_path):
     project = make_project(tmp_path / "p")
     in_memory = cli(project, *GLOVE_DEV, "--results-dir", "memory")
     assert in_memory.returncode == 0, in_memory.stderr
-    spilled = cli(project, *GLOVE_DEV, "--results-dir", "spilled", "--embedding-memory", "0.01",
-                  head=("-c", PWRITE_WRAPPER), SPILL_STEP="4096")
+    spilled = cli(
+        project,
+        *GLOVE_DEV,
+        "--results-dir",
+        "spilled",
+        "--embedding-memory",
+        "0.01",
+        head=("-c", PWRITE_WRAPPER),
+        SPILL_STEP="4096",
+    )
     assert spilled.returncode == 0, spilled.stderr
     assert score(project, "glove-50d", "STSBenchmark-dev", "spilled") == score(
-        project, "glove-50d", "STSBenchmark-dev", "memory")
+        project, "glove-50d", "STSBenchmark-dev", "memory"
+    )
 
 
 def test_a_run_killed_while_its_pass_is_spilled_leaves_no_spill_file(tmp_path):
     """SIGKILL after the first cache commit of a spilled pass: neither the cache folder nor the
     temporary folder keeps a spill file (it has no name once open)."""
     project = make_project(tmp_path / "p")
-    proc = subprocess.Popen([sys.executable, str(PLUGIN), "run", "--encoders", HASH, "--tasks", "STSBenchmark",
-                             "--embedding-memory", "0.01"], cwd=project, start_new_session=True,
-                            env=environment(project, FAULTS_ENCODE_DELAY="4"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(PLUGIN),
+            "run",
+            "--encoders",
+            HASH,
+            "--tasks",
+            "STSBenchmark",
+            "--embedding-memory",
+            "0.01",
+        ],
+        cwd=project,
+        start_new_session=True,
+        env=environment(project, FAULTS_ENCODE_DELAY="4"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 180
         while not _committed(project) and proc.poll() is None and time.monotonic() < deadline:
@@ -142,8 +181,11 @@ def test_a_run_killed_while_its_pass_is_spilled_leaves_no_spill_file(tmp_path):
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
-    left = [p for p in [*(project / "cache").rglob("*"), *(project / "tmp").rglob("*")]
-            if "benchharness-pass" in str(p) or p.suffix == ".f32"]
+    left = [
+        p
+        for p in [*(project / "cache").rglob("*"), *(project / "tmp").rglob("*")]
+        if "benchharness-pass" in str(p) or p.suffix == ".f32"
+    ]
     assert left == []
 
 
@@ -166,8 +208,9 @@ def read_only(folder: Path):
     """``folder`` read-only for this process and its children: a read-only bind mount over itself
     as root (which ignores permissions), else ``chmod -R a-w``; skips where neither works."""
     if os.geteuid() == 0:
-        mounted = subprocess.run(["mount", "--bind", "-o", "ro", str(folder), str(folder)], capture_output=True,
-                                 check=False)
+        mounted = subprocess.run(
+            ["mount", "--bind", "-o", "ro", str(folder), str(folder)], capture_output=True, check=False
+        )
         if mounted.returncode != 0:
             pytest.skip(f"cannot bind-mount read-only here: {mounted.stderr.decode().strip()}")
         try:
@@ -209,13 +252,14 @@ def test_a_foreign_write_lock_is_named_while_the_run_waits_for_it(tmp_path):
     first = cli(project, "run", "--encoders", HASH, "--tasks", "STSBenchmark-dev", head=(str(PLUGIN),))
     assert first.returncode == 0, first.stderr
     [db] = (project / "cache").glob("*/embeddings.sqlite")
-    hold = (f"import sqlite3, time\ncon = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
-            "con.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(5)\ncon.execute('ROLLBACK')")
+    hold = (
+        f"import sqlite3, time\ncon = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+        "con.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(5)\ncon.execute('ROLLBACK')"
+    )
     holder = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        run = cli(project, "run", "--encoders", HASH, "--tasks", "STSBenchmark-dev,STSBenchmark",
-                  head=(str(PLUGIN),))
+        run = cli(project, "run", "--encoders", HASH, "--tasks", "STSBenchmark-dev,STSBenchmark", head=(str(PLUGIN),))
     finally:
         holder.wait(timeout=60)
     assert run.returncode == 0, run.stderr
@@ -233,8 +277,7 @@ def test_the_log_line_says_how_many_sentences_are_cached_and_how_many_encoded(tm
     runs = [("STSBenchmark-dev", "r1"), ("STSBenchmark-dev", "r2"), ("STSBenchmark-dev,STSBenchmark", "r3")]
     lines = []
     for tasks, results in runs:
-        done = cli(project, "run", "--encoders", HASH, "--tasks", tasks, "--results-dir", results,
-                   head=(str(PLUGIN),))
+        done = cli(project, "run", "--encoders", HASH, "--tasks", tasks, "--results-dir", results, head=(str(PLUGIN),))
         assert done.returncode == 0, done.stderr
         lines.append(re.findall(r"\[faults-hash:8\] (.*)", done.stderr))
     assert f"encoding {dev:,} unique sentences for 1 task(s)" in lines[0]

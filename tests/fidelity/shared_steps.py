@@ -23,9 +23,10 @@ method's presets give (the configuration under test).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -132,7 +133,7 @@ class AdamW:
                 m = self.m[name] = b1 * self.m.get(name, torch.zeros_like(p)) + (1 - b1) * g
                 v = self.v[name] = b2 * self.v.get(name, torch.zeros_like(p)) + (1 - b2) * g * g
                 wd = 0.0 if self.no_decay(name) else self.weight_decay
-                bc1, bc2 = 1 - b1 ** self.t, 1 - b2 ** self.t
+                bc1, bc2 = 1 - b1**self.t, 1 - b2**self.t
                 if self.form == "legacy":
                     size = lr * math.sqrt(bc2) / bc1 if self.correct_bias else lr
                     p.sub_(size * m / (v.sqrt() + self.eps))
@@ -176,21 +177,31 @@ class Observed:
     rng: torch.Tensor
 
 
-def run_project_steps(method: torch.nn.Module, examples: list[Any], base: Path, out: Path, steps: int,
-                      **config: Any) -> list[Observed]:
+def run_project_steps(
+    method: torch.nn.Module, examples: list[Any], base: Path, out: Path, steps: int, **config: Any
+) -> list[Observed]:
     """Train ``method`` for ``steps`` steps with the project's loop (one batch = all ``examples``)
     and return each step's batch and the torch RNG state at the start of its forward pass."""
     # the loop under test, as training.py re-exports it
     from benchharness.encoders.methods.training import TrainConfig, train
 
     seen: list[Observed] = []
+
     def observe(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         seen.append(Observed(args[0], torch.get_rng_state()))
 
     handle = method.register_forward_pre_hook(observe)
     try:
-        cfg = TrainConfig(base=str(base), out=out, max_steps=steps, batch_size=len(examples), drop_last=False,
-                          eval_every=None, eval_at_start=False, **config)
+        cfg = TrainConfig(
+            base=str(base),
+            out=out,
+            max_steps=steps,
+            batch_size=len(examples),
+            drop_last=False,
+            eval_every=None,
+            eval_at_start=False,
+            **config,
+        )
         train(method, examples, cfg, data={"name": "fidelity"})
     finally:
         handle.remove()

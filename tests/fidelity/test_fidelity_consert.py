@@ -46,8 +46,13 @@ from shared_steps import (
 
 from benchharness.encoders.methods.consert.model import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
 
-SENTENCES = ["a man is playing a guitar on stage .", "the cat sat on the mat", "stocks fell sharply on monday",
-             "two kids ride their bikes down a steep hill", "rain is expected"]
+SENTENCES = [
+    "a man is playing a guitar on stage .",
+    "the cat sat on the mat",
+    "stocks fell sharply on monday",
+    "two kids ride their bikes down a steep hill",
+    "rain is expected",
+]
 TEMPERATURE, CL_RATE = 0.1, 0.15
 CUTOFF_DIRECTION = {"token_cutoff": "row", "feature_cutoff": "column", "dropout": "random"}
 
@@ -71,8 +76,9 @@ def official_indices(name: str, keep: torch.Tensor, n: int, rate: float) -> list
     return flat
 
 
-def official_view(encoder, features: dict[str, torch.Tensor], name: str, rate: float | None,
-                  draw: dict[str, torch.Tensor]) -> torch.Tensor:
+def official_view(
+    encoder, features: dict[str, torch.Tensor], name: str, rate: float | None, draw: dict[str, torch.Tensor]
+) -> torch.Tensor:
     """One view by the official recipe, mean-pooled."""
     mask = features["attention_mask"]
     lengths = mask.sum(1).tolist()
@@ -142,14 +148,25 @@ def official_loss(reference, features, views, draws) -> torch.Tensor:
 
 def setup(folder, view1: str, view2: str, rate1=None, rate2=None):
     encoder, tokenizer = load_tiny(folder)
-    method = ConSERT(encoder, tokenizer, view1=view1, rate1=rate1, view2=view2, rate2=rate2,
-                     temperature=TEMPERATURE, cl_rate=CL_RATE, max_length=64, no_dropout=True).double()
+    method = ConSERT(
+        encoder,
+        tokenizer,
+        view1=view1,
+        rate1=rate1,
+        view2=view2,
+        rate2=rate2,
+        temperature=TEMPERATURE,
+        cl_rate=CL_RATE,
+        max_length=64,
+        no_dropout=True,
+    ).double()
     reference, _ = load_tiny(folder, dropout=0.0)
     return method, reference, tokenizer
 
 
-@pytest.mark.parametrize("pair", [(a, "none") for a in AUGMENTATIONS] + [("feature_cutoff", "shuffle")],
-                         ids=lambda p: f"{p[0]}-vs-{p[1]}")
+@pytest.mark.parametrize(
+    "pair", [(a, "none") for a in AUGMENTATIONS] + [("feature_cutoff", "shuffle")], ids=lambda p: f"{p[0]}-vs-{p[1]}"
+)
 def test_consert_views_loss_and_gradients(tiny_bert, pair):
     method, reference, tokenizer = setup(tiny_bert, *pair)
     draws = record_draws(method)
@@ -174,8 +191,9 @@ def test_consert_views_loss_and_gradients(tiny_bert, pair):
     if pair[0] != "none":  # the augmentation changed the view
         with torch.no_grad():
             plain = masked_mean(reference(**features).last_hidden_state, features["attention_mask"])
-            assert not torch.allclose(official_view(reference, features, pair[0], PAPER_RATES.get(pair[0]), draws[0]),
-                                      plain)
+            assert not torch.allclose(
+                official_view(reference, features, pair[0], PAPER_RATES.get(pair[0]), draws[0]), plain
+            )
 
 
 def test_nt_xent_is_the_mean_over_the_2n_anchors():
@@ -201,8 +219,13 @@ def no_decay(name: str) -> bool:
 
 #: the official step (sentence_transformers 0.3.9 ``fit`` with main.py's optimizer_params) as the
 #: project's settings
-OFFICIAL_SETTINGS = {"optimizer": "adamw-legacy", "correct_bias": False, "adam_eps": 1e-6, "weight_decay": 0.01,
-                     "grad_clip": 1.0}
+OFFICIAL_SETTINGS = {
+    "optimizer": "adamw-legacy",
+    "correct_bias": False,
+    "adam_eps": 1e-6,
+    "weight_decay": 0.01,
+    "grad_clip": 1.0,
+}
 
 
 def hand_steps(reference, params, observed, draws, lr: float, adam: AdamW, clip: float | None) -> None:
@@ -211,8 +234,9 @@ def hand_steps(reference, params, observed, draws, lr: float, adam: AdamW, clip:
     for step, seen in enumerate(observed):
         for p in params.values():
             p.grad = None
-        official_loss(reference, seen.batch["a"], [("feature_cutoff", 0.2), ("shuffle", None)],
-                      draws[2 * step: 2 * step + 2]).backward()
+        official_loss(
+            reference, seen.batch["a"], [("feature_cutoff", 0.2), ("shuffle", None)], draws[2 * step : 2 * step + 2]
+        ).backward()
         gradients = reached(params)
         if clip is not None:
             clip_(gradients, clip)
@@ -242,18 +266,26 @@ def test_consert_optimizer_steps(tiny_bert, tmp_path, configured):
         assert settings == OFFICIAL_SETTINGS
         expected, alternative = official, torch_step
     else:
-        settings = {"optimizer": "torch-adamw", "correct_bias": True, "adam_eps": 1e-6, "weight_decay": 0.01,
-                    "grad_clip": None}
+        settings = {
+            "optimizer": "torch-adamw",
+            "correct_bias": True,
+            "adam_eps": 1e-6,
+            "weight_decay": 0.01,
+            "grad_clip": None,
+        }
         expected, alternative = torch_step, official
-    observed = run_project_steps(method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.1,
-                                 max_length=64, **settings)
+    observed = run_project_steps(
+        method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.1, max_length=64, **settings
+    )
     hand_steps(reference, params, observed, draws, lr, *expected)
     hand_steps(other, other_params, observed, draws, lr, *alternative)
     project = detached(trainable(method))
     diff, where = max_abs_diff(project, detached(params))
     apart, _ = max_abs_diff(project, detached(other_params))
-    print(f"consert {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
-          f"the other update ({alternative[0].form}, correct_bias {alternative[0].correct_bias}, clip "
-          f"{alternative[1]}) is {apart:.1e} away")
+    print(
+        f"consert {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
+        f"the other update ({alternative[0].form}, correct_bias {alternative[0].correct_bias}, clip "
+        f"{alternative[1]}) is {apart:.1e} away"
+    )
     assert diff < TOL, f"{where} differs by {diff:.2e} after two steps"
     assert apart > APART, "the comparison cannot tell the two updates apart"

@@ -43,10 +43,16 @@ from benchharness.encoders.methods.defsent_plus import model as defsent_plus
 from benchharness.encoders.methods.defsent_plus.dictionary import Dictionary
 from benchharness.encoders.methods.defsent_plus.entry_space import entry_embeddings
 
-TOY = [("revitalize", "give new life or vigor to"), ("revitalize", "imbue something with new life and vitality"),
-       ("giraffe", "a long-necked african animal"), ("vulture", "a large bird of prey that feeds on dead animals"),
-       ("ostrich", "a fast-running african bird that cannot fly"), ("lion", "a large wild cat of africa"),
-       ("lion", "a brave person"), ("car", "a motor vehicle with four wheels")]
+TOY = [
+    ("revitalize", "give new life or vigor to"),
+    ("revitalize", "imbue something with new life and vitality"),
+    ("giraffe", "a long-necked african animal"),
+    ("vulture", "a large bird of prey that feeds on dead animals"),
+    ("ostrich", "a fast-running african bird that cannot fly"),
+    ("lion", "a large wild cat of africa"),
+    ("lion", "a brave person"),
+    ("car", "a motor vehicle with four wheels"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +125,13 @@ def test_frozen_bias_free_head_loss_and_gradients(tiny_bert, toy, pooling):
 
 
 #: the official step (TrainEncoder.py: ``transformers.AdamW(lr, eps=1e-6)``, clip 1.0) as the project's settings
-OFFICIAL_SETTINGS = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-6, "weight_decay": 0.0,
-                     "grad_clip": 1.0}
+OFFICIAL_SETTINGS = {
+    "optimizer": "adamw-legacy",
+    "correct_bias": True,
+    "adam_eps": 1e-6,
+    "weight_decay": 0.0,
+    "grad_clip": 1.0,
+}
 
 
 def hand_steps(reference, params, observed, matrix, lr: float, form: str) -> None:
@@ -158,15 +169,26 @@ def test_defsent_plus_optimizer_steps(tiny_bert, toy, tmp_path, configured):
     else:
         settings = {**OFFICIAL_SETTINGS, "optimizer": "torch-adamw"}
         expected, alternative = "torch", "legacy"
-    observed = run_project_steps(method, list(zip(texts, labels)), tiny_bert, tmp_path / "run", 2, lr=lr,
-                                 warmup_ratio=0.0, max_length=150, **settings)
+    observed = run_project_steps(
+        method,
+        list(zip(texts, labels)),
+        tiny_bert,
+        tmp_path / "run",
+        2,
+        lr=lr,
+        warmup_ratio=0.0,
+        max_length=150,
+        **settings,
+    )
     hand_steps(reference, params, observed, matrix, lr, expected)
     hand_steps(other, other_params, observed, matrix, lr, alternative)
     project = detached(trainable(method))
     diff, where = max_abs_diff(project, detached(params))
     apart, _ = max_abs_diff(project, detached(other_params))
-    print(f"defsent+ {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
-          f"the other update ({alternative}) is {apart:.1e} away")
+    print(
+        f"defsent+ {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
+        f"the other update ({alternative}) is {apart:.1e} away"
+    )
     assert diff < TOL, f"{where} differs by {diff:.2e} after two steps"
     assert apart > APART, "the comparison cannot tell the two updates apart"
 
@@ -185,17 +207,40 @@ def test_pst_round_two_trains_the_original_weights_against_round_one_entries(tin
     out = tmp_path / "runs" / "toy"
     parser = argparse.ArgumentParser()
     defsent_plus_command.add_arguments(parser)
-    assert defsent_plus_command.main(parser.parse_args(
-        ["--base", str(base), "--out", str(out), "--dictionary", str(dictionary), "--rounds", "2", "--batch-size", "32",
-         "--round-lrs", "1e-2,0", "--quiet", "--no-final-space"])) == 0
+    assert (
+        defsent_plus_command.main(
+            parser.parse_args(
+                [
+                    "--base",
+                    str(base),
+                    "--out",
+                    str(out),
+                    "--dictionary",
+                    str(dictionary),
+                    "--rounds",
+                    "2",
+                    "--batch-size",
+                    "32",
+                    "--round-lrs",
+                    "1e-2,0",
+                    "--quiet",
+                    "--no-final-space",
+                ]
+            )
+        )
+        == 0
+    )
     r1, r2 = out.with_name("toy-r1"), out.with_name("toy-r2")
     original, _ = load_tiny(base)
     round1, _ = load_tiny(r1 / "model")
     round2, _ = load_tiny(r2 / "model")
 
     def first_loss(run) -> float:
-        return next(json.loads(line)["loss"] for line in (run / "metrics.jsonl").read_text().splitlines()
-                    if "loss" in json.loads(line))
+        return next(
+            json.loads(line)["loss"]
+            for line in (run / "metrics.jsonl").read_text().splitlines()
+            if "loss" in json.loads(line)
+        )
 
     def hand_loss(encoder, entries) -> float:
         texts, labels = toy.pairs()

@@ -55,8 +55,12 @@ from shared_steps import (
 from benchharness.encoders.methods.paser.model import PRESETS, PaSeR, mlm_mask
 from benchharness.encoders.methods.paser.rake import rake
 
-SENTENCES = ["the quick brown fox jumps over the lazy dog", "a young girl plays soccer in the park",
-             "stock markets fell sharply after the announcement", "two men are cooking dinner together"]
+SENTENCES = [
+    "the quick brown fox jumps over the lazy dog",
+    "a young girl plays soccer in the park",
+    "stock markets fell sharply after the announcement",
+    "two men are cooking dinner together",
+]
 WORD_EMBEDDINGS = "encoder.embeddings.word_embeddings.weight"
 OUTPUT_MATRIX = "lm_head.decoder.weight"  # the project's name of the LM head's output matrix
 
@@ -74,8 +78,10 @@ def test_rake_scores_by_hand():
     word; phrase score = sum of its word scores."""
     stop = nltk_stopwords()
     assert {"the", "over", "and", "with"} <= stop
-    assert not {"quick", "brown", "fox", "jumps", "lazy", "dog", "cat", "red", "wine", "old", "cheese", "pair",
-                "well"} & stop
+    assert (
+        not {"quick", "brown", "fox", "jumps", "lazy", "dog", "cat", "red", "wine", "old", "cheese", "pair", "well"}
+        & stop
+    )
     text = "The quick brown fox jumps over the lazy dog and the lazy cat."
     # candidates: quick brown fox jumps (4), lazy dog (2), lazy cat (2)
     # lazy: deg 2 + 2 = 4, freq 2 -> 2; dog, cat: 2 / 1 = 2; quick, brown, fox, jumps: 4 / 1 = 4
@@ -97,13 +103,20 @@ def test_mlm_masking_draws_as_the_official_collator(tiny_bert):
     enc = tokenizer(SENTENCES * 4, padding=True, return_tensors="pt", return_special_tokens_mask=True)
     ids = enc["input_ids"]
     torch.manual_seed(11)
-    got_inputs, got_labels = mlm_mask(ids, enc["special_tokens_mask"].bool() | (enc["attention_mask"] == 0), 0.15,
-                                      tokenizer.mask_token_id, len(tokenizer))
+    got_inputs, got_labels = mlm_mask(
+        ids,
+        enc["special_tokens_mask"].bool() | (enc["attention_mask"] == 0),
+        0.15,
+        tokenizer.mask_token_id,
+        len(tokenizer),
+    )
     torch.manual_seed(11)
     inputs, labels = ids.clone(), ids.clone()
     probability = torch.full(labels.shape, 0.15)
-    special = torch.tensor([tokenizer.get_special_tokens_mask(row, already_has_special_tokens=True)
-                            for row in labels.tolist()], dtype=torch.bool)
+    special = torch.tensor(
+        [tokenizer.get_special_tokens_mask(row, already_has_special_tokens=True) for row in labels.tolist()],
+        dtype=torch.bool,
+    )
     probability.masked_fill_(special, value=0.0)
     masked = torch.bernoulli(probability).bool()
     labels[~masked] = -100
@@ -119,16 +132,19 @@ def test_mlm_masking_draws_as_the_official_collator(tiny_bert):
 def lm_head(params: dict[str, torch.Tensor], output: torch.Tensor, hidden: torch.Tensor, eps: float) -> torch.Tensor:
     """BertLMPredictionHead by hand: dense, gelu, LayerNorm, then ``output`` matrix and bias."""
     x = F.gelu(hidden @ params["lm_head.transform.dense.weight"].T + params["lm_head.transform.dense.bias"])
-    x = F.layer_norm(x, x.shape[-1:], params["lm_head.transform.LayerNorm.weight"],
-                     params["lm_head.transform.LayerNorm.bias"], eps)
+    x = F.layer_norm(
+        x, x.shape[-1:], params["lm_head.transform.LayerNorm.weight"], params["lm_head.transform.LayerNorm.bias"], eps
+    )
     return x @ output.T + params["lm_head.bias"]
 
 
 def official_loss(reference, decoder, params, output, batch, signal: str, cls_id: int) -> torch.Tensor:
     """The official unsupervised PaSeR loss by hand (t = k = 1, m = n = 10, mlm_weight 1)."""
     n = batch["mlm_input_ids"].shape[0]
-    rows = {k: torch.stack([batch[k][:n], batch[k][n:]], dim=1).flatten(0, 1)  # (bs, 2, len) -> (2 bs, len)
-            for k in ("input_ids", "attention_mask", "token_type_ids")}
+    rows = {
+        k: torch.stack([batch[k][:n], batch[k][n:]], dim=1).flatten(0, 1)  # (bs, 2, len) -> (2 bs, len)
+        for k in ("input_ids", "attention_mask", "token_type_ids")
+    }
     cls = reference(**rows).last_hidden_state[:, 0]
     z1, z2 = cls[0::2], cls[1::2]
     if signal == "official":
@@ -143,12 +159,18 @@ def official_loss(reference, decoder, params, output, batch, signal: str, cls_id
     dec_in[:, 1:] = labels[:, :-1]
     dec_in[:, 0] = cls_id
     dec_in[dec_in == -100] = 0
-    hidden = decoder(inputs_embeds=reference.embeddings(input_ids=dec_in), encoder_hidden_states=memory,
-                     encoder_attention_mask=torch.ones(n, 4, dtype=torch.long)).last_hidden_state
+    hidden = decoder(
+        inputs_embeds=reference.embeddings(input_ids=dec_in),
+        encoder_hidden_states=memory,
+        encoder_attention_mask=torch.ones(n, 4, dtype=torch.long),
+    ).last_hidden_state
     eps = reference.config.layer_norm_eps
     decoder_ce = cross_entropy(lm_head(params, output, hidden, eps).flatten(0, 1), labels.flatten())
-    mlm_hidden = reference(input_ids=batch["mlm_input_ids"], attention_mask=batch["attention_mask"][:n],
-                           token_type_ids=batch["token_type_ids"][:n]).last_hidden_state
+    mlm_hidden = reference(
+        input_ids=batch["mlm_input_ids"],
+        attention_mask=batch["attention_mask"][:n],
+        token_type_ids=batch["token_type_ids"][:n],
+    ).last_hidden_state
     mlm_ce = cross_entropy(lm_head(params, output, mlm_hidden, eps).flatten(0, 1), batch["mlm_labels"].flatten())
     return decoder_ce + mlm_ce
 
@@ -159,8 +181,9 @@ def build(folder, signal: str, dropout: float | None = None):
     official LM head's output matrix, a copy of the word embeddings (untied), among them."""
     encoder, tokenizer = load_tiny(folder, dropout=dropout)
     torch.manual_seed(0)
-    method = PaSeR(encoder, tokenizer, max_length=32, top_k=3, augment="none", signal=signal, decoder_layers=2,
-                   decoder_heads=16).double()
+    method = PaSeR(
+        encoder, tokenizer, max_length=32, top_k=3, augment="none", signal=signal, decoder_layers=2, decoder_heads=16
+    ).double()
     assert not method.decoder.config.scale_embedding  # official embed_scale = 1
     if dropout == 0.0:
         no_dropout(method.decoder)
@@ -193,8 +216,7 @@ def run_step(folder, signal: str):
 
     loss = method(batch).loss
     loss.backward()
-    expected = official_loss(reference, decoder, params, params[OUTPUT_MATRIX], batch, signal,
-                             tokenizer.cls_token_id)
+    expected = official_loss(reference, decoder, params, params[OUTPUT_MATRIX], batch, signal, tokenizer.cls_token_id)
     expected.backward()
     return loss, expected, grads(trainable(method)), grads(params)
 
@@ -204,8 +226,10 @@ def test_paser_loss_and_gradients(tiny_bert, signal):
     loss, expected, got, official = run_step(tiny_bert, signal)
     loss_diff = abs(float(loss.detach()) - float(expected.detach()))
     diff, where = max_abs_diff(got, official)
-    print(f"paser {signal}: |loss - official| = {loss_diff:.1e}, max |grad - official| = {diff:.1e} ({where}), "
-          "LM head output matrix and word embeddings included")
+    print(
+        f"paser {signal}: |loss - official| = {loss_diff:.1e}, max |grad - official| = {diff:.1e} ({where}), "
+        "LM head output matrix and word embeddings included"
+    )
     assert loss_diff < TOL
     assert diff < TOL, f"gradient of {where} differs by {diff:.2e}"
 
@@ -217,15 +241,22 @@ def test_paser_word_embedding_gradient_with_the_untied_official_head(tiny_bert):
     diff = float((got[WORD_EMBEDDINGS] - official[WORD_EMBEDDINGS]).abs().max())
     head_diff = float((got[OUTPUT_MATRIX] - official[OUTPUT_MATRIX]).abs().max())
     tied = float((got[WORD_EMBEDDINGS] + got[OUTPUT_MATRIX] - official[WORD_EMBEDDINGS]).abs().max())
-    print(f"paser word embeddings, project vs official (untied): {diff:.1e}; output matrix: {head_diff:.1e}; "
-          f"a tied matrix's gradient would be {tied:.1e} away")
+    print(
+        f"paser word embeddings, project vs official (untied): {diff:.1e}; output matrix: {head_diff:.1e}; "
+        f"a tied matrix's gradient would be {tied:.1e} away"
+    )
     assert diff < TOL and head_diff < TOL
     assert tied > APART  # the LM head's share is not negligible: the comparison tells tied from untied
 
 
 #: the official step (HF Trainer defaults of transformers 4.2.1) written as the project's settings
-OFFICIAL_SETTINGS = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8, "weight_decay": 0.0,
-                     "grad_clip": 1.0}
+OFFICIAL_SETTINGS = {
+    "optimizer": "adamw-legacy",
+    "correct_bias": True,
+    "adam_eps": 1e-8,
+    "weight_decay": 0.0,
+    "grad_clip": 1.0,
+}
 
 
 def test_paser_optimizer_steps(tiny_bert, tmp_path):
@@ -238,8 +269,9 @@ def test_paser_optimizer_steps(tiny_bert, tmp_path):
     settings = configured_step(PRESETS)
     assert settings == OFFICIAL_SETTINGS
     lr = 1e-3
-    observed = run_project_steps(method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.0,
-                                 max_length=32, **settings)
+    observed = run_project_steps(
+        method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.0, max_length=32, **settings
+    )
 
     def hand_steps(encoder, dec, named, form: str, clip: float | None) -> None:
         adam = AdamW(form, eps=1e-8)
@@ -247,8 +279,9 @@ def test_paser_optimizer_steps(tiny_bert, tmp_path):
         for step, seen in enumerate(observed):
             for p in named.values():
                 p.grad = None
-            official_loss(encoder, dec, named, named[OUTPUT_MATRIX], seen.batch, "official",
-                          tokenizer.cls_token_id).backward()
+            official_loss(
+                encoder, dec, named, named[OUTPUT_MATRIX], seen.batch, "official", tokenizer.cls_token_id
+            ).backward()
             gradients = reached(named)
             if clip is not None:
                 clip_(gradients, clip)
@@ -260,8 +293,10 @@ def test_paser_optimizer_steps(tiny_bert, tmp_path):
     diff, where = max_abs_diff(project, detached(params))
     apart, _ = max_abs_diff(project, detached(other_params))
     untied = float((project[OUTPUT_MATRIX] - project[WORD_EMBEDDINGS]).abs().max())
-    print(f"paser presets: max |param - hand| after 2 steps = {diff:.1e} ({where}); the other update (torch, "
-          f"no clip) is {apart:.1e} away; output matrix vs word embeddings after training: {untied:.1e}")
+    print(
+        f"paser presets: max |param - hand| after 2 steps = {diff:.1e} ({where}); the other update (torch, "
+        f"no clip) is {apart:.1e} away; output matrix vs word embeddings after training: {untied:.1e}"
+    )
     assert diff < TOL, f"{where} differs by {diff:.2e} after two steps"
     assert apart > APART, "the comparison cannot tell the two updates apart"
     assert untied > APART  # trained separately, they part

@@ -38,13 +38,19 @@ from shared_steps import (
 
 from benchharness.encoders.methods.simcse.model import PRESETS, SimCSE
 
-SENTENCES = ["a man is playing a guitar .", "the cat sat on the warm mat", "stocks fell sharply on monday",
-             "two kids ride bikes down a hill", "rain is expected tomorrow"]
+SENTENCES = [
+    "a man is playing a guitar .",
+    "the cat sat on the warm mat",
+    "stocks fell sharply on monday",
+    "two kids ride bikes down a hill",
+    "rain is expected tomorrow",
+]
 TEMPERATURE = 0.05
 
 
-def official_loss(encoder, params: dict[str, torch.Tensor], batch: dict[str, torch.Tensor],
-                  layout: str) -> torch.Tensor:
+def official_loss(
+    encoder, params: dict[str, torch.Tensor], batch: dict[str, torch.Tensor], layout: str
+) -> torch.Tensor:
     """The official unsupervised loss, by hand, on ``params`` (MLP weights named as the project's)."""
     n = batch["input_ids"].shape[0]
     if layout == "official":  # (bs, 2, len) -> (2 bs, len): copies of sentence i at rows 2i, 2i+1
@@ -106,8 +112,13 @@ def hand_steps(reference, params, observed, lr, form: str, clip: float | None) -
 
 
 #: the official step (HF Trainer defaults of transformers 4.2.1) written as the project's settings
-OFFICIAL_SETTINGS = {"optimizer": "adamw-legacy", "correct_bias": True, "adam_eps": 1e-8, "weight_decay": 0.0,
-                     "grad_clip": 1.0}
+OFFICIAL_SETTINGS = {
+    "optimizer": "adamw-legacy",
+    "correct_bias": True,
+    "adam_eps": 1e-8,
+    "weight_decay": 0.0,
+    "grad_clip": 1.0,
+}
 
 
 @pytest.mark.parametrize("configured", ["presets", "torch-adamw-no-clip"])
@@ -130,14 +141,17 @@ def test_simcse_optimizer_steps(tiny_bert, tmp_path, configured):
     else:
         settings = {"optimizer": "torch-adamw", "grad_clip": None}
         expected, alternative = ("torch", None), ("legacy", 1.0)
-    observed = run_project_steps(method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.0,
-                                 max_length=32, **settings)
+    observed = run_project_steps(
+        method, SENTENCES, tiny_bert, tmp_path / "run", 2, lr=lr, warmup_ratio=0.0, max_length=32, **settings
+    )
     hand_steps(reference, params, observed, lr, *expected)
     hand_steps(other, other_params, observed, lr, *alternative)
     project = detached(trainable(method))
     diff, where = max_abs_diff(project, detached(params))
     apart, _ = max_abs_diff(project, detached(other_params))
-    print(f"simcse {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
-          f"the other update ({alternative[0]}, clip {alternative[1]}) is {apart:.1e} away")
+    print(
+        f"simcse {configured}: max |param - hand| after 2 steps = {diff:.1e} ({where}); "
+        f"the other update ({alternative[0]}, clip {alternative[1]}) is {apart:.1e} away"
+    )
     assert diff < TOL, f"{where} differs by {diff:.2e} after two steps"
     assert apart > APART, "the comparison cannot tell the two updates apart"

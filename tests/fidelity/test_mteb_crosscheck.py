@@ -40,19 +40,22 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 pytest.importorskip("mteb")
 
-from benchharness.core.data_root import DataRoot  # noqa: E402
-from benchharness.core.encoder import Encoder  # noqa: E402
-from benchharness.mteb_bridge.evaluate import run_task  # noqa: E402
-from benchharness.mteb_bridge.memory import reranking_task, sts_task  # noqa: E402
-from benchharness.scoring.metrics import paired_cosine  # noqa: E402
-from benchharness.scoring.ranking import mean_metrics, ranked_relevance  # noqa: E402
-from benchharness.tasks import sts  # noqa: E402
-from benchharness.tasks.askubuntu import AskUbuntu  # noqa: E402
-from tests.fakes import HashEncoder  # noqa: E402
+from benchharness.core.data_root import DataRoot
+from benchharness.core.encoder import Encoder
+from benchharness.mteb_bridge.evaluate import run_task
+from benchharness.mteb_bridge.memory import reranking_task, sts_task
+from benchharness.scoring.metrics import paired_cosine
+from benchharness.scoring.ranking import mean_metrics, ranked_relevance
+from benchharness.tasks import sts
+from benchharness.tasks.askubuntu import AskUbuntu
+from tests.fakes import HashEncoder
 
-STS_TASKS = {**{y: (lambda y=y: sts.STSYear(y)) for y in sts.PAIRS},
-             "STSBenchmark": lambda: sts.stsb("test"), "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),
-             "SICKRelatedness": lambda: sts.sick("test")}
+STS_TASKS = {
+    **{y: (lambda y=y: sts.STSYear(y)) for y in sts.PAIRS},
+    "STSBenchmark": lambda: sts.stsb("test"),
+    "STSBenchmark-raw": lambda: sts.stsb("test", raw=True),
+    "SICKRelatedness": lambda: sts.sick("test"),
+}
 GLOVE = "glove/glove.6B.50d.subset.txt.gz"
 
 
@@ -133,6 +136,7 @@ def test_zero_vector_pair_scores_half_in_mteb_and_zero_here():
 
 # --- AskUbuntu-mteb ------------------------------------------------------------------------------
 
+
 def _annotated_ids() -> list[str]:
     ids = set()
     for split in ("dev", "test"):
@@ -159,13 +163,23 @@ def _askubuntu(tmp_path, title) -> AskUbuntu:
 def _mteb_reranking(task: AskUbuntu):
     queries = {q.qid: task.titles[q.qid] for q in task.queries}
     corpus = {c: task.titles[c] for q in task.queries for c in q.candidates}
-    return reranking_task("XAskUbuntu", queries, corpus, {q.qid: list(q.candidates) for q in task.queries},
-                          {q.qid: set(q.similar) for q in task.queries})
+    return reranking_task(
+        "XAskUbuntu",
+        queries,
+        corpus,
+        {q.qid: list(q.candidates) for q in task.queries},
+        {q.qid: set(q.similar) for q in task.queries},
+    )
 
 
 #: benchharness metric -> (mteb score, tolerance x100): mteb rounds MAP and P@k to 5 decimals of 1
-PAIRS = {"map": ("map_at_1000", 5e-4 + 1e-9), "mrr": ("mrr_at_1000", 1e-6), "mrr@10": ("mrr_at_10", 1e-6),
-         "p@1": ("precision_at_1", 5e-4 + 1e-9), "p@5": ("precision_at_5", 5e-4 + 1e-9)}
+PAIRS = {
+    "map": ("map_at_1000", 5e-4 + 1e-9),
+    "mrr": ("mrr_at_1000", 1e-6),
+    "mrr@10": ("mrr_at_10", 1e-6),
+    "p@1": ("precision_at_1", 5e-4 + 1e-9),
+    "p@5": ("precision_at_5", 5e-4 + 1e-9),
+}
 
 
 @needs_data("askubuntu/dev.txt", "askubuntu/test.txt")
@@ -210,8 +224,14 @@ def test_askubuntu_mteb_ties_follow_document_id(tmp_path):
 #: benchharness task -> (mteb task, characters mteb counts beyond ours on side 1, side 2): the
 #: trailing spaces SentEval's re-join (STS14, one sentence) and the raw reader's strip (STS-B, 12)
 #: drop; everything else about the text is equal
-TEXT_EQUAL = {"STS12": ("STS12", 0, 0), "STS13": ("STS13", 0, 0), "STS14": ("STS14", 1, 0),
-              "STS15": ("STS15", 0, 0), "STS16": ("STS16", 0, 0), "STSBenchmark-raw": ("STSBenchmark", 7, 6)}
+TEXT_EQUAL = {
+    "STS12": ("STS12", 0, 0),
+    "STS13": ("STS13", 0, 0),
+    "STS14": ("STS14", 1, 0),
+    "STS15": ("STS15", 0, 0),
+    "STS16": ("STS16", 0, 0),
+    "STSBenchmark-raw": ("STSBenchmark", 7, 6),
+}
 
 
 @needs_data("senteval/STS")

@@ -22,8 +22,14 @@ from benchharness.evaluation.models import as_encoder
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason()))]
 
 TASK = "STSBenchmark"
-SENTENCES = ["a man is playing a guitar .", "two dogs run across a snowy field", "the cat sleeps",
-             "a woman slices an onion with a large knife", "rain", ""]
+SENTENCES = [
+    "a man is playing a guitar .",
+    "two dogs run across a snowy field",
+    "the cat sleeps",
+    "a woman slices an onion with a large knife",
+    "rain",
+    "",
+]
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +82,27 @@ def test_the_cli_scores_through_the_server(server, tmp_path: Path):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "benchharness.cli", "run", "--encoders", spec(server, identity="l3"),
-                           "--tasks", "SICKRelatedness-trial", "--no-cache", "--quiet", "--results-dir",
-                           str(tmp_path)], capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchharness.cli",
+            "run",
+            "--encoders",
+            spec(server, identity="l3"),
+            "--tasks",
+            "SICKRelatedness-trial",
+            "--no-cache",
+            "--quiet",
+            "--results-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (stored,) = benchharness.load_results(tmp_path).results
     assert stored.task == "SICKRelatedness-trial" and stored.encoder_identity["identity"] == "l3"

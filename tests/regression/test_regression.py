@@ -26,8 +26,14 @@ def test_stored_sts_results_reproduce(encoder, data_dir, tmp_path):
     names = tasks.resolve("sts")
     stored = {n: json.loads((RESULTS / encoder / f"{n}.json").read_text()) for n in names}
     fresh_store = ResultStore(tmp_path)
-    summary = run([encoder], [tasks.get(n) for n in names], Resolver({"data_dir": data_dir}).get, DataRoot(data_dir),
-                  fresh_store, RunSettings())
+    summary = run(
+        [encoder],
+        [tasks.get(n) for n in names],
+        Resolver({"data_dir": data_dir}).get,
+        DataRoot(data_dir),
+        fresh_store,
+        RunSettings(),
+    )
     assert [o.status for o in summary.outcomes] == ["computed"] * len(names)
     for name in names:
         fresh = json.loads(fresh_store.path(encoder, name).read_text())

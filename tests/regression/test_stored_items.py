@@ -10,9 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
-
 from benchharness.core.results import RESERVED_FOLDERS
+from tests.conftest import ROOT
 
 RESULTS = sorted(p for p in (ROOT / "results").glob("*/*.json") if p.parent.name not in RESERVED_FOLDERS)
 
@@ -25,8 +24,10 @@ def test_the_committed_results_are_there():
 def test_a_stored_result_keeps_its_items(path):
     result = json.loads(path.read_text())
     items = result.get("items")
-    assert items, f"{path} keeps no per-item outputs: benchharness run --encoders '{result['encoder']}' " \
-                  f"--tasks {result['task']} --add-items"
+    assert items, (
+        f"{path} keeps no per-item outputs: benchharness run --encoders '{result['encoder']}' "
+        f"--tasks {result['task']} --add-items"
+    )
     file = path.with_name(items["file"])
     assert hashlib.sha256(file.read_bytes()).hexdigest() == items["sha256"], f"{file} is not the file linked"
     with np.load(file, allow_pickle=False) as arrays:

@@ -17,10 +17,10 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "scipy")
@@ -40,15 +40,24 @@ SIDEWAYS = {
     ("reporting", "mteb_bridge"): "the leaderboard gives mteb tasks (mteb:<Name>) their own section",
 }
 #: where each kind of plugin may live
-PLUGIN_ROOMS = {"families": {"encoders"}, "postprocessors": {"encoders"}, "methods": {"encoders"},
-                "catalogues": {"encoders", "training"}, "tasks": {"tasks", "mteb_bridge"}, "tuners": {"tuning"}}
+PLUGIN_ROOMS = {
+    "families": {"encoders"},
+    "postprocessors": {"encoders"},
+    "methods": {"encoders"},
+    "catalogues": {"encoders", "training"},
+    "tasks": {"tasks", "mteb_bridge"},
+    "tuners": {"tuning"},
+}
 
 
 def module_files() -> dict[str, Path]:
     """Every module of the installed package by import name, from the source folders."""
     out = {}
-    for folder, prefix in (("benchharness", "benchharness"), ("encoders", "benchharness.encoders"),
-                           ("tasks", "benchharness.tasks")):
+    for folder, prefix in (
+        ("benchharness", "benchharness"),
+        ("encoders", "benchharness.encoders"),
+        ("tasks", "benchharness.tasks"),
+    ):
         for path in sorted((ROOT / folder).rglob("*.py")):
             parts = path.relative_to(ROOT / folder).with_suffix("").parts
             parts = parts[:-1] if parts[-1] == "__init__" else parts
@@ -72,19 +81,28 @@ def imports(module: str, path: Path, known: set[str]) -> set[str]:
             names.update(submodules)
             if len(submodules) < len(node.names):  # some names are attributes of ``base`` itself
                 names.add(base)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "import_module" and node.args):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+        ):
             arg = node.args[0]
             if isinstance(arg, ast.Constant):
                 names.add(arg.value)
-            elif (isinstance(arg, ast.JoinedStr) and isinstance(arg.values[0], ast.FormattedValue)
-                  and getattr(arg.values[0].value, "id", None) == "__name__"):
+            elif (
+                isinstance(arg, ast.JoinedStr)
+                and isinstance(arg.values[0], ast.FormattedValue)
+                and getattr(arg.values[0].value, "id", None) == "__name__"
+            ):
                 names.update(m for m in known if m.startswith(module + "."))
             else:  # the plugin loader, and the package's lazy exports (their module names are literals below)
-                assert module in ("benchharness.core.plugins", "benchharness"), \
+                assert module in ("benchharness.core.plugins", "benchharness"), (
                     f"{module}: import_module of a computed name"
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value \
-                and node.value in known:
+                )
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value and node.value in known
+        ):
             names.add(node.value)  # a module named by a string constant, e.g. in a table of lazy imports
     out = set()
     for name in names:
@@ -116,9 +134,12 @@ def test_every_module_has_a_room(graph):
 
 
 def test_each_layer_imports_only_from_below(graph):
-    wrong = sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets
-                   if layer(t) > layer(m)
-                   or (layer(t) == layer(m) and room(t) != room(m) and (room(m), room(t)) not in SIDEWAYS))
+    wrong = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        for t in targets
+        if layer(t) > layer(m) or (layer(t) == layer(m) and room(t) != room(m) and (room(m), room(t)) not in SIDEWAYS)
+    )
     assert wrong == []
 
 
@@ -167,9 +188,11 @@ def test_the_circle_finder_finds_circles():
 
 def test_a_lazy_or_type_only_import_counts(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from benchharness.cli import x\n"
-                     "def f():\n    import benchharness.evaluation.runner\n"
-                     "    importlib.import_module('benchharness.training.recipes')\n")
+    probe.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from benchharness.cli import x\n"
+        "def f():\n    import benchharness.evaluation.runner\n"
+        "    importlib.import_module('benchharness.training.recipes')\n"
+    )
     known = {"benchharness.cli", "benchharness.evaluation.runner", "benchharness.training.recipes"}
     assert imports("benchharness.core.probe", probe, known) == known
 
@@ -195,8 +218,9 @@ def test_the_runner_knows_no_plugin_family(graph):
 ALLOWED = {"leaderboard": {"numpy", "scipy"}}
 
 
-@pytest.mark.parametrize("argv", [["list", "tasks"], ["list", "encoders"], ["leaderboard"], ["data", "status"],
-                                  ["--help"]])
+@pytest.mark.parametrize(
+    "argv", [["list", "tasks"], ["list", "encoders"], ["leaderboard"], ["data", "status"], ["--help"]]
+)
 def test_quick_commands_import_no_heavy_library(argv):
     script = f"""
 import contextlib, io, json, sys
@@ -208,7 +232,13 @@ with contextlib.redirect_stdout(io.StringIO()):
         pass
 print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))))
 """
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stderr
     assert set(json.loads(out.stdout.strip().splitlines()[-1])) <= ALLOWED.get(argv[0], set())

@@ -49,10 +49,17 @@ def test_script_runs_in_smoke_mode(script: Path, tmp_path: Path):
     before = {p: p.stat().st_mtime_ns for p in kept.glob("*")} if kept.is_dir() else {}
     # RAY_ADDRESS=local: a script's Ray starts a cluster of its own, not joining the Ray tests' session
     # cluster (ray.init without an address joins the latest cluster started on this machine)
-    env = {**os.environ, "BENCHMARK_SMOKE": "1", "BENCHMARK_RESULTS_DIR": str(tmp_path / "kept"),
-           "TQDM_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false", "RAY_ADDRESS": "local"}
-    done = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    env = {
+        **os.environ,
+        "BENCHMARK_SMOKE": "1",
+        "BENCHMARK_RESULTS_DIR": str(tmp_path / "kept"),
+        "TQDM_DISABLE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "RAY_ADDRESS": "local",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, f"{script.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     assert done.stdout.strip(), f"{script.name} printed nothing"
     after = {p: p.stat().st_mtime_ns for p in kept.glob("*")} if kept.is_dir() else {}

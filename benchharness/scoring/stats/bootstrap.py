@@ -21,8 +21,8 @@ intervals: ``average`` averages the resample vectors of independently bootstrapp
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -65,9 +65,17 @@ class Replicates:
 
     def interval(self, level: float = DEFAULT_LEVEL) -> Interval:
         low, high = percentile_interval(self.values, level)
-        return Interval(estimate=self.estimate, low=low, high=high, level=level,
-                        method="percentile bootstrap", resamples=len(self.values), unit=self.unit,
-                        n=self.n, seed=self.seed)
+        return Interval(
+            estimate=self.estimate,
+            low=low,
+            high=high,
+            level=level,
+            method="percentile bootstrap",
+            resamples=len(self.values),
+            unit=self.unit,
+            n=self.n,
+            seed=self.seed,
+        )
 
 
 def percentile_interval(values: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
@@ -77,8 +85,10 @@ def percentile_interval(values: np.ndarray, level: float = DEFAULT_LEVEL) -> tup
     values = np.asarray(values, dtype=np.float64)
     undefined = int(np.isnan(values).sum())
     if undefined:
-        raise InvalidInputError(f"{undefined} of {len(values)} resamples give an undefined statistic (a resample "
-                         "with constant values has no correlation): too few items to bootstrap")
+        raise InvalidInputError(
+            f"{undefined} of {len(values)} resamples give an undefined statistic (a resample "
+            "with constant values has no correlation): too few items to bootstrap"
+        )
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(values, [alpha, 1.0 - alpha])
     return float(low), float(high)
@@ -91,7 +101,7 @@ def derive_seed(seed: int, name: str) -> int:
     one generator per name, seeded from a hash (not Python's salted ``hash``), keeps every stream
     reproducible and independent of the order in which tasks are evaluated.
     """
-    digest = hashlib.sha256(f"{seed}:{name}".encode("utf8")).digest()
+    digest = hashlib.sha256(f"{seed}:{name}".encode()).digest()
     return int.from_bytes(digest[:8], "little")
 
 
@@ -114,8 +124,9 @@ def as_columns(*arrays: np.ndarray, names: Sequence[str]) -> list[np.ndarray]:
     return out
 
 
-def resample_statistic(statistic: Callable[..., np.ndarray], arrays: Sequence[np.ndarray], n_resamples: int,
-                       rng: np.random.Generator) -> np.ndarray:
+def resample_statistic(
+    statistic: Callable[..., np.ndarray], arrays: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator
+) -> np.ndarray:
     """``statistic`` on ``n_resamples`` bootstrap resamples of the items of ``arrays``.
 
     The same resampled indices apply to every array (items stay paired). ``statistic`` receives
@@ -130,8 +141,9 @@ def resample_statistic(statistic: Callable[..., np.ndarray], arrays: Sequence[np
     return out
 
 
-def bootstrap_spearman(pred: np.ndarray, gold: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
-                       seed: int = 0) -> Replicates:
+def bootstrap_spearman(
+    pred: np.ndarray, gold: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Replicates:
     """Spearman x100 between predicted similarities and gold scores, resampling pairs."""
     pred, gold = as_columns(pred, gold, names=("pred", "gold"))
     pred, gold = pred.astype(np.float64), gold.astype(np.float64)
@@ -142,12 +154,10 @@ def bootstrap_spearman(pred: np.ndarray, gold: np.ndarray, *, n_resamples: int =
     for rows in row_blocks(n_resamples, n * 2):  # the blocks, hence the draws, of resample_statistic
         idx = rng.integers(0, n, size=(rows.stop - rows.start, n))
         values[rows] = spearman_resamples(pred_groups, gold_groups, idx)
-    return Replicates(estimate=100.0 * spearman(pred, gold), values=values, unit="pairs",
-                      n=len(pred), seed=seed)
+    return Replicates(estimate=100.0 * spearman(pred, gold), values=values, unit="pairs", n=len(pred), seed=seed)
 
 
-def weighted_average(parts: Sequence[Replicates], weights: Sequence[float] | None = None, *,
-                     unit: str) -> Replicates:
+def weighted_average(parts: Sequence[Replicates], weights: Sequence[float] | None = None, *, unit: str) -> Replicates:
     """The (weighted) mean of independently resampled statistics, resample by resample.
 
     Used for a stratified bootstrap (each stratum resampled on its own) and for Avg. over tasks;
@@ -157,16 +167,22 @@ def weighted_average(parts: Sequence[Replicates], weights: Sequence[float] | Non
         raise InvalidInputError("nothing to average: no replicates given")
     sizes = {len(p.values) for p in parts}
     if len(sizes) != 1:
-        raise InvalidInputError(f"parts have different numbers of resamples {sorted(sizes)}; bootstrap each "
-                         "with the same n_resamples")
+        raise InvalidInputError(
+            f"parts have different numbers of resamples {sorted(sizes)}; bootstrap each with the same n_resamples"
+        )
     w = np.ones(len(parts)) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (len(parts),) or np.any(w < 0) or w.sum() <= 0:
-        raise InvalidInputError(f"weights must be {len(parts)} non-negative numbers with a positive sum, "
-                                f"got {weights!r}")
+        raise InvalidInputError(
+            f"weights must be {len(parts)} non-negative numbers with a positive sum, got {weights!r}"
+        )
     w = w / w.sum()
-    return Replicates(estimate=float(np.dot(w, [p.estimate for p in parts])),
-                      values=np.tensordot(w, np.stack([p.values for p in parts]), axes=1),
-                      unit=unit, n=sum(p.n for p in parts), seed=None)
+    return Replicates(
+        estimate=float(np.dot(w, [p.estimate for p in parts])),
+        values=np.tensordot(w, np.stack([p.values for p in parts]), axes=1),
+        unit=unit,
+        n=sum(p.n for p in parts),
+        seed=None,
+    )
 
 
 def average(tasks: Sequence[Replicates]) -> Replicates:
@@ -175,8 +191,13 @@ def average(tasks: Sequence[Replicates]) -> Replicates:
     return weighted_average(tasks, unit="mean over tasks, each resampled over its own items")
 
 
-def bootstrap_sts(subsets: Mapping[str, tuple[np.ndarray, np.ndarray]], aggregation: str, *,
-                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Replicates:
+def bootstrap_sts(
+    subsets: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    aggregation: str,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Replicates:
     """Interval for an STS12-16 score from its subsets' ``(pred, gold)`` arrays.
 
     ``all`` resamples pairs within the concatenation (one Spearman over everything, as the score
@@ -191,8 +212,10 @@ def bootstrap_sts(subsets: Mapping[str, tuple[np.ndarray, np.ndarray]], aggregat
         pred = np.concatenate([np.asarray(p) for p, _ in subsets.values()])
         gold = np.concatenate([np.asarray(g) for _, g in subsets.values()])
         return bootstrap_spearman(pred, gold, n_resamples=n_resamples, seed=seed)
-    parts = [bootstrap_spearman(pred, gold, n_resamples=n_resamples, seed=derive_seed(seed, name))
-             for name, (pred, gold) in subsets.items()]
+    parts = [
+        bootstrap_spearman(pred, gold, n_resamples=n_resamples, seed=derive_seed(seed, name))
+        for name, (pred, gold) in subsets.items()
+    ]
     weights = [p.n for p in parts] if aggregation == "wmean" else None
     out = weighted_average(parts, weights, unit="pairs, resampled within each subset")
     return Replicates(estimate=out.estimate, values=out.values, unit=out.unit, n=out.n, seed=seed)
@@ -202,8 +225,9 @@ def _mean_rows(scale: float) -> Callable[[np.ndarray], np.ndarray]:
     return lambda x: scale * x.mean(axis=-1)
 
 
-def bootstrap_mean(values: np.ndarray, *, unit: str, scale: float = 100.0,
-                   n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Replicates:
+def bootstrap_mean(
+    values: np.ndarray, *, unit: str, scale: float = 100.0, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Replicates:
     """Mean of per-unit values x ``scale``, resampling units: accuracy from 0/1 correctness per
     test item, MAP and MRR from per-query AP and RR (``unit="queries"``)."""
     (values,) = as_columns(values, names=("values",))
@@ -212,15 +236,15 @@ def bootstrap_mean(values: np.ndarray, *, unit: str, scale: float = 100.0,
     return Replicates(estimate=scale * float(values.mean()), values=reps, unit=unit, n=len(values), seed=seed)
 
 
-def bootstrap_accuracy(pred: np.ndarray, labels: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
-                       seed: int = 0) -> Replicates:
+def bootstrap_accuracy(
+    pred: np.ndarray, labels: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Replicates:
     """Test accuracy x100 from per-item predictions, resampling test items."""
     pred, labels = as_columns(pred, labels, names=("pred", "labels"))
     return bootstrap_mean(pred == labels, unit="test items", n_resamples=n_resamples, seed=seed)
 
 
-def bootstrap_fold_mean(fold_scores: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
-                        seed: int = 0) -> Replicates:
+def bootstrap_fold_mean(fold_scores: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Replicates:
     """Mean over outer folds of per-fold scores (already x100), resampling the folds.
 
     This is SentEval's k-fold accuracy (MR, CR, SUBJ, MPQA). With 10 folds the bootstrap
@@ -231,11 +255,14 @@ def bootstrap_fold_mean(fold_scores: np.ndarray, *, n_resamples: int = DEFAULT_R
     return bootstrap_mean(fold_scores, unit="outer folds", scale=1.0, n_resamples=n_resamples, seed=seed)
 
 
-def bootstrap_f1(pred: np.ndarray, labels: np.ndarray, *, positive: object = 1,
-                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Replicates:
+def bootstrap_f1(
+    pred: np.ndarray, labels: np.ndarray, *, positive: object = 1, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Replicates:
     """Binary F1 x100 (MRPC) from per-item predictions, resampling test items."""
     pred, labels = as_columns(pred, labels, names=("pred", "labels"))
-    values = resample_statistic(lambda p, t: f1_rows(p, t, positive), (pred, labels), n_resamples,
-                                np.random.default_rng(seed))
-    return Replicates(estimate=float(f1_rows(pred, labels, positive)), values=values, unit="test items",
-                      n=len(pred), seed=seed)
+    values = resample_statistic(
+        lambda p, t: f1_rows(p, t, positive), (pred, labels), n_resamples, np.random.default_rng(seed)
+    )
+    return Replicates(
+        estimate=float(f1_rows(pred, labels, positive)), values=values, unit="test items", n=len(pred), seed=seed
+    )

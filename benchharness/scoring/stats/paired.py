@@ -19,8 +19,8 @@ flips the sign of the item's difference.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -80,12 +80,26 @@ class PairedReplicates:
 
     def comparison(self, level: float = DEFAULT_LEVEL) -> Comparison:
         low, high = percentile_interval(self.bootstrap, level)
-        return Comparison(difference=self.difference, low=low, high=high, level=level, p_value=self.p_value(),
-                          resamples=len(self.bootstrap), unit=self.unit, n=self.n, seed=self.seed)
+        return Comparison(
+            difference=self.difference,
+            low=low,
+            high=high,
+            level=level,
+            p_value=self.p_value(),
+            resamples=len(self.bootstrap),
+            unit=self.unit,
+            n=self.n,
+            seed=self.seed,
+        )
 
 
-def _swap_null(statistic_pair: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray,
-               n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+def _swap_null(
+    statistic_pair: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    a: np.ndarray,
+    b: np.ndarray,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Permutation null of ``stat(a') - stat(b')`` where each item's (a, b) is swapped at random."""
     check_resamples(n_resamples)
     n = len(a)
@@ -96,24 +110,39 @@ def _swap_null(statistic_pair: Callable[[np.ndarray, np.ndarray], np.ndarray], a
     return out
 
 
-def paired_spearman(pred_a: np.ndarray, pred_b: np.ndarray, gold: np.ndarray, *,
-                    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> PairedReplicates:
+def paired_spearman(
+    pred_a: np.ndarray, pred_b: np.ndarray, gold: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> PairedReplicates:
     """Spearman(A, gold) - Spearman(B, gold), x100, over the same pairs."""
-    pred_a, pred_b, gold = (x.astype(np.float64) for x in
-                            as_columns(pred_a, pred_b, gold, names=("pred_a", "pred_b", "gold")))
+    pred_a, pred_b, gold = (
+        x.astype(np.float64) for x in as_columns(pred_a, pred_b, gold, names=("pred_a", "pred_b", "gold"))
+    )
     from scipy.stats import rankdata
 
     rng = np.random.default_rng(seed)
-    boot = resample_statistic(lambda a, b, g: spearman_rows(a, g) - spearman_rows(b, g),
-                              (pred_a, pred_b, gold), n_resamples, rng)
-    null = _swap_null(lambda a, b: spearman_rows(a, gold) - spearman_rows(b, gold),
-                      rankdata(pred_a), rankdata(pred_b), n_resamples, rng)
+    boot = resample_statistic(
+        lambda a, b, g: spearman_rows(a, g) - spearman_rows(b, g), (pred_a, pred_b, gold), n_resamples, rng
+    )
+    null = _swap_null(
+        lambda a, b: spearman_rows(a, gold) - spearman_rows(b, gold),
+        rankdata(pred_a),
+        rankdata(pred_b),
+        n_resamples,
+        rng,
+    )
     observed = 100.0 * (spearman(pred_a, gold) - spearman(pred_b, gold))
     return PairedReplicates(difference=observed, bootstrap=boot, null=null, unit="pairs", n=len(gold), seed=seed)
 
 
-def paired_mean(values_a: np.ndarray, values_b: np.ndarray, *, unit: str, scale: float = 100.0,
-                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> PairedReplicates:
+def paired_mean(
+    values_a: np.ndarray,
+    values_b: np.ndarray,
+    *,
+    unit: str,
+    scale: float = 100.0,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> PairedReplicates:
     """mean(A) - mean(B) x ``scale`` for per-unit values on the same units: 0/1 correctness per
     test item, AP or RR per query (``unit="queries"``), accuracy per outer fold (``scale=1``)."""
     values_a, values_b = (x.astype(np.float64) for x in as_columns(values_a, values_b, names=("values_a", "values_b")))
@@ -121,19 +150,22 @@ def paired_mean(values_a: np.ndarray, values_b: np.ndarray, *, unit: str, scale:
     rng = np.random.default_rng(seed)
     boot = resample_statistic(lambda d: scale * d.mean(axis=-1), (diff,), n_resamples, rng)
     null = _swap_null(lambda a, b: scale * (a - b).mean(axis=-1), values_a, values_b, n_resamples, rng)
-    return PairedReplicates(difference=scale * float(diff.mean()), bootstrap=boot, null=null, unit=unit,
-                            n=len(diff), seed=seed)
+    return PairedReplicates(
+        difference=scale * float(diff.mean()), bootstrap=boot, null=null, unit=unit, n=len(diff), seed=seed
+    )
 
 
-def paired_accuracy(pred_a: np.ndarray, pred_b: np.ndarray, labels: np.ndarray, *,
-                    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> PairedReplicates:
+def paired_accuracy(
+    pred_a: np.ndarray, pred_b: np.ndarray, labels: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> PairedReplicates:
     """Accuracy(A) - accuracy(B), x100, over the same test items."""
     pred_a, pred_b, labels = as_columns(pred_a, pred_b, labels, names=("pred_a", "pred_b", "labels"))
     return paired_mean(pred_a == labels, pred_b == labels, unit="test items", n_resamples=n_resamples, seed=seed)
 
 
-def weighted_average_paired(parts: Sequence[PairedReplicates], weights: Sequence[float] | None = None, *,
-                            unit: str) -> PairedReplicates:
+def weighted_average_paired(
+    parts: Sequence[PairedReplicates], weights: Sequence[float] | None = None, *, unit: str
+) -> PairedReplicates:
     """Per-resample (weighted) mean of independent paired comparisons (strata, or tasks for Avg.).
 
     Swaps in different strata are independent, so averaging the null vectors gives the null of
@@ -143,17 +175,23 @@ def weighted_average_paired(parts: Sequence[PairedReplicates], weights: Sequence
         raise InvalidInputError("nothing to average: no paired replicates given")
     sizes = {(len(p.bootstrap), len(p.null)) for p in parts}
     if len(sizes) != 1:
-        raise InvalidInputError(f"parts have different numbers of resamples {sorted(sizes)}; compare each "
-                         "with the same n_resamples")
+        raise InvalidInputError(
+            f"parts have different numbers of resamples {sorted(sizes)}; compare each with the same n_resamples"
+        )
     w = np.ones(len(parts)) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (len(parts),) or np.any(w < 0) or w.sum() <= 0:
-        raise InvalidInputError(f"weights must be {len(parts)} non-negative numbers with a positive sum, "
-                                f"got {weights!r}")
+        raise InvalidInputError(
+            f"weights must be {len(parts)} non-negative numbers with a positive sum, got {weights!r}"
+        )
     w = w / w.sum()
-    return PairedReplicates(difference=float(np.dot(w, [p.difference for p in parts])),
-                            bootstrap=np.tensordot(w, np.stack([p.bootstrap for p in parts]), axes=1),
-                            null=np.tensordot(w, np.stack([p.null for p in parts]), axes=1),
-                            unit=unit, n=sum(p.n for p in parts), seed=None)
+    return PairedReplicates(
+        difference=float(np.dot(w, [p.difference for p in parts])),
+        bootstrap=np.tensordot(w, np.stack([p.bootstrap for p in parts]), axes=1),
+        null=np.tensordot(w, np.stack([p.null for p in parts]), axes=1),
+        unit=unit,
+        n=sum(p.n for p in parts),
+        seed=None,
+    )
 
 
 def average_paired(tasks: Sequence[PairedReplicates]) -> PairedReplicates:
@@ -161,9 +199,15 @@ def average_paired(tasks: Sequence[PairedReplicates]) -> PairedReplicates:
     return weighted_average_paired(tasks, unit="mean over tasks, each resampled over its own items")
 
 
-def paired_sts(subsets_a: Mapping[str, np.ndarray], subsets_b: Mapping[str, np.ndarray],
-               golds: Mapping[str, np.ndarray], aggregation: str, *, n_resamples: int = DEFAULT_RESAMPLES,
-               seed: int = 0) -> PairedReplicates:
+def paired_sts(
+    subsets_a: Mapping[str, np.ndarray],
+    subsets_b: Mapping[str, np.ndarray],
+    golds: Mapping[str, np.ndarray],
+    aggregation: str,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> PairedReplicates:
     """Paired comparison of an STS12-16 score, per-subset arrays keyed by subset name.
 
     ``all``: one paired comparison over the concatenated pairs; ``mean``/``wmean``: stratified,
@@ -173,16 +217,21 @@ def paired_sts(subsets_a: Mapping[str, np.ndarray], subsets_b: Mapping[str, np.n
         raise InvalidInputError(f"unknown STS aggregation {aggregation!r}; expected one of {STS_AGGREGATIONS}")
     names = list(golds)
     if not names or set(subsets_a) != set(names) or set(subsets_b) != set(names):
-        raise InvalidInputError(f"subset names differ: A {sorted(subsets_a)}, B {sorted(subsets_b)}, "
-                                f"gold {sorted(golds)}")
+        raise InvalidInputError(
+            f"subset names differ: A {sorted(subsets_a)}, B {sorted(subsets_b)}, gold {sorted(golds)}"
+        )
     if aggregation == "all":
+
         def cat(per_subset: Mapping[str, np.ndarray]) -> np.ndarray:
             return np.concatenate([np.asarray(per_subset[k]) for k in names])
 
         return paired_spearman(cat(subsets_a), cat(subsets_b), cat(golds), n_resamples=n_resamples, seed=seed)
-    parts = [paired_spearman(subsets_a[k], subsets_b[k], golds[k], n_resamples=n_resamples,
-                             seed=derive_seed(seed, k)) for k in names]
+    parts = [
+        paired_spearman(subsets_a[k], subsets_b[k], golds[k], n_resamples=n_resamples, seed=derive_seed(seed, k))
+        for k in names
+    ]
     weights = [p.n for p in parts] if aggregation == "wmean" else None
     out = weighted_average_paired(parts, weights, unit="pairs, resampled within each subset")
-    return PairedReplicates(difference=out.difference, bootstrap=out.bootstrap, null=out.null, unit=out.unit,
-                            n=out.n, seed=seed)
+    return PairedReplicates(
+        difference=out.difference, bootstrap=out.bootstrap, null=out.null, unit=out.unit, n=out.n, seed=seed
+    )

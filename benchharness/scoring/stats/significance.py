@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -56,8 +56,9 @@ def steiger_z(r_gold_a: float, r_gold_b: float, r_a_b: float, n: int) -> Steiger
     psi = r_a_b * (1.0 - 2.0 * r2) - 0.5 * r2 * (1.0 - 2.0 * r2 - r_a_b * r_a_b)
     c = psi / (1.0 - r2) ** 2
     z = (math.atanh(r_gold_a) - math.atanh(r_gold_b)) * math.sqrt(n - 3) / math.sqrt(2.0 - 2.0 * c)
-    return SteigerResult(z=z, p_value=math.erfc(abs(z) / math.sqrt(2.0)), r_gold_a=r_gold_a, r_gold_b=r_gold_b,
-                         r_a_b=r_a_b, n=n)
+    return SteigerResult(
+        z=z, p_value=math.erfc(abs(z) / math.sqrt(2.0)), r_gold_a=r_gold_a, r_gold_b=r_gold_b, r_a_b=r_a_b, n=n
+    )
 
 
 def steiger_spearman(pred_a: np.ndarray, pred_b: np.ndarray, gold: np.ndarray) -> SteigerResult:
@@ -85,8 +86,9 @@ class McNemarResult:
         return asdict(self)
 
 
-def mcnemar(pred_a: np.ndarray, pred_b: np.ndarray, labels: np.ndarray, *, exact: bool = True,
-            correction: bool = True) -> McNemarResult:
+def mcnemar(
+    pred_a: np.ndarray, pred_b: np.ndarray, labels: np.ndarray, *, exact: bool = True, correction: bool = True
+) -> McNemarResult:
     """McNemar's test of equal accuracy for two classifiers on the same test items.
 
     ``exact``: two-sided binomial test of ``a_only`` successes in ``a_only + b_only`` trials at
@@ -102,8 +104,7 @@ def mcnemar(pred_a: np.ndarray, pred_b: np.ndarray, labels: np.ndarray, *, exact
     b, c = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
     if exact:
         p = binomtest(b, b + c, 0.5).pvalue if b + c else 1.0
-        return McNemarResult(a_only=b, b_only=c, statistic=float(min(b, c)), p_value=float(p),
-                             method="exact binomial")
+        return McNemarResult(a_only=b, b_only=c, statistic=float(min(b, c)), p_value=float(p), method="exact binomial")
     if b + c == 0:
         return McNemarResult(a_only=b, b_only=c, statistic=0.0, p_value=1.0, method="chi-square")
     diff = abs(b - c) - (1.0 if correction else 0.0)

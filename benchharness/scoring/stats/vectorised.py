@@ -11,7 +11,7 @@ A bootstrap Spearman ranks each block ``RANK_ROWS`` rows at a time (``spearman_r
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -56,8 +56,9 @@ def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 EXACT_ITEMS = 200_000  # n**3 < 2**53: every sum of products of (twice) centred ranks is exact
 
 
-def spearman_resamples(x_groups: tuple[np.ndarray, int], y_groups: tuple[np.ndarray, int],
-                       idx: np.ndarray) -> np.ndarray:
+def spearman_resamples(
+    x_groups: tuple[np.ndarray, int], y_groups: tuple[np.ndarray, int], idx: np.ndarray
+) -> np.ndarray:
     """Spearman's rho x100 of each resample ``idx[i]`` of two paired arrays given by their
     ``tie_groups``: ``100 * pearson_rows`` of the resamples' average ranks, ``RANK_ROWS`` rows at
     a time, computed from integers.

@@ -3,8 +3,9 @@ directions of a fit corpus's vectors, x' = (x - mu) - sum_i (u_i . (x - mu)) u_i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,8 +16,9 @@ from benchharness.encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, Po
 class AllButTheTop(PostProcessor):
     kind = "abtt"
 
-    def __init__(self, base: Encoder, name: str, d: int = 2, fit: str = DEFAULT_FIT,
-                 data_dir: str | Path | None = None) -> None:
+    def __init__(
+        self, base: Encoder, name: str, d: int = 2, fit: str = DEFAULT_FIT, data_dir: str | Path | None = None
+    ) -> None:
         super().__init__(base, name)
         self.d = int(d)
         self.fit_corpus = FitCorpus(fit, data_dir)
@@ -42,7 +44,8 @@ class AllButTheTop(PostProcessor):
         return centred - (centred @ self.top.T) @ self.top
 
 
-def abtt(base: Encoder, name: str, d: int = 2, fit: str = DEFAULT_FIT,
-         data_dir: str | Path | None = None) -> AllButTheTop:
+def abtt(
+    base: Encoder, name: str, d: int = 2, fit: str = DEFAULT_FIT, data_dir: str | Path | None = None
+) -> AllButTheTop:
     """All-but-the-top (Mu & Viswanath 2018): remove the mean and top d principal directions; d, fit."""
     return AllButTheTop(base, name, d=d, fit=fit, data_dir=data_dir)

@@ -42,7 +42,8 @@ unsupervised objective on the STS corpus (views: plain vs feature cutoff 0.1, pl
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -60,27 +61,78 @@ PAPER_RATES = {"token_cutoff": 0.15, "feature_cutoff": 0.2, "dropout": 0.2}
 OBJECTIVES = ("unsup", "sup", "joint")
 
 #: the official optimizer step: sentence-transformers 0.3.9 ``fit`` with main.py's optimizer_params
-OFFICIAL_STEP: dict[str, Any] = {"optimizer": "adamw-legacy", "correct_bias": False, "adam_eps": 1e-6,
-                                 "weight_decay": 0.01, "grad_clip": 1.0}
-_UNSUP_BASE = {"objective": "unsup", "data": "sts-unlabeled", "batch_size": 96, "max_length": 64, "lr": 5e-7,
-               "warmup_ratio": 0.1, "epochs": 10, "eval_every": 200, "patience": 10, "temperature": 0.1,
-               "cl_rate": 0.15, "eval_max_length": 64, **OFFICIAL_STEP}
+OFFICIAL_STEP: dict[str, Any] = {
+    "optimizer": "adamw-legacy",
+    "correct_bias": False,
+    "adam_eps": 1e-6,
+    "weight_decay": 0.01,
+    "grad_clip": 1.0,
+}
+_UNSUP_BASE = {
+    "objective": "unsup",
+    "data": "sts-unlabeled",
+    "batch_size": 96,
+    "max_length": 64,
+    "lr": 5e-7,
+    "warmup_ratio": 0.1,
+    "epochs": 10,
+    "eval_every": 200,
+    "patience": 10,
+    "temperature": 0.1,
+    "cl_rate": 0.15,
+    "eval_max_length": 64,
+    **OFFICIAL_STEP,
+}
 PRESETS: dict[str, dict[str, Any]] = {
     # scripts/unsup-consert-base.sh
     "unsup-base": {**_UNSUP_BASE, "view1": "feature_cutoff", "rate1": 0.2, "view2": "shuffle", "no_dropout": True},
     # the same recipe sized for a 2-core CPU shared by several trainings (10-15 s a step): 150 steps
     # of 32 sentences of at most 32 tokens, dev every 30 steps; the paper's lr of 5e-7 would move a
     # model little in 150 steps (the paper's run takes up to ~9,000), hence 5e-6
-    "unsup-cpu": {**_UNSUP_BASE, "view1": "feature_cutoff", "rate1": 0.2, "view2": "shuffle", "no_dropout": True,
-                  "batch_size": 32, "max_length": 32, "max_steps": 150, "eval_every": 30, "patience": 3,
-                  "lr": 5e-6},
+    "unsup-cpu": {
+        **_UNSUP_BASE,
+        "view1": "feature_cutoff",
+        "rate1": 0.2,
+        "view2": "shuffle",
+        "no_dropout": True,
+        "batch_size": 32,
+        "max_length": 32,
+        "max_steps": 150,
+        "eval_every": 30,
+        "patience": 3,
+        "lr": 5e-6,
+    },
     # scripts/sup-sbert-base.sh (stage 1 of sup-unsup): NLI softmax classifier, dropout on
-    "sup-base": {"objective": "sup", "batch_size": 96, "max_length": 64, "lr": 2e-5, "warmup_ratio": 0.1,
-                 "epochs": 1, "eval_every": 200, "max_square": True, "eval_max_length": 64, **OFFICIAL_STEP},
+    "sup-base": {
+        "objective": "sup",
+        "batch_size": 96,
+        "max_length": 64,
+        "lr": 2e-5,
+        "warmup_ratio": 0.1,
+        "epochs": 1,
+        "eval_every": 200,
+        "max_square": True,
+        "eval_max_length": 64,
+        **OFFICIAL_STEP,
+    },
     # scripts/sup-consert-joint-base.sh: classifier + 0.15 x contrastive (plain vs token cutoff 0.1)
-    "joint-base": {"objective": "joint", "batch_size": 96, "max_length": 64, "lr": 2e-5, "warmup_ratio": 0.1,
-                   "epochs": 1, "eval_every": 200, "max_square": True, "temperature": 0.1, "cl_rate": 0.15,
-                   "view1": "none", "view2": "token_cutoff", "rate2": 0.1, "eval_max_length": 64, **OFFICIAL_STEP},
+    "joint-base": {
+        "objective": "joint",
+        "batch_size": 96,
+        "max_length": 64,
+        "lr": 2e-5,
+        "warmup_ratio": 0.1,
+        "epochs": 1,
+        "eval_every": 200,
+        "max_square": True,
+        "temperature": 0.1,
+        "cl_rate": 0.15,
+        "view1": "none",
+        "view2": "token_cutoff",
+        "rate2": 0.1,
+        "eval_max_length": 64,
+        **OFFICIAL_STEP,
+    },
     # scripts/sup-consert-sup-unsup-base.sh: continue a sup run, plain vs feature cutoff 0.1, dropout on
     "sup-unsup-base": {**_UNSUP_BASE, "epochs": 25, "view1": "none", "view2": "feature_cutoff", "rate2": 0.1},
     # scripts/sup-consert-joint-unsup-base.sh: continue a joint run, plain vs shuffle, dropout on
@@ -92,8 +144,14 @@ PRESETS: dict[str, dict[str, Any]] = {
 # loss
 
 
-def nt_xent_directions(z1: torch.Tensor, z2: torch.Tensor, temperature: float, all1: torch.Tensor | None = None,
-                       all2: torch.Tensor | None = None, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def nt_xent_directions(
+    z1: torch.Tensor,
+    z2: torch.Tensor,
+    temperature: float,
+    all1: torch.Tensor | None = None,
+    all2: torch.Tensor | None = None,
+    offset: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The two halves of NT-Xent over 2N views: for view-1 anchors, the mean cross-entropy of
     picking their view-2 partner among the N view-2 and N-1 other view-1 embeddings, and the same
     for view-2 anchors. Cosine similarity divided by ``temperature``.
@@ -140,14 +198,18 @@ class ViewAugmenter:
         embeddings = getattr(encoder, "embeddings", None)
         positions = getattr(embeddings, "position_embeddings", None)
         if embeddings is None or not isinstance(positions, nn.Embedding):
-            raise InvalidInputError("ConSERT's augmentations need a BERT-like encoder with "
-                                    "embeddings.position_embeddings "
-                                    f"(absolute positions); {type(encoder).__name__} has none")
+            raise InvalidInputError(
+                "ConSERT's augmentations need a BERT-like encoder with "
+                "embeddings.position_embeddings "
+                f"(absolute positions); {type(encoder).__name__} has none"
+            )
         self._active: tuple[str, float] | None = None
         self._mask: torch.Tensor | None = None
         self.last: dict[str, torch.Tensor] = {}
-        self._handles = [positions.register_forward_hook(self._on_positions),
-                         embeddings.register_forward_hook(self._on_embeddings)]
+        self._handles = [
+            positions.register_forward_hook(self._on_positions),
+            embeddings.register_forward_hook(self._on_embeddings),
+        ]
 
     def remove(self) -> None:
         for handle in self._handles:
@@ -219,19 +281,35 @@ class ConSERT(TrainingMethod):
     eval_pooling = "avg_top2"
     in_batch_negatives = True
 
-    def __init__(self, encoder: nn.Module, tokenizer, objective: str = "unsup", view1: str = "feature_cutoff",
-                 rate1: float | None = None, view2: str = "shuffle", rate2: float | None = None,
-                 temperature: float = 0.1, cl_rate: float = 0.15, max_length: int = 64,
-                 no_dropout: bool = False, train_pooling: str = "avg", max_square: bool = False) -> None:
+    def __init__(
+        self,
+        encoder: nn.Module,
+        tokenizer,
+        objective: str = "unsup",
+        view1: str = "feature_cutoff",
+        rate1: float | None = None,
+        view2: str = "shuffle",
+        rate2: float | None = None,
+        temperature: float = 0.1,
+        cl_rate: float = 0.15,
+        max_length: int = 64,
+        no_dropout: bool = False,
+        train_pooling: str = "avg",
+        max_square: bool = False,
+    ) -> None:
         super().__init__(encoder, tokenizer)
         if objective not in OBJECTIVES:
             raise InvalidInputError(f"unknown ConSERT objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
         if train_pooling not in POOLINGS or train_pooling in ("cls", "prompt"):
-            raise InvalidInputError(f"training pooling {train_pooling!r} is not supported; use avg, avg_top2, "
-                             "avg_first_last or cls_before_pooler")
+            raise InvalidInputError(
+                f"training pooling {train_pooling!r} is not supported; use avg, avg_top2, "
+                "avg_first_last or cls_before_pooler"
+            )
         self.objective = objective
-        self.views = ((view1, rate1 if rate1 is not None else PAPER_RATES.get(view1)),
-                      (view2, rate2 if rate2 is not None else PAPER_RATES.get(view2)))
+        self.views = (
+            (view1, rate1 if rate1 is not None else PAPER_RATES.get(view1)),
+            (view2, rate2 if rate2 is not None else PAPER_RATES.get(view2)),
+        )
         self.temperature = float(temperature)
         self.cl_rate = float(cl_rate)
         self.max_length = int(max_length)
@@ -246,20 +324,24 @@ class ConSERT(TrainingMethod):
 
     # batches
     def _tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        return dict(self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                                   return_tensors="pt"))
+        return dict(
+            self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        )
 
     def collate(self, examples: list[Any]) -> dict[str, Any]:
         if self.objective == "unsup":
             if not all(isinstance(e, str) for e in examples):
-                raise InvalidInputError("unsupervised ConSERT trains on sentences; got NLI pairs "
-                                        "(use --objective sup/joint)")
+                raise InvalidInputError(
+                    "unsupervised ConSERT trains on sentences; got NLI pairs (use --objective sup/joint)"
+                )
             return {"a": self._tokenize(list(examples))}
         if not all(isinstance(e, NLIPair) for e in examples):
             raise InvalidInputError(f"ConSERT objective {self.objective!r} trains on NLI pairs; got sentences")
-        return {"a": self._tokenize([e.premise for e in examples]),
-                "b": self._tokenize([e.hypothesis for e in examples]),
-                "labels": torch.tensor([e.label for e in examples])}
+        return {
+            "a": self._tokenize([e.premise for e in examples]),
+            "b": self._tokenize([e.hypothesis for e in examples]),
+            "labels": torch.tensor([e.label for e in examples]),
+        }
 
     def size(self, batch: dict[str, Any], examples: list[Any]) -> int:
         return len(examples) * (1 if self.objective == "unsup" else 2)
@@ -277,8 +359,7 @@ class ConSERT(TrainingMethod):
         """The reference's contrastive term (sum of both directions) and the paper's NT-Xent mean;
         in a data-parallel run, against every process's views (``data_parallel.in_batch``)."""
         (v1, r1), (v2, r2) = self.views
-        (a1, a2), (c1, c2), offset = data_parallel.in_batch(self.embed(features, v1, r1),
-                                                            self.embed(features, v2, r2))
+        (a1, a2), (c1, c2), offset = data_parallel.in_batch(self.embed(features, v1, r1), self.embed(features, v2, r2))
         loss_1, loss_2 = nt_xent_directions(a1, a2, self.temperature, c1, c2, offset)
         return loss_1 + loss_2, (loss_1 + loss_2) / 2
 
@@ -304,10 +385,18 @@ class ConSERT(TrainingMethod):
 
     def hyperparameters(self) -> dict[str, Any]:
         (v1, r1), (v2, r2) = self.views
-        out = {"objective": self.objective, "view1": v1, "rate1": r1, "view2": v2, "rate2": r2,
-               "temperature": self.temperature, "cl_rate": self.cl_rate, "train_pooling": self.train_pooling,
-               "dropout_disabled": bool(self.disabled_dropout),
-               "loss": "cl_rate x (NT-Xent view1->all + view2->all), as the reference code"}
+        out = {
+            "objective": self.objective,
+            "view1": v1,
+            "rate1": r1,
+            "view2": v2,
+            "rate2": r2,
+            "temperature": self.temperature,
+            "cl_rate": self.cl_rate,
+            "train_pooling": self.train_pooling,
+            "dropout_disabled": bool(self.disabled_dropout),
+            "loss": "cl_rate x (NT-Xent view1->all + view2->all), as the reference code",
+        }
         if self.objective != "unsup":
             out["classifier_features"] = "[u, v, |u-v|" + (", max(u,v)^2]" if self.max_square else "]")
             out["loss"] = "CE" if self.objective == "sup" else "CE + cl_rate x (contrastive(a) + contrastive(b))"

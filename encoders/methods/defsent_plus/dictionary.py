@@ -20,9 +20,9 @@ import random
 import re
 import statistics as stats
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.data.readers import undecodable_message
@@ -46,7 +46,7 @@ class Dictionary:
     sources: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[str, str]], source: str) -> "Dictionary":
+    def from_pairs(cls, pairs: Iterable[tuple[str, str]], source: str) -> Dictionary:
         """Group ``(entry, definition)`` pairs by normalised entry, dropping repeated definitions."""
         index: dict[str, int] = {}
         seen: list[set[str]] = []
@@ -80,10 +80,11 @@ class Dictionary:
         labels = [i for i, defs in enumerate(self.definitions) for _ in defs]
         return texts, labels
 
-    def select(self, keep: Sequence[int], note: str) -> "Dictionary":
+    def select(self, keep: Sequence[int], note: str) -> Dictionary:
         """The sub-dictionary of the entries at ``keep`` (in that order); ``note`` says why."""
-        return Dictionary([self.entries[i] for i in keep], [list(self.definitions[i]) for i in keep],
-                          [*self.sources, note])
+        return Dictionary(
+            [self.entries[i] for i in keep], [list(self.definitions[i]) for i in keep], [*self.sources, note]
+        )
 
 
 def merge(*dictionaries: Dictionary) -> Dictionary:
@@ -115,8 +116,9 @@ def read_wordnet(nltk_dir: str | Path) -> Dictionary:
     return Dictionary.from_pairs(pairs, source=f"wordnet-{reader.get_version()}")
 
 
-def _read_tsv(path: Path, n_fields: int, pick: Callable[[list[str]], tuple[str, str]],
-              layout: str) -> list[tuple[str, str]]:
+def _read_tsv(
+    path: Path, n_fields: int, pick: Callable[[list[str]], tuple[str, str]], layout: str
+) -> list[tuple[str, str]]:
     pairs = []
     with open(path, encoding="utf-8") as fh:
         try:
@@ -126,8 +128,10 @@ def _read_tsv(path: Path, n_fields: int, pick: Callable[[list[str]], tuple[str, 
                     continue
                 fields = line.split("\t")
                 if len(fields) != n_fields:
-                    raise InvalidInputError(f"{path}:{lineno}: expected {n_fields} tab-separated fields ({layout}), "
-                                     f"found {len(fields)}: {line[:80]!r}")
+                    raise InvalidInputError(
+                        f"{path}:{lineno}: expected {n_fields} tab-separated fields ({layout}), "
+                        f"found {len(fields)}: {line[:80]!r}"
+                    )
                 pairs.append(pick(fields))
         except UnicodeDecodeError as exc:
             with open(path, encoding="utf-8", errors="surrogateescape") as again:
@@ -163,12 +167,15 @@ def read_source(spec: str, data_root: Path) -> Dictionary:
         if not path.exists():
             raise MissingFileError(
                 f"{path} is missing (the shared data holds only the valid and test splits of "
-                "Ishiwatari et al. 2019); drop it from --dictionary or supply the file")
+                "Ishiwatari et al. 2019); drop it from --dictionary or supply the file"
+            )
         return read_oxford(path)
     if Path(spec).is_file():
         return read_entry_definition_file(spec)
-    raise InvalidInputError(f"unknown dictionary source {spec!r}: use wordnet, oxford-valid, oxford-test, "
-                     "oxford-train or a path to an 'entry<TAB>definition' file")
+    raise InvalidInputError(
+        f"unknown dictionary source {spec!r}: use wordnet, oxford-valid, oxford-test, "
+        "oxford-train or a path to an 'entry<TAB>definition' file"
+    )
 
 
 def load_sources(specs: Sequence[str], data_root: Path) -> Dictionary:
@@ -177,13 +184,21 @@ def load_sources(specs: Sequence[str], data_root: Path) -> Dictionary:
     return merge(*parts) if len(parts) > 1 else parts[0]
 
 
-def subsample(dictionary: Dictionary, max_entries: int | None = None, min_definitions: int = 1,
-              single_word: bool = False, seed: int = 42) -> Dictionary:
+def subsample(
+    dictionary: Dictionary,
+    max_entries: int | None = None,
+    min_definitions: int = 1,
+    single_word: bool = False,
+    seed: int = 42,
+) -> Dictionary:
     """A deterministic subset: entries with at least ``min_definitions`` definitions (and a single
     word if asked), then, if more than ``max_entries`` remain, a seeded sample of them kept in their
     original order. Used when a full dictionary is too costly for the hardware at hand."""
-    keep = [i for i, defs in enumerate(dictionary.definitions)
-            if len(defs) >= min_definitions and (not single_word or " " not in dictionary.entries[i])]
+    keep = [
+        i
+        for i, defs in enumerate(dictionary.definitions)
+        if len(defs) >= min_definitions and (not single_word or " " not in dictionary.entries[i])
+    ]
     notes = [f"min_definitions={min_definitions}"] + (["single_word"] if single_word else [])
     if max_entries is not None and len(keep) > max_entries:
         keep = sorted(random.Random(seed).sample(keep, max_entries))
@@ -199,14 +214,23 @@ def statistics(dictionary: Dictionary, count_tokens: Callable[[list[str]], list[
     list of texts; batched because WordNet alone has 200k glosses)."""
     texts, _ = dictionary.pairs()
     lengths = list(count_tokens(texts))
-    return {"entries": len(dictionary), "definitions": len(texts),
-            "max_tokens": max(lengths, default=0), "median_tokens": stats.median(lengths) if lengths else 0}
+    return {
+        "entries": len(dictionary),
+        "definitions": len(texts),
+        "max_tokens": max(lengths, default=0),
+        "median_tokens": stats.median(lengths) if lengths else 0,
+    }
 
 
 def format_statistics(rows: dict[str, dict[str, float | int]]) -> str:
     """A Table-1-like text table, one row per named dictionary."""
     from tabulate import tabulate
 
-    return tabulate([[name, r["definitions"], r["entries"], f"{r['max_tokens']} ({r['median_tokens']:g})"]
-                     for name, r in rows.items()],
-                    headers=["dictionary", "definitions", "entries", "max (median) tokens"], tablefmt="github")
+    return tabulate(
+        [
+            [name, r["definitions"], r["entries"], f"{r['max_tokens']} ({r['median_tokens']:g})"]
+            for name, r in rows.items()
+        ],
+        headers=["dictionary", "definitions", "entries", "max (median) tokens"],
+        tablefmt="github",
+    )

@@ -16,8 +16,8 @@ because ICA outputs have unit variance, about 1% of the original scale.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -34,9 +34,17 @@ ENTRY_TYPES = ("ac", "amp")
 
 
 @torch.no_grad()
-def definition_vectors(encoder: torch.nn.Module, tokenizer, texts: Sequence[str], entry_type: str,
-                       max_length: int, batch_size: int = 128, device: torch.device | None = None,
-                       precision: str = "fp32", main_process: bool = True) -> torch.Tensor:
+def definition_vectors(
+    encoder: torch.nn.Module,
+    tokenizer,
+    texts: Sequence[str],
+    entry_type: str,
+    max_length: int,
+    batch_size: int = 128,
+    device: torch.device | None = None,
+    precision: str = "fp32",
+    main_process: bool = True,
+) -> torch.Tensor:
     """One float32 row per text: last-layer [CLS] (``ac``) or masked mean (``amp``); a progress bar
     where progress is shown and this is the main process (one bar for a data-parallel run)."""
     if entry_type not in ENTRY_TYPES:
@@ -47,10 +55,16 @@ def definition_vectors(encoder: torch.nn.Module, tokenizer, texts: Sequence[str]
     out: torch.Tensor | None = None
     batches = list(length_sorted_batches([len(t) for t in texts], batch_size))
     try:
-        for idx in tqdm(batches, desc=f"entry embeddings ({entry_type.upper()})", unit="batch",
-                        disable=not (shown() and main_process), dynamic_ncols=True):
-            enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length,
-                            return_tensors="pt").to(device)
+        for idx in tqdm(
+            batches,
+            desc=f"entry embeddings ({entry_type.upper()})",
+            unit="batch",
+            disable=not (shown() and main_process),
+            dynamic_ncols=True,
+        ):
+            enc = tokenizer(
+                [texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+            ).to(device)
             with autocast(device, precision):
                 last = encoder(**enc).last_hidden_state
             vecs = last[:, 0].float() if entry_type == "ac" else masked_mean(last, enc["attention_mask"])
@@ -74,18 +88,28 @@ def average_by_entry(vectors: torch.Tensor, labels: Sequence[int], n_entries: in
     return (sums / counts.unsqueeze(1)).float()
 
 
-def entry_embeddings(encoder: torch.nn.Module, tokenizer, dictionary: Dictionary, entry_type: str,
-                     max_length: int, batch_size: int = 128, device: torch.device | None = None,
-                     precision: str = "fp32", main_process: bool = True) -> torch.Tensor:
+def entry_embeddings(
+    encoder: torch.nn.Module,
+    tokenizer,
+    dictionary: Dictionary,
+    entry_type: str,
+    max_length: int,
+    batch_size: int = 128,
+    device: torch.device | None = None,
+    precision: str = "fp32",
+    main_process: bool = True,
+) -> torch.Tensor:
     """The (entries x hidden) AC or AMP matrix of ``dictionary`` under ``encoder``."""
     texts, labels = dictionary.pairs()
-    vecs = definition_vectors(encoder, tokenizer, texts, entry_type, max_length, batch_size, device, precision,
-                              main_process)
+    vecs = definition_vectors(
+        encoder, tokenizer, texts, entry_type, max_length, batch_size, device, precision, main_process
+    )
     return average_by_entry(vecs, labels, len(dictionary))
 
 
-def ica_transform(matrix: np.ndarray | torch.Tensor, max_iter: int = 1000, seed: int = 42,
-                  scale: float = 100.0) -> np.ndarray:
+def ica_transform(
+    matrix: np.ndarray | torch.Tensor, max_iter: int = 1000, seed: int = 42, scale: float = 100.0
+) -> np.ndarray:
     """StandardScaler -> FastICA(all components, max_iter, tol 1e-4, unit-variance whitening,
     logcosh, random_state=seed) -> x ``scale``, as the official ``ICA-transform.py``."""
     from sklearn.decomposition import FastICA
@@ -93,11 +117,14 @@ def ica_transform(matrix: np.ndarray | torch.Tensor, max_iter: int = 1000, seed:
 
     x = np.asarray(matrix, dtype=np.float64)
     if x.shape[0] < x.shape[1]:
-        raise InvalidInputError(f"the ICA space keeps all {x.shape[1]} dimensions and needs at least as many entries; "
-                         f"this dictionary has {x.shape[0]}")
+        raise InvalidInputError(
+            f"the ICA space keeps all {x.shape[1]} dimensions and needs at least as many entries; "
+            f"this dictionary has {x.shape[0]}"
+        )
     scaled = StandardScaler().fit_transform(x)
-    ica = FastICA(n_components=x.shape[1], max_iter=max_iter, tol=1e-4, whiten="unit-variance", fun="logcosh",
-                  random_state=seed)
+    ica = FastICA(
+        n_components=x.shape[1], max_iter=max_iter, tol=1e-4, whiten="unit-variance", fun="logcosh", random_state=seed
+    )
     return (ica.fit_transform(scaled) * scale).astype(np.float32)
 
 
@@ -112,8 +139,9 @@ def project_2d(matrix: np.ndarray | torch.Tensor) -> dict[str, np.ndarray]:
     return {"svd": x @ vt[:2].T, "pca_whiten": PCA(n_components=2, whiten=True, random_state=0).fit_transform(x)}
 
 
-def plot_entry_space(matrix: np.ndarray | torch.Tensor, path: Path, title: str, max_points: int = 50000,
-                     seed: int = 0) -> Path:
+def plot_entry_space(
+    matrix: np.ndarray | torch.Tensor, path: Path, title: str, max_points: int = 50000, seed: int = 0
+) -> Path:
     """Save a PNG with the 2-d SVD and whitened-PCA views of an entry space (paper Figures 1-3).
 
     Projections use every entry; at most ``max_points`` (a seeded sample) are drawn, which keeps

@@ -107,8 +107,10 @@ def prepare_pooler(encoder: nn.Module, folder: Path) -> tuple[nn.Module | None, 
     if "roberta" in model_type:
         weight = next((k for k in keys if k.endswith("lm_head.dense.weight")), None)
         if weight is None:
-            return None, ("RoBERTa checkpoint without an MLM head: its pooler is kept as loaded (dense+tanh); "
-                          "the paper initialises it from the MLM head's dense layer with GELU")
+            return None, (
+                "RoBERTa checkpoint without an MLM head: its pooler is kept as loaded (dense+tanh); "
+                "the paper initialises it from the MLM head's dense layer with GELU"
+            )
         with torch.no_grad():
             pooler.dense.weight.copy_(_checkpoint_tensor(folder, weight))
             pooler.dense.bias.copy_(_checkpoint_tensor(folder, weight.replace(".weight", ".bias")))
@@ -116,8 +118,10 @@ def prepare_pooler(encoder: nn.Module, folder: Path) -> tuple[nn.Module | None, 
         return None, "RoBERTa pooler initialised from the MLM head's dense layer, activation GELU (paper)"
     if any(k.endswith("pooler.dense.weight") for k in keys):
         return None, "the checkpoint's pretrained pooler (dense+tanh)"
-    return None, ("the checkpoint has no pooler weights: the freshly initialised (seeded) BERT pooler "
-                  "(dense+tanh), trained with the model")
+    return None, (
+        "the checkpoint has no pooler weights: the freshly initialised (seeded) BERT pooler "
+        "(dense+tanh), trained with the model"
+    )
 
 
 class DefSentPlus(TrainingMethod):
@@ -125,16 +129,26 @@ class DefSentPlus(TrainingMethod):
 
     method_name = "defsent-plus"
 
-    def __init__(self, encoder: nn.Module, tokenizer, entry_matrix: torch.Tensor, training_pooling: str = "cls",
-                 max_length: int = 150, eval_pooling: str = "avg", extra_pooler: nn.Module | None = None,
-                 details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        encoder: nn.Module,
+        tokenizer,
+        entry_matrix: torch.Tensor,
+        training_pooling: str = "cls",
+        max_length: int = 150,
+        eval_pooling: str = "avg",
+        extra_pooler: nn.Module | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(encoder, tokenizer)
         if training_pooling not in TRAINING_POOLINGS:
-            raise InvalidInputError(f"unknown training pooling {training_pooling!r}; "
-                                    f"choose one of {', '.join(TRAINING_POOLINGS)}")
+            raise InvalidInputError(
+                f"unknown training pooling {training_pooling!r}; choose one of {', '.join(TRAINING_POOLINGS)}"
+            )
         if entry_matrix.shape[1] != encoder.config.hidden_size:
-            raise InvalidInputError(f"entry matrix has {entry_matrix.shape[1]} columns, "
-                                    f"the encoder {encoder.config.hidden_size}")
+            raise InvalidInputError(
+                f"entry matrix has {entry_matrix.shape[1]} columns, the encoder {encoder.config.hidden_size}"
+            )
         # a buffer, not a parameter: the optimizer never sees it and no gradient flows into it
         self.register_buffer("entry_matrix", torch.as_tensor(entry_matrix, dtype=torch.float32).clone())
         self.training_pooling = training_pooling
@@ -166,9 +180,13 @@ class DefSentPlus(TrainingMethod):
         return LossOutput(loss, {"accuracy": accuracy})
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"training_pooling": self.training_pooling, "n_entries": int(self.entry_matrix.shape[0]),
-                "head": "bias-free linear, weight = frozen entry matrix", "loss": "cross-entropy over entries",
-                **self.details}
+        return {
+            "training_pooling": self.training_pooling,
+            "n_entries": int(self.entry_matrix.shape[0]),
+            "head": "bias-free linear, weight = frozen entry matrix",
+            "loss": "cross-entropy over entries",
+            **self.details,
+        }
 
 
 def round_lrs(spec: str | None, lr: float | None, rounds: int) -> list[float]:

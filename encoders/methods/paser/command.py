@@ -23,8 +23,11 @@ DEFAULT_PRESET = "cpu"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_training_arguments(parser, PRESETS, DEFAULT_PRESET)
     g = parser.add_argument_group("PaSeR")
-    g.add_argument("--pooling", choices=TRAIN_POOLINGS, help="training pooling (paper: cls_before_pooler); "
-                   "evaluation uses it too unless --eval-pooling is given")
+    g.add_argument(
+        "--pooling",
+        choices=TRAIN_POOLINGS,
+        help="training pooling (paper: cls_before_pooler); evaluation uses it too unless --eval-pooling is given",
+    )
     g.add_argument("--top-k", type=positive_int, help="RAKE phrases masked per sentence (paper: 3)")
     g.add_argument("--augment", choices=AUGMENTATIONS, help="EDA augmentation (paper: sr = synonym replacement)")
     g.add_argument("--augment-ratio", type=probability, help="EDA ratio alpha (official data: 0.5)")
@@ -37,8 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--decoder-heads", type=positive_int, help="decoder attention heads (official: 16)")
     g.add_argument("--mlm-weight", type=non_negative_float, help="weight of the MLM loss (paper: 1)")
     g.add_argument("--mlm-probability", type=fraction, help="MLM masking rate (0.15)")
-    g.add_argument("--supervised", action="store_true", default=None,
-                   help="supervised PaSeR: --data is NLI (SimCSE csv, SNLI/MNLI jsonl); start from a PaSeR run")
+    g.add_argument(
+        "--supervised",
+        action="store_true",
+        default=None,
+        help="supervised PaSeR: --data is NLI (SimCSE csv, SNLI/MNLI jsonl); start from a PaSeR run",
+    )
     g.add_argument("--alpha", type=non_negative_float, help="supervised: weight of the generative loss")
     g.add_argument("--temperature", type=positive_float, help="supervised: contrastive temperature (0.05)")
 
@@ -49,11 +56,16 @@ def load_examples(spec: str, supervised: bool) -> tuple[list[Any], dict[str, Any
         sentences = load_sentences(spec)
         return sentences, {"name": spec, "kind": "unlabeled sentences", "n_examples": len(sentences)}
     root = DataRoot().root
-    parts = [p if Path(p).expanduser().exists() or ":" in p or not (root / p).exists() else str(root / p)
-             for p in spec.split("+")]
+    parts = [
+        p if Path(p).expanduser().exists() or ":" in p or not (root / p).exists() else str(root / p)
+        for p in spec.split("+")
+    ]
     triples = nli_triples(load_nli("+".join(parts)))
-    return triples, {"name": spec, "kind": "NLI triples (anchor, entailment, contradiction)",
-                     "n_examples": len(triples)}
+    return triples, {
+        "name": spec,
+        "kind": "NLI triples (anchor, entailment, contradiction)",
+        "n_examples": len(triples),
+    }
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:
@@ -72,13 +84,28 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     preflight(config, len(examples))
     seed_everything(config.seed)  # the decoder, signal and LM heads are drawn at construction
     encoder, tokenizer, source = load_base(config.base)
-    method = PaSeR(encoder, tokenizer, pooling=opts["pooling"], max_length=config.max_length, top_k=opts["top_k"],
-                   augment=opts["augment"], augment_ratio=opts["augment_ratio"], signal=opts["signal"],
-                   m=opts["m"], n=opts["n"], t=opts["t"], k=opts["k"], decoder_layers=opts["decoder_layers"],
-                   decoder_heads=opts["decoder_heads"], mlm_weight=opts["mlm_weight"],
-                   mlm_probability=opts["mlm_probability"], supervised=supervised,
-                   alpha=opts.get("alpha", 0.1), temperature=opts.get("temperature", 0.05),
-                   checkpoint=source.path)
+    method = PaSeR(
+        encoder,
+        tokenizer,
+        pooling=opts["pooling"],
+        max_length=config.max_length,
+        top_k=opts["top_k"],
+        augment=opts["augment"],
+        augment_ratio=opts["augment_ratio"],
+        signal=opts["signal"],
+        m=opts["m"],
+        n=opts["n"],
+        t=opts["t"],
+        k=opts["k"],
+        decoder_layers=opts["decoder_layers"],
+        decoder_heads=opts["decoder_heads"],
+        mlm_weight=opts["mlm_weight"],
+        mlm_probability=opts["mlm_probability"],
+        supervised=supervised,
+        alpha=opts.get("alpha", 0.1),
+        temperature=opts.get("temperature", 0.05),
+        checkpoint=source.path,
+    )
     return report(train_with_dev(method, examples, config, data, source, dev))
 
 

@@ -20,9 +20,9 @@ cleaned as EDA does: ``_`` and ``-`` become spaces, lowercase, only letters and 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders.methods.paser.rake import english_stopwords, nltk_data_dir
@@ -42,8 +42,9 @@ def _wordnet(data_root: str | None = None):
     except LookupError as exc:
         from benchharness.core.data_root import DataError
 
-        raise DataError(f"WordNet not found in the NLTK data folder ({exc.__class__.__name__}); "
-                        "`benchharness data download nltk`") from None
+        raise DataError(
+            f"WordNet not found in the NLTK data folder ({exc.__class__.__name__}); `benchharness data download nltk`"
+        ) from None
     return wordnet
 
 
@@ -60,8 +61,13 @@ def synonyms(word: str, data_root: str | None = None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def synonym_replacement(words: list[str], alpha: float, rng: random.Random,
-                        stopwords: frozenset[str], lookup: Callable[[str], tuple[str, ...]] = synonyms) -> list[str]:
+def synonym_replacement(
+    words: list[str],
+    alpha: float,
+    rng: random.Random,
+    stopwords: frozenset[str],
+    lookup: Callable[[str], tuple[str, ...]] = synonyms,
+) -> list[str]:
     """Replace up to ``max(1, int(alpha * len(words)))`` distinct non-stopwords by a WordNet synonym."""
     if not words or alpha <= 0:
         return list(words)
@@ -117,8 +123,7 @@ class Augmenter:
     def __call__(self, sentence: str, rng: random.Random) -> str:
         words = sentence.split()
         if self.kind == "sr":
-            words = synonym_replacement(words, self.alpha, rng, self.stopwords,
-                                        lambda w: synonyms(w, self.data_root))
+            words = synonym_replacement(words, self.alpha, rng, self.stopwords, lambda w: synonyms(w, self.data_root))
         elif self.kind == "rd":
             words = random_deletion(words, self.alpha, rng)
         elif self.kind == "rs":

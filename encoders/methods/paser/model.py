@@ -74,24 +74,56 @@ from benchharness.encoders.pooling import POOLINGS, needs_hidden_states, pool
 SIGNALS = ("paper", "official")
 TRAIN_POOLINGS = tuple(p for p in POOLINGS if p != "prompt")  # prompt pooling needs a template per view
 
-_PAPER = {**OFFICIAL_STEP, "batch_size": 64, "lr": 3e-5, "max_length": 32, "warmup_ratio": 0.0, "eval_every": 125,
-          "pooling": "cls_before_pooler", "decoder_layers": 6, "decoder_heads": 16, "top_k": 3, "augment": "sr",
-          "augment_ratio": 0.5, "signal": "paper", "m": 10.0, "n": 10.0, "t": 1.0, "k": 1.0, "mlm_weight": 1.0,
-          "mlm_probability": 0.15}
+_PAPER = {
+    **OFFICIAL_STEP,
+    "batch_size": 64,
+    "lr": 3e-5,
+    "max_length": 32,
+    "warmup_ratio": 0.0,
+    "eval_every": 125,
+    "pooling": "cls_before_pooler",
+    "decoder_layers": 6,
+    "decoder_heads": 16,
+    "top_k": 3,
+    "augment": "sr",
+    "augment_ratio": 0.5,
+    "signal": "paper",
+    "m": 10.0,
+    "n": 10.0,
+    "t": 1.0,
+    "k": 1.0,
+    "mlm_weight": 1.0,
+    "mlm_probability": 0.15,
+}
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's unsupervised recipe (Sec. 4.2 and the official example script): 5 epochs of the
     # STS unlabeled corpus, batch 64, lr 3e-5, max_len 32, STS-B dev every 125 steps, no warmup
     "paper": {**_PAPER, "epochs": 5, "data": "sts-unlabeled"},
     # a shared 2-core CPU (about 10 s a step there): the same recipe with batch 32, a 2-layer
     # decoder, 100 steps and STS-B dev every 50 steps
-    "cpu": {**_PAPER, "batch_size": 32, "max_steps": 100, "eval_every": 50, "decoder_layers": 2,
-            "data": "sts-unlabeled"},
+    "cpu": {
+        **_PAPER,
+        "batch_size": 32,
+        "max_steps": 100,
+        "eval_every": 50,
+        "decoder_layers": 2,
+        "data": "sts-unlabeled",
+    },
     # supervised (Sec. 3.3): SimCSE's supervised recipe (batch 512, lr 5e-5, 3 epochs, temp 0.05)
     # on SNLI+MNLI triples plus alpha * the generative loss; alpha is searched in the paper and not
     # published: 0.1 here. No augmentation, no MLM (Eq. 5 has neither).
-    "paper-sup": {**_PAPER, "batch_size": 512, "lr": 5e-5, "epochs": 3, "supervised": True,
-                  "data": "nli/nli_for_simcse.csv", "alpha": 0.1, "temperature": 0.05, "augment": "none",
-                  "mlm_weight": 0.0},
+    "paper-sup": {
+        **_PAPER,
+        "batch_size": 512,
+        "lr": 5e-5,
+        "epochs": 3,
+        "supervised": True,
+        "data": "nli/nli_for_simcse.csv",
+        "alpha": 0.1,
+        "temperature": 0.05,
+        "augment": "none",
+        "mlm_weight": 0.0,
+    },
 }
 
 
@@ -102,8 +134,16 @@ PRESETS: dict[str, dict[str, Any]] = {
 class DecodingSignal(nn.Module):
     """The decoder's memory: four vectors per sentence pair, ``(batch, 4, hidden)``."""
 
-    def __init__(self, form: str, hidden: int, m: float = 10.0, n: float = 10.0, t: float = 1.0,
-                 k: float = 1.0, init_std: float = 0.02) -> None:
+    def __init__(
+        self,
+        form: str,
+        hidden: int,
+        m: float = 10.0,
+        n: float = 10.0,
+        t: float = 1.0,
+        k: float = 1.0,
+        init_std: float = 0.02,
+    ) -> None:
         super().__init__()
         if form not in SIGNALS:
             raise InvalidInputError(f"unknown signal form {form!r}; choose one of {', '.join(SIGNALS)}")
@@ -164,9 +204,13 @@ class LMHead(nn.Module):
         checkpoint may leave it out: the copy of the word embeddings stays, the same values)."""
         weights = _read_weights(folder)
         prefix = "cls.predictions."
-        found = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
-        wanted = {"transform.dense.weight", "transform.dense.bias", "transform.LayerNorm.weight",
-                  "transform.LayerNorm.bias"}
+        found = {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
+        wanted = {
+            "transform.dense.weight",
+            "transform.dense.bias",
+            "transform.LayerNorm.weight",
+            "transform.LayerNorm.bias",
+        }
         if not wanted <= set(found):
             return False
         bias = found.get("bias", found.get("decoder.bias"))
@@ -200,9 +244,18 @@ def build_decoder(hidden: int, layers: int, heads: int, vocab_size: int, dropout
 
     if hidden % heads:
         raise InvalidInputError(f"decoder heads ({heads}) must divide the hidden size ({hidden}); pass --decoder-heads")
-    config = BartConfig(vocab_size=vocab_size, d_model=hidden, decoder_layers=layers, decoder_ffn_dim=hidden,
-                        decoder_attention_heads=heads, max_position_embeddings=512, dropout=dropout,
-                        activation_function="gelu", decoder_layerdrop=0.0, pad_token_id=0)
+    config = BartConfig(
+        vocab_size=vocab_size,
+        d_model=hidden,
+        decoder_layers=layers,
+        decoder_ffn_dim=hidden,
+        decoder_attention_heads=heads,
+        max_position_embeddings=512,
+        dropout=dropout,
+        activation_function="gelu",
+        decoder_layerdrop=0.0,
+        pad_token_id=0,
+    )
     decoder = BartDecoder(config)
     decoder.embed_tokens = None  # never used: inputs_embeds come from the shared encoder embeddings
     return decoder
@@ -212,8 +265,9 @@ def build_decoder(hidden: int, layers: int, heads: int, vocab_size: int, dropout
 # data: duplicate and mask
 
 
-def mask_phrase_tokens(input_ids: torch.Tensor, offsets: torch.Tensor, spans: list[tuple[int, int]],
-                       mask_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_phrase_tokens(
+    input_ids: torch.Tensor, offsets: torch.Tensor, spans: list[tuple[int, int]], mask_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Replace every token whose character span overlaps a phrase span by ``mask_id``.
 
     ``offsets`` is the fast tokenizer's ``offset_mapping`` of one row ((0, 0) for special and
@@ -227,8 +281,9 @@ def mask_phrase_tokens(input_ids: torch.Tensor, offsets: torch.Tensor, spans: li
     return torch.where(hit, torch.full_like(input_ids, mask_id), input_ids), hit
 
 
-def mlm_mask(input_ids: torch.Tensor, special: torch.Tensor, probability: float, mask_id: int,
-             vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+def mlm_mask(
+    input_ids: torch.Tensor, special: torch.Tensor, probability: float, mask_id: int, vocab_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masking: ``probability`` of the non-special tokens are predicted; of those 80% become
     the mask token, 10% a random token (half of the remaining 20%, as SimCSE/PaSeR), 10% stay."""
     labels = input_ids.clone()
@@ -265,12 +320,31 @@ class PaSeR(TrainingMethod):
     method_name = "paser"
     in_batch_negatives = True  # the supervised variant's contrastive loss
 
-    def __init__(self, encoder: nn.Module, tokenizer, *, pooling: str = "cls_before_pooler", max_length: int = 32,
-                 top_k: int = 3, augment: str = "sr", augment_ratio: float = 0.5, signal: str = "paper",
-                 m: float = 10.0, n: float = 10.0, t: float = 1.0, k: float = 1.0, decoder_layers: int = 6,
-                 decoder_heads: int = 16, mlm_weight: float = 1.0, mlm_probability: float = 0.15,
-                 supervised: bool = False, alpha: float = 0.1, temperature: float = 0.05,
-                 checkpoint: Path | None = None, data_root: str | None = None) -> None:
+    def __init__(
+        self,
+        encoder: nn.Module,
+        tokenizer,
+        *,
+        pooling: str = "cls_before_pooler",
+        max_length: int = 32,
+        top_k: int = 3,
+        augment: str = "sr",
+        augment_ratio: float = 0.5,
+        signal: str = "paper",
+        m: float = 10.0,
+        n: float = 10.0,
+        t: float = 1.0,
+        k: float = 1.0,
+        decoder_layers: int = 6,
+        decoder_heads: int = 16,
+        mlm_weight: float = 1.0,
+        mlm_probability: float = 0.15,
+        supervised: bool = False,
+        alpha: float = 0.1,
+        temperature: float = 0.05,
+        checkpoint: Path | None = None,
+        data_root: str | None = None,
+    ) -> None:
         super().__init__(encoder, tokenizer)
         if pooling not in TRAIN_POOLINGS:
             raise InvalidInputError(f"unknown training pooling {pooling!r}; choose one of {', '.join(TRAIN_POOLINGS)}")
@@ -299,8 +373,11 @@ class PaSeR(TrainingMethod):
         self.decoder_layers, self.decoder_heads = int(decoder_layers), int(decoder_heads)
         self.lm_head = LMHead(config, encoder.get_input_embeddings())
         loaded = checkpoint is not None and self.lm_head.load_from_checkpoint(checkpoint)
-        self.mlm_head_note = ("initialised from the checkpoint's MLM head (cls.predictions)" if loaded
-                              else "initialised randomly: checkpoint has none")
+        self.mlm_head_note = (
+            "initialised from the checkpoint's MLM head (cls.predictions)"
+            if loaded
+            else "initialised randomly: checkpoint has none"
+        )
         self.start_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
         self.end_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
 
@@ -328,8 +405,15 @@ class PaSeR(TrainingMethod):
         anchors = [ex[0] for ex in examples] if self.supervised else list(examples)
         pairs = [self.pair(s, rng) for s in anchors]
         tok = self.tokenizer
-        enc = tok([p["text"] for p in pairs], padding=True, truncation=True, max_length=self.max_length,
-                  return_offsets_mapping=True, return_special_tokens_mask=True, return_tensors="pt")
+        enc = tok(
+            [p["text"] for p in pairs],
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_offsets_mapping=True,
+            return_special_tokens_mask=True,
+            return_tensors="pt",
+        )
         ids, offsets = enc["input_ids"], enc["offset_mapping"]
         masked = ids.clone()
         usable = torch.zeros(len(pairs), dtype=torch.bool)
@@ -337,8 +421,9 @@ class PaSeR(TrainingMethod):
             masked[i], hit = mask_phrase_tokens(ids[i], offsets[i], p["spans"], tok.mask_token_id)
             # official collator: only pairs shorter than max_length tokens are decoded
             usable[i] = bool(hit.any()) and int(enc["attention_mask"][i].sum()) < self.max_length
-        targets = tok([p["target"] for p in pairs], add_special_tokens=False, truncation=True,
-                      max_length=self.max_length - 1)["input_ids"]
+        targets = tok(
+            [p["target"] for p in pairs], add_special_tokens=False, truncation=True, max_length=self.max_length - 1
+        )["input_ids"]
         width = max(len(t) for t in targets) + 1
         dec_in = torch.full((len(pairs), width), tok.pad_token_id, dtype=torch.long)
         dec_labels = torch.full((len(pairs), width), -100, dtype=torch.long)
@@ -348,14 +433,24 @@ class PaSeR(TrainingMethod):
                 dec_labels[i, : len(t) + 1] = torch.tensor([*t, self.end_id])
         special = enc["special_tokens_mask"].bool() | (enc["attention_mask"] == 0)
         mlm_ids, mlm_labels = mlm_mask(ids, special, self.mlm_probability, tok.mask_token_id, len(tok))
-        batch = {"input_ids": torch.cat([ids, masked]), "attention_mask": enc["attention_mask"].repeat(2, 1),
-                 "mlm_input_ids": mlm_ids, "mlm_labels": mlm_labels,
-                 "decoder_input_ids": dec_in, "decoder_labels": dec_labels}
+        batch = {
+            "input_ids": torch.cat([ids, masked]),
+            "attention_mask": enc["attention_mask"].repeat(2, 1),
+            "mlm_input_ids": mlm_ids,
+            "mlm_labels": mlm_labels,
+            "decoder_input_ids": dec_in,
+            "decoder_labels": dec_labels,
+        }
         if "token_type_ids" in enc:
             batch["token_type_ids"] = enc["token_type_ids"].repeat(2, 1)
         if self.supervised:
-            other = tok([ex[1] for ex in examples] + [ex[2] for ex in examples], padding=True, truncation=True,
-                        max_length=self.max_length, return_tensors="pt")
+            other = tok(
+                [ex[1] for ex in examples] + [ex[2] for ex in examples],
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
             batch["nli"] = dict(other)
         return batch
 
@@ -365,13 +460,16 @@ class PaSeR(TrainingMethod):
         outputs = self.encoder(**enc, output_hidden_states=needs_hidden_states(self.pooling))
         return pool(self.pooling, outputs, enc["attention_mask"])
 
-    def decoder_loss(self, z1: torch.Tensor, z2: torch.Tensor, dec_in: torch.Tensor,
-                     dec_labels: torch.Tensor) -> torch.Tensor:
+    def decoder_loss(
+        self, z1: torch.Tensor, z2: torch.Tensor, dec_in: torch.Tensor, dec_labels: torch.Tensor
+    ) -> torch.Tensor:
         """Teacher-forced cross-entropy of the phrase tokens given the signal (0 if none to decode)."""
         memory = self.signal(z1, z2)
-        hidden = self.decoder(inputs_embeds=self.decoder_embeddings(dec_in), encoder_hidden_states=memory,
-                              encoder_attention_mask=torch.ones(memory.shape[:2], device=memory.device,
-                                                                dtype=torch.long)).last_hidden_state
+        hidden = self.decoder(
+            inputs_embeds=self.decoder_embeddings(dec_in),
+            encoder_hidden_states=memory,
+            encoder_attention_mask=torch.ones(memory.shape[:2], device=memory.device, dtype=torch.long),
+        ).last_hidden_state
         keep = dec_labels != -100
         if not keep.any():
             loss = hidden.sum() * 0.0
@@ -417,31 +515,51 @@ class PaSeR(TrainingMethod):
         return len(examples)
 
     def hyperparameters(self) -> dict[str, Any]:
-        hp = {"pooling": self.pooling, "phrases": f"RAKE top-{self.top_k} (NLTK English stopwords)",
-              "top_k": self.top_k, "augment": {"kind": self.augmenter.kind, "ratio": self.augmenter.alpha},
-              "signal": self.signal.describe(),
-              "decoder": {"type": "BartDecoder", "layers": self.decoder_layers, "heads": self.decoder_heads,
-                          "ffn_dim": self.encoder.config.hidden_size,
-                          "token_embeddings": "the encoder's embedding module (shared)"},
-              "lm_head": "shared by decoder and MLM; untied output matrix (a parameter of its own, trained "
-                         f"separately, as the official code), initialised as {self.lm_head.output_note}",
-              "mlm_head": self.mlm_head_note, "mlm_weight": self.mlm_weight,
-              "mlm_probability": self.mlm_probability,
-              "decoder_target": "chosen phrases in sentence order, space-joined, + [SEP]; pairs reaching "
-                                "max_length tokens are not decoded (official collator)",
-              "loss": "decoder CE + mlm_weight * MLM CE"}
+        hp = {
+            "pooling": self.pooling,
+            "phrases": f"RAKE top-{self.top_k} (NLTK English stopwords)",
+            "top_k": self.top_k,
+            "augment": {"kind": self.augmenter.kind, "ratio": self.augmenter.alpha},
+            "signal": self.signal.describe(),
+            "decoder": {
+                "type": "BartDecoder",
+                "layers": self.decoder_layers,
+                "heads": self.decoder_heads,
+                "ffn_dim": self.encoder.config.hidden_size,
+                "token_embeddings": "the encoder's embedding module (shared)",
+            },
+            "lm_head": "shared by decoder and MLM; untied output matrix (a parameter of its own, trained "
+            f"separately, as the official code), initialised as {self.lm_head.output_note}",
+            "mlm_head": self.mlm_head_note,
+            "mlm_weight": self.mlm_weight,
+            "mlm_probability": self.mlm_probability,
+            "decoder_target": "chosen phrases in sentence order, space-joined, + [SEP]; pairs reaching "
+            "max_length tokens are not decoded (official collator)",
+            "loss": "decoder CE + mlm_weight * MLM CE",
+        }
         if self.supervised:
-            hp.update({"supervised": True, "alpha": self.alpha, "temperature": self.temperature,
-                       "loss": "SimCSE supervised contrastive + alpha * decoder CE + mlm_weight * MLM CE"})
+            hp.update(
+                {
+                    "supervised": True,
+                    "alpha": self.alpha,
+                    "temperature": self.temperature,
+                    "loss": "SimCSE supervised contrastive + alpha * decoder CE + mlm_weight * MLM CE",
+                }
+            )
         return hp
 
 
-def supervised_contrastive(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
-                           temperature: float, offset: int = 0) -> torch.Tensor:
+def supervised_contrastive(
+    anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor, temperature: float, offset: int = 0
+) -> torch.Tensor:
     """SimCSE's supervised loss: anchor i against all positives and all hard negatives (2N columns),
     the target is positive ``offset + i`` (``offset``: where this process's rows start among the
     gathered positives of a data-parallel run)."""
-    sim = torch.cat([F.cosine_similarity(anchor.unsqueeze(1), positive.unsqueeze(0), dim=-1),
-                     F.cosine_similarity(anchor.unsqueeze(1), negative.unsqueeze(0), dim=-1)], dim=1)
-    return F.cross_entropy((sim / temperature).float(),
-                           torch.arange(anchor.shape[0], device=anchor.device) + offset)
+    sim = torch.cat(
+        [
+            F.cosine_similarity(anchor.unsqueeze(1), positive.unsqueeze(0), dim=-1),
+            F.cosine_similarity(anchor.unsqueeze(1), negative.unsqueeze(0), dim=-1),
+        ],
+        dim=1,
+    )
+    return F.cross_entropy((sim / temperature).float(), torch.arange(anchor.shape[0], device=anchor.device) + offset)

@@ -46,8 +46,10 @@ def nltk_data_dir(data_root: Path | None = None) -> Path:
     folder = (Path(data_root) if data_root is not None else DataRoot().root) / "nltk_data"
     if not folder.is_dir():
         src = SOURCES["nltk"]
-        raise DataError(f"NLTK data folder missing: {folder} (needs corpora/stopwords and corpora/wordnet); "
-                        f"get it with `benchharness data download nltk` ({src.url})")
+        raise DataError(
+            f"NLTK data folder missing: {folder} (needs corpora/stopwords and corpora/wordnet); "
+            f"get it with `benchharness data download nltk` ({src.url})"
+        )
     if str(folder) not in nltk.data.path:
         nltk.data.path.insert(0, str(folder))
     return folder
@@ -61,8 +63,9 @@ def english_stopwords(data_root: str | None = None) -> frozenset[str]:
     if not path.exists():
         from benchharness.core.data_root import DataError
 
-        raise DataError(f"{path} missing: the NLTK stopwords corpus is needed for RAKE "
-                        "(`benchharness data download nltk`)")
+        raise DataError(
+            f"{path} missing: the NLTK stopwords corpus is needed for RAKE (`benchharness data download nltk`)"
+        )
     return frozenset(w.strip().lower() for w in path.read_text(encoding="utf8").splitlines() if w.strip())
 
 

@@ -35,12 +35,30 @@ from benchharness.encoders.methods.optim import (
 
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's unsupervised BERT-base recipe (1M Wikipedia sentences)
-    "paper": {"batch_size": 64, "lr": 3e-5, "max_length": 32, "epochs": 1, "warmup_ratio": 0.0,
-              "eval_every": 125, "temperature": 0.05, "data": "sts-unlabeled", **OFFICIAL_STEP},
+    "paper": {
+        "batch_size": 64,
+        "lr": 3e-5,
+        "max_length": 32,
+        "epochs": 1,
+        "warmup_ratio": 0.0,
+        "eval_every": 125,
+        "temperature": 0.05,
+        "data": "sts-unlabeled",
+        **OFFICIAL_STEP,
+    },
     # sized for a 2-core CPU shared by several trainings: the same recipe with batch 32, 150 steps
     # on the STS unlabeled corpus (the paper's wiki1m is not on these machines), dev every 30 steps
-    "cpu": {"batch_size": 32, "lr": 3e-5, "max_length": 32, "max_steps": 150, "warmup_ratio": 0.0,
-            "eval_every": 30, "temperature": 0.05, "data": "sts-unlabeled", **OFFICIAL_STEP},
+    "cpu": {
+        "batch_size": 32,
+        "lr": 3e-5,
+        "max_length": 32,
+        "max_steps": 150,
+        "warmup_ratio": 0.0,
+        "eval_every": 30,
+        "temperature": 0.05,
+        "data": "sts-unlabeled",
+        **OFFICIAL_STEP,
+    },
 }
 
 
@@ -67,8 +85,11 @@ class SimCSE(TrainingMethod):
         self.max_length = int(max_length)
 
     def collate(self, examples: list[str]) -> dict[str, torch.Tensor]:
-        return dict(self.tokenizer(list(examples), padding=True, truncation=True, max_length=self.max_length,
-                                   return_tensors="pt"))
+        return dict(
+            self.tokenizer(
+                list(examples), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            )
+        )
 
     def views(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """The two dropout views' [CLS] states after the MLP, shape (N, d) each."""
@@ -84,8 +105,13 @@ class SimCSE(TrainingMethod):
         return LossOutput(info_nce(a1, c2, self.temperature, offset))
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "views": "dropout x2 (one forward pass of the doubled batch)",
-                "dropout": {"hidden": getattr(self.encoder.config, "hidden_dropout_prob", None),
-                            "attention": getattr(self.encoder.config, "attention_probs_dropout_prob", None)},
-                "train_pooling": "cls + MLP (dense+tanh), MLP discarded at evaluation",
-                "loss": "cross-entropy over N x N cosine/temperature, first view -> second view"}
+        return {
+            "temperature": self.temperature,
+            "views": "dropout x2 (one forward pass of the doubled batch)",
+            "dropout": {
+                "hidden": getattr(self.encoder.config, "hidden_dropout_prob", None),
+                "attention": getattr(self.encoder.config, "attention_probs_dropout_prob", None),
+            },
+            "train_pooling": "cls + MLP (dense+tanh), MLP discarded at evaluation",
+            "loss": "cross-entropy over N x N cosine/temperature, first view -> second view",
+        }

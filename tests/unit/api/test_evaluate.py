@@ -89,8 +89,9 @@ def test_a_callable_without_identity_is_returned_unpinned_and_never_stored(isola
     assert not results.pinned and len(results) == 1
     assert not (isolated / "results").exists() and not (isolated / "cache").exists()
     assert "unpinned" in str(results)
-    pinned = benchharness.evaluate(fn, TASK, identity="ones", results_dir=isolated / "results",
-                                   cache_dir=isolated / "cache", name="ones")
+    pinned = benchharness.evaluate(
+        fn, TASK, identity="ones", results_dir=isolated / "results", cache_dir=isolated / "cache", name="ones"
+    )
     stored = json.loads((isolated / "results" / "ones" / f"{TASK}.json").read_text())
     assert stored["main_score"] == pinned.results[0].main_score
     assert stored["encoder_identity"]["identity"] == "ones" and any((isolated / "cache").iterdir())

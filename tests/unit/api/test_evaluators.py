@@ -44,11 +44,21 @@ def test_the_evaluator_runs_inside_the_sentence_transformers_trainer(tiny_st, pr
     pairs = ["a man is playing a guitar", "a woman slices an onion", "two dogs run in a field", "a child reads"]
     data = Dataset.from_dict({"anchor": pairs * 4, "positive": pairs * 4})
     evaluator = STSEvaluator()
-    args = SentenceTransformerTrainingArguments(output_dir=str(project / "out"), max_steps=4,
-                                                per_device_train_batch_size=4, eval_strategy="steps", eval_steps=2,
-                                                save_steps=2, logging_steps=2, report_to=[], use_cpu=True, seed=0)
-    trainer = SentenceTransformerTrainer(model=tiny_st, args=args, train_dataset=data,
-                                         loss=MultipleNegativesRankingLoss(tiny_st), evaluator=evaluator)
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(project / "out"),
+        max_steps=4,
+        per_device_train_batch_size=4,
+        eval_strategy="steps",
+        eval_steps=2,
+        save_steps=2,
+        logging_steps=2,
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=tiny_st, args=args, train_dataset=data, loss=MultipleNegativesRankingLoss(tiny_st), evaluator=evaluator
+    )
     trainer.train()
     assert [step for step, _ in evaluator.history] == [2, 4]
     for step, results in evaluator.history:

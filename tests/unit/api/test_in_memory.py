@@ -42,7 +42,10 @@ def test_evaluate_with_defaults_creates_no_file_or_folder(project, monkeypatch):
 def test_stored_results_link_their_items_and_carry_them(project):
     results = benchharness.evaluate("glove-50d", TASK, results_dir="stored")
     [result] = results
-    assert result.items["file"] == f"{TASK}.items.npz" and (project / "stored" / "glove-50d" / result.items["file"]).is_file()
+    assert (
+        result.items["file"] == f"{TASK}.items.npz"
+        and (project / "stored" / "glove-50d" / result.items["file"]).is_file()
+    )
     assert result.per_item is not None
     loaded = benchharness.load_results("stored")
     [again] = loaded
@@ -59,13 +62,28 @@ def test_compare_in_memory_equals_the_cli_on_the_same_results_stored(project, ca
 
     stored = benchharness.evaluate(["glove-50d", "glove-50d+whitening"], "STSBenchmark", results_dir="results")
     assert [r.main_score for r in stored] == [a.results[0].main_score, b.results[0].main_score]
-    assert main(["compare", "glove-50d", "glove-50d+whitening", "--tasks", "STSBenchmark", "--resamples", "300",
-                 "--seed", "3"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "glove-50d",
+                "glove-50d+whitening",
+                "--tasks",
+                "STSBenchmark",
+                "--resamples",
+                "300",
+                "--seed",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.strip() == str(in_memory).strip()
 
     loaded = benchharness.load_results("results")
-    from_folder = benchharness.compare(loaded, loaded, encoder_a="glove-50d", encoder_b="glove-50d+whitening",
-                                       n_resamples=300, seed=3)
+    from_folder = benchharness.compare(
+        loaded, loaded, encoder_a="glove-50d", encoder_b="glove-50d+whitening", n_resamples=300, seed=3
+    )
     assert str(from_folder) == str(in_memory)
 
 
@@ -132,8 +150,9 @@ def test_nothing_is_printed_and_logging_silences_everything(project, capsys, cap
     assert any("spearman = " in r.getMessage() for r in caplog.records if r.name.startswith("benchharness."))
     caplog.clear()
     logging.getLogger("benchharness").setLevel(logging.CRITICAL)  # what a user does to silence it all
-    benchharness.evaluate(lambda batch: [[1.0, 0.0]] * len(batch), TASK, results_dir="r",
-                           errors="keep")  # warns: not stored, fails: constant cosines
+    benchharness.evaluate(
+        lambda batch: [[1.0, 0.0]] * len(batch), TASK, results_dir="r", errors="keep"
+    )  # warns: not stored, fails: constant cosines
     assert capsys.readouterr().err == "" and not caplog.records
 
 
@@ -145,8 +164,12 @@ def test_os_environ_is_left_as_found_by_a_cli_free_call(project):
 
 def test_comparing_two_encoders_that_rank_every_pair_alike_gives_a_zero_difference_not_an_error(project):
     a = benchharness.evaluate("glove-50d", TASK)
-    b = benchharness.evaluate(lambda batch: benchharness.as_encoder("glove-50d").encode(batch), TASK,
-                              name="glove-again", identity="glove-50d, again")
+    b = benchharness.evaluate(
+        lambda batch: benchharness.as_encoder("glove-50d").encode(batch),
+        TASK,
+        name="glove-again",
+        identity="glove-50d, again",
+    )
     row = benchharness.compare(a, b, n_resamples=100).rows[0]
     assert (row.difference, row.low, row.high) == (0.0, 0.0, 0.0) and row.crosscheck == {"steiger": None}
     assert "A and B rank every pair alike" in str(benchharness.compare(a, b, n_resamples=100))

@@ -34,8 +34,9 @@ def run_in_checkout(body: str) -> dict:
     owned = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "ONEDNN_", "BENCHHARNESS_CONFIG")
     env = {k: v for k, v in os.environ.items() if not k.startswith(owned)}
     env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run([sys.executable, "-c", SNAPSHOT + body], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", SNAPSHOT + body], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -60,8 +61,7 @@ print(json.dumps({{"before": before, "after": snapshot(), "tasks": [r.task for r
     assert got["after"] == got["before"]
 
 
-def test_a_hub_encoder_loads_offline_from_the_configured_cache_and_leaves_the_process_as_found(
-        offline_checkout):
+def test_a_hub_encoder_loads_offline_from_the_configured_cache_and_leaves_the_process_as_found(offline_checkout):
     got = run_in_checkout(f"""
 from benchharness.core.errors import MissingFileError
 from benchharness.core.settings import hub_settings
@@ -89,8 +89,16 @@ print(json.dumps({{"before": before, "after": snapshot(), "shape": list(vectors.
 def test_variables_third_party_imports_set_during_a_call_are_put_back(tmp_path, offline_checkout):
     """Without the pre-imports above: the call itself imports sentence-transformers (which sets
     TORCHINDUCTOR_CACHE_DIR) and scikit-learn (KMP_*), and the environment still comes back whole."""
-    owned = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "ONEDNN_", "BENCHHARNESS_CONFIG", "KMP_",
-             "TORCHINDUCTOR_")
+    owned = (
+        "HF_",
+        "HUGGINGFACE_",
+        "TRANSFORMERS_",
+        "TOKENIZERS_",
+        "ONEDNN_",
+        "BENCHHARNESS_CONFIG",
+        "KMP_",
+        "TORCHINDUCTOR_",
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(owned)}
     env["PYTHONPATH"] = str(ROOT)
     body = """

@@ -19,7 +19,7 @@ def test_the_readme_python_examples_run(project):
     assert len(examples) >= 3
     namespace: dict = {}
     for code in examples:
-        exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own examples
+        exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["frame"]["task"].tolist() == ["STSBenchmark", "STSBenchmark-dev"]
     assert (project / "results" / "my-l3" / "STSBenchmark.json").is_file()
     assert [step for step, _ in namespace["trainer"].evaluator.history] == [1]

@@ -10,8 +10,9 @@ from benchharness.cli import main
 def test_run_then_leaderboard(project, capsys):
     assert main(["run", "--encoders", "glove-50d", "--tasks", "sts", "--quiet"]) == 0
     files = sorted(p.name for p in (project / "results" / "glove-50d").glob("*.json"))
-    assert files == sorted(f"{t}.json" for t in ["STS12", "STS13", "STS14", "STS15", "STS16",
-                                                   "STSBenchmark", "SICKRelatedness"])
+    assert files == sorted(
+        f"{t}.json" for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+    )
     stored = json.loads((project / "results/glove-50d/STS12.json").read_text())
     assert stored["protocol"]["variant"] == "senteval-unsup-cosine"
     assert stored["main_metric"] == "all.spearman"
@@ -26,8 +27,10 @@ def test_run_then_leaderboard(project, capsys):
     board = capsys.readouterr().out
     row = next(line for line in board.splitlines() if line.startswith("| glove-50d"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    scores = [json.loads((project / f"results/glove-50d/{t}.json").read_text())["main_score"]
-              for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]]
+    scores = [
+        json.loads((project / f"results/glove-50d/{t}.json").read_text())["main_score"]
+        for t in ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+    ]
     assert cells[2:9] == [f"{s:.2f}" for s in scores]
     assert cells[9] == f"{sum(scores) / 7:.2f}"
     assert "published: paser Table 1" in board and "published: consert" not in board
@@ -101,5 +104,6 @@ def test_list_encoders_fits_a_100_column_terminal_and_long_keeps_everything(caps
     assert max(len(line) for line in short) <= 100
     assert main(["list", "encoders", "--long"]) == 0
     long = capsys.readouterr().out
-    assert "settings" in long.splitlines()[0] and all(line.split("|")[1].strip().rstrip("…") in long
-                                                      for line in short[2:] if line.startswith("|"))
+    assert "settings" in long.splitlines()[0] and all(
+        line.split("|")[1].strip().rstrip("…") in long for line in short[2:] if line.startswith("|")
+    )

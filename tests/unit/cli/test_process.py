@@ -31,15 +31,26 @@ def test_main_configures_the_process_before_the_command_runs(argv, expected):
     """``main`` applies the settings first (a bad flag after them still exits through argparse)."""
     owned = ("HF_", "TRANSFORMERS_", "TOKENIZERS_", "ONEDNN_", "BENCHHARNESS_CONFIG")
     env = {k: v for k, v in os.environ.items() if not k.startswith(owned)}
-    code = ("import contextlib, io, json, os, sys\nfrom benchharness.cli import main\n"
-            f"with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-            f"    try:\n        main({argv!r})\n    except SystemExit:\n        pass\n"
-            "print(json.dumps({k: os.environ.get(k) for k in ('ONEDNN_PRIMITIVE_CACHE_CAPACITY', "
-            "'HF_HUB_OFFLINE', 'TOKENIZERS_PARALLELISM')}))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
-                         capture_output=True, text=True, timeout=120)
+    code = (
+        "import contextlib, io, json, os, sys\nfrom benchharness.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    try:\n        main({argv!r})\n    except SystemExit:\n        pass\n"
+        "print(json.dumps({k: os.environ.get(k) for k in ('ONEDNN_PRIMITIVE_CACHE_CAPACITY', "
+        "'HF_HUB_OFFLINE', 'TOKENIZERS_PARALLELISM')}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     # the checkout's config asks for offline use; the command line exports it for every library
-    assert got == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": expected, "HF_HUB_OFFLINE": "1",
-                   "TOKENIZERS_PARALLELISM": "false"}
+    assert got == {
+        "ONEDNN_PRIMITIVE_CACHE_CAPACITY": expected,
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }

@@ -37,17 +37,26 @@ def test_sentences_then_vectors_then_run_stores_the_encoders_own_scores(here, ca
     assert len(lines) == n_pairs + len(QUERIES) + len(DOCUMENTS)
     assert [line["role"] for line in lines] == ["default"] * n_pairs + ["query"] * 3 + ["document"] * 5
     assert all(line.get("instruction") == "Find the answer" for line in lines if line["role"] == "query")
-    assert f"wrote out/sentences.jsonl: {len(lines)} lines ({n_pairs} default, 3 query, 5 document) for 2 task(s)" \
-        in out
+    assert (
+        f"wrote out/sentences.jsonl: {len(lines)} lines ({n_pairs} default, 3 query, 5 document) for 2 task(s)" in out
+    )
     assert "next: write out/vectors.npy: one float32 row per line, same order" in out
     assert "benchharness run --encoders vectors:out --tasks VecPairs,VecSearch" in out
 
     # elsewhere: the lines encoded by a model that tells the roles apart
     encoder = RoleHashEncoder()
-    np.save(here / "out/vectors.npy", np.concatenate(
-        [encoder.encode_role([x["text"]], Role(parse_role(x["role"]).name, x.get("instruction"))) for x in lines]))
-    assert main(["run", "--encoders", "vectors:out", "--tasks", "VecPairs,VecSearch", "--results-dir", "results",
-                 "--quiet"]) == 0
+    np.save(
+        here / "out/vectors.npy",
+        np.concatenate(
+            [encoder.encode_role([x["text"]], Role(parse_role(x["role"]).name, x.get("instruction"))) for x in lines]
+        ),
+    )
+    assert (
+        main(
+            ["run", "--encoders", "vectors:out", "--tasks", "VecPairs,VecSearch", "--results-dir", "results", "--quiet"]
+        )
+        == 0
+    )
     stored = {r.task: r.metrics for r in benchharness.load_results(here / "results").results}
     own = {r.task: r.metrics for r in benchharness.evaluate(encoder, ["VecPairs", "VecSearch"]).results}
     assert stored == own
@@ -82,8 +91,9 @@ def test_missing_data_and_bad_selections_are_one_line_errors(here, capsys):
 
 def test_a_task_that_drives_its_own_encoding_is_refused(here, register_plugin, capsys):
     class Driven(EncoderDrivenTask):
-        metadata = TaskMetadata(name="Driven", family="test", description="", split="test", main_score="x",
-                                protocol="none", reference="")
+        metadata = TaskMetadata(
+            name="Driven", family="test", description="", split="test", main_score="x", protocol="none", reference=""
+        )
 
         def _load(self, data):
             pass

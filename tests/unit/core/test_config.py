@@ -21,7 +21,8 @@ def clean_env(monkeypatch):
 
 def write_config(folder: Path, cache: str, offline: bool) -> config_mod.Config:
     (folder / "benchharness.toml").write_text(
-        f'[paths]\nhf_hub_cache = "{cache}"\nhf_offline = {str(offline).lower()}\n')
+        f'[paths]\nhf_hub_cache = "{cache}"\nhf_offline = {str(offline).lower()}\n'
+    )
     return config_mod.load_config(folder / "benchharness.toml")
 
 

@@ -37,8 +37,9 @@ def test_cpu_bf16_needs_native_bf16_and_cpu_fp16_is_refused(monkeypatch: pytest.
     assert devices.check_precision("fp32", None) == "fp32"  # type: ignore[arg-type]  # fp32 needs no device
 
 
-def test_encoders_and_training_follow_the_rule_of_core_devices(monkeypatch: pytest.MonkeyPatch, tiny_bert,
-                                                                 tmp_path: Path) -> None:
+def test_encoders_and_training_follow_the_rule_of_core_devices(
+    monkeypatch: pytest.MonkeyPatch, tiny_bert, tmp_path: Path
+) -> None:
     """Patching the CPU check in core.devices alone changes what both an encoder and a training run
     accept: there is no second copy of the rule."""
     from benchharness.encoders.huggingface import HFEncoder

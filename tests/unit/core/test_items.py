@@ -19,8 +19,9 @@ from benchharness.tasks.transfer import BinaryTask
 
 
 def _run(data_dir, store, encoder, names, **kw):
-    return run([encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store,
-               RunSettings(**kw))
+    return run(
+        [encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store, RunSettings(**kw)
+    )
 
 
 def test_sts_items_reproduce_the_stored_spearman_exactly(data_dir, tmp_path):
@@ -112,7 +113,8 @@ def _mark(store, encoder, task):
 
 @pytest.mark.parametrize("commit", ["abc123", "abc123-dirty"])
 def test_a_rerun_reuses_stored_intervals_only_for_identical_items_from_the_same_clean_code(
-        data_dir, tmp_path, monkeypatch, commit):
+    data_dir, tmp_path, monkeypatch, commit
+):
     import benchharness.evaluation.runner as runner_module
 
     monkeypatch.setattr(runner_module, "versions", lambda: {"numpy": np.__version__, "git_commit": commit})

@@ -16,7 +16,8 @@ from benchharness.evaluation.resolver import Resolver
 @pytest.fixture
 def outside_package(tmp_path, monkeypatch):
     """A distribution installed outside this checkout: a dist-info with entry points on sys.path."""
-    (tmp_path / "bh_outside_plugin.py").write_text(textwrap.dedent('''
+    (tmp_path / "bh_outside_plugin.py").write_text(
+        textwrap.dedent('''
         import numpy as np
         from benchharness.core.encoder import Encoder
 
@@ -40,12 +41,15 @@ def outside_package(tmp_path, monkeypatch):
         def double(base, name):
             """doubles every vector"""
             return Doubled(base, name)
-    '''))
+    ''')
+    )
     info = tmp_path / "bh_outside_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bh-outside-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[benchharness.postprocessors]\ndouble = bh_outside_plugin:double\n"
-                                           "[benchharness.tuners]\nbroken = bh_outside_plugin:nothing_here\n")
+    (info / "entry_points.txt").write_text(
+        "[benchharness.postprocessors]\ndouble = bh_outside_plugin:double\n"
+        "[benchharness.tuners]\nbroken = bh_outside_plugin:nothing_here\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "bh_outside_plugin", raising=False)
     PLUGINS.refresh()
@@ -76,8 +80,11 @@ def test_a_plugin_of_another_distribution_is_found_and_loaded_only_when_asked_fo
 
 
 def test_a_broken_entry_names_itself_and_its_distribution(outside_package):
-    with pytest.raises(PluginError, match=r"tuners plugin 'broken' = 'bh_outside_plugin:nothing_here' "
-                                          r"\(from bh-outside-plugin\) cannot be loaded"):
+    with pytest.raises(
+        PluginError,
+        match=r"tuners plugin 'broken' = 'bh_outside_plugin:nothing_here' "
+        r"\(from bh-outside-plugin\) cannot be loaded",
+    ):
         PLUGINS.get("tuners", "broken")
 
 
@@ -104,13 +111,49 @@ def test_the_example_plugin_package_adds_a_post_processor_to_the_command_line(tm
 
     example = Path(__file__).resolve().parents[3] / "docs" / "examples" / "abtt-plugin"
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
-                    str(site), str(example)], check=True, capture_output=True, timeout=300)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-           "BENCHHARNESS_DATA": str(data_dir)}
-    out = subprocess.run([sys.executable, "-m", "benchharness.cli", "run", "--encoders", "glove-50d+abtt(d=1)",
-                          "--tasks", "STSBenchmark", "--results-dir", str(tmp_path / "results"), "--no-cache",
-                          "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(example),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "BENCHHARNESS_DATA": str(data_dir),
+    }
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchharness.cli",
+            "run",
+            "--encoders",
+            "glove-50d+abtt(d=1)",
+            "--tasks",
+            "STSBenchmark",
+            "--results-dir",
+            str(tmp_path / "results"),
+            "--no-cache",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     [result] = (tmp_path / "results").glob("*/STSBenchmark.json")
     stored = json.loads(result.read_text())

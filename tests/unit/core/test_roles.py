@@ -27,8 +27,15 @@ class SearchTask(Task):
     """Two queries against two documents; one text is asked for on both sides. Its metric is the
     cosine of each query with each document, so that the vectors a role got are visible."""
 
-    metadata = TaskMetadata(name="Search", family="test", description="roles", split="test", main_score="first",
-                            protocol="none", reference="")
+    metadata = TaskMetadata(
+        name="Search",
+        family="test",
+        description="roles",
+        split="test",
+        main_score="first",
+        protocol="none",
+        reference="",
+    )
 
     def _load(self, data: DataRoot) -> None:
         pass
@@ -67,8 +74,10 @@ def test_prompts_fall_back_as_sentence_transformers_does():
     only_default = Prompts(default="x ")
     assert only_default.for_role(DOCUMENT) == "x "
     instructed = Role("query", "Find the answer")
-    assert Prompts(instruction_template="Instruct: {instruction}\nQuery: ").for_role(instructed) == \
-        "Instruct: Find the answer\nQuery: "
+    assert (
+        Prompts(instruction_template="Instruct: {instruction}\nQuery: ").for_role(instructed)
+        == "Instruct: Find the answer\nQuery: "
+    )
     assert bge.for_role(instructed) == "Find the answer"  # a prompted model without a template: verbatim
     assert Prompts().for_role(instructed) == ""  # a plain model ignores instructions, as in mteb
     with pytest.raises(ValueError, match="placeholder"):
@@ -91,7 +100,9 @@ def test_role_prompts_reach_the_encoder_per_side(tmp_path):
     assert encoded == sorted([f"q: {s}" for s in QUERIES] + [f"d: {s}" for s in DOCUMENTS])
     plain = HashEncoder()
     expected = plain.encode(["q: shared text"])[0] @ plain.encode(["d: shared text"])[0]
-    expected /= np.linalg.norm(plain.encode(["q: shared text"])[0]) * np.linalg.norm(plain.encode(["d: shared text"])[0])
+    expected /= np.linalg.norm(plain.encode(["q: shared text"])[0]) * np.linalg.norm(
+        plain.encode(["d: shared text"])[0]
+    )
     assert metrics["shared"] == pytest.approx(float(expected), abs=1e-6)
 
 
@@ -123,8 +134,16 @@ def test_prompts_enter_the_identity_and_the_result(tmp_path):
 
 def test_a_task_instruction_reaches_the_query_side_of_a_prompted_model(tmp_path):
     class Instructed(SearchTask):
-        metadata = TaskMetadata(name="Instructed", family="test", description="roles", split="test",
-                                main_score="first", protocol="none", reference="", instruction="Find cats")
+        metadata = TaskMetadata(
+            name="Instructed",
+            family="test",
+            description="roles",
+            split="test",
+            main_score="first",
+            protocol="none",
+            reference="",
+            instruction="Find cats",
+        )
 
     encoder = HashEncoder()
     encoder.prompts = Prompts(query="q: ", instruction_template="Instruct: {instruction}\nQuery: ")
@@ -187,8 +206,9 @@ def test_an_unpinned_encoder_is_scored_but_never_stored(tmp_path):
         pinned = False
 
     store = ResultStore(tmp_path / "results")
-    summary = run(["u"], [SearchTask()], lambda name: Unpinned("u"), DataRoot(tmp_path), store,
-                  RunSettings(intervals=False))
+    summary = run(
+        ["u"], [SearchTask()], lambda name: Unpinned("u"), DataRoot(tmp_path), store, RunSettings(intervals=False)
+    )
     (outcome,) = summary.outcomes
     assert outcome.status == "computed" and "not stored: the encoder is unpinned" in outcome.message
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.json"))

@@ -17,8 +17,11 @@ from benchharness.evaluation.cache import EmbeddingCache, sentence_key
 from benchharness.evaluation.run_settings import RunSettings
 from tests.conftest import needs_data
 
-pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("hang_guard"),
-              needs_data("senteval/STS/STSBenchmark", "senteval/SICK", "glove")]
+pytestmark = [
+    pytest.mark.distributed,
+    pytest.mark.usefixtures("hang_guard"),
+    needs_data("senteval/STS/STSBenchmark", "senteval/SICK", "glove"),
+]
 
 TASKS = "STSBenchmark,SICKRelatedness"
 #: what differs between two computations of one result: when and how fast
@@ -27,8 +30,9 @@ VOLATILE = ("date", "timings")
 
 @pytest.fixture
 def ray_project(project, ray_cluster):
-    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n'
-                                               '[encoders.slow]\nspec = "ray_fakes:slow"\n')
+    (project / "benchharness.toml").write_text(
+        '[paths]\ncache_dir = ".cache"\n\n[encoders.slow]\nspec = "ray_fakes:slow"\n'
+    )
     return project
 
 
@@ -45,10 +49,41 @@ def results(folder) -> dict[tuple[str, str], dict]:
 
 def test_a_sweep_stores_what_a_sequential_run_stores_and_reuses_it_without_submitting(ray_project, capsys):
     encoders = "glove-50d,glove-50d+whitening,slow"
-    assert main(["run", "--encoders", encoders, "--tasks", TASKS, "--results-dir", "sequential", "--quiet",
-                 "--cache-dir", "sequential-cache"]) == 0
-    assert main(["run", "--encoders", encoders, "--tasks", TASKS, "--results-dir", "swept",
-                 "--cache-dir", "swept-cache", "--executor", "ray"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--encoders",
+                encoders,
+                "--tasks",
+                TASKS,
+                "--results-dir",
+                "sequential",
+                "--quiet",
+                "--cache-dir",
+                "sequential-cache",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "run",
+                "--encoders",
+                encoders,
+                "--tasks",
+                TASKS,
+                "--results-dir",
+                "swept",
+                "--cache-dir",
+                "swept-cache",
+                "--executor",
+                "ray",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().err  # messages go to standard error
     assert "ray sweep: 2 unit(s) to run" in out  # glove-50d and its whitening share a unit
     sequential, swept = results(ray_project / "sequential"), results(ray_project / "swept")
@@ -59,8 +94,10 @@ def test_a_sweep_stores_what_a_sequential_run_stores_and_reuses_it_without_submi
 
 def test_a_unit_on_a_removed_node_is_retried_on_another_and_nothing_is_lost(ray_project, ray_cluster, tmp_path):
     _, cluster = ray_cluster
-    assert main(["run", "--encoders", "slow", "--tasks", TASKS, "--results-dir", "sequential", "--quiet",
-                 "--no-cache"]) == 0
+    assert (
+        main(["run", "--encoders", "slow", "--tasks", TASKS, "--results-dir", "sequential", "--quiet", "--no-cache"])
+        == 0
+    )
     marks = tmp_path / "marks"
     marks.mkdir()
     (ray_project / "ray_test.json").write_text(json.dumps({"marks": str(marks), "pause": 3}))
@@ -78,8 +115,21 @@ def test_a_unit_on_a_removed_node_is_retried_on_another_and_nothing_is_lost(ray_
     remover = threading.Thread(target=remove_the_busy_node)
     remover.start()
     try:
-        status = main(["run", "--encoders", "slow", "--tasks", TASKS, "--results-dir", "swept", "--quiet",
-                       "--no-cache", "--executor", "ray"])
+        status = main(
+            [
+                "run",
+                "--encoders",
+                "slow",
+                "--tasks",
+                TASKS,
+                "--results-dir",
+                "swept",
+                "--quiet",
+                "--no-cache",
+                "--executor",
+                "ray",
+            ]
+        )
     finally:
         remover.join()
         cluster.add_node(num_cpus=1)  # the session's cluster keeps two worker nodes
@@ -141,8 +191,9 @@ def test_an_actor_that_builds_another_identity_is_refused(ray_project):
     impostor = HashEncoder("glove-50d")  # what the driver holds under the name; the actors build GloVe
     pools = ActorPools(RunSettings(encode_actors=1, cache_dir=ray_project / "cache"))
     try:
-        with pytest.raises(IdentityMismatchError,
-                           match=f"builds 'glove-50d' with identity .* the driver's is {impostor.identity}"):
+        with pytest.raises(
+            IdentityMismatchError, match=f"builds 'glove-50d' with identity .* the driver's is {impostor.identity}"
+        ):
             list(pools.for_encoder(impostor)([["a sentence"]]))
     finally:
         pools.close()
@@ -196,8 +247,25 @@ def test_a_seed_grid_trains_each_seed_as_a_ray_task_as_one_process_would(ray_pro
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"sentence number {i} about topic {i % 7}\n" for i in range(40)))
-    common = ["train", "simcse", "--base", str(tiny_bert), "--data", f"text:{corpus}", "--batch-size", "4",
-              "--max-steps", "3", "--max-length", "16", "--eval-every", "0", "--threads", "1", "--quiet"]
+    common = [
+        "train",
+        "simcse",
+        "--base",
+        str(tiny_bert),
+        "--data",
+        f"text:{corpus}",
+        "--batch-size",
+        "4",
+        "--max-steps",
+        "3",
+        "--max-length",
+        "16",
+        "--eval-every",
+        "0",
+        "--threads",
+        "1",
+        "--quiet",
+    ]
     assert main([*common, "--seeds", "1,2", "--out", str(tmp_path / "ray"), "--executor", "ray"]) == 0
     threads = torch.get_num_threads()
     try:
@@ -219,6 +287,7 @@ def test_ray_flags_without_their_grid_are_refused_in_one_line(ray_project, capsy
     assert "give --seeds too" in capsys.readouterr().err
     assert main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--address", "x:1"]) == 2
     assert "--address names a Ray cluster for --executor ray or --encode-actors" in capsys.readouterr().err
-    assert main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--encode-actors", "2",
-                 "--no-cache"]) == 2
+    assert (
+        main(["run", "--encoders", "glove-50d", "--tasks", "STSBenchmark", "--encode-actors", "2", "--no-cache"]) == 2
+    )
     assert "leave out --no-cache" in capsys.readouterr().err

@@ -94,8 +94,9 @@ def test_shuffle_permutes_position_ids_only(base):
         assert order[row, n:].tolist() == list(range(n, order.shape[1]))  # padding untouched
     assert not torch.equal(order, torch.arange(order.shape[1]).expand_as(order))
     # identical to passing the permuted position ids with the token ids in order
-    explicit = encoder.embeddings(input_ids=feats["input_ids"], token_type_ids=feats["token_type_ids"],
-                                  position_ids=order)
+    explicit = encoder.embeddings(
+        input_ids=feats["input_ids"], token_type_ids=feats["token_type_ids"], position_ids=order
+    )
     torch.testing.assert_close(shuffled, explicit)
 
 
@@ -157,8 +158,9 @@ def test_disable_dropout_makes_training_forward_deterministic(tiny_bert):
 
 def test_joint_objective_adds_weighted_contrastive_terms(tiny_bert):
     encoder, tokenizer, _ = load_base(str(tiny_bert))
-    method = ConSERT(encoder, tokenizer, objective="joint", view1="none", view2="token_cutoff", rate2=0.1,
-                     no_dropout=True)
+    method = ConSERT(
+        encoder, tokenizer, objective="joint", view1="none", view2="token_cutoff", rate2=0.1, no_dropout=True
+    )
     pairs = [NLIPair(SENTENCES[i], SENTENCES[i + 1], i % 3) for i in range(6)]
     batch = method.collate(pairs)
     with torch.no_grad():
@@ -204,12 +206,23 @@ def test_short_run_lowers_loss_and_improves_alignment_uniformity(tiny_bert, tmp_
     method = ConSERT(encoder, tokenizer, view1="token_cutoff", view2="shuffle", no_dropout=True, max_length=32)
     texts = [f"{s[:-2]} number {i} ." for i, s in enumerate(SENTENCES * 4)]
     a0, b0 = _views(method, texts, seed=7)
-    config = TrainConfig(base=str(tiny_bert), out=tmp_path / "run", batch_size=16, lr=1e-3, max_steps=40,
-                         warmup_ratio=0.0, eval_every=None, eval_at_start=False, log_every=1, threads=1)
+    config = TrainConfig(
+        base=str(tiny_bert),
+        out=tmp_path / "run",
+        batch_size=16,
+        lr=1e-3,
+        max_steps=40,
+        warmup_ratio=0.0,
+        eval_every=None,
+        eval_at_start=False,
+        log_every=1,
+        threads=1,
+    )
     train(method, texts, config, data={"name": "test sentences"}, base_source=source)
     a1, b1 = _views(method, texts, seed=7)
-    losses = [r["loss"] for r in map(__import__("json").loads, (tmp_path / "run" / "metrics.jsonl").open())
-              if "loss" in r]
+    losses = [
+        r["loss"] for r in map(__import__("json").loads, (tmp_path / "run" / "metrics.jsonl").open()) if "loss" in r
+    ]
     assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5])
     # a random BERT maps every sentence near one point (uniformity ~ 0); training spreads them out
     assert uniformity(np.concatenate([a1, b1])) < uniformity(np.concatenate([a0, b0])) - 0.5

@@ -24,10 +24,16 @@ from benchharness.encoders.methods.defsent_plus.entry_space import (
 )
 from benchharness.encoders.methods.training import TrainConfig, load_base, make_optimizer, seed_everything, train
 
-TOY = [("revitalize", "give new life or vigor to"), ("revitalize", "imbue something with new life and vitality"),
-       ("giraffe", "a long-necked african animal"), ("vulture", "a large bird of prey that feeds on dead animals"),
-       ("ostrich", "a fast-running african bird that cannot fly"), ("lion", "a large wild cat of africa"),
-       ("lion", "a brave person"), ("car", "a motor vehicle with four wheels")]
+TOY = [
+    ("revitalize", "give new life or vigor to"),
+    ("revitalize", "imbue something with new life and vitality"),
+    ("giraffe", "a long-necked african animal"),
+    ("vulture", "a large bird of prey that feeds on dead animals"),
+    ("ostrich", "a fast-running african bird that cannot fly"),
+    ("lion", "a large wild cat of africa"),
+    ("lion", "a brave person"),
+    ("car", "a motor vehicle with four wheels"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -92,21 +98,53 @@ def test_frozen_head_logits_and_training(tiny_bert, toy, tmp_path):
     assert id(method.entry_matrix) not in in_optimizer and not method.entry_matrix.requires_grad
     assert id(encoder.pooler.dense.weight) in in_optimizer  # the pooler is trained
 
-    config = TrainConfig(base=str(tiny_bert), out=tmp_path / "run", batch_size=3, lr=1e-3, epochs=1,
-                         warmup_ratio=0.0, grad_clip=1.0, drop_last=False, eval_every=None, eval_at_start=False,
-                         adam_eps=1e-6)
+    config = TrainConfig(
+        base=str(tiny_bert),
+        out=tmp_path / "run",
+        batch_size=3,
+        lr=1e-3,
+        epochs=1,
+        warmup_ratio=0.0,
+        grad_clip=1.0,
+        drop_last=False,
+        eval_every=None,
+        eval_at_start=False,
+        adam_eps=1e-6,
+    )
     result = train(method, list(zip(texts, labels)), config, data={"name": "toy"}, base_source=source)
     assert result.steps == 3  # ceil(8 / 3): one epoch, last partial batch kept
     torch.testing.assert_close(method.entry_matrix, matrix)  # frozen
-    assert not torch.equal(encoder.state_dict()["embeddings.word_embeddings.weight"],
-                           original["embeddings.word_embeddings.weight"])
+    assert not torch.equal(
+        encoder.state_dict()["embeddings.word_embeddings.weight"], original["embeddings.word_embeddings.weight"]
+    )
 
 
 def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_file, tmp_path):
     out = tmp_path / "runs" / "toy"
-    assert run_cli(["--base", str(tiny_bert), "--out", str(out), "--dictionary", str(toy_file), "--rounds", "2",
-                    "--batch-size", "3", "--round-lrs", "1e-3,5e-4", "--max-length", "32", "--quiet",
-                    "--eval-pooling", "cls_before_pooler"]) == 0
+    assert (
+        run_cli(
+            [
+                "--base",
+                str(tiny_bert),
+                "--out",
+                str(out),
+                "--dictionary",
+                str(toy_file),
+                "--rounds",
+                "2",
+                "--batch-size",
+                "3",
+                "--round-lrs",
+                "1e-3,5e-4",
+                "--max-length",
+                "32",
+                "--quiet",
+                "--eval-pooling",
+                "cls_before_pooler",
+            ]
+        )
+        == 0
+    )
     r1, r2 = out.with_name("toy-r1"), out.with_name("toy-r2")
     m1, m2 = (json.loads((r / "manifest.json").read_text()) for r in (r1, r2))
     assert (m1["name"], m2["name"]) == ("toy-r1", "toy-r2")
@@ -122,29 +160,65 @@ def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_fil
     encoder, tokenizer, source = load_base(str(tiny_bert))
     method = defsent_plus.DefSentPlus(encoder, tokenizer, matrix, "cls", max_length=32)
     texts, labels = toy.pairs()
-    config = TrainConfig(base=str(tiny_bert), out=tmp_path / "by-hand", batch_size=3, lr=5e-4, epochs=1,
-                         warmup_ratio=0.0, grad_clip=1.0, drop_last=False, eval_every=None, eval_at_start=False,
-                         adam_eps=1e-6, optimizer="adamw-legacy", max_length=32)
+    config = TrainConfig(
+        base=str(tiny_bert),
+        out=tmp_path / "by-hand",
+        batch_size=3,
+        lr=5e-4,
+        epochs=1,
+        warmup_ratio=0.0,
+        grad_clip=1.0,
+        drop_last=False,
+        eval_every=None,
+        eval_at_start=False,
+        adam_eps=1e-6,
+        optimizer="adamw-legacy",
+        max_length=32,
+    )
     train(method, list(zip(texts, labels)), config, data={}, base_source=source)
     trained_r2 = load_base(str(r2 / "model"))[0].state_dict()
     for name, value in encoder.state_dict().items():
         torch.testing.assert_close(trained_r2[name], value, atol=1e-5, rtol=1e-4, msg=name)
     # ... which is not round 1's encoder trained further
-    assert not torch.allclose(trained_r2["embeddings.word_embeddings.weight"],
-                              round1.state_dict()["embeddings.word_embeddings.weight"])
+    assert not torch.allclose(
+        trained_r2["embeddings.word_embeddings.weight"], round1.state_dict()["embeddings.word_embeddings.weight"]
+    )
 
     # a rerun reuses finished rounds instead of retraining them
     stamp = (r2 / "model" / "model.safetensors").stat().st_mtime
-    assert run_cli(["--base", str(tiny_bert), "--out", str(out), "--dictionary", str(toy_file), "--rounds", "2",
-                    "--batch-size", "3", "--max-length", "32", "--quiet", "--no-final-space",
-                    "--round-lrs", "1e-3,5e-4", "--eval-pooling", "cls_before_pooler"]) == 0
+    assert (
+        run_cli(
+            [
+                "--base",
+                str(tiny_bert),
+                "--out",
+                str(out),
+                "--dictionary",
+                str(toy_file),
+                "--rounds",
+                "2",
+                "--batch-size",
+                "3",
+                "--max-length",
+                "32",
+                "--quiet",
+                "--no-final-space",
+                "--round-lrs",
+                "1e-3,5e-4",
+                "--eval-pooling",
+                "cls_before_pooler",
+            ]
+        )
+        == 0
+    )
     assert (r2 / "model" / "model.safetensors").stat().st_mtime == stamp
 
 
 def test_protocol_flags_are_refused(tiny_bert, toy_file, tmp_path):
     with pytest.raises(ValueError, match="exactly one epoch"):
-        run_cli(["--base", str(tiny_bert), "--out", str(tmp_path / "x"), "--dictionary", str(toy_file),
-                 "--epochs", "2"])
+        run_cli(
+            ["--base", str(tiny_bert), "--out", str(tmp_path / "x"), "--dictionary", str(toy_file), "--epochs", "2"]
+        )
 
 
 def test_ica_space_has_the_paper_scale():
@@ -191,8 +265,14 @@ def test_pooler_cases(tmp_path):
 
     # RoBERTa: pooler dense <- MLM head dense, activation GELU
     rob = tmp_path / "roberta"
-    rcfg = RobertaConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=32, max_position_embeddings=40)
+    rcfg = RobertaConfig(
+        vocab_size=100,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=40,
+    )
     torch.manual_seed(0)
     mlm = RobertaForMaskedLM(rcfg)
     mlm.save_pretrained(rob)

@@ -28,9 +28,16 @@ def test_normalize_entry():
 
 
 def test_from_pairs_groups_entries_and_drops_repeated_definitions():
-    d = Dictionary.from_pairs([("Bank", "a financial institution"), ("bank", "sloping land beside water"),
-                               ("bank", "a  financial institution"), ("river_bank", "the bank of a river"),
-                               ("empty", "  ")], source="toy")
+    d = Dictionary.from_pairs(
+        [
+            ("Bank", "a financial institution"),
+            ("bank", "sloping land beside water"),
+            ("bank", "a  financial institution"),
+            ("river_bank", "the bank of a river"),
+            ("empty", "  "),
+        ],
+        source="toy",
+    )
     assert d.entries == ["bank", "river bank"]
     assert d.definitions == [["a financial institution", "sloping land beside water"], ["the bank of a river"]]
     texts, labels = d.pairs()
@@ -50,8 +57,10 @@ def test_merge_combines_duplicate_entries_across_sources():
 
 def test_readers_and_errors(tmp_path):
     ox = tmp_path / "valid.txt"
-    ox.write_text("fiver\tshe slipped him a fiver .\ta five-dollar bill .\n"
-                  "cement\tthe cement set .\ta binding powder\ncement\tmore cement .\ta binding powder\n\n")
+    ox.write_text(
+        "fiver\tshe slipped him a fiver .\ta five-dollar bill .\n"
+        "cement\tthe cement set .\ta binding powder\ncement\tmore cement .\ta binding powder\n\n"
+    )
     d = read_oxford(ox)
     assert d.entries == ["fiver", "cement"] and d.definitions == [["a five-dollar bill ."], ["a binding powder"]]
     user = tmp_path / "mine.tsv"
@@ -68,8 +77,11 @@ def test_readers_and_errors(tmp_path):
 
 
 def test_subsample_is_deterministic_and_filters():
-    d = Dictionary.from_pairs([(f"w{i}", f"def {j} of w{i}") for i in range(50) for j in range(i % 3 + 1)]
-                              + [("two words", "a phrase"), ("two words", "another")], "toy")
+    d = Dictionary.from_pairs(
+        [(f"w{i}", f"def {j} of w{i}") for i in range(50) for j in range(i % 3 + 1)]
+        + [("two words", "a phrase"), ("two words", "another")],
+        "toy",
+    )
     multi = subsample(d, min_definitions=2)
     assert all(len(defs) >= 2 for defs in multi.definitions)
     assert len(multi) == sum(1 for i in range(50) if i % 3 >= 1) + 1
@@ -81,8 +93,9 @@ def test_subsample_is_deterministic_and_filters():
 
 
 def test_statistics_by_hand():
-    d = Dictionary.from_pairs([("a", "one two three"), ("a", "one"), ("b", "one two three four five"),
-                               ("c", "one two")], "toy")
+    d = Dictionary.from_pairs(
+        [("a", "one two three"), ("a", "one"), ("b", "one two three four five"), ("c", "one two")], "toy"
+    )
     s = statistics(d, lambda texts: [len(t.split()) for t in texts])
     assert s == {"entries": 3, "definitions": 4, "max_tokens": 5, "median_tokens": 2.5}
     table = format_statistics({"toy": s})
@@ -99,8 +112,9 @@ def test_shared_oxford_splits_counted_independently():
             words.add(word.lower())
     d = load_sources(["oxford-valid", "oxford-test"], DATA)
     assert (len(d), d.n_definitions) == (len(words), len(pairs))
-    assert len(read_oxford(DATA / "oxford" / "valid.txt").entries) == len({w.split("\t")[0] for w in (
-        DATA / "oxford" / "valid.txt").read_text(encoding="utf-8").splitlines()})
+    assert len(read_oxford(DATA / "oxford" / "valid.txt").entries) == len(
+        {w.split("\t")[0] for w in (DATA / "oxford" / "valid.txt").read_text(encoding="utf-8").splitlines()}
+    )
 
 
 @pytest.mark.slow

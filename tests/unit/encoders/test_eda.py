@@ -19,10 +19,10 @@ def lookup(word: str) -> tuple[str, ...]:
 
 
 def test_synonym_replacement_replaces_n_distinct_words_everywhere():
-    words = "the red car is a red car".split()  # 7 words, alpha 0.3 -> n = 2
+    words = ["the", "red", "car", "is", "a", "red", "car"]  # 7 words, alpha 0.3 -> n = 2
     out = synonym_replacement(words, 0.3, random.Random(0), STOP, lookup)
     # both replaceable words replaced at every occurrence; the multi-word synonym becomes two words
-    assert out == "the crimson red automobile is a crimson red automobile".split()
+    assert out == ["the", "crimson", "red", "automobile", "is", "a", "crimson", "red", "automobile"]
 
 
 def one_word(word: str) -> tuple[str, ...]:
@@ -30,7 +30,7 @@ def one_word(word: str) -> tuple[str, ...]:
 
 
 def test_synonym_replacement_stops_at_n_and_spares_stopwords():
-    words = "the red car is fast".split()  # alpha 0.2 -> n = max(1, int(1.0)) = 1
+    words = ["the", "red", "car", "is", "fast"]  # alpha 0.2 -> n = max(1, int(1.0)) = 1
     for seed in range(5):
         out = synonym_replacement(words, 0.2, random.Random(seed), STOP, one_word)
         changed = {w for w in words if w not in out}
@@ -39,7 +39,7 @@ def test_synonym_replacement_stops_at_n_and_spares_stopwords():
 
 
 def test_random_deletion():
-    words = "one two three four five six".split()
+    words = ["one", "two", "three", "four", "five", "six"]
     assert random_deletion(words, 0.0, random.Random(0)) == words
     only = random_deletion(words, 1.0, random.Random(0))
     assert len(only) == 1 and only[0] in words
@@ -49,7 +49,7 @@ def test_random_deletion():
 
 
 def test_random_swap_permutes():
-    words = "one two three four five six seven eight".split()  # alpha 0.25 -> 2 swaps
+    words = ["one", "two", "three", "four", "five", "six", "seven", "eight"]  # alpha 0.25 -> 2 swaps
     out = random_swap(words, 0.25, random.Random(1))
     assert Counter(out) == Counter(words) and out != words
     assert sum(a != b for a, b in zip(out, words)) <= 4

@@ -13,8 +13,13 @@ from benchharness.encoders import first_token
 from benchharness.encoders.backends import EagerBackend
 from benchharness.encoders.huggingface import HFEncoder
 
-SENTENCES = ["a man is playing a guitar .", "two dogs run across a snowy field", "the cat sleeps",
-             "a woman slices an onion with a large knife", "rain"]
+SENTENCES = [
+    "a man is playing a guitar .",
+    "two dogs run across a snowy field",
+    "the cat sleeps",
+    "a woman slices an onion with a large knife",
+    "rain",
+]
 
 
 def _inputs(model_folder, sentences, length=None):
@@ -34,11 +39,22 @@ def test_the_first_position_equals_the_whole_models(kind, tiny_bert, tmp_path):
 
     torch.manual_seed(0)
     if kind == "bert":
-        model = BertModel(BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
-                                     intermediate_size=128))
+        model = BertModel(
+            BertConfig(
+                vocab_size=30522, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=128
+            )
+        )
     else:
-        model = RobertaModel(RobertaConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=3,
-                                           num_attention_heads=4, intermediate_size=128, pad_token_id=1))
+        model = RobertaModel(
+            RobertaConfig(
+                vocab_size=30522,
+                hidden_size=64,
+                num_hidden_layers=3,
+                num_attention_heads=4,
+                intermediate_size=128,
+                pad_token_id=1,
+            )
+        )
     model.eval()
     assert first_token.supported(model)
     for sentences in (SENTENCES[:1], SENTENCES):
@@ -58,8 +74,15 @@ def test_training_mode_relative_positions_and_other_layers_run_the_whole_model(t
     model = AutoModel.from_pretrained(str(tiny_bert))
     assert not first_token.supported(model.train())
     assert first_token.supported(model.eval())
-    relative = BertModel(BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-                                    position_embedding_type="relative_key")).eval()
+    relative = BertModel(
+        BertConfig(
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            position_embedding_type="relative_key",
+        )
+    ).eval()
     assert not first_token.supported(relative)
     assert not first_token.supported(torch.nn.Linear(2, 2))
     backend = EagerBackend(model.eval(), first_token=True)

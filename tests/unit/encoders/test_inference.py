@@ -15,9 +15,17 @@ from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.inference import Tokens, encode_tokens, token_batches, tokenize
 from benchharness.encoders.sbert import SentenceTransformerEncoder
 
-SENTENCES = ["a man is playing a guitar .", "hello", "the cat sat on the mat and looked very happy .",
-             "two dogs run", "hello", "A woman is slicing an onion.", "a man is playing a flute .",
-             "x " * 150, "Three children are standing in a field of tall grass next to a fence and a tree."]
+SENTENCES = [
+    "a man is playing a guitar .",
+    "hello",
+    "the cat sat on the mat and looked very happy .",
+    "two dogs run",
+    "hello",
+    "A woman is slicing an onion.",
+    "a man is playing a flute .",
+    "x " * 150,
+    "Three children are standing in a field of tall grass next to a fence and a tree.",
+]
 
 
 @settings(max_examples=200, deadline=None)
@@ -83,8 +91,9 @@ def tiny_st(tiny_bert, tmp_path_factory):
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     first = Transformer(str(tiny_bert), max_seq_length=64)
-    model = SentenceTransformer(modules=[first, Pooling(first.get_embedding_dimension(), "mean"), Normalize()],
-                                device="cpu")
+    model = SentenceTransformer(
+        modules=[first, Pooling(first.get_embedding_dimension(), "mean"), Normalize()], device="cpu"
+    )
     folder = tmp_path_factory.mktemp("tiny-st")
     model.save(str(folder))
     return folder
@@ -134,8 +143,15 @@ def test_hf_encoder_matches_per_sentence_forward(tiny_bert):
     tok = AutoTokenizer.from_pretrained(tiny_bert)
     model = AutoModel.from_pretrained(tiny_bert).eval()
     with torch.no_grad():  # one sentence at a time, truncated as the encoder does: no padding at all
-        expected = np.stack([model(**tok([s], truncation=True, max_length=32, return_tensors="pt"))
-                             .last_hidden_state[0].mean(0).numpy() for s in SENTENCES])
+        expected = np.stack(
+            [
+                model(**tok([s], truncation=True, max_length=32, return_tensors="pt"))
+                .last_hidden_state[0]
+                .mean(0)
+                .numpy()
+                for s in SENTENCES
+            ]
+        )
     got = HFEncoder("tiny", str(tiny_bert), pooling="avg", max_length=32, batch_size=1).encode(SENTENCES)
     np.testing.assert_allclose(got, expected, atol=1e-5)
 
@@ -157,8 +173,16 @@ def test_fp32_eager_keeps_the_identity_it_always_had(tiny_st, tiny_bert):
     st_info = SentenceTransformerEncoder("t", str(tiny_st)).identity_info()
     assert set(st_info) == {"family", "model", "revision", "weights_sha256", "modules"}
     hf_info = HFEncoder("t", str(tiny_bert), pooling="avg").identity_info()
-    assert set(hf_info) == {"family", "model", "revision", "weights_sha256", "pooling", "max_length",
-                            "precision", "normalize"}
+    assert set(hf_info) == {
+        "family",
+        "model",
+        "revision",
+        "weights_sha256",
+        "pooling",
+        "max_length",
+        "precision",
+        "normalize",
+    }
 
 
 def test_cpu_bf16_refused_without_native_support(monkeypatch, tiny_st, tiny_bert):

@@ -13,7 +13,7 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -174,15 +174,19 @@ def test_5xx_is_retried_and_fails_in_one_line_once_the_retries_are_spent(fake):
     with pytest.raises(EmbeddingServerError) as caught:
         encoder(fake, retries=2).encode(["a b c"])
     message = str(caught.value)
-    assert message == (f"the embeddings server at {fake.url}/embeddings answered 503 Service Unavailable: "
-                       "overloaded (3 tries)")
+    assert message == (
+        f"the embeddings server at {fake.url}/embeddings answered 503 Service Unavailable: overloaded (3 tries)"
+    )
     assert "\n" not in message and len(fake.embedding_requests()) == 1 + 3
 
 
 def test_a_400_is_not_retried_and_quotes_the_server(fake):
     fake.replies = [(400, {}, {"error": {"message": "This model's maximum context length is 8192 tokens"}})]
-    with pytest.raises(EmbeddingServerError, match=r"refused the request \(400 Bad Request: This model's maximum "
-                                                   r"context length is 8192 tokens\)$"):
+    with pytest.raises(
+        EmbeddingServerError,
+        match=r"refused the request \(400 Bad Request: This model's maximum "
+        r"context length is 8192 tokens\)$",
+    ):
         encoder(fake).encode(["a b c"])
     assert len(fake.embedding_requests()) == 2  # probe, then the one refused request
 
@@ -203,8 +207,11 @@ def test_a_server_that_does_not_answer_in_time_fails_in_one_line(fake):
 
 def _slow(body: dict) -> Reply:
     time.sleep(1.5)
-    return 200, {}, {"model": MODEL, "data": [{"index": i, "embedding": vector_of(t)} for i, t in
-                                              enumerate(body["input"])]}
+    return (
+        200,
+        {},
+        {"model": MODEL, "data": [{"index": i, "embedding": vector_of(t)} for i, t in enumerate(body["input"])]},
+    )
 
 
 def test_a_request_that_fails_for_good_ends_the_pass_without_waiting_for_the_others(fake):
@@ -228,7 +235,7 @@ def test_a_server_that_is_not_there_cannot_be_reached(fake):
 def test_retry_after_in_seconds_milliseconds_and_as_a_date():
     assert retry_after({"retry-after": "2"}) == 2.0
     assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    when = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    when = datetime(2030, 1, 1, tzinfo=UTC)
     now = (when - timedelta(seconds=7)).timestamp()
     assert retry_after({"retry-after": format_datetime(when, usegmt=True)}, now=now) == pytest.approx(7.0)
     assert retry_after({"retry-after": "soon"}) is None and retry_after({}) is None
@@ -259,7 +266,9 @@ def test_openais_key_is_not_sent_to_another_server_unasked(fake, monkeypatch):
 
 def test_a_named_key_variable_that_is_not_set_is_refused_before_any_request(fake, monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY", raising=False)
-    with pytest.raises(InvalidInputError, match="api_key_env=NO_SUCH_KEY names an environment variable that is not set"):
+    with pytest.raises(
+        InvalidInputError, match="api_key_env=NO_SUCH_KEY names an environment variable that is not set"
+    ):
         encoder(fake, api_key_env="NO_SUCH_KEY")
     assert fake.requests == []
 
@@ -267,16 +276,23 @@ def test_a_named_key_variable_that_is_not_set_is_refused_before_any_request(fake
 def test_a_refused_key_names_the_variable(fake, monkeypatch):
     monkeypatch.setenv("MY_EMBEDDINGS_KEY", "wrong")
     fake.replies = [(401, {}, {"detail": "Unauthorized"})]
-    with pytest.raises(EmbeddingServerError, match=r"\(401 Unauthorized: Unauthorized\); set the environment "
-                                                   "variable MY_EMBEDDINGS_KEY to a valid key$"):
+    with pytest.raises(
+        EmbeddingServerError,
+        match=r"\(401 Unauthorized: Unauthorized\); set the environment "
+        "variable MY_EMBEDDINGS_KEY to a valid key$",
+    ):
         encoder(fake, api_key_env="MY_EMBEDDINGS_KEY").encode(["a"])
 
 
 # ---- identity --------------------------------------------------------------------------------------
 def test_identity_pins_the_served_name_and_width_with_the_users_label(fake):
     first, second = encoder(fake, identity="l3-2024"), encoder(fake, identity="l3-2024")
-    assert first.pinned and first.identity_info() == {"family": "openai", "model": MODEL, "dimensions": 3,
-                                                      "identity": "l3-2024"}
+    assert first.pinned and first.identity_info() == {
+        "family": "openai",
+        "model": MODEL,
+        "dimensions": 3,
+        "identity": "l3-2024",
+    }
     assert first.identity == second.identity != encoder(fake, identity="other").identity
     assert first.metadata["server"] == fake.url.removesuffix("/v1") and first.metadata["pinned"] is True
 
@@ -320,8 +336,10 @@ def test_a_model_that_changes_under_the_run_fails_it(fake):
     model = encoder(fake)
     model.identity_info()
     fake.served_as = "someone-else"
-    with pytest.raises(EmbeddingServerError, match="answered with model 'someone-else', not 'fake-embedder' as at "
-                                                   "the start of this run"):
+    with pytest.raises(
+        EmbeddingServerError,
+        match="answered with model 'someone-else', not 'fake-embedder' as at the start of this run",
+    ):
         model.encode(["a"])
 
 
@@ -332,17 +350,30 @@ def _nan_for_b(body: dict) -> Reply:
     return 200, {}, {"model": MODEL, "data": data}
 
 
-@pytest.mark.parametrize(("reply", "message"), [
-    (_nan_for_b, r"a non-finite value \(nan\) in the vector of 'b'$"),
-    (lambda body: (200, {}, {"model": MODEL, "data": []}), r"request of 2 sentence\(s\) with 0 embeddings$"),
-    (lambda body: (200, {}, {"model": MODEL, "data": [{"index": 0, "embedding": [1.0, 2.0, 3.0]}] * 2}),
-     r"indices that are not 0..1 once each$"),
-    (lambda body: (200, {}, {"model": MODEL, "data": [{"index": i, "embedding": [1.0, 2.0]} for i in range(2)]}),
-     r"a 2-dimensional vector where model 'fake-embedder' gave 3 dimensions$"),
-    (lambda body: (200, {}, {"model": MODEL, "data": [{"index": i, "embedding": "not base64!"} for i in range(2)]}),
-     r"an embedding that is neither a list of numbers nor base64 float32$"),
-    (lambda body: (200, {}, b"<html>gateway</html>"), r"answered with something other than JSON: '<html>gateway"),
-])
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (_nan_for_b, r"a non-finite value \(nan\) in the vector of 'b'$"),
+        (lambda body: (200, {}, {"model": MODEL, "data": []}), r"request of 2 sentence\(s\) with 0 embeddings$"),
+        (
+            lambda body: (200, {}, {"model": MODEL, "data": [{"index": 0, "embedding": [1.0, 2.0, 3.0]}] * 2}),
+            r"indices that are not 0..1 once each$",
+        ),
+        (
+            lambda body: (200, {}, {"model": MODEL, "data": [{"index": i, "embedding": [1.0, 2.0]} for i in range(2)]}),
+            r"a 2-dimensional vector where model 'fake-embedder' gave 3 dimensions$",
+        ),
+        (
+            lambda body: (
+                200,
+                {},
+                {"model": MODEL, "data": [{"index": i, "embedding": "not base64!"} for i in range(2)]},
+            ),
+            r"an embedding that is neither a list of numbers nor base64 float32$",
+        ),
+        (lambda body: (200, {}, b"<html>gateway</html>"), r"answered with something other than JSON: '<html>gateway"),
+    ],
+)
 def test_an_answer_that_cannot_be_used_fails_in_one_line(fake, reply, message):
     fake.replies = [reply]
     with pytest.raises(EmbeddingServerError, match=message):
@@ -350,8 +381,11 @@ def test_an_answer_that_cannot_be_used_fails_in_one_line(fake, reply, message):
 
 
 def test_dimensions_is_sent_and_a_server_that_ignores_it_is_refused(fake):
-    with pytest.raises(EmbeddingServerError, match=r"ignored dimensions=2: model 'fake-embedder' returned "
-                                                   r"3-dimensional vectors; leave dimensions= out$"):
+    with pytest.raises(
+        EmbeddingServerError,
+        match=r"ignored dimensions=2: model 'fake-embedder' returned "
+        r"3-dimensional vectors; leave dimensions= out$",
+    ):
         encoder(fake, dimensions=2).identity_info()
     assert fake.embedding_requests()[0]["dimensions"] == 2
 
@@ -365,14 +399,17 @@ def test_the_spec_is_parsed_and_built_by_the_resolver(fake):
     assert model.identity_info()["identity"] == "7"
 
 
-@pytest.mark.parametrize(("query", "error", "message"), [
-    ("max_batch=0", InvalidInputError, "max_batch=0 must be an integer of at least 1"),
-    ("max_concurrency=2.5", InvalidInputError, "max_concurrency=2.5 must be an integer of at least 1"),
-    ("timeout=0", InvalidInputError, "timeout=0 must be a number of at least 0.001"),
-    ("base_url=ftp://host/v1", InvalidInputError, "base_url='ftp://host/v1' must be an http(s) URL"),
-    ("encoding_format=int8", InvalidInputError, "encoding_format='int8' must be one of base64, float"),
-    ("max_batchs=3", UnknownEncoderError, "openai has no parameter 'max_batchs'. Did you mean 'max_batch'?"),
-])
+@pytest.mark.parametrize(
+    ("query", "error", "message"),
+    [
+        ("max_batch=0", InvalidInputError, "max_batch=0 must be an integer of at least 1"),
+        ("max_concurrency=2.5", InvalidInputError, "max_concurrency=2.5 must be an integer of at least 1"),
+        ("timeout=0", InvalidInputError, "timeout=0 must be a number of at least 0.001"),
+        ("base_url=ftp://host/v1", InvalidInputError, "base_url='ftp://host/v1' must be an http(s) URL"),
+        ("encoding_format=int8", InvalidInputError, "encoding_format='int8' must be one of base64, float"),
+        ("max_batchs=3", UnknownEncoderError, "openai has no parameter 'max_batchs'. Did you mean 'max_batch'?"),
+    ],
+)
 def test_a_bad_spec_is_refused_before_any_request(query, error, message):
     with pytest.raises(error) as caught:
         Resolver().check(f"openai:{MODEL}?{query}")
@@ -382,8 +419,9 @@ def test_a_bad_spec_is_refused_before_any_request(query, error, message):
 def test_prompts_in_the_spec_go_in_front_of_each_sentence_sent_and_into_the_identity(fake):
     from benchharness.core.prompts import DOCUMENT, QUERY
 
-    model = Resolver().get(f"openai:{MODEL}?base_url={fake.url}&identity=e5&query_prompt=query:%20"
-                           "&document_prompt=passage:%20")
+    model = Resolver().get(
+        f"openai:{MODEL}?base_url={fake.url}&identity=e5&query_prompt=query:%20&document_prompt=passage:%20"
+    )
     queries, documents = model.encode_role(["a cat"], QUERY), model.encode_role(["a cat"], DOCUMENT)
     np.testing.assert_array_equal(queries, [vector_of("query: a cat")])
     np.testing.assert_array_equal(documents, [vector_of("passage: a cat")])

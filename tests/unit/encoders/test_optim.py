@@ -16,16 +16,20 @@ from benchharness.encoders.methods.training import make_optimizer
 
 B1, B2 = 0.9, 0.999
 # three steps' gradients of a 2x3 weight and a 3-vector bias, and the scheduled lr of each step
-GRADS_W = [np.array([[0.5, -1.0, 2e-3], [0.0, 3.0, -0.25]]), np.array([[-0.1, 0.4, 1e-3], [1e-4, -2.0, 0.5]]),
-           np.array([[0.3, 0.3, -5e-3], [0.2, 1.0, 0.0]])]
+GRADS_W = [
+    np.array([[0.5, -1.0, 2e-3], [0.0, 3.0, -0.25]]),
+    np.array([[-0.1, 0.4, 1e-3], [1e-4, -2.0, 0.5]]),
+    np.array([[0.3, 0.3, -5e-3], [0.2, 1.0, 0.0]]),
+]
 GRADS_B = [np.array([1.0, -0.5, 1e-5]), np.array([0.2, 0.2, -1e-5]), np.array([-0.7, 0.1, 0.0])]
 LRS = [1e-2, 5e-3, 2.5e-3]
 W0 = np.array([[0.1, -0.2, 0.3], [1.5, 0.0, -0.7]])
 B0 = np.array([0.05, -0.05, 0.5])
 
 
-def numpy_legacy(p0: np.ndarray, grads: list[np.ndarray], lrs: list[float], eps: float, weight_decay: float,
-                 correct_bias: bool) -> np.ndarray:
+def numpy_legacy(
+    p0: np.ndarray, grads: list[np.ndarray], lrs: list[float], eps: float, weight_decay: float, correct_bias: bool
+) -> np.ndarray:
     """transformers.AdamW by hand: eps added to sqrt(v), the bias correction folded into the step
     size (or left out), then decoupled weight decay of the updated parameter."""
     p, m, v = p0.copy(), np.zeros_like(p0), np.zeros_like(p0)
@@ -96,8 +100,12 @@ def test_legacy_adamw_state_round_trip():
     given (step counts, moments, the groups' settings)."""
     w, b, opt = run(LegacyAdamW, steps=2, eps=1e-6, correct_bias=False)
     w2, b2 = (torch.nn.Parameter(x.detach().clone()) for x in (w, b))
-    fresh = LegacyAdamW([{"params": [w2], "weight_decay": 0.01}, {"params": [b2], "weight_decay": 0.0}],
-                        lr=1.0, eps=1.0, correct_bias=True)  # groups' settings come back from the state dict
+    fresh = LegacyAdamW(
+        [{"params": [w2], "weight_decay": 0.01}, {"params": [b2], "weight_decay": 0.0}],
+        lr=1.0,
+        eps=1.0,
+        correct_bias=True,
+    )  # groups' settings come back from the state dict
     buffer = io.BytesIO()
     torch.save(opt.state_dict(), buffer)
     buffer.seek(0)
@@ -121,16 +129,30 @@ def test_legacy_adamw_skips_parameters_without_gradient_and_refuses_bad_settings
     opt.step()
     assert torch.equal(q, torch.ones(2)) and q not in opt.state  # no update, no weight decay, no state
     assert not torch.equal(p, torch.ones(2))
-    for kwargs, words in (({"lr": -1.0}, "learning rate"), ({"betas": (0.9, 1.0)}, "betas"), ({"eps": -1e-8}, "eps"),
-                          ({"weight_decay": -0.1}, "weight_decay")):
+    for kwargs, words in (
+        ({"lr": -1.0}, "learning rate"),
+        ({"betas": (0.9, 1.0)}, "betas"),
+        ({"eps": -1e-8}, "eps"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+    ):
         with pytest.raises(ValueError, match=words):
             LegacyAdamW([p], **kwargs)
 
 
 def test_config_chooses_the_optimizer(tmp_path):
     module = torch.nn.Sequential(torch.nn.Linear(3, 2))
-    legacy = make_optimizer(module, TrainConfig(base="x", out=tmp_path, optimizer="adamw-legacy", correct_bias=False,
-                                                adam_eps=1e-6, lr=2e-5, weight_decay=0.01))
+    legacy = make_optimizer(
+        module,
+        TrainConfig(
+            base="x",
+            out=tmp_path,
+            optimizer="adamw-legacy",
+            correct_bias=False,
+            adam_eps=1e-6,
+            lr=2e-5,
+            weight_decay=0.01,
+        ),
+    )
     assert isinstance(legacy, LegacyAdamW)
     decayed, plain = legacy.param_groups
     assert (decayed["weight_decay"], plain["weight_decay"]) == (0.01, 0.0)
@@ -139,12 +161,15 @@ def test_config_chooses_the_optimizer(tmp_path):
     assert type(default) is torch.optim.AdamW
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"optimizer": "sgd"}, "unknown optimizer 'sgd'"),
-    ({"optimizer": "torch-adamw", "correct_bias": False}, "correct_bias=False needs optimizer adamw-legacy"),
-    ({"correct_bias": "no"}, "correct_bias must be true or false"),
-    ({"adam_eps": 0.0}, "adam_eps must be a positive number"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"optimizer": "sgd"}, "unknown optimizer 'sgd'"),
+        ({"optimizer": "torch-adamw", "correct_bias": False}, "correct_bias=False needs optimizer adamw-legacy"),
+        ({"correct_bias": "no"}, "correct_bias must be true or false"),
+        ({"adam_eps": 0.0}, "adam_eps must be a positive number"),
+    ],
+)
 def test_config_refuses_optimizer_settings(tmp_path, kwargs, words):
     with pytest.raises(ValueError, match=words):
         TrainConfig(base="x", out=tmp_path, **kwargs)

@@ -111,8 +111,9 @@ def test_decoder_teacher_forcing_is_causal_and_loss_is_token_ce(tiny_bert):
     ones = torch.ones(memory.shape[:2], dtype=torch.long)
 
     def hidden(ids):
-        return method.decoder(inputs_embeds=method.decoder_embeddings(ids), encoder_hidden_states=memory,
-                              encoder_attention_mask=ones).last_hidden_state
+        return method.decoder(
+            inputs_embeds=method.decoder_embeddings(ids), encoder_hidden_states=memory, encoder_attention_mask=ones
+        ).last_hidden_state
 
     with torch.no_grad():
         base = hidden(dec_in)
@@ -158,8 +159,15 @@ def test_lm_head_loads_a_checkpoints_mlm_head(tmp_path, tiny_bert):
     from benchharness.encoders.methods.training import load_base
 
     # an untied checkpoint, so that its cls.predictions output matrix differs from its word embeddings
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, tie_word_embeddings=False)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(3)
     mlm = BertForMaskedLM(config)
     head = mlm.cls.predictions
@@ -195,15 +203,25 @@ def test_supervised_contrastive_matches_hand_computation():
     assert float(supervised_contrastive(a, p, n, t)) == pytest.approx(expected / 2, rel=1e-5)
 
     e, c, neu = (NLI_LABELS.index(x) for x in ("entailment", "contradiction", "neutral"))
-    pairs = [NLIPair("p1", "e1", e), NLIPair("p1", "c1", c), NLIPair("p2", "n2", neu), NLIPair("p2", "e2", e),
-             NLIPair("p1", "e1b", e), NLIPair("p1", "c1b", c)]
+    pairs = [
+        NLIPair("p1", "e1", e),
+        NLIPair("p1", "c1", c),
+        NLIPair("p2", "n2", neu),
+        NLIPair("p2", "e2", e),
+        NLIPair("p1", "e1b", e),
+        NLIPair("p1", "c1b", c),
+    ]
     assert nli_triples(pairs) == [("p1", "e1", "c1"), ("p1", "e1b", "c1b")]
 
 
 def test_supervised_forward_logs_every_part(tiny_bert):
     method = make(tiny_bert, supervised=True, alpha=0.5, mlm_weight=0.0)
-    batch = method.collate([("a man plays a guitar", "a person plays music", "nobody plays anything"),
-                            ("a dog runs in a field", "an animal runs outside", "a cat sleeps indoors")])
+    batch = method.collate(
+        [
+            ("a man plays a guitar", "a person plays music", "nobody plays anything"),
+            ("a dog runs in a field", "an animal runs outside", "a cat sleeps indoors"),
+        ]
+    )
     out = method(batch)
     assert set(out.logs) == {"decoder_ce", "contrastive"}
     assert float(out.loss.detach()) == pytest.approx(out.logs["contrastive"] + 0.5 * out.logs["decoder_ce"], rel=1e-5)
@@ -212,8 +230,14 @@ def test_supervised_forward_logs_every_part(tiny_bert):
 def test_short_run_lowers_the_loss(tiny_bert):
     method = make(tiny_bert, top_k=2)
     torch.manual_seed(1)
-    batch = method.collate(["a man is playing a large guitar on stage .", "two dogs run across the grassy field",
-                            "the stock market fell sharply on monday", "a woman is slicing a ripe onion"])
+    batch = method.collate(
+        [
+            "a man is playing a large guitar on stage .",
+            "two dogs run across the grassy field",
+            "the stock market fell sharply on monday",
+            "a woman is slicing a ripe onion",
+        ]
+    )
     optimizer = torch.optim.AdamW(method.parameters(), lr=1e-2)
     losses = []
     for _ in range(10):
@@ -232,12 +256,38 @@ def test_cli_run_saves_an_encoder_without_decoder_weights(tmp_path, tiny_bert, m
     from benchharness.evaluation.resolver import Resolver
 
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("a man is playing a guitar .\nthe red car and the red bus hit a car\n"
-                      "do i need a transit visa for a stop in london ?\ntwo dogs run across the grassy field\n")
+    corpus.write_text(
+        "a man is playing a guitar .\nthe red car and the red bus hit a car\n"
+        "do i need a transit visa for a stop in london ?\ntwo dogs run across the grassy field\n"
+    )
     out = tmp_path / "runs" / "paser-tiny"
-    code = main(["train", "paser", "--base", str(tiny_bert), "--out", str(out), "--data", str(corpus),
-                 "--batch-size", "2", "--max-steps", "3", "--eval-every", "0", "--decoder-layers", "1",
-                 "--decoder-heads", "2", "--augment", "none", "--threads", "1", "--quiet"])
+    code = main(
+        [
+            "train",
+            "paser",
+            "--base",
+            str(tiny_bert),
+            "--out",
+            str(out),
+            "--data",
+            str(corpus),
+            "--batch-size",
+            "2",
+            "--max-steps",
+            "3",
+            "--eval-every",
+            "0",
+            "--decoder-layers",
+            "1",
+            "--decoder-heads",
+            "2",
+            "--augment",
+            "none",
+            "--threads",
+            "1",
+            "--quiet",
+        ]
+    )
     assert code == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["method"] == "paser" and manifest["encoder"]["pooling"] == "cls_before_pooler"
@@ -262,15 +312,43 @@ def test_cli_runs_with_one_seed_train_the_same_weights(tmp_path, tiny_bert):
     from benchharness.cli import main
 
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("a man is playing a guitar .\nthe red car and the red bus hit a car\n"
-                      "do i need a transit visa for a stop in london ?\ntwo dogs run across the grassy field\n")
+    corpus.write_text(
+        "a man is playing a guitar .\nthe red car and the red bus hit a car\n"
+        "do i need a transit visa for a stop in london ?\ntwo dogs run across the grassy field\n"
+    )
     weights = []
     for run in ("a", "b"):
         torch.manual_seed(len(run) * 1000 + ord(run))  # a different global state before each run
         out = tmp_path / run
-        code = main(["train", "paser", "--base", str(tiny_bert), "--out", str(out), "--data", str(corpus),
-                     "--batch-size", "2", "--max-steps", "2", "--eval-every", "0", "--decoder-layers", "1",
-                     "--decoder-heads", "2", "--augment", "none", "--threads", "1", "--quiet", "--seed", "7"])
+        code = main(
+            [
+                "train",
+                "paser",
+                "--base",
+                str(tiny_bert),
+                "--out",
+                str(out),
+                "--data",
+                str(corpus),
+                "--batch-size",
+                "2",
+                "--max-steps",
+                "2",
+                "--eval-every",
+                "0",
+                "--decoder-layers",
+                "1",
+                "--decoder-heads",
+                "2",
+                "--augment",
+                "none",
+                "--threads",
+                "1",
+                "--quiet",
+                "--seed",
+                "7",
+            ]
+        )
         assert code == 0
         weights.append(load_file(str(out / "model" / "model.safetensors")))
     assert weights[0].keys() == weights[1].keys()

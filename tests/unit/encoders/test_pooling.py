@@ -20,18 +20,30 @@ def reference(tiny_bert):
             enc = tok([s], return_tensors="pt")
             out = model(**enc, output_hidden_states=True)
             hs = [h[0].numpy() for h in out.hidden_states]
-            rows.append({"cls": out.pooler_output[0].numpy(), "cls_before_pooler": hs[-1][0],
-                         "avg": hs[-1].mean(0), "avg_top2": ((hs[-1] + hs[-2]) / 2).mean(0),
-                         "first_last_0": ((hs[0] + hs[-1]) / 2).mean(0),
-                         "first_last_1": ((hs[1] + hs[-1]) / 2).mean(0)})
+            rows.append(
+                {
+                    "cls": out.pooler_output[0].numpy(),
+                    "cls_before_pooler": hs[-1][0],
+                    "avg": hs[-1].mean(0),
+                    "avg_top2": ((hs[-1] + hs[-2]) / 2).mean(0),
+                    "first_last_0": ((hs[0] + hs[-1]) / 2).mean(0),
+                    "first_last_1": ((hs[1] + hs[-1]) / 2).mean(0),
+                }
+            )
     return rows
 
 
-@pytest.mark.parametrize("pooling,key,kw", [
-    ("cls", "cls", {}), ("cls_before_pooler", "cls_before_pooler", {}), ("avg", "avg", {}),
-    ("avg_top2", "avg_top2", {}), ("avg_first_last", "first_last_0", {"first_layer": 0}),
-    ("avg_first_last", "first_last_1", {"first_layer": 1}),
-])
+@pytest.mark.parametrize(
+    "pooling,key,kw",
+    [
+        ("cls", "cls", {}),
+        ("cls_before_pooler", "cls_before_pooler", {}),
+        ("avg", "avg", {}),
+        ("avg_top2", "avg_top2", {}),
+        ("avg_first_last", "first_last_0", {"first_layer": 0}),
+        ("avg_first_last", "first_last_1", {"first_layer": 1}),
+    ],
+)
 def test_pooling_matches_unpadded_reference(tiny_bert, reference, pooling, key, kw):
     # batched encoding pads the short sentences: the masked pooling must ignore the padding
     enc = HFEncoder("tiny", str(tiny_bert), pooling=pooling, batch_size=3, **kw)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,8 +24,31 @@ from benchharness.encoders.postprocess.repal import RepAL
 from benchharness.encoders.postprocess.whitening import Whitening
 from benchharness.evaluation.resolver import Resolver
 
-WORDS = ("man woman dog cat guitar piano plays sings runs the a is on with quickly slowly red "
-         "blue zebra river mountain eats bread").split()
+WORDS = [
+    "man",
+    "woman",
+    "dog",
+    "cat",
+    "guitar",
+    "piano",
+    "plays",
+    "sings",
+    "runs",
+    "the",
+    "a",
+    "is",
+    "on",
+    "with",
+    "quickly",
+    "slowly",
+    "red",
+    "blue",
+    "zebra",
+    "river",
+    "mountain",
+    "eats",
+    "bread",
+]
 
 
 class TableEncoder(Encoder):
@@ -149,8 +173,9 @@ def test_masking_picks_the_tfidf_top_words(corpus):
             continue
         assert set(repal.masker.keywords_of(sentence)) == expected, sentence
         masked = repal.masked([sentence])[0].split()
-        assert [w for w, m in zip(sentence.split(), masked) if m == "[MASK]"] == \
-               [w for w in sentence.split() if w in expected]
+        assert [w for w, m in zip(sentence.split(), masked) if m == "[MASK]"] == [
+            w for w in sentence.split() if w in expected
+        ]
         checked += 1
     assert checked >= 20
 
@@ -160,8 +185,9 @@ def test_masking_skips_stop_and_one_letter_words_and_masks_unseen_words_first(co
     # "xylophone" never occurs in the corpus: highest idf
     assert repal.masked(["the man plays a xylophone ."]) == ["the man plays a [MASK] ."]
     assert repal.masked(["a the is"]) == ["a the is"]  # nothing but stop words / 1-letter words
-    keep_stops = RepAL(TableEncoder(), "r", keywords=20, stop_words="none", fit=f"text:{corpus}",
-                       tfidf=f"text:{corpus}")
+    keep_stops = RepAL(
+        TableEncoder(), "r", keywords=20, stop_words="none", fit=f"text:{corpus}", tfidf=f"text:{corpus}"
+    )
     assert keep_stops.masked(["the dog is on a mat"]) == ["[MASK] [MASK] [MASK] [MASK] a [MASK]"]
 
 
@@ -211,12 +237,21 @@ def test_identity_changes_with_every_parameter_and_the_corpus(corpus, tmp_path):
     base = TableEncoder()
     fit = f"text:{corpus}"
     repals = [RepAL(base, "r", fit=fit, tfidf=fit)]
-    for change in ({"l1": 0.2}, {"l2": 0.5}, {"keywords": 3}, {"stop_words": "none"},
-                   {"fit": f"text:{other}"}, {"tfidf": f"text:{other}"}):
+    for change in (
+        {"l1": 0.2},
+        {"l2": 0.5},
+        {"keywords": 3},
+        {"stop_words": "none"},
+        {"fit": f"text:{other}"},
+        {"tfidf": f"text:{other}"},
+    ):
         repals.append(RepAL(base, "r", **{"fit": fit, "tfidf": fit, **change}))
     repals.append(RepAL(TableEncoder(dim=5), "r", fit=fit, tfidf=fit))
-    whitenings = [Whitening(base, "w", fit=fit), Whitening(base, "w", k=4, fit=fit),
-                  Whitening(base, "w", fit=f"text:{other}")]
+    whitenings = [
+        Whitening(base, "w", fit=fit),
+        Whitening(base, "w", k=4, fit=fit),
+        Whitening(base, "w", fit=f"text:{other}"),
+    ]
     identities = [e.identity for e in repals + whitenings]
     assert len(set(identities)) == len(identities)
     assert RepAL(base, "x", fit=fit, tfidf=fit).identity == repals[0].identity  # name is not identity
@@ -234,12 +269,15 @@ def test_repal_needs_a_mask_token(tmp_path):
     assert white.mask_token is None
 
 
-@pytest.mark.parametrize("name, message", [
-    ("minilm-l6+", "malformed"),
-    ("minilm-l6+whitening(k=2", "malformed"),
-    ("minilm-l6+whitenin", "Did you mean: whitening"),
-    ("minilm-l6+repal(lambda1=0.2)", "no parameter lambda1; it takes: l1, l2"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("minilm-l6+", "malformed"),
+        ("minilm-l6+whitening(k=2", "malformed"),
+        ("minilm-l6+whitenin", "Did you mean: whitening"),
+        ("minilm-l6+repal(lambda1=0.2)", "no parameter lambda1; it takes: l1, l2"),
+    ],
+)
 def test_composition_errors(name, message):
     with pytest.raises(UnknownEncoderError, match=message.replace("(", r"\(")):
         Resolver().get(name)
@@ -298,8 +336,24 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
     parser = argparse.ArgumentParser()
     tune_repal.add_arguments(parser)
     base = f"hf:{tiny_bert}?pooling=avg"
-    args = parser.parse_args(["--encoder", base, "--l1", "0,0.5", "--l2", "0:1:0.5", "--fit", f"text:{corpus}",
-                              "--tfidf", f"text:{corpus}", "--data-dir", str(data_dir), "--name", "tiny-tuned"])
+    args = parser.parse_args(
+        [
+            "--encoder",
+            base,
+            "--l1",
+            "0,0.5",
+            "--l2",
+            "0:1:0.5",
+            "--fit",
+            f"text:{corpus}",
+            "--tfidf",
+            f"text:{corpus}",
+            "--data-dir",
+            str(data_dir),
+            "--name",
+            "tiny-tuned",
+        ]
+    )
     output = tune_repal.main(args)  # the command's output: the grid and the best point
     assert "| l1=0.5 " in output and "-> best" in output
     manifest = json.loads((tmp_path / "runs/tiny-tuned/manifest.json").read_text())
@@ -311,6 +365,7 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
     encoder = Resolver().get("tiny-tuned")
     assert (encoder.l1, encoder.l2) == (best["l1"], best["l2"])
     from benchharness import tasks
+
     dev = tasks.get("STSBenchmark-dev")
     from benchharness.core.data_root import DataRoot
 
@@ -326,7 +381,8 @@ def test_a_config_entry_can_name_a_composition(tmp_path, monkeypatch, corpus):
     glove = tmp_path / "vectors.txt"
     glove.write_text("dog 0.1 0.2 0.5\ncat 0.3 0.4 0.1\nman 0.9 0.1 0.3\n")
     (tmp_path / "benchharness.toml").write_text(
-        f'[encoders."tiny+white"]\nspec = "glove:{glove}+whitening(k=2,fit=text:{corpus})"\n')
+        f'[encoders."tiny+white"]\nspec = "glove:{glove}+whitening(k=2,fit=text:{corpus})"\n'
+    )
     monkeypatch.chdir(tmp_path)
     encoder = Resolver().get("tiny+white")  # a registered name wins over splitting on '+'
     assert isinstance(encoder, Whitening) and encoder.k == 2

@@ -30,8 +30,11 @@ from benchharness.encoders.checkpoint import checkpoint_keys, load_complete
 from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.pooling import POOLINGS
 
-SENTENCES = ["a man is playing a guitar .", "hello",
-             "the cat sat on the mat and looked very happy about the whole thing ."]
+SENTENCES = [
+    "a man is playing a guitar .",
+    "hello",
+    "the cat sat on the mat and looked very happy about the whole thing .",
+]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -75,8 +78,15 @@ def publish(cache: Path, repo_id: str, folder: Path) -> None:
 
 
 def tiny_config(**kw) -> BertConfig:
-    return BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=64, max_position_embeddings=128, **kw)
+    return BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        **kw,
+    )
 
 
 def by_hand(model: torch.nn.Module, tokenizer, texts: list[str], rule, **tok_kw) -> np.ndarray:
@@ -104,8 +114,13 @@ def test_catalogue_holds_the_published_checkpoints():
     counts = Counter(c.method for c in published.catalogue())
     # SimCSE README: 4 unsup + 4 sup; DefSent README: 4 models x cls/mean/max; DefSent+: RyuKT's 13
     # DefSentPlus-* repositories; ConSERT README: 10 English models on Google Drive
-    assert counts == {"SimCSE (unsupervised)": 4, "SimCSE (supervised)": 4, "DefSent": 12, "DefSent+": 13,
-                      "ConSERT": 10}
+    assert counts == {
+        "SimCSE (unsupervised)": 4,
+        "SimCSE (supervised)": 4,
+        "DefSent": 12,
+        "DefSent+": 13,
+        "ConSERT": 10,
+    }
     names = [c.name for c in published.catalogue()]
     assert len(set(names)) == len(names) == 43
     assert len({c.source for c in published.catalogue()}) == 43
@@ -119,9 +134,15 @@ def test_catalogue_holds_the_published_checkpoints():
 def test_catalogue_poolings_are_the_papers():
     specs = {c.name: published.published_spec(c.name) for c in published.catalogue()}
     assert specs["simcse-unsup-roberta-large"] == {
-        "type": "hf", "model": "princeton-nlp/unsup-simcse-roberta-large", "pooling": "cls_before_pooler"}
+        "type": "hf",
+        "model": "princeton-nlp/unsup-simcse-roberta-large",
+        "pooling": "cls_before_pooler",
+    }
     assert specs["simcse-sup-bert-base"] == {
-        "type": "hf", "model": "princeton-nlp/sup-simcse-bert-base-uncased", "pooling": "cls"}
+        "type": "hf",
+        "model": "princeton-nlp/sup-simcse-bert-base-uncased",
+        "pooling": "cls",
+    }
     # DefSent: the pooling is the last part of the hub id; its 'cls' is [CLS] without a pooler
     for c in published.catalogue():
         if c.method == "DefSent":
@@ -129,14 +150,20 @@ def test_catalogue_poolings_are_the_papers():
             assert c.pooling == {"cls": "cls_before_pooler", "mean": "avg", "max": "max"}[suffix]
     assert specs["defsent-roberta-large-max"]["model"] == "cl-nagoya/defsent-roberta-large-max"
     # DefSent+ Table 7: Mean for RoBERTa-large 3rd, Prompt for the others; base model's tokenizer
-    assert specs["defsent-plus-released-roberta-large"] == {"type": "hf", "model": "RyuKT/DefSentPlus-roberta-large",
-                                                   "pooling": "avg", "tokenizer": "roberta-large"}
+    assert specs["defsent-plus-released-roberta-large"] == {
+        "type": "hf",
+        "model": "RyuKT/DefSentPlus-roberta-large",
+        "pooling": "avg",
+        "tokenizer": "roberta-large",
+    }
     assert specs["defsent-plus-released-sncse-bert-large"]["tokenizer"] == "bert-large-uncased"
     assert specs["defsent-plus-released-bert-base"]["pooling"] == "prompt"
     # ConSERT: every model evaluated with the last two layers, archives on Google Drive
     assert specs["consert-unsup-base"] == {
-        "type": "st-archive", "pooling": "avg_top2",
-        "url": "https://drive.google.com/file/d/1KIbrhhIfhxO_4b0tbpdhLGkrjr_bhlaa/view"}
+        "type": "st-archive",
+        "pooling": "avg_top2",
+        "url": "https://drive.google.com/file/d/1KIbrhhIfhxO_4b0tbpdhLGkrjr_bhlaa/view",
+    }
     assert {s["pooling"] for n, s in specs.items() if n.startswith("consert-")} == {"avg_top2"}
 
 
@@ -156,11 +183,13 @@ def test_simcse_folder_by_name(hub_cache, tokenizer_dir, tmp_path):
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
 
     sup = encoder_from("simcse-sup-bert-base")
-    np.testing.assert_allclose(sup.encode(SENTENCES), by_hand(model, tok, SENTENCES, lambda o, _: o.pooler_output[0]),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        sup.encode(SENTENCES), by_hand(model, tok, SENTENCES, lambda o, _: o.pooler_output[0]), atol=1e-5
+    )
     unsup = encoder_from("simcse-unsup-bert-base")
-    np.testing.assert_allclose(unsup.encode(SENTENCES),
-                               by_hand(model, tok, SENTENCES, lambda o, _: o.last_hidden_state[0, 0]), atol=1e-5)
+    np.testing.assert_allclose(
+        unsup.encode(SENTENCES), by_hand(model, tok, SENTENCES, lambda o, _: o.last_hidden_state[0, 0]), atol=1e-5
+    )
     # the name is the hf spec: same encoder, same identity (so cached embeddings are shared)
     adhoc = HFEncoder("x", "princeton-nlp/unsup-simcse-bert-base-uncased", pooling="cls_before_pooler")
     assert unsup.identity == adhoc.identity and unsup.source.revision == COMMIT
@@ -182,8 +211,11 @@ def test_defsent_masked_lm_checkpoint_with_pooling_from_its_name(hub_cache, toke
     def masked_max(out, _ids):  # DefSent: max over all real tokens, [CLS] and [SEP] included
         return out.last_hidden_state[0].max(dim=0).values
 
-    rules = {"cls": lambda o, _: o.last_hidden_state[0, 0], "mean": lambda o, _: o.last_hidden_state[0].mean(0),
-             "max": masked_max}
+    rules = {
+        "cls": lambda o, _: o.last_hidden_state[0, 0],
+        "mean": lambda o, _: o.last_hidden_state[0].mean(0),
+        "max": masked_max,
+    }
     for pooling, rule in rules.items():
         enc = encoder_from(f"defsent-bert-base-{pooling}")
         # batch of 3 with padding: the padded positions must not count
@@ -194,9 +226,16 @@ def test_defsent_masked_lm_checkpoint_with_pooling_from_its_name(hub_cache, toke
 
 def test_masked_lm_encoders_load_completely(tmp_path):
     torch.manual_seed(3)
-    rob = RobertaForMaskedLM(RobertaConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1,
-                                           num_attention_heads=2, intermediate_size=32,
-                                           max_position_embeddings=40))
+    rob = RobertaForMaskedLM(
+        RobertaConfig(
+            vocab_size=100,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=40,
+        )
+    )
     rob.save_pretrained(tmp_path / "rob")
     loaded = load_complete(tmp_path / "rob", "tiny-roberta").state_dict()
     for key, value in rob.roberta.state_dict().items():
@@ -207,8 +246,9 @@ def test_masked_lm_encoders_load_completely(tmp_path):
 
     bad = tmp_path / "bad"
     bad.mkdir()
-    BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-               intermediate_size=32).save_pretrained(bad)
+    BertConfig(
+        vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    ).save_pretrained(bad)
     state = BertModel(BertConfig.from_pretrained(bad)).state_dict()
     save_file({f"encoder_model.{k}": v.contiguous() for k, v in state.items()}, str(bad / "model.safetensors"))
     with pytest.raises(ValueError, match=r"encoder weights of BertModel are missing .*embeddings\."):
@@ -241,8 +281,11 @@ def test_defsent_plus_weights_with_the_base_tokenizer(hub_cache, tokenizer_dir, 
 
 def test_offline_hub_checkpoint_names_the_missing_id(hub_cache, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(FileNotFoundError, match="'cl-nagoya/defsent-roberta-base-mean' is neither a local "
-                                                "folder nor in the Hugging Face cache.*HF_HUB_OFFLINE"):
+    with pytest.raises(
+        FileNotFoundError,
+        match="'cl-nagoya/defsent-roberta-base-mean' is neither a local "
+        "folder nor in the Hugging Face cache.*HF_HUB_OFFLINE",
+    ):
         encoder_from("defsent-roberta-base-mean")
 
 
@@ -265,13 +308,26 @@ def st039_folder(root: Path, tokenizer_dir: Path, module: str, model: BertModel,
     (mod / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True, "model_max_length": 512}))
     (mod / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length}))
     (top / "1_Pooling").mkdir()
-    (top / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
-         "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False,
-         "pooling_mode_mean_last_2_tokens": False}))
-    (top / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": f"0_{module}", "type": f"sentence_transformers.models.{module}"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (top / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": 32,
+                "pooling_mode_cls_token": False,
+                "pooling_mode_mean_tokens": True,
+                "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False,
+                "pooling_mode_mean_last_2_tokens": False,
+            }
+        )
+    )
+    (top / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": f"0_{module}", "type": f"sentence_transformers.models.{module}"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            ]
+        )
+    )
     (top / "config.json").write_text(json.dumps({"__version__": "0.3.9"}))
     return root
 
@@ -326,8 +382,7 @@ def test_consert_archive_in_the_cache(tmp_path, monkeypatch, tokenizer_dir, cons
 
 
 def test_consert_archive_downloads_when_online(tmp_path, monkeypatch, tokenizer_dir, consert_model):
-    archive = pack(st039_folder(tmp_path / "src", tokenizer_dir, "Transformer", consert_model, 6),
-                   tmp_path / "a.zip")
+    archive = pack(st039_folder(tmp_path / "src", tokenizer_dir, "Transformer", consert_model, 6), tmp_path / "a.zip")
     calls = []
 
     def fake_download(url: str, dest: Path) -> Path:
@@ -396,16 +451,20 @@ class FakeDrive:
 
 
 def test_drive_virus_scan_confirmation(tmp_path):
-    page = ('<html><body><form id="download-form" action="https://drive.usercontent.google.com/download" '
-            'method="get"><input type="submit" value="Download anyway"/>'
-            '<input type="hidden" name="id" value="FILEID"><input type="hidden" name="export" value="download">'
-            '<input type="hidden" name="confirm" value="t"><input type="hidden" name="uuid" value="u-1"></form>'
-            '</body></html>')
+    page = (
+        '<html><body><form id="download-form" action="https://drive.usercontent.google.com/download" '
+        'method="get"><input type="submit" value="Download anyway"/>'
+        '<input type="hidden" name="id" value="FILEID"><input type="hidden" name="export" value="download">'
+        '<input type="hidden" name="confirm" value="t"><input type="hidden" name="uuid" value="u-1"></form>'
+        "</body></html>"
+    )
     drive = FakeDrive(page, b"PK\x03\x04archive bytes", "uuid=u-1")
     out = download_mod.download("https://drive.google.com/file/d/FILEID/view?usp=sharing", tmp_path / "a", drive)
     assert out.read_bytes() == b"PK\x03\x04archive bytes"
-    assert drive.urls == ["https://drive.usercontent.google.com/download?id=FILEID&export=download",
-                          "https://drive.usercontent.google.com/download?id=FILEID&export=download&confirm=t&uuid=u-1"]
+    assert drive.urls == [
+        "https://drive.usercontent.google.com/download?id=FILEID&export=download",
+        "https://drive.usercontent.google.com/download?id=FILEID&export=download&confirm=t&uuid=u-1",
+    ]
 
     legacy = '<a id="uc-download-link" href="/uc?export=download&amp;confirm=Ab_1&amp;id=FILEID">Download</a>'
     drive = FakeDrive(legacy, b"tar bytes", "confirm=Ab_1")
@@ -429,15 +488,17 @@ def test_cls_pooling_refused_without_pooler_weights(tmp_path, tokenizer_dir):
     for f in tokenizer_dir.iterdir():
         if f.name != "config.json":
             shutil.copy(f, folder / f.name)
-    with pytest.raises(ValueError, match=r"pooling 'cls' .* holds no pooler weights \(pooler\.dense\.weight\).*"
-                                         r"cls_before_pooler"):
+    with pytest.raises(
+        ValueError,
+        match=r"pooling 'cls' .* holds no pooler weights \(pooler\.dense\.weight\).*"
+        r"cls_before_pooler",
+    ):
         HFEncoder("t", str(folder), pooling="cls")
     with pytest.raises(ValueError, match="no pooler weights"):
         HFEncoder("t", str(folder))  # 'cls' is the default
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     got = HFEncoder("t", str(folder), pooling="cls_before_pooler", batch_size=3).encode(SENTENCES)
-    np.testing.assert_allclose(got, by_hand(model, tok, SENTENCES, lambda o, _: o.last_hidden_state[0, 0]),
-                               atol=1e-5)
+    np.testing.assert_allclose(got, by_hand(model, tok, SENTENCES, lambda o, _: o.last_hidden_state[0, 0]), atol=1e-5)
 
 
 def test_cls_pooling_refused_on_paraphrase_minilm_l3():
@@ -447,9 +508,17 @@ def test_cls_pooling_refused_on_paraphrase_minilm_l3():
 
 
 def test_checkpoint_keys_from_a_sharded_index(tmp_path):
-    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {}, "weight_map": {"bert.pooler.dense.weight": "model-00002.safetensors",
-                                        "bert.embeddings.word_embeddings.weight": "model-00001.safetensors"}}))
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps(
+            {
+                "metadata": {},
+                "weight_map": {
+                    "bert.pooler.dense.weight": "model-00002.safetensors",
+                    "bert.embeddings.word_embeddings.weight": "model-00001.safetensors",
+                },
+            }
+        )
+    )
     assert checkpoint_keys(tmp_path) == {"bert.pooler.dense.weight", "bert.embeddings.word_embeddings.weight"}
 
 

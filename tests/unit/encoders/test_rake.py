@@ -26,8 +26,11 @@ def test_rake_paper_fragment_and_tie_order():
     # every word occurs once: two-word phrases score 2+2, single words 1; ties keep sentence order
     text = "Compatibility of systems of linear constraints over the set of natural numbers."
     ranked = rake(text, STOP, top_k=3)
-    assert [(p.text, p.score) for p in ranked] == [("linear constraints", 4.0), ("natural numbers", 4.0),
-                                                   ("compatibility", 1.0)]
+    assert [(p.text, p.score) for p in ranked] == [
+        ("linear constraints", 4.0),
+        ("natural numbers", 4.0),
+        ("compatibility", 1.0),
+    ]
 
 
 def test_repeated_phrase_keeps_every_occurrence_and_punctuation_splits():

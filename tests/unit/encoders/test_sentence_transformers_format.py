@@ -10,14 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
 from conftest import HF_CACHE, MINILM_L3
+from scipy.stats import spearmanr
 
 from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
 from benchharness.evaluation.resolver import Resolver
 
-SENTENCES = ["a man is playing a guitar .", "the red car hit a bus", "two dogs run in the field",
-             "a child reads a book about the sea and the old lighthouse on the hill"]
+SENTENCES = [
+    "a man is playing a guitar .",
+    "the red car hit a bus",
+    "two dogs run in the field",
+    "a child reads a book about the sea and the old lighthouse on the hill",
+]
 
 
 @pytest.mark.parametrize("pooling", EXPORTABLE)
@@ -41,16 +45,57 @@ def test_prompt_pooling_is_refused_with_the_reason(tiny_bert, tmp_path):
 def _train_and_run(project: Path, base: str) -> dict:
     """``train simcse`` for 2 steps into ``run/``, then ``run`` it on STS-B: the stored result."""
     corpus = project / "corpus.txt"
-    corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\n"
-                      "a child reads a book\n")
-    train = subprocess.run([sys.executable, "-m", "benchharness.cli", "train", "simcse", "--base", base,
-                            "--out", "run", "--data", "corpus.txt", "--batch-size", "2", "--max-steps", "2",
-                            "--eval-every", "0", "--threads", "1", "--quiet"], cwd=project, capture_output=True,
-                           text=True, timeout=300)
+    corpus.write_text(
+        "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
+    )
+    train = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchharness.cli",
+            "train",
+            "simcse",
+            "--base",
+            base,
+            "--out",
+            "run",
+            "--data",
+            "corpus.txt",
+            "--batch-size",
+            "2",
+            "--max-steps",
+            "2",
+            "--eval-every",
+            "0",
+            "--threads",
+            "1",
+            "--quiet",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert train.returncode == 0, train.stderr
-    evaluate = subprocess.run([sys.executable, "-m", "benchharness.cli", "run", "--encoders", "run", "--tasks",
-                               "STSBenchmark", "--quiet", "--no-cache", "--add-items"], cwd=project,
-                              capture_output=True, text=True, timeout=300)
+    evaluate = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchharness.cli",
+            "run",
+            "--encoders",
+            "run",
+            "--tasks",
+            "STSBenchmark",
+            "--quiet",
+            "--no-cache",
+            "--add-items",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert evaluate.returncode == 0, evaluate.stderr
     return json.loads(next((project / "results").rglob("STSBenchmark.json")).read_text())
 
@@ -81,8 +126,10 @@ def test_a_trained_tiny_run_gives_its_stored_cosines_through_sentence_transforme
     assert result["encoder_metadata"]["training"]["method"] == "simcse"
 
 
-@pytest.mark.skipif(not (HF_CACHE / f"models--{MINILM_L3.replace('/', '--')}").is_dir(),
-                    reason=f"{MINILM_L3} is not in the hub cache {HF_CACHE}")
+@pytest.mark.skipif(
+    not (HF_CACHE / f"models--{MINILM_L3.replace('/', '--')}").is_dir(),
+    reason=f"{MINILM_L3} is not in the hub cache {HF_CACHE}",
+)
 def test_a_trained_minilm_run_reproduces_its_stored_sts_score_through_sentence_transformers(project, data_dir):
     result = _train_and_run(project, MINILM_L3)
     cosine, gold = _cosines(project, data_dir)
@@ -90,18 +137,24 @@ def test_a_trained_minilm_run_reproduces_its_stored_sts_score_through_sentence_t
 
 
 def test_push_stages_a_loadable_model_with_a_card_whose_model_index_holds_the_stored_scores(
-        project, tiny_bert, data_dir):
+    project, tiny_bert, data_dir
+):
     import yaml
-
     from sentence_transformers import SentenceTransformer
 
     result = _train_and_run(project, str(tiny_bert))
-    done = subprocess.run([sys.executable, "-m", "benchharness.cli", "push", "run", "--stage-only", "--stage",
-                           "upload"], cwd=project, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchharness.cli", "push", "run", "--stage-only", "--stage", "upload"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     staged = project / "upload"
     assert {"modules.json", "README.md", "benchharness_manifest.json", "config.json"} <= {
-        p.name for p in staged.iterdir()}
+        p.name for p in staged.iterdir()
+    }
     model = SentenceTransformer(str(staged), device="cpu")
     expected = SentenceTransformer(str(project / "run" / "model"), device="cpu").encode(SENTENCES)
     np.testing.assert_allclose(model.encode(SENTENCES), expected, atol=1e-6)
@@ -112,6 +165,11 @@ def test_push_stages_a_loadable_model_with_a_card_whose_model_index_holds_the_st
     assert sts_b["metrics"][0]["value"] == round(result["main_score"], 2)
     assert front["library_name"] == "sentence-transformers"
     assert "benchharness train simcse" in text and f"{result['main_score']:.2f}" in text
-    missing = subprocess.run([sys.executable, "-m", "benchharness.cli", "push", "run"], cwd=project,
-                             capture_output=True, text=True, timeout=300)
+    missing = subprocess.run(
+        [sys.executable, "-m", "benchharness.cli", "push", "run"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert missing.returncode == 2 and "--repo-id" in missing.stderr

@@ -51,8 +51,15 @@ def test_saved_encoder_drops_the_mlp_and_evaluates_cls_before_pooler(tiny_bert, 
     encoder, tokenizer, source = load_base(str(tiny_bert))
     method = SimCSE(encoder, tokenizer)
     texts = [f"sentence number {i} about topic {i % 5} ." for i in range(24)]
-    config = TrainConfig(base=str(tiny_bert), out=tmp_path / "run", batch_size=8, max_steps=3, eval_every=None,
-                         eval_at_start=False, threads=1)
+    config = TrainConfig(
+        base=str(tiny_bert),
+        out=tmp_path / "run",
+        batch_size=8,
+        max_steps=3,
+        eval_every=None,
+        eval_at_start=False,
+        threads=1,
+    )
     train(method, texts, config, data={"name": "synthetic"}, base_source=source)
     keys = load_file(str(tmp_path / "run" / "model" / "model.safetensors")).keys()
     assert not any("mlp" in k for k in keys)

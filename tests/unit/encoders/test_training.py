@@ -22,14 +22,29 @@ from benchharness.encoders.methods.training import (
 from benchharness.evaluation.resolver import Resolver
 from tests.conftest import needs_data
 
-TEXTS = [f"sentence {i} talks about {w} and {v} ." for i, (w, v) in
-         enumerate(zip(["cats", "dogs", "rain", "music", "trains", "bread", "chess", "rivers"] * 5,
-                       ["maps", "tea", "snow", "glass", "wood", "salt", "ink", "wool"] * 5))]
+TEXTS = [
+    f"sentence {i} talks about {w} and {v} ."
+    for i, (w, v) in enumerate(
+        zip(
+            ["cats", "dogs", "rain", "music", "trains", "bread", "chess", "rivers"] * 5,
+            ["maps", "tea", "snow", "glass", "wood", "salt", "ink", "wool"] * 5,
+        )
+    )
+]
 
 
 def _config(tmp_path, name="run", **kw) -> TrainConfig:
-    base = dict(base="unused", out=tmp_path / name, batch_size=8, lr=1e-3, warmup_ratio=0.0, eval_every=None,
-                eval_at_start=False, log_every=1, threads=1)
+    base = dict(
+        base="unused",
+        out=tmp_path / name,
+        batch_size=8,
+        lr=1e-3,
+        warmup_ratio=0.0,
+        eval_every=None,
+        eval_at_start=False,
+        log_every=1,
+        threads=1,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -66,28 +81,49 @@ def test_weight_decay_spares_biases_and_layernorm(tiny_bert, tmp_path):
     assert not any("LayerNorm" in names[id(p)] or names[id(p)].endswith("bias") for p in decayed["params"])
 
 
-@pytest.mark.parametrize("step", [{}, {"optimizer": "adamw-legacy", "correct_bias": False, "grad_clip": 1.0}],
-                         ids=["torch-adamw", "adamw-legacy"])
+@pytest.mark.parametrize(
+    "step",
+    [{}, {"optimizer": "adamw-legacy", "correct_bias": False, "grad_clip": 1.0}],
+    ids=["torch-adamw", "adamw-legacy"],
+)
 def test_resume_continues_exactly(tiny_bert, tmp_path, step):
     # 40 sentences in batches of 8: 5 steps an epoch, so 8 steps cross an epoch boundary; dropout
     # makes every step depend on the RNG state, which the checkpoint must carry; the optimizer's
     # state (moments, step counts) must come back too, for either optimizer
-    dev = lambda encoder: float(encoder.embeddings.word_embeddings.weight[:50].detach().sum())  # noqa: E731
+    dev = lambda encoder: float(encoder.embeddings.word_embeddings.weight[:50].detach().sum())
     method, source = _simcse(tiny_bert)
-    straight = train(method, TEXTS, _config(tmp_path, "straight", max_steps=8, eval_every=3, **step), data={},
-                     base_source=source, dev=dev)
+    straight = train(
+        method,
+        TEXTS,
+        _config(tmp_path, "straight", max_steps=8, eval_every=3, **step),
+        data={},
+        base_source=source,
+        dev=dev,
+    )
     assert straight.completed and straight.steps == 8
     training = straight.manifest["training"]
     assert (training["epochs_completed"], training["batches_into_next_epoch"]) == (1, 3)  # 8 steps of 5 per epoch
     method2, _ = _simcse(tiny_bert)
-    paused = train(method2, TEXTS, _config(tmp_path, "resumed", max_steps=8, eval_every=3, stop_after=4, **step),
-                   data={}, base_source=source, dev=dev)
+    paused = train(
+        method2,
+        TEXTS,
+        _config(tmp_path, "resumed", max_steps=8, eval_every=3, stop_after=4, **step),
+        data={},
+        base_source=source,
+        dev=dev,
+    )
     assert not paused.completed and paused.steps == 4
     saved = torch.load(tmp_path / "resumed" / "checkpoint" / "state.pt", weights_only=False)
     assert all(s["step"] == 4 for s in saved["optimizer"]["state"].values())
     method3, _ = _simcse(tiny_bert)  # a fresh process would start from the base weights again
-    resumed = train(method3, TEXTS, _config(tmp_path, "resumed", max_steps=8, eval_every=3, **step), data={},
-                    base_source=source, dev=dev)
+    resumed = train(
+        method3,
+        TEXTS,
+        _config(tmp_path, "resumed", max_steps=8, eval_every=3, **step),
+        data={},
+        base_source=source,
+        dev=dev,
+    )
     assert resumed.completed and resumed.steps == 8
     recorded = {k: resumed.manifest["hyperparameters"][k] for k in ("optimizer", "correct_bias", "grad_clip")}
     assert recorded == {"optimizer": "torch-adamw", "correct_bias": True, "grad_clip": None, **step}
@@ -138,8 +174,14 @@ def test_selection_and_early_stopping(tiny_bert, tmp_path):
             snapshot.update({k: v.clone() for k, v in encoder.state_dict().items()})
         return score
 
-    result = train(method, TEXTS, _config(tmp_path, max_steps=20, eval_every=2, eval_at_start=True, patience=2),
-                   data={}, base_source=source, dev=dev)
+    result = train(
+        method,
+        TEXTS,
+        _config(tmp_path, max_steps=20, eval_every=2, eval_at_start=True, patience=2),
+        data={},
+        base_source=source,
+        dev=dev,
+    )
     manifest = result.manifest
     # step 0 (the base) is recorded; 60 at step 2 is best; 55 and 58 are two bad evaluations -> stop at step 6
     assert manifest["dev_curve"] == [[0, 50.0], [2, 60.0], [4, 55.0], [6, 58.0]]
@@ -155,8 +197,10 @@ def test_no_dev_selection_keeps_final_weights(tiny_bert, tmp_path):
     result = train(method, TEXTS, _config(tmp_path, epochs=1, grad_clip=1.0), data={"name": "x"}, base_source=source)
     assert result.steps == len(TEXTS) // 8  # one epoch, full batches only
     assert result.manifest["selection"] == {"rule": "final weights", "best_step": 5}
-    assert (result.manifest["training"]["epochs_completed"],
-            result.manifest["training"]["batches_into_next_epoch"]) == (1, 0)
+    assert (
+        result.manifest["training"]["epochs_completed"],
+        result.manifest["training"]["batches_into_next_epoch"],
+    ) == (1, 0)
     saved, _, _ = load_base(str(tmp_path / "run" / "model"))
     for k, v in saved.state_dict().items():
         torch.testing.assert_close(v, method.encoder.state_dict()[k], msg=k)
@@ -177,11 +221,27 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     from benchharness.training.dev_eval import DevEvaluator, for_training
 
     dev = for_training(method, config)  # what `benchharness train` hands the loop
-    result = train(method, TEXTS, config, data={"name": "synthetic", "n_examples": len(TEXTS)}, base_source=source,
-                   dev=dev, dev_task=dev.task_name)
+    result = train(
+        method,
+        TEXTS,
+        config,
+        data={"name": "synthetic", "n_examples": len(TEXTS)},
+        base_source=source,
+        dev=dev,
+        dev_task=dev.task_name,
+    )
     manifest = json.loads((tmp_path / "simcse-tiny" / "manifest.json").read_text())
-    for key in ("name", "method", "base_model", "base_revision", "data", "hyperparameters", "code_version",
-                "dev_curve", "encoder"):
+    for key in (
+        "name",
+        "method",
+        "base_model",
+        "base_revision",
+        "data",
+        "hyperparameters",
+        "code_version",
+        "dev_curve",
+        "encoder",
+    ):
         assert key in manifest
     assert manifest["name"] == "simcse-tiny" and manifest["method"] == "simcse"
     assert manifest["encoder"] == {"type": "hf", "model": "model", "pooling": "cls_before_pooler", "max_length": 512}
@@ -219,13 +279,28 @@ def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_ber
     # atomic writes leave no temporary siblings; a completed run drops its checkpoint
     assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
     manifest = json.loads((folder / "manifest.json").read_text())
-    trained = {"schema_version", "name", "method", "base_model", "base_revision", "base_weights_sha256", "data",
-               "hyperparameters", "code_version", "dev_task", "dev_curve", "selection", "training", "encoder"}
+    trained = {
+        "schema_version",
+        "name",
+        "method",
+        "base_model",
+        "base_revision",
+        "base_weights_sha256",
+        "data",
+        "hyperparameters",
+        "code_version",
+        "dev_task",
+        "dev_curve",
+        "selection",
+        "training",
+        "encoder",
+    }
     assert set(manifest) == trained and trained <= RunManifest.__optional_keys__ | RunManifest.__required_keys__
     assert RunManifest.__required_keys__ == {"encoder"}  # what a tuned run shares with a trained one
     assert manifest["schema_version"] == 1 and manifest["dev_task"] is None and manifest["dev_curve"] == []
-    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).resolve().parent).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parent
+    ).stdout.strip()
     assert manifest["code_version"]["git_commit"] == head
     assert manifest["code_version"]["torch"] == torch.__version__
 
@@ -247,16 +322,23 @@ def test_cpu_bf16_training_needs_native_bf16_and_runs_the_step_under_bf16_autoca
     monkeypatch.setattr(devices, "has_native_bf16", lambda: False)
     method, source = _simcse(tiny_bert)
     with pytest.raises(ValueError, match="avx512_bf16 or amx_bf16"):
-        train(method, TEXTS, _config(tmp_path, max_steps=1, precision="bf16", device="cpu"), data={},
-              base_source=source)
+        train(
+            method, TEXTS, _config(tmp_path, max_steps=1, precision="bf16", device="cpu"), data={}, base_source=source
+        )
     assert not (tmp_path / "run" / "manifest.json").exists()
 
     monkeypatch.setattr(devices, "has_native_bf16", lambda: True)
     dtypes: set[torch.dtype] = set()
     hook = method.encoder.encoder.layer[0].intermediate.dense.register_forward_hook(
-        lambda module, args, output: dtypes.add(output.dtype))
-    result = train(method, TEXTS, _config(tmp_path, name="bf16", max_steps=2, precision="bf16", device="cpu"),
-                   data={}, base_source=source)
+        lambda module, args, output: dtypes.add(output.dtype)
+    )
+    result = train(
+        method,
+        TEXTS,
+        _config(tmp_path, name="bf16", max_steps=2, precision="bf16", device="cpu"),
+        data={},
+        base_source=source,
+    )
     hook.remove()
     assert dtypes == {torch.bfloat16}
     assert {p.dtype for p in method.parameters()} == {torch.float32}

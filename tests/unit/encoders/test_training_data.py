@@ -16,15 +16,20 @@ E, N, C = (NLI_LABELS.index(x) for x in ("entailment", "neutral", "contradiction
 
 
 def test_snli_jsonl_drops_pairs_without_gold_label(tmp_path):
-    rows = [{"sentence1": "A man plays.", "sentence2": "A person plays.", "gold_label": "entailment"},
-            {"sentence1": "A man plays.", "sentence2": "Nobody plays.", "gold_label": "contradiction"},
-            {"sentence1": "A man plays.", "sentence2": "He is good.", "gold_label": "-"},
-            {"sentence1": "Kids run.", "sentence2": "Kids run fast.", "gold_label": "neutral"}]
+    rows = [
+        {"sentence1": "A man plays.", "sentence2": "A person plays.", "gold_label": "entailment"},
+        {"sentence1": "A man plays.", "sentence2": "Nobody plays.", "gold_label": "contradiction"},
+        {"sentence1": "A man plays.", "sentence2": "He is good.", "gold_label": "-"},
+        {"sentence1": "Kids run.", "sentence2": "Kids run fast.", "gold_label": "neutral"},
+    ]
     path = tmp_path / "snli_1.0_train.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     pairs = load_nli(str(path))
-    assert [(p.hypothesis, p.label) for p in pairs] == [("A person plays.", E), ("Nobody plays.", C),
-                                                        ("Kids run fast.", N)]
+    assert [(p.hypothesis, p.label) for p in pairs] == [
+        ("A person plays.", E),
+        ("Nobody plays.", C),
+        ("Kids run fast.", N),
+    ]
 
 
 def test_jsonl_errors_name_file_and_line(tmp_path):
@@ -39,12 +44,16 @@ def test_jsonl_errors_name_file_and_line(tmp_path):
 
 def test_simcse_csv_gives_an_entailment_and_a_contradiction_per_row(tmp_path):
     path = tmp_path / "nli_for_simcse.csv"
-    path.write_text('sent0,sent1,hard_neg\n"A dog, wet, runs.",A dog runs.,A cat sleeps.\n'
-                    'Two men talk.,Men speak.,Nobody talks.\n')
+    path.write_text(
+        'sent0,sent1,hard_neg\n"A dog, wet, runs.",A dog runs.,A cat sleeps.\nTwo men talk.,Men speak.,Nobody talks.\n'
+    )
     pairs = load_nli(str(path))
     assert [(p.premise, p.hypothesis, p.label) for p in pairs] == [
-        ("A dog, wet, runs.", "A dog runs.", E), ("A dog, wet, runs.", "A cat sleeps.", C),
-        ("Two men talk.", "Men speak.", E), ("Two men talk.", "Nobody talks.", C)]
+        ("A dog, wet, runs.", "A dog runs.", E),
+        ("A dog, wet, runs.", "A cat sleeps.", C),
+        ("Two men talk.", "Men speak.", E),
+        ("Two men talk.", "Nobody talks.", C),
+    ]
     path.write_text("premise,hypothesis\na,b\n")
     with pytest.raises(DataError, match="sent0,sent1,hard_neg"):
         load_nli(str(path))
@@ -83,11 +92,15 @@ def test_sts_unlabeled_has_89192_sentences():
     count = 0
     for folder in sorted(sts.glob("STS1?-en-test")):
         count += 2 * sum(len(f.read_text(encoding="utf8").splitlines()) for f in folder.glob("STS.input.*.txt"))
-    count += 2 * sum(len((sts / f"STSBenchmark/sts-{s}.csv").read_text(encoding="utf8").splitlines())
-                     for s in ("train", "dev", "test"))
+    count += 2 * sum(
+        len((sts / f"STSBenchmark/sts-{s}.csv").read_text(encoding="utf8").splitlines())
+        for s in ("train", "dev", "test")
+    )
     sick = DATA / "senteval/SICK"
-    count += 2 * sum(len((sick / f).read_text(encoding="utf8").splitlines()) - 1
-                     for f in ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"))
+    count += 2 * sum(
+        len((sick / f).read_text(encoding="utf8").splitlines()) - 1
+        for f in ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt")
+    )
     assert count == 89192
     assert len(load_sentences("sts-unlabeled")) == count
 
@@ -95,21 +108,62 @@ def test_sts_unlabeled_has_89192_sentences():
 @needs_data("senteval/STS/STSBenchmark/sts-dev.csv")
 def test_cli_trains_consert_joint_and_the_run_evaluates(tiny_bert, tmp_path, capsys):
     csv = tmp_path / "nli.csv"
-    csv.write_text("sent0,sent1,hard_neg\n" + "".join(
-        f"a sentence about {w} number {i} .,{w} number {i} again .,nothing about {w} .\n"
-        for i, w in enumerate(["cats", "dogs", "rain", "music", "trains", "bread", "chess", "rivers"])))
+    csv.write_text(
+        "sent0,sent1,hard_neg\n"
+        + "".join(
+            f"a sentence about {w} number {i} .,{w} number {i} again .,nothing about {w} .\n"
+            for i, w in enumerate(["cats", "dogs", "rain", "music", "trains", "bread", "chess", "rivers"])
+        )
+    )
     out = tmp_path / "consert-joint"
-    assert cli_main(["train", "consert", "--preset", "joint-base", "--base", str(tiny_bert), "--data", str(csv),
-                     "--out", str(out), "--batch-size", "8", "--max-steps", "2", "--eval-every", "0",
-                     "--threads", "1", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "train",
+                "consert",
+                "--preset",
+                "joint-base",
+                "--base",
+                str(tiny_bert),
+                "--data",
+                str(csv),
+                "--out",
+                str(out),
+                "--batch-size",
+                "8",
+                "--max-steps",
+                "2",
+                "--eval-every",
+                "0",
+                "--threads",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["hyperparameters"]["objective"] == "joint"
     assert manifest["hyperparameters"]["view2"] == "token_cutoff" and manifest["hyperparameters"]["rate2"] == 0.1
     assert manifest["data"]["n_examples"] == 16  # 8 rows -> 8 entailment + 8 contradiction pairs
     assert manifest["encoder"]["pooling"] == "avg_top2"
     assert [s for s, _ in manifest["dev_curve"]] == [0, 2]  # base and final weights, no selection
-    assert cli_main(["run", "--encoders", str(out), "--tasks", "STSBenchmark-dev", "--results-dir",
-                     str(tmp_path / "results"), "--no-cache", "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "run",
+                "--encoders",
+                str(out),
+                "--tasks",
+                "STSBenchmark-dev",
+                "--results-dir",
+                str(tmp_path / "results"),
+                "--no-cache",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     stored = json.loads(next((tmp_path / "results").rglob("STSBenchmark-dev.json")).read_text())
     assert stored["main_score"] == pytest.approx(manifest["dev_curve"][-1][1], abs=1e-3)
 

@@ -7,8 +7,12 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-FORBIDDEN = ("benchharness.tasks", "benchharness.evaluation.runner", "benchharness.training.dev_eval",
-             "benchharness.cli.train")
+FORBIDDEN = (
+    "benchharness.tasks",
+    "benchharness.evaluation.runner",
+    "benchharness.training.dev_eval",
+    "benchharness.cli.train",
+)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -32,6 +36,10 @@ def test_imported_modules_sees_lazy_and_from_imports(tmp_path):
 def test_training_methods_import_no_task_and_no_runner():
     files = sorted((ROOT / "encoders" / "methods").rglob("*.py"))
     assert len(files) > 10  # the methods, the split loop modules and the commands
-    offenders = [f"{f.relative_to(ROOT)}: {m}" for f in files for m in sorted(imported_modules(f))
-                 if any(m == bad or m.startswith(bad + ".") for bad in FORBIDDEN)]
+    offenders = [
+        f"{f.relative_to(ROOT)}: {m}"
+        for f in files
+        for m in sorted(imported_modules(f))
+        if any(m == bad or m.startswith(bad + ".") for bad in FORBIDDEN)
+    ]
     assert offenders == []

@@ -36,8 +36,9 @@ def write_folder(folder, tasks, encoder) -> list[dict]:
 
 
 def encode_records(records, encoder) -> np.ndarray:
-    return np.concatenate([encoder.encode_role([r["text"]], Role(parse_role(r["role"]).name, r.get("instruction")))
-                           for r in records]).astype(np.float32)
+    return np.concatenate(
+        [encoder.encode_role([r["text"]], Role(parse_role(r["role"]).name, r.get("instruction"))) for r in records]
+    ).astype(np.float32)
 
 
 def scores(results) -> dict[str, dict]:
@@ -47,9 +48,11 @@ def scores(results) -> dict[str, dict]:
 def test_records_hold_each_sentence_once_per_role_with_the_query_instruction():
     records = sentence_records([PairTask(), SearchTask()])
     pair_texts = list(dict.fromkeys(s for a, b, _ in PAIRS for s in (a, b)))
-    expected = ([{"text": t, "role": "default"} for t in pair_texts]
-                + [{"text": t, "role": "query", "instruction": "Find the answer"} for t in QUERIES]
-                + [{"text": t, "role": "document"} for t in DOCUMENTS])
+    expected = (
+        [{"text": t, "role": "default"} for t in pair_texts]
+        + [{"text": t, "role": "query", "instruction": "Find the answer"} for t in QUERIES]
+        + [{"text": t, "role": "document"} for t in DOCUMENTS]
+    )
     assert records == expected
     # "a man plays a guitar" is a pair sentence, a query and a document: three lines
     assert sum(r["text"] == "a man plays a guitar" for r in records) == 3
@@ -83,8 +86,9 @@ def test_a_file_of_default_rows_answers_every_role(tmp_path):
     vectors = PrecomputedVectors("v", tmp_path)
     assert not vectors.role_aware and vectors.vector_key(QUERY) == vectors.vector_key(DOCUMENT) == ""
     np.testing.assert_array_equal(vectors.encode_role(DOCUMENTS, DOCUMENT), encoder.encode(DOCUMENTS))
-    assert scores(benchharness.evaluate(f"vectors:{tmp_path}", [SearchTask()])) == \
-        scores(benchharness.evaluate(encoder, [SearchTask()]))
+    assert scores(benchharness.evaluate(f"vectors:{tmp_path}", [SearchTask()])) == scores(
+        benchharness.evaluate(encoder, [SearchTask()])
+    )
 
 
 def test_a_missing_sentence_fails_the_tasks_in_one_line_naming_it(tmp_path):
@@ -141,7 +145,9 @@ def test_wrong_row_count_nan_and_bad_arrays_are_refused_naming_the_file(tmp_path
     bad = good.copy()
     bad[4, 2] = np.nan
     np.save(tmp_path / VECTORS, bad)
-    with pytest.raises(InvalidInputError, match=rf"row 4 \(sentences.jsonl line 5, {records[4]['text']!r}\).*not finite"):
+    with pytest.raises(
+        InvalidInputError, match=rf"row 4 \(sentences.jsonl line 5, {records[4]['text']!r}\).*not finite"
+    ):
         PrecomputedVectors("v", tmp_path)
     np.save(tmp_path / VECTORS, good.astype(np.float64) * 1e39)  # finite in float64, infinite as float32
     with pytest.raises(InvalidInputError, match="row 0 .*not finite"):
@@ -160,14 +166,17 @@ def test_wrong_row_count_nan_and_bad_arrays_are_refused_naming_the_file(tmp_path
         PrecomputedVectors("v", tmp_path)
 
 
-@pytest.mark.parametrize(("line", "problem"), [
-    ('{"text": "a", "role": "queries"}', "role 'queries'; use default, query or document"),
-    ('{"text": 3}', "'text' must be a string, not int"),
-    ('{"text": "a", "role": "document", "instruction": "x"}', "an instruction is given to a query only"),
-    ('["a"]', "a JSON object is expected, not list"),
-    ('{"text": "a"', "not JSON"),
-    ("", "empty line"),
-])
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"text": "a", "role": "queries"}', "role 'queries'; use default, query or document"),
+        ('{"text": 3}', "'text' must be a string, not int"),
+        ('{"text": "a", "role": "document", "instruction": "x"}', "an instruction is given to a query only"),
+        ('["a"]', "a JSON object is expected, not list"),
+        ('{"text": "a"', "not JSON"),
+        ("", "empty line"),
+    ],
+)
 def test_a_bad_line_is_named_by_file_and_line(tmp_path, line, problem):
     (tmp_path / SENTENCES).write_text(f'{{"text": "first"}}\n{line}\n{{"text": "last"}}\n')
     np.save(tmp_path / VECTORS, np.ones((3, 2), np.float32))
@@ -177,7 +186,9 @@ def test_a_bad_line_is_named_by_file_and_line(tmp_path, line, problem):
 
 
 def test_a_repeated_sentence_and_role_is_refused(tmp_path):
-    (tmp_path / SENTENCES).write_text('{"text": "a"}\n{"text": "a", "role": "query"}\n{"text": "a", "role": "default"}\n')
+    (tmp_path / SENTENCES).write_text(
+        '{"text": "a"}\n{"text": "a", "role": "query"}\n{"text": "a", "role": "default"}\n'
+    )
     np.save(tmp_path / VECTORS, np.ones((3, 2), np.float32))
     with pytest.raises(InvalidInputError, match=r"sentences.jsonl:3: repeats .*sentences.jsonl:1 \('a' as default\)"):
         PrecomputedVectors("v", tmp_path)
@@ -232,9 +243,14 @@ def test_a_parquet_file_scores_as_the_folder(tmp_path):
     encoder = RoleHashEncoder()
     rows = keyed_rows(tasks, encoder)
     path = tmp_path / "vectors.parquet"
-    table = pa.table({"text": [r["text"] for r in rows], "role": [r["role"] for r in rows],
-                      "instruction": [r.get("instruction") for r in rows],
-                      "vector": pa.array([r["vector"] for r in rows], pa.list_(pa.float32()))})
+    table = pa.table(
+        {
+            "text": [r["text"] for r in rows],
+            "role": [r["role"] for r in rows],
+            "instruction": [r.get("instruction") for r in rows],
+            "vector": pa.array([r["vector"] for r in rows], pa.list_(pa.float32())),
+        }
+    )
     pq.write_table(table, path)
     assert scores(benchharness.evaluate(f"vectors:{path}", tasks)) == scores(benchharness.evaluate(encoder, tasks))
     pq.write_table(table.drop_columns(["vector"]), path)
@@ -251,8 +267,11 @@ def test_parquet_without_pyarrow_names_the_package(tmp_path, monkeypatch):
     path.write_bytes(b"PAR1")
     for module in ("pyarrow", "pyarrow.parquet", "pyarrow.compute"):
         monkeypatch.setitem(sys.modules, module, None)  # import then raises ImportError
-    with pytest.raises(InvalidInputError, match=r"v.parquet: reading a .parquet file needs the pyarrow package "
-                                                r"\(pip install pyarrow\)"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"v.parquet: reading a .parquet file needs the pyarrow package "
+        r"\(pip install pyarrow\)",
+    ):
         PrecomputedVectors("v", path)
 
 

@@ -86,9 +86,11 @@ def db_path(root: Path) -> Path:
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int, str]]:
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns,
-                                         hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def chunk_count(root: Path) -> int:
@@ -187,10 +189,10 @@ print(json.dumps({{"encoded": wrapped.encoded, "sum": float(out.astype("float64"
 
 
 def _spawn(cache: Path, n: int, chunk: int, sleep: float, log: Path, wait: str = "") -> subprocess.Popen:
-    script = RUNNER.format(root=str(ROOT), tests=str(HERE), sleep=sleep, log=str(log),
-                           cache=str(cache), chunk=chunk, n=n, wait=wait)
-    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    script = RUNNER.format(
+        root=str(ROOT), tests=str(HERE), sleep=sleep, log=str(log), cache=str(cache), chunk=chunk, n=n, wait=wait
+    )
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_killed_run_keeps_committed_chunks_and_rerun_resumes(tmp_path):
@@ -213,10 +215,13 @@ def test_killed_run_keeps_committed_chunks_and_rerun_resumes(tmp_path):
 
 def test_concurrent_runs_of_one_identity_encode_each_sentence_once(tmp_path):
     go = tmp_path / "go"
-    wait = f"import os, time\nopen({str(tmp_path)!r} + '/ready-' + str(os.getpid()), 'w').close()\n" \
-           f"while not os.path.exists({str(go)!r}): time.sleep(0.01)"
-    procs = [_spawn(tmp_path / "cache", n=30, chunk=5, sleep=0.2, log=tmp_path / f"log{i}", wait=wait)
-             for i in range(2)]
+    wait = (
+        f"import os, time\nopen({str(tmp_path)!r} + '/ready-' + str(os.getpid()), 'w').close()\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.01)"
+    )
+    procs = [
+        _spawn(tmp_path / "cache", n=30, chunk=5, sleep=0.2, log=tmp_path / f"log{i}", wait=wait) for i in range(2)
+    ]
     deadline = time.time() + 120
     while len(list(tmp_path.glob("ready-*"))) < 2:
         assert all(p.poll() is None for p in procs), [p.stderr.read() for p in procs]
@@ -321,8 +326,9 @@ def test_chunks_give_the_batches_of_one_length_sorted_call(tmp_path):
     texts = ["aa", "b", "cccc", "dd", "e", "ffff", "gg", "hhh", "i", "jjj", "kk"]  # many length ties
     one_call = [[texts[i] for i in b] for b in length_sorted_batches([len(s) for s in texts], 2)]
     inner = Batching()
-    np.testing.assert_array_equal(CachingEncoder(inner, EmbeddingCache(tmp_path), chunk_size=4).encode(texts),
-                                  expected(texts))
+    np.testing.assert_array_equal(
+        CachingEncoder(inner, EmbeddingCache(tmp_path), chunk_size=4).encode(texts), expected(texts)
+    )
     assert len(inner.calls) == 3 and inner.batches == one_call
 
 
@@ -345,8 +351,12 @@ def test_a_cache_that_cannot_be_read_is_left_for_the_run_with_one_warning(tmp_pa
         np.testing.assert_array_equal(encoder.encode(["again"]), expected(["again"]))
     assert inner.calls == [["new one", "stored"], ["again"]]
     warnings = [r.getMessage() for r in caplog.records]
-    assert warnings == [(f"fake: the embedding cache cannot be read ({tmp_path / inner.identity}: "
-                         "unable to open database file); this run goes on without it")]
+    assert warnings == [
+        (
+            f"fake: the embedding cache cannot be read ({tmp_path / inner.identity}: "
+            "unable to open database file); this run goes on without it"
+        )
+    ]
 
 
 def test_an_encoder_error_is_not_taken_for_a_cache_failure(tmp_path):
@@ -385,8 +395,10 @@ def test_a_foreign_write_lock_is_named_then_waited_for_up_to_its_bound(tmp_path,
     np.testing.assert_array_equal(out, expected(["stored", "fresh"]))
     assert inner.calls == [["fresh"]] and 0.6 <= waited < 5
     messages = [r.getMessage() for r in caplog.records]
-    assert messages[0] == (f"embedding cache {path} is locked by another program's open write transaction; "
-                           "waiting up to 0.4 s for it, then going on without the cache")
+    assert messages[0] == (
+        f"embedding cache {path} is locked by another program's open write transaction; "
+        "waiting up to 0.4 s for it, then going on without the cache"
+    )
     assert "the embedding cache cannot be written" in messages[1] and "database is locked" in messages[1]
     assert len(messages) == 2
     assert len(cache.lookup(identity)) == 1  # "fresh" was not stored, "stored" still is
@@ -402,10 +414,12 @@ def test_a_lookup_behind_a_foreign_exclusive_lock_is_named(tmp_path, monkeypatch
     identity = FakeEncoder().identity
     cache.add(identity, ["stored"], expected(["stored"]))
     path = tmp_path / identity / DB_NAME
-    hold = (f"import sqlite3, time\ncon = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
-            "con.execute('PRAGMA locking_mode=EXCLUSIVE'); con.execute('BEGIN EXCLUSIVE')\n"
-            "con.execute('SELECT COUNT(*) FROM chunks').fetchall(); print('held', flush=True); time.sleep(1.5)\n"
-            "con.execute('ROLLBACK')")
+    hold = (
+        f"import sqlite3, time\ncon = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        "con.execute('PRAGMA locking_mode=EXCLUSIVE'); con.execute('BEGIN EXCLUSIVE')\n"
+        "con.execute('SELECT COUNT(*) FROM chunks').fetchall(); print('held', flush=True); time.sleep(1.5)\n"
+        "con.execute('ROLLBACK')"
+    )
     holder = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -415,8 +429,11 @@ def test_a_lookup_behind_a_foreign_exclusive_lock_is_named(tmp_path, monkeypatch
         holder.wait(timeout=60)
     assert len(rows) == 1
     assert [r.getMessage() for r in caplog.records] == [
-        (f"embedding cache {path} is locked by another program's open write transaction; waiting up to "
-         f"{cache_module.BUSY_TIMEOUT_S - 0.2:g} s for it, then going on without the cache")]
+        (
+            f"embedding cache {path} is locked by another program's open write transaction; waiting up to "
+            f"{cache_module.BUSY_TIMEOUT_S - 0.2:g} s for it, then going on without the cache"
+        )
+    ]
 
 
 def test_two_encoders_of_one_identity_say_a_failed_cache_folder_once(tmp_path, monkeypatch, caplog):

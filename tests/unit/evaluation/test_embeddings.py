@@ -99,8 +99,10 @@ def test_a_spill_folder_that_cannot_be_used_falls_back_to_the_temporary_folder(t
     (tmp_path / "cache").write_text("a file, not a folder")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    with (caplog.at_level(logging.WARNING, logger="benchharness.evaluation.embeddings"),
-          PassMemory(10, memory_mib=1e-6, folder=tmp_path / "cache") as memory):
+    with (
+        caplog.at_level(logging.WARNING, logger="benchharness.evaluation.embeddings"),
+        PassMemory(10, memory_mib=1e-6, folder=tmp_path / "cache") as memory,
+    ):
         assert memory.allocate(3).path.parent == tmp_path / "tmp"
     assert f"cannot spill this pass's vectors beside the cache in {tmp_path / 'cache'}" in caplog.text
 
@@ -146,10 +148,18 @@ def test_a_qqp_run_from_disk_scores_what_the_in_memory_run_scores(tmp_path, cach
     _qqp_files(tmp_path / "data", 5000)
     qqp.DOC_BLOCK, old = 1000, qqp.DOC_BLOCK
     try:
-        runs = [evaluate(HashEncoder(dim=16), [qqp.QQP()], data_dir=tmp_path / "data", verify_data=False,
-                         embedding_memory_mib=mib, cache_dir=tmp_path / f"cache-{mib}" if cached else None,
-                         intervals=False)
-                for mib in (DEFAULT_MEMORY_MIB, 0.01)]
+        runs = [
+            evaluate(
+                HashEncoder(dim=16),
+                [qqp.QQP()],
+                data_dir=tmp_path / "data",
+                verify_data=False,
+                embedding_memory_mib=mib,
+                cache_dir=tmp_path / f"cache-{mib}" if cached else None,
+                intervals=False,
+            )
+            for mib in (DEFAULT_MEMORY_MIB, 0.01)
+        ]
     finally:
         qqp.DOC_BLOCK = old
     memory, disk = (list(r)[0] for r in runs)
@@ -178,8 +188,10 @@ def test_a_spill_beside_a_full_cache_disk_moves_to_the_temporary_folder(tmp_path
         pytest.skip("needs /proc/self/fd to tell the two folders' files apart")
     monkeypatch.setattr(os, "pwrite", full_cache_disk)
     values = np.arange(40 * 4, dtype=np.float32).reshape(40, 4)
-    with (caplog.at_level(logging.WARNING, logger="benchharness.evaluation.embeddings"),
-          PassMemory(40, memory_mib=1e-6, folder=tmp_path / "cache") as memory):
+    with (
+        caplog.at_level(logging.WARNING, logger="benchharness.evaluation.embeddings"),
+        PassMemory(40, memory_mib=1e-6, folder=tmp_path / "cache") as memory,
+    ):
         rows = memory.allocate(4)
         rows[np.arange(20)] = values[:20]
         rows[np.arange(20, 40)] = values[20:]

@@ -30,10 +30,21 @@ def _old_shard(folder: Path, texts: list[str], name: str) -> Path:
 
 
 def _result(encoder: str, task: str, score: float) -> Result:
-    return Result(encoder=encoder, task=task, main_score=score, main_metric="spearman", metrics={"spearman": score},
-                  protocol={"variant": "v"}, encoder_identity={"hash": encoder}, encoder_metadata={},
-                  data={"sha256": "d", "root": "", "files": [], "verified": True}, seed=1111, timings={},
-                  versions={}, date="today")
+    return Result(
+        encoder=encoder,
+        task=task,
+        main_score=score,
+        main_metric="spearman",
+        metrics={"spearman": score},
+        protocol={"variant": "v"},
+        encoder_identity={"hash": encoder},
+        encoder_metadata={},
+        data={"sha256": "d", "root": "", "files": [], "verified": True},
+        seed=1111,
+        timings={},
+        versions={},
+        date="today",
+    )
 
 
 def _write_legacy(root: Path, folder: str, result: Result) -> Path:
@@ -81,8 +92,9 @@ def test_a_damaged_old_shard_is_quarantined_by_name(tmp_path, how, caplog):
     assert report.imported_rows == {FakeEncoder().identity: 10}
     assert [p.name.split(".")[0] for p in (folder / "quarantine").iterdir()] == ["shard-00001"]
     inner = FakeEncoder()
-    np.testing.assert_array_equal(CachingEncoder(inner, EmbeddingCache(tmp_path)).encode(good + bad),
-                                  expected(good + bad))
+    np.testing.assert_array_equal(
+        CachingEncoder(inner, EmbeddingCache(tmp_path)).encode(good + bad), expected(good + bad)
+    )
     assert sorted(inner.encoded) == sorted(bad)
 
 
@@ -121,11 +133,15 @@ def test_a_legacy_folder_is_not_renamed_onto_an_existing_one(tmp_path):
 def test_the_command_migrates_both_and_says_what_moved(tmp_path, capsys):
     _old_shard(tmp_path / "cache" / "abcd", sentences(3), "shard-00000.npz")
     _write_legacy(tmp_path / "results", "st_org_model", _result("st:org/model", "STS12", 1.0))
-    assert main(["data", "migrate", "--cache-dir", str(tmp_path / "cache"),
-                 "--results-dir", str(tmp_path / "results")]) == 0
+    assert (
+        main(["data", "migrate", "--cache-dir", str(tmp_path / "cache"), "--results-dir", str(tmp_path / "results")])
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"embedding cache {tmp_path / 'cache' / 'abcd'}: imported 3 rows of old shards" in out
     assert "results st_org_model/ -> st_org_model@" in out
-    assert main(["data", "migrate", "--cache-dir", str(tmp_path / "cache"),
-                 "--results-dir", str(tmp_path / "results")]) == 0
+    assert (
+        main(["data", "migrate", "--cache-dir", str(tmp_path / "cache"), "--results-dir", str(tmp_path / "results")])
+        == 0
+    )
     assert capsys.readouterr().out == "nothing to migrate\n"

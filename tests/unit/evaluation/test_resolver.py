@@ -26,8 +26,13 @@ def test_unknown_name_suggests_close_matches(isolated):
 
 def test_adhoc_spec_parses_typed_parameters():
     spec = parse_adhoc("hf:some/model?pooling=avg_first_last&first_layer=0&normalize=true")
-    assert spec == {"type": "hf", "model": "some/model", "pooling": "avg_first_last", "first_layer": 0,
-                    "normalize": True}
+    assert spec == {
+        "type": "hf",
+        "model": "some/model",
+        "pooling": "avg_first_last",
+        "first_layer": 0,
+        "normalize": True,
+    }
     assert parse_adhoc("minilm-l6") is None
 
 
@@ -46,7 +51,8 @@ def test_unknown_postprocessor_is_named(isolated, tiny_bert):
 
 def test_config_registered_encoder(isolated, tiny_bert):
     (isolated / "benchharness.toml").write_text(
-        f'[encoders.tiny-avg]\nspec = "hf:{tiny_bert}?pooling=avg"\ndescription = "tiny"\n')
+        f'[encoders.tiny-avg]\nspec = "hf:{tiny_bert}?pooling=avg"\ndescription = "tiny"\n'
+    )
     enc = Resolver().get("tiny-avg")
     assert enc.pooling == "avg" and enc.name == "tiny-avg"
     assert "tiny-avg" in [r["name"] for r in Resolver().describe()]
@@ -55,9 +61,15 @@ def test_config_registered_encoder(isolated, tiny_bert):
 def test_run_manifest_registers_by_folder_and_by_name(isolated, tiny_bert):
     run = isolated / "runs" / "my-run"
     run.mkdir(parents=True)
-    (run / "manifest.json").write_text(json.dumps(
-        {"name": "my-trained", "method": "test", "encoder": {"type": "hf", "model": str(tiny_bert),
-                                                            "pooling": "cls_before_pooler"}}))
+    (run / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": "my-trained",
+                "method": "test",
+                "encoder": {"type": "hf", "model": str(tiny_bert), "pooling": "cls_before_pooler"},
+            }
+        )
+    )
     assert registered_runs(isolated / "runs") == {"my-trained": run}
     by_name, by_path = Resolver().get("my-trained"), Resolver().get(str(run))
     assert by_name.identity == by_path.identity
@@ -86,14 +98,20 @@ def test_an_encoder_defined_in_python_is_named_module_attribute_in_the_config(pr
         "        counts = [np.bincount([ord(c) % 16 for c in s], minlength=16) for s in sentences]\n"
         "        return np.stack(counts).astype('f4')\n\n"
         "    def identity_info(self):\n"
-        "        return {'family': 'letters'}\n")
+        "        return {'family': 'letters'}\n"
+    )
     monkeypatch.syspath_prepend(str(project))
-    (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[encoders.letters]\n'
-                                               'spec = "bh_config_encoder:Letters"\n')
-    assert main(["run", "--encoders", "letters,python:bh_config_encoder:Letters", "--tasks", "STSBenchmark",
-                 "--quiet"]) == 0
-    stored = [json.loads(ResultStore(project / "results").path(name, "STSBenchmark").read_text())
-              for name in ("letters", "python:bh_config_encoder:Letters")]
+    (project / "benchharness.toml").write_text(
+        '[paths]\ncache_dir = ".cache"\n\n[encoders.letters]\nspec = "bh_config_encoder:Letters"\n'
+    )
+    assert (
+        main(["run", "--encoders", "letters,python:bh_config_encoder:Letters", "--tasks", "STSBenchmark", "--quiet"])
+        == 0
+    )
+    stored = [
+        json.loads(ResultStore(project / "results").path(name, "STSBenchmark").read_text())
+        for name in ("letters", "python:bh_config_encoder:Letters")
+    ]
     assert stored[0]["main_score"] == stored[1]["main_score"]
     assert stored[0]["encoder_identity"]["family"] == "letters"
     assert main(["run", "--encoders", "python:bh_config_encoder:Nope", "--tasks", "STSBenchmark"]) == 2

@@ -22,8 +22,9 @@ def broken_task(register_plugin):
 
 
 def _run(data_dir, store, encoder, names, **kw):
-    return run([encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store,
-               RunSettings(**kw))
+    return run(
+        [encoder.name], [tasks.get(n) for n in names], lambda _: encoder, DataRoot(data_dir), store, RunSettings(**kw)
+    )
 
 
 def test_each_unique_sentence_encoded_once_and_scores_correct(data_dir, tmp_path):
@@ -47,8 +48,19 @@ def test_each_unique_sentence_encoded_once_and_scores_correct(data_dir, tmp_path
     want = correlations(paired_cosine(enc.encode(a), enc.encode(b)), gold)["spearman"]
     stored = json.loads(store.path("hash", "STSBenchmark").read_text())
     assert stored["main_score"] == pytest.approx(want, abs=1e-9)
-    for key in ("encoder", "task", "main_score", "metrics", "protocol", "encoder_identity", "data",
-                "versions", "seed", "timings", "date"):
+    for key in (
+        "encoder",
+        "task",
+        "main_score",
+        "metrics",
+        "protocol",
+        "encoder_identity",
+        "data",
+        "versions",
+        "seed",
+        "timings",
+        "date",
+    ):
         assert key in stored
     assert stored["data"]["sha256"] and stored["versions"]["torch"]
 

@@ -34,13 +34,19 @@ DIM = 8
 def fake_st_folder(folder: Path) -> Path:
     """A sentence-transformers layout (modules, configs, vocabulary) whose weights are not a model."""
     (folder / "1_Pooling").mkdir(parents=True)
-    (folder / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            ]
+        )
+    )
     (folder / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": DIM}))
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64}))
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": DIM,
-                                                                  "pooling_mode_mean_tokens": True}))
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": DIM, "pooling_mode_mean_tokens": True})
+    )
     (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
     (folder / "model.safetensors").write_bytes(os.urandom(4096))
     return folder
@@ -113,20 +119,29 @@ print(json.dumps({"rc": rc, "opened": opened, "modules": sorted(sys.modules)}))
 
 def warm_run(project: Path, spec: str, watched: tuple[str, ...]) -> dict:
     script = f"WATCHED, SPEC, TASK = {watched!r}, {spec!r}, {TASK!r}\n" + WARM_RUN
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCHHARNESS_DATA": str(DATA),
-           "HF_HUB_CACHE": str(project / "hub"), "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([sys.executable, "-c", script], cwd=project, env=env, capture_output=True, text=True,
-                         timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "BENCHHARNESS_DATA": str(DATA),
+        "HF_HUB_CACHE": str(project / "hub"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @needs_data("senteval/SICK/SICK_trial.txt")
-@pytest.mark.parametrize("spec, watched", [
-    ("st:fake-org/tiny-st", ("model.safetensors",)),
-    ("hf:./hf-model?pooling=avg", ("model.safetensors",)),
-    ("glove:./vectors.txt", ("vectors.txt",)),
-])
+@pytest.mark.parametrize(
+    "spec, watched",
+    [
+        ("st:fake-org/tiny-st", ("model.safetensors",)),
+        ("hf:./hf-model?pooling=avg", ("model.safetensors",)),
+        ("glove:./vectors.txt", ("vectors.txt",)),
+    ],
+)
 def test_warm_rerun_loads_no_model_imports_no_torch_and_hashes_nothing(warm_project, spec, watched):
     from benchharness.core.results import ResultStore
 
@@ -265,8 +280,9 @@ def test_cached_snapshot_is_what_snapshot_download_returns(tmp_path, monkeypatch
     assert cached_snapshot("fake-org/tiny-st") is None
 
 
-@pytest.mark.parametrize("model", ["sentence-transformers/all-MiniLM-L6-v2",
-                                   "sentence-transformers/paraphrase-MiniLM-L3-v2"])
+@pytest.mark.parametrize(
+    "model", ["sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/paraphrase-MiniLM-L3-v2"]
+)
 def test_cached_snapshot_of_the_shared_minilms(model):
     from huggingface_hub import snapshot_download
 
@@ -301,8 +317,14 @@ print(json.dumps({"imported_to_seed": imported_to_seed, "same": first == expecte
                   "same_after": again == torch.rand(2).tolist(), "pending": pending_torch_seed(),
                   "loader": type(torch.__spec__.loader).__name__, "hooks": [type(f).__name__ for f in sys.meta_path]}))
 """
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["imported_to_seed"] is False

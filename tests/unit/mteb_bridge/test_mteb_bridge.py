@@ -50,8 +50,13 @@ def test_hub_base_reads_the_base_of_composed_encoders():
 
 def test_mteb_evaluate_runs_the_wrapper_and_matches_scipy():
     encoder = HashEncoder(dim=16)
-    result = mteb.evaluate(MtebEncoder(encoder), sts_task("XBridge", FIRST, SECOND, GOLD), cache=None,
-                           show_progress_bar=False, co2_tracker=False)
+    result = mteb.evaluate(
+        MtebEncoder(encoder),
+        sts_task("XBridge", FIRST, SECOND, GOLD),
+        cache=None,
+        show_progress_bar=False,
+        co2_tracker=False,
+    )
     a, b = encoder.encode(FIRST), encoder.encode(SECOND)
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     assert result.task_results[0].get_score() == pytest.approx(stats.spearmanr(cos, GOLD)[0], abs=1e-9)
@@ -66,8 +71,9 @@ def test_encoding_goes_through_the_embedding_cache(tmp_path):
     again = HashEncoder(dim=16)
     record = run_task(again, sts_task("XCache", FIRST, SECOND, GOLD), cache=cache)
     assert again.calls == []  # everything served from the cache
-    assert record.main_score == pytest.approx(run_task(HashEncoder(dim=16), sts_task("XCache", FIRST, SECOND,
-                                                                                     GOLD)).main_score)
+    assert record.main_score == pytest.approx(
+        run_task(HashEncoder(dim=16), sts_task("XCache", FIRST, SECOND, GOLD)).main_score
+    )
 
 
 def test_record_carries_task_revision_version_and_every_score():
@@ -77,7 +83,8 @@ def test_record_carries_task_revision_version_and_every_score():
     assert record.main_metric == "cosine_spearman"
     assert record.main_score == pytest.approx(record.scores["test"][0]["cosine_spearman"] * 100)
     assert record.metrics["test/default/euclidean_pearson"] == pytest.approx(
-        record.scores["test"][0]["euclidean_pearson"] * 100)
+        record.scores["test"][0]["euclidean_pearson"] * 100
+    )
     assert record.protocol()["mteb_version"] == mteb.__version__
 
 
@@ -97,6 +104,7 @@ def test_unknown_mteb_task_is_a_clear_error():
 
 # --- export ----------------------------------------------------------------------------------------
 
+
 def _stored(encoder: str, task: str) -> SimpleNamespace:
     return SimpleNamespace(**json.loads((ROOT / "results" / encoder / f"{task}.json").read_text()))
 
@@ -105,8 +113,9 @@ def test_export_is_loaded_by_mteb_result_cache(tmp_path):
     stored = [_stored("minilm-l6", t) for t in ("STS12", "STS16", "STSBenchmark", "SICKRelatedness", "MR")]
     report = export_results(stored, tmp_path / "results")
     assert [r["task"] for r in report.exported] == ["STS12", "STS16"]
-    assert {r["task"]: r["reason"] for r in report.skipped} == {t: reason_not_exported(t)
-                                                               for t in ("STSBenchmark", "SICKRelatedness", "MR")}
+    assert {r["task"]: r["reason"] for r in report.skipped} == {
+        t: reason_not_exported(t) for t in ("STSBenchmark", "SICKRelatedness", "MR")
+    }
     # a sentence-transformers model used as published exports under its hub id and commit, beside
     # mteb's own rows for it
     revision = stored[0].encoder_identity["revision"]
@@ -144,10 +153,15 @@ def test_export_refuses_a_result_stored_under_another_protocol(tmp_path):
 
 def test_export_of_an_mteb_run_result_round_trips(tmp_path):
     record = run_task(HashEncoder(dim=16), sts_task("XExport", FIRST, SECOND, GOLD))
-    stored = SimpleNamespace(encoder="hash", task="mteb:STS12", metrics=record.metrics,
-                             protocol={**record.protocol(), "mteb_task": "STS12", "dataset_revision": "rev0"},
-                             encoder_identity={"hash": "abc123", "family": "hash"},
-                             encoder_metadata={"similarity": "cosine"}, date="2026-11-22T10:00:00+00:00")
+    stored = SimpleNamespace(
+        encoder="hash",
+        task="mteb:STS12",
+        metrics=record.metrics,
+        protocol={**record.protocol(), "mteb_task": "STS12", "dataset_revision": "rev0"},
+        encoder_identity={"hash": "abc123", "family": "hash"},
+        encoder_metadata={"similarity": "cosine"},
+        date="2026-11-22T10:00:00+00:00",
+    )
     export_results([stored], tmp_path / "results")
     loaded = mteb.ResultCache(tmp_path).load_task_result("STS12", "benchharness/hash", "abc123")
     assert loaded.dataset_revision == "rev0"
@@ -156,12 +170,16 @@ def test_export_of_an_mteb_run_result_round_trips(tmp_path):
 
 def test_allow_list_is_the_protocol_equal_tasks():
     assert {t: EXPORTABLE[t].mteb_task for t in EXPORTABLE} == {
-        "STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
-        "STSBenchmark-raw": "STSBenchmark"}
+        "STS12": "STS12",
+        "STS13": "STS13",
+        "STS14": "STS14",
+        "STS15": "STS15",
+        "STS16": "STS16",
+        "STSBenchmark-raw": "STSBenchmark",
+    }
 
 
 # --- mteb tasks in `benchharness run`, the leaderboard and `benchharness export` ------------------------
-
 
 
 @pytest.fixture
@@ -179,7 +197,8 @@ def in_memory_tasks(monkeypatch):
         if short == "STS12":
             task = real("STS12")
             task.metadata = task.metadata.model_copy(
-                update={"dataset": {**task.metadata.dataset, "revision": "0" * 40}})
+                update={"dataset": {**task.metadata.dataset, "revision": "0" * 40}}
+            )
             return task
         return real(name)
 
@@ -197,6 +216,7 @@ def _glove_cosines(first, second):
 
 def test_tasks_resolve_accepts_mteb_names():
     from benchharness import tasks
+
     assert tasks.resolve("STS12, mteb:STS22 ,mteb:SciFact,mteb:STS22") == ["STS12", "mteb:STS22", "mteb:SciFact"]
     with pytest.raises(tasks.UnknownTaskError, match="mteb:<TaskName>"):
         tasks.resolve("mteb:")
@@ -211,7 +231,8 @@ def test_run_stores_an_mteb_task_and_the_leaderboard_shows_it(project, in_memory
     assert stored["main_score"] == pytest.approx(want, abs=1e-4)
     assert stored["main_metric"] == "cosine_spearman" and stored["task"] == "mteb:XRun"
     assert stored["metrics"]["test/default/cosine_pearson"] == pytest.approx(
-        stats.pearsonr(_glove_cosines(FIRST, SECOND), GOLD)[0] * 100, abs=1e-4)
+        stats.pearsonr(_glove_cosines(FIRST, SECOND), GOLD)[0] * 100, abs=1e-4
+    )
     protocol = stored["protocol"]
     assert protocol["variant"] == f"mteb-{mteb.__version__}" and protocol["mteb_version"] == mteb.__version__
     assert (protocol["mteb_task"], protocol["dataset"], protocol["dataset_revision"]) == ("XRun", "NA", "NA")
@@ -230,10 +251,11 @@ def test_run_stores_an_mteb_task_and_the_leaderboard_shows_it(project, in_memory
     assert "reused" in capsys.readouterr().out
     assert main(["leaderboard", "--papers", "none"]) == 0
     board = capsys.readouterr().out
-    section = board[board.index("## mteb tasks"):]
+    section = board[board.index("## mteb tasks") :]
     assert "| XRun" in section.splitlines()[2]
-    assert f"{stored['main_score']:.2f}" in next(line for line in section.splitlines()
-                                                  if line.startswith("| glove-50d"))
+    assert f"{stored['main_score']:.2f}" in next(
+        line for line in section.splitlines() if line.startswith("| glove-50d")
+    )
     assert f"mteb:XRun: mteb-{mteb.__version__}" in section
 
 
@@ -273,8 +295,10 @@ def test_export_command_writes_mteb_layout_and_says_what_it_left_out(tmp_path, c
     from benchharness.cli import main
 
     out = tmp_path / "results"
-    assert main(["export", "mteb", "--out", str(out), "--results-dir", str(ROOT / "results"),
-                 "--encoders", "minilm-l6"]) == 0
+    assert (
+        main(["export", "mteb", "--out", str(out), "--results-dir", str(ROOT / "results"), "--encoders", "minilm-l6"])
+        == 0
+    )
     printed = capsys.readouterr().out.splitlines()
     stored = {p.stem for p in (ROOT / "results" / "minilm-l6").glob("*.json")}
     exported = {line.split()[2] for line in printed if line.startswith("exported ")}
@@ -286,10 +310,26 @@ def test_export_command_writes_mteb_layout_and_says_what_it_left_out(tmp_path, c
     revision = _stored("minilm-l6", "STS12").encoder_identity["revision"]
     cache = mteb.ResultCache(tmp_path)
     assert cache.get_models() == [("sentence-transformers__all-MiniLM-L6-v2", revision)]
-    names = {r.task_name for m in cache.load_results(models=["sentence-transformers/all-MiniLM-L6-v2"]).model_results
-             for r in m.task_results}
+    names = {
+        r.task_name
+        for m in cache.load_results(models=["sentence-transformers/all-MiniLM-L6-v2"]).model_results
+        for r in m.task_results
+    }
     assert names == {EXPORTABLE[t].mteb_task for t in exported}
 
-    assert main(["export", "mteb", "--out", str(out), "--results-dir", str(ROOT / "results"),
-                 "--encoders", "no-such-encoder"]) == 2
+    assert (
+        main(
+            [
+                "export",
+                "mteb",
+                "--out",
+                str(out),
+                "--results-dir",
+                str(ROOT / "results"),
+                "--encoders",
+                "no-such-encoder",
+            ]
+        )
+        == 2
+    )
     assert "no-such-encoder" in capsys.readouterr().err

@@ -70,7 +70,8 @@ def test_levels_are_the_ones_paser_publishes():
 def test_random_pair_cosine_by_hand_and_against_the_all_pairs_mean():
     # two vectors: every pair is (0, 1), cosine 1/sqrt(2)
     assert analysis.mean_random_pair_cosine(np.array([[1.0, 0.0], [3.0, 3.0]]), n_pairs=50) == pytest.approx(
-        1 / math.sqrt(2))
+        1 / math.sqrt(2)
+    )
     # many vectors: the sample mean estimates the mean over all ordered pairs i != j, which for unit
     # rows u is (||sum u||^2 - n) / (n (n - 1)); allow 4 standard errors of the sample mean
     x = np.random.default_rng(1).normal(size=(300, 16)) + 0.5  # a shifted cloud: positive mean cosine

@@ -17,8 +17,9 @@ def test_analyze_two_encoders_writes_json_and_figures_of_both(project, data_dir,
     assert main(["analyze", "glove-50d", "glove-50d+whitening", "--out", "figs"]) == 0
     out = project / "figs"
     report = json.loads((out / "glove-50d.json").read_text())
-    _, _, gold = read_scored_tsv(DataRoot(data_dir).path(stsb_file("test", False), "senteval"), STSB_COLUMNS,
-                                 False, text=senteval_text)
+    _, _, gold = read_scored_tsv(
+        DataRoot(data_dir).path(stsb_file("test", False), "senteval"), STSB_COLUMNS, False, text=senteval_text
+    )
     gold = np.asarray(gold)
     # PaSeR's levels [0,1) [1,2) [2,3) [3,4) [4,5], counted here with numpy's histogram (last bin closed)
     assert [lv["n"] for lv in report["cosine_by_gold_level"]] == np.histogram(gold, bins=[0, 1, 2, 3, 4, 5])[0].tolist()

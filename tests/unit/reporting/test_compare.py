@@ -74,8 +74,10 @@ def test_transfer_pairing_is_paired_accuracy_with_mcnemar():
 
 def test_cli_compare_prints_the_table_and_names_the_command_for_missing_items(two_encoders, capsys):
     store = two_encoders
-    assert main(["compare", "a", "b", "--tasks", ",".join(TASKS), "--results-dir", str(store.root),
-                 "--resamples", "100"]) == 0
+    assert (
+        main(["compare", "a", "b", "--tasks", ",".join(TASKS), "--results-dir", str(store.root), "--resamples", "100"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| STS12" in out and "Steiger" in out and "Avg. (STS, 2 tasks)" in out and "Holm" in out
     store.path("b", "STS12").with_name("STS12.items.npz").unlink()

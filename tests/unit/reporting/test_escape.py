@@ -10,10 +10,22 @@ from benchharness.core.results import ResultStore
 from benchharness.reporting.escape import csv_cell, md_cell, md_code, one_line, tex
 
 
-@pytest.mark.parametrize(("text", "written"), [
-    ("=1+1", "'=1+1"), ("+A1", "'+A1"), ("-A1", "'-A1"), ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"),
-    ("-3.25", "-3.25"), ("+4", "+4"), ("-1e-3", "-1e-3"), ("plain", "plain"), ("a=b", "a=b"), ("", ""),
-])
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("=1+1", "'=1+1"),
+        ("+A1", "'+A1"),
+        ("-A1", "'-A1"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("-3.25", "-3.25"),
+        ("+4", "+4"),
+        ("-1e-3", "-1e-3"),
+        ("plain", "plain"),
+        ("a=b", "a=b"),
+        ("", ""),
+    ],
+)
 def test_csv_text_cells_are_never_formulas_and_numbers_stay(text, written):
     assert csv_cell(text) == written
 
@@ -28,8 +40,10 @@ def test_markdown_cells_and_code_spans_hold_any_name():
 
 
 def test_latex_escapes_specials_and_drops_what_pdflatex_cannot_set():
-    assert tex("a_b & 100% #1 $x$ {y} ~^\\") == (r"a\_b \& 100\% \#1 \$x\$ \{y\} \textasciitilde{}"
-                                                 r"\textasciicircum{}\textbackslash{}")
+    assert tex("a_b & 100% #1 $x$ {y} ~^\\") == (
+        r"a\_b \& 100\% \#1 \$x\$ \{y\} \textasciitilde{}"
+        r"\textasciicircum{}\textbackslash{}"
+    )
     assert tex("rtl\u200fmark\u202e\u200b") == "rtlmark"  # bidi and zero-width marks dropped
     assert tex("a\nb\tc") == "a b c"
     assert tex("café") == "café"  # Latin-1 letters are set by the default utf8 input

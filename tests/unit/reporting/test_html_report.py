@@ -23,13 +23,20 @@ def _store(tmp_path):
     store = ResultStore(tmp_path / "results")
     rng = np.random.default_rng(1)
     gold = rng.uniform(0, 5, 300)
-    for name, noise, scores in (("alpha", 1.0, [70, 50, 60, 60, 60, 60, 60]), ("beta", 3.0, [40, 80, 61, 61, 61, 61, 61]),
-                                ("gamma", 1.1, [55, 65, 59, 59, 59, 59, 59])):
+    for name, noise, scores in (
+        ("alpha", 1.0, [70, 50, 60, 60, 60, 60, 60]),
+        ("beta", 3.0, [40, 80, 61, 61, 61, 61, 61]),
+        ("gamma", 1.1, [55, 65, 59, 59, 59, 59, 59]),
+    ):
         _store_all(store, name, [float(s) for s in scores], confidence={"main": [1.0, 2.0]})
         cosine = gold + rng.normal(0, noise, 300)
         items = {"cosine": cosine, "gold": gold, "subset": np.zeros(300, np.int16), "subset_names": np.array(["test"])}
-        store.save(replace(_result(name, "STSBenchmark", scores[5], confidence={"main": [scores[5] - 1, scores[5] + 1]}),
-                           per_item=Evaluation({}, items, "sts")))
+        store.save(
+            replace(
+                _result(name, "STSBenchmark", scores[5], confidence={"main": [scores[5] - 1, scores[5] + 1]}),
+                per_item=Evaluation({}, items, "sts"),
+            )
+        )
     return store
 
 
@@ -64,8 +71,12 @@ def test_a_headless_browser_sorts_and_filters_the_rows(tmp_path):
     page = write_report(_store(tmp_path), tmp_path / "out", None)
 
     def rendered(fragment: str) -> list[tuple[str, bool]]:
-        done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                               f"{page.as_uri()}#{fragment}"], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", f"{page.as_uri()}#{fragment}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert 'data-ready="yes"' in done.stdout, done.stderr[-2000:]  # the script ran to its end
         parser = _Rows()
         parser.feed(done.stdout)

@@ -16,15 +16,35 @@ STS = SECTIONS[0]
 
 
 def _result(encoder, task, score, metadata=None, identity=None, confidence=None):
-    return Result(encoder=encoder, task=task, main_score=score, main_metric="spearman", metrics={"spearman": score},
-                  protocol={"variant": "v"}, encoder_identity={"hash": encoder, **(identity or {})},
-                  encoder_metadata=metadata or {}, data={"sha256": "d", "root": "", "files": [], "verified": True},
-                  seed=1111, timings={}, versions={}, date="today", confidence=confidence)
+    return Result(
+        encoder=encoder,
+        task=task,
+        main_score=score,
+        main_metric="spearman",
+        metrics={"spearman": score},
+        protocol={"variant": "v"},
+        encoder_identity={"hash": encoder, **(identity or {})},
+        encoder_metadata=metadata or {},
+        data={"sha256": "d", "root": "", "files": [], "verified": True},
+        seed=1111,
+        timings={},
+        versions={},
+        date="today",
+        confidence=confidence,
+    )
 
 
 def _training(seed, lr=3e-5):
-    return {"training": {"method": "simcse", "base_model": "m", "base_weights_sha256": "w", "data": {"f": 1},
-                         "dev_task": "STSBenchmark-dev", "hyperparameters": {"seed": seed, "lr": lr}}}
+    return {
+        "training": {
+            "method": "simcse",
+            "base_model": "m",
+            "base_weights_sha256": "w",
+            "data": {"f": 1},
+            "dev_task": "STSBenchmark-dev",
+            "hyperparameters": {"seed": seed, "lr": lr},
+        }
+    }
 
 
 def _table(text, title):
@@ -49,8 +69,13 @@ def test_groups_sorting_and_seed_aggregation(tmp_path):
     board = render(store, tmp_path / "none")
     rows = _table(board, STS.title)
     assert [(r[0], r[1].split(";")[0]) for r in rows] == [
-        ("base-high", "base"), ("base-low", "base"), ("base-high+whitening", "post-processed"),
-        ("run-s1 (seeds 1,2)", "trained"), ("run-other-lr", "trained"), ("local", "trained")]
+        ("base-high", "base"),
+        ("base-low", "base"),
+        ("base-high+whitening", "post-processed"),
+        ("run-s1 (seeds 1,2)", "trained"),
+        ("run-other-lr", "trained"),
+        ("local", "trained"),
+    ]
     # a trained row says how to rebuild it, or that it cannot (these synthetic runs record no recipe)
     assert rows[4][1] == rows[5][1] == "trained; no recipe"
     assert rows[3][1] == "trained; no recipe; other seeds: run-s2"
@@ -62,8 +87,11 @@ def test_groups_sorting_and_seed_aggregation(tmp_path):
 def test_marks_follow_a_paired_test_on_items_and_intervals_are_listed(tmp_path):
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 400)
-    cosines = {"best": gold + rng.normal(0, 1.0, 400), "close": gold + rng.normal(0, 1.05, 400),
-               "far": gold + rng.normal(0, 4.0, 400)}
+    cosines = {
+        "best": gold + rng.normal(0, 1.0, 400),
+        "close": gold + rng.normal(0, 1.05, 400),
+        "far": gold + rng.normal(0, 4.0, 400),
+    }
     scores = {k: 100 * float(spearmanr(v, gold)[0]) for k, v in cosines.items()}
     top = max(scores, key=scores.get)
     expected = {k: steiger_spearman(cosines[top], v, gold).p_value >= 0.05 for k, v in cosines.items() if k != top}
@@ -74,7 +102,9 @@ def test_marks_follow_a_paired_test_on_items_and_intervals_are_listed(tmp_path):
         conf = {"main": [score - 2, score + 1.5]}
         _store_all(store, name, [50.0] * 5 + [score, 50.0], confidence=conf)  # STS-B is the 6th column
         items = {"cosine": cos, "gold": gold, "subset": np.zeros(400, np.int16), "subset_names": np.array(["test"])}
-        store.save(replace(_result(name, "STSBenchmark", score, confidence=conf), per_item=Evaluation({}, items, "sts")))
+        store.save(
+            replace(_result(name, "STSBenchmark", score, confidence=conf), per_item=Evaluation({}, items, "sts"))
+        )
     board = render(store, tmp_path / "none")
     rows = {r[0]: r for r in _table(board, STS.title)}
     assert {k: rows[k][7].endswith("†") for k in expected} == expected
@@ -84,7 +114,7 @@ def test_marks_follow_a_paired_test_on_items_and_intervals_are_listed(tmp_path):
     best = 100 * float(spearmanr(cosines["best"], gold)[0])
     assert ci_rows["best"][6] == f"{best - 2:.1f}–{best + 1.5:.1f}"
     # Avg.: seven intervals of half-width 1.75 around the mean: 1.75 * sqrt(7) / 7
-    avg, half = (6 * 50.0 + best) / 7, 1.75 / 7 ** 0.5
+    avg, half = (6 * 50.0 + best) / 7, 1.75 / 7**0.5
     assert ci_rows["best"][8] == f"{avg - half:.1f}–{avg + half:.1f}"
 
 
@@ -137,10 +167,17 @@ def test_latex_is_booktabs_with_the_best_in_bold_and_compiles(tmp_path):
         pytest.skip("pdflatex is not installed (Debian: texlive-latex-base texlive-latex-recommended)")
     doc = tmp_path / "doc.tex"
     (tmp_path / "board.tex").write_text(text)
-    doc.write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[utf8]{inputenc}\n"
-                   "\\begin{document}\n\\input{board.tex}\n\\end{document}\n")
-    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    doc.write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage[utf8]{inputenc}\n"
+        "\\begin{document}\n\\input{board.tex}\n\\end{document}\n"
+    )
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout[-2000:]
     assert (tmp_path / "doc.pdf").stat().st_size > 1000
 
@@ -165,8 +202,10 @@ def test_published_rows_are_a_group_that_can_be_left_out(tmp_path):
 
     published = tmp_path / "published"
     published.mkdir()
-    (published / "sts.csv").write_text("paper,table,model,STS12,STS13,STS14,STS15,STS16,STSB,SICKR,Avg\n"
-                                       "simcse,5,SimCSE-BERTbase,68.40,82.41,74.38,80.91,78.56,76.85,72.23,76.25\n")
+    (published / "sts.csv").write_text(
+        "paper,table,model,STS12,STS13,STS14,STS15,STS16,STSB,SICKR,Avg\n"
+        "simcse,5,SimCSE-BERTbase,68.40,82.41,74.38,80.91,78.56,76.85,72.23,76.25\n"
+    )
     store = _two_encoders(tmp_path)
     lines = build(store, published).tables[0].lines
     assert [line.group for line in lines] == ["base", "base", "published"]

@@ -23,29 +23,41 @@ from benchharness.reporting.table_formats import html_tables, latex, markdown, t
 
 RANKING = SECTIONS[2]
 #: every character some format reads as markup: a pipe, a tag, a quote of each kind, a backtick, a line break
-HOSTILE = {"query_prompt": 'query: a|b <script>alert("x")</script>\nnext \'q\' `tick`',
-           "document_prompt": "passage: ", "instruction_template": "Instruct: {instruction}\nQuery: "}
+HOSTILE = {
+    "query_prompt": "query: a|b <script>alert(\"x\")</script>\nnext 'q' `tick`",
+    "document_prompt": "passage: ",
+    "instruction_template": "Instruct: {instruction}\nQuery: ",
+}
 INSTRUCTION = 'Find <b>duplicates</b> | of "this"\nquestion'
 #: what e5 puts in front of QQP's queries and documents (HOSTILE's template filled with INSTRUCTION)
 APPLIED = {"query": f"Instruct: {INSTRUCTION}\nQuery: ", "document": "passage: "}
 
 
-def _prompted(result: Result, prompts: dict[str, str] | None, applied: dict[str, str] | None = None,
-              instruction: str | None = None) -> Result:
+def _prompted(
+    result: Result,
+    prompts: dict[str, str] | None,
+    applied: dict[str, str] | None = None,
+    instruction: str | None = None,
+) -> Result:
     """``result`` as the runner stores one computed with ``prompts`` on a task with ``instruction``."""
     identity = {**result.encoder_identity, **({"prompts": prompts} if prompts else {})}
-    metadata = {**result.encoder_metadata, **({"prompts": prompts} if prompts else {}),
-                **({"prompts_applied": applied} if applied else {})}
+    metadata = {
+        **result.encoder_metadata,
+        **({"prompts": prompts} if prompts else {}),
+        **({"prompts_applied": applied} if applied else {}),
+    }
     protocol = {**result.protocol, **({"instruction": instruction} if instruction else {})}
     return replace(result, encoder_identity=identity, encoder_metadata=metadata, protocol=protocol)
 
 
 def _stripped(result: Result) -> Result:
     """The same result as stored before prompts and instructions existed."""
-    return replace(result, encoder_identity={k: v for k, v in result.encoder_identity.items() if k != "prompts"},
-                   encoder_metadata={k: v for k, v in result.encoder_metadata.items()
-                                     if k not in ("prompts", "prompts_applied")},
-                   protocol={k: v for k, v in result.protocol.items() if k != "instruction"})
+    return replace(
+        result,
+        encoder_identity={k: v for k, v in result.encoder_identity.items() if k != "prompts"},
+        encoder_metadata={k: v for k, v in result.encoder_metadata.items() if k not in ("prompts", "prompts_applied")},
+        protocol={k: v for k, v in result.protocol.items() if k != "instruction"},
+    )
 
 
 def _ranking(encoder: str, task: str, score: float) -> Result:
@@ -112,11 +124,16 @@ def test_markdown_lists_each_rows_prompts_and_the_task_instructions_as_literal_t
 
     (e5_note,) = {line for line in lines if line.startswith("Prompts of `e5`")}  # the same in both sections
     assert dict(map(_value, _code_spans(e5_note)[1:])) == HOSTILE
-    assert [k for k, _ in map(_value, _code_spans(e5_note)[1:])] == ["query_prompt", "document_prompt",
-                                                                      "instruction_template"]
+    assert [k for k, _ in map(_value, _code_spans(e5_note)[1:])] == [
+        "query_prompt",
+        "document_prompt",
+        "instruction_template",
+    ]
     mixed = [line for line in lines if line.startswith("Prompts of `mixed`")]
-    assert mixed == ["Prompts of `mixed` (in `STS12`, `STS13`, `STS14`, `STS15`, `STS16`): `prompt='p: '`.",
-                     "Prompts of `mixed` (in `STS-B`, `SICK-R`): none."]
+    assert mixed == [
+        "Prompts of `mixed` (in `STS12`, `STS13`, `STS14`, `STS15`, `STS16`): `prompt='p: '`.",
+        "Prompts of `mixed` (in `STS-B`, `SICK-R`): none.",
+    ]
     assert not any(line.startswith("Prompts of `plain`") for line in lines)
 
     (instructions,) = [line for line in lines if line.startswith("Task instructions")]
@@ -135,8 +152,10 @@ def test_results_that_differ_in_their_instruction_name_their_rows(tmp_path):
     (table,) = build(store, None).tables
     (line,) = [line for line in markdown(build(store, None)).splitlines() if line.startswith("Task instructions")]
     assert line.endswith(": `QQP`: `'Find duplicates'` (`new`), none (`old`).")
-    assert [(i.task, i.text, i.encoders) for i in table.instructions] == [("QQP", "Find duplicates", ("new",)),
-                                                                           ("QQP", None, ("old",))]
+    assert [(i.task, i.text, i.encoders) for i in table.instructions] == [
+        ("QQP", "Find duplicates", ("new",)),
+        ("QQP", None, ("old",)),
+    ]
 
 
 # ---- the same results without prompts render as before ---------------------------------------------
@@ -166,8 +185,19 @@ def test_without_prompts_every_format_prints_what_it_printed_before(tmp_path):
     assert "with prompts" not in plain_md and "Prompts of" not in plain_md and "Task instructions" not in plain_md
     assert _without_md_notes(markdown(with_prompts)) == _without_md_notes(plain_md)
 
-    old_header = ["section", "encoder", "group", "source", "column", "score", "text", "ci_low", "ci_high",
-                  "not_significantly_worse_than_best", "best_in_column"]
+    old_header = [
+        "section",
+        "encoder",
+        "group",
+        "source",
+        "column",
+        "score",
+        "text",
+        "ci_low",
+        "ci_high",
+        "not_significantly_worse_than_best",
+        "best_in_column",
+    ]
     plain_csv = list(csv.reader(io.StringIO(to_csv(without))))
     assert plain_csv[0] == old_header
     rich_csv = list(csv.reader(io.StringIO(to_csv(with_prompts))))
@@ -183,8 +213,9 @@ def test_without_prompts_every_format_prints_what_it_printed_before(tmp_path):
     assert cut.replace("; with prompts", "") == plain_tex and "Prompts of" not in plain_tex
 
     plain_html = html_tables(without)
-    rich_html = "\n".join(line for line in html_tables(with_prompts).splitlines()
-                          if not line.startswith('<p class="note prompts">'))
+    rich_html = "\n".join(
+        line for line in html_tables(with_prompts).splitlines() if not line.startswith('<p class="note prompts">')
+    )
     assert rich_html.replace("; with prompts", "") == plain_html and "prompts" not in plain_html
 
 
@@ -230,9 +261,12 @@ def test_html_shows_the_prompts_and_instruction_as_text_never_markup(tmp_path):
     fragment.feed(html_tables(build(prompted, None)))
     assert "script" not in fragment.tags and "b" not in fragment.tags
     assert {k: v for k, v in map(_value, (c for c in fragment.codes if c.startswith("query_prompt=")))} == {
-        "query_prompt": HOSTILE["query_prompt"]}
-    assert sum(c.startswith(("query_prompt=", "document_prompt=", "instruction_template=")) for c in fragment.codes) \
-        == 2 * 3  # e5's three prompts under each of its two tables
+        "query_prompt": HOSTILE["query_prompt"]
+    }
+    assert (
+        sum(c.startswith(("query_prompt=", "document_prompt=", "instruction_template=")) for c in fragment.codes)
+        == 2 * 3
+    )  # e5's three prompts under each of its two tables
     assert [ast.literal_eval(c) for c in fragment.codes if c.startswith(("'", '"'))] == [INSTRUCTION] * 2
     assert "e5" in fragment.codes and "plain" not in fragment.codes  # only prompted rows are named
 
@@ -253,14 +287,18 @@ def test_html_shows_the_prompts_and_instruction_as_text_never_markup(tmp_path):
 # ---- seeds, LaTeX, the model card -----------------------------------------------------------------
 def test_seeds_scored_with_different_prompts_are_not_averaged_together(tmp_path):
     store = ResultStore(tmp_path)
-    for name, seed, prompts in (("run-s1", 1, {"prompt": "a: "}), ("run-s2", 2, {"prompt": "a: "}),
-                                ("run-s3", 3, {"prompt": "b: "})):
+    for name, seed, prompts in (
+        ("run-s1", 1, {"prompt": "a: "}),
+        ("run-s2", 2, {"prompt": "a: "}),
+        ("run-s3", 3, {"prompt": "b: "}),
+    ):
         for column in STS.columns:
             store.save(_prompted(_result(name, column.task, 60.0 + seed, metadata=_training(seed)), prompts))
     (table,) = build(store, None).tables
     assert [(line.encoder, line.source) for line in table.lines] == [
         ("run-s3", "trained; no recipe; with prompts"),
-        ("run-s1 (seeds 1,2)", "trained; no recipe; other seeds: run-s2; with prompts")]
+        ("run-s1 (seeds 1,2)", "trained; no recipe; other seeds: run-s2; with prompts"),
+    ]
     assert [dict(n.prompts) for line in table.lines for n in line.prompts] == [{"prompt": "b: "}, {"prompt": "a: "}]
 
 
@@ -272,10 +310,16 @@ def test_latex_with_hostile_prompts_compiles(tmp_path):
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex is not installed (Debian: texlive-latex-base texlive-latex-recommended)")
     (tmp_path / "board.tex").write_text(text)
-    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-                                      "\\input{board.tex}\n\\end{document}\n")
-    made = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
-                          capture_output=True, timeout=120, check=False)
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n\\input{board.tex}\n\\end{document}\n"
+    )
+    made = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert made.returncode == 0, made.stdout[-2000:]
 
 

@@ -33,6 +33,9 @@ def test_variants_come_from_the_stored_metrics_and_items(tmp_path):
     assert variants[("MR", "fast config")].score == 76.5
     missing = variants[("STSBenchmark", "raw cased text (mteb)")]
     assert missing.score is None and "--tasks STSBenchmark-raw" in missing.missing
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in markdown("enc", spread(store, "enc"))
-            .splitlines() if line.startswith("| MR")]
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in markdown("enc", spread(store, "enc")).splitlines()
+        if line.startswith("| MR")
+    ]
     assert ["MR", "fast config", "76.50", "+1.50"] in rows

@@ -47,6 +47,7 @@ def assert_endpoints_close(ours: stats.Interval, low: float, high: float, sigma:
 
 # --- row-wise statistics -------------------------------------------------------------------------
 
+
 def test_spearman_rows_matches_scipy_per_row_with_ties():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 6, size=(7, 40)).astype(float)  # heavy ties, as resampled pairs have
@@ -81,11 +82,19 @@ def test_row_blocks_cover_every_row_once_within_budget():
 
 # --- single-system intervals ---------------------------------------------------------------------
 
+
 def test_spearman_interval_matches_scipy_bootstrap_percentile():
     pred, gold = sts_like(150, 0.25, seed=1)
     ours = stats.bootstrap_spearman(pred, gold, n_resamples=B_REF, seed=11)
-    ref = sps.bootstrap((pred, gold), spearman_ref, paired=True, n_resamples=B_REF,
-                        method="percentile", confidence_level=0.95, rng=np.random.default_rng(12))
+    ref = sps.bootstrap(
+        (pred, gold),
+        spearman_ref,
+        paired=True,
+        n_resamples=B_REF,
+        method="percentile",
+        confidence_level=0.95,
+        rng=np.random.default_rng(12),
+    )
     assert ours.estimate == pytest.approx(100 * sps.spearmanr(pred, gold)[0], abs=1e-12)
     iv = ours.interval()
     assert (iv.unit, iv.resamples, iv.n, iv.method) == ("pairs", B_REF, 150, "percentile bootstrap")
@@ -122,12 +131,18 @@ def test_accuracy_interval_matches_scipy_bootstrap():
     pred = np.where(rng.random(500) < 0.8, labels, (labels + 1) % 3)
     ours = stats.bootstrap_accuracy(pred, labels, n_resamples=B_REF, seed=1)
     correct = (pred == labels).astype(float)
-    ref = sps.bootstrap((correct,), lambda c, axis: 100 * c.mean(axis=axis), n_resamples=B_REF,
-                        method="percentile", rng=np.random.default_rng(2))
+    ref = sps.bootstrap(
+        (correct,),
+        lambda c, axis: 100 * c.mean(axis=axis),
+        n_resamples=B_REF,
+        method="percentile",
+        rng=np.random.default_rng(2),
+    )
     assert ours.estimate == pytest.approx(100 * correct.mean())
     assert ours.interval().unit == "test items"
-    assert_endpoints_close(ours.interval(), ref.confidence_interval.low, ref.confidence_interval.high,
-                           ours.values.std())
+    assert_endpoints_close(
+        ours.interval(), ref.confidence_interval.low, ref.confidence_interval.high, ours.values.std()
+    )
 
 
 def test_f1_interval_matches_scipy_bootstrap():
@@ -144,11 +159,13 @@ def test_f1_interval_matches_scipy_bootstrap():
         return 100 * 2 * tp / (2 * tp + fp + fn)
 
     ours = stats.bootstrap_f1(pred, labels, n_resamples=B_REF, seed=3)
-    ref = sps.bootstrap((pred, labels), f1_by_counts, paired=True, n_resamples=B_REF, method="percentile",
-                        rng=np.random.default_rng(4))
+    ref = sps.bootstrap(
+        (pred, labels), f1_by_counts, paired=True, n_resamples=B_REF, method="percentile", rng=np.random.default_rng(4)
+    )
     assert ours.estimate == pytest.approx(100 * f1_score(labels, pred), abs=1e-12)
-    assert_endpoints_close(ours.interval(), ref.confidence_interval.low, ref.confidence_interval.high,
-                           ours.values.std())
+    assert_endpoints_close(
+        ours.interval(), ref.confidence_interval.low, ref.confidence_interval.high, ours.values.std()
+    )
 
 
 def test_fold_mean_resamples_folds_not_items():
@@ -179,8 +196,9 @@ def test_sts_all_resamples_the_concatenation_and_mean_is_stratified():
     gold_a, gold_b = rng.permutation(40) / 8.0, rng.permutation(25) / 5.0
     subsets = {"A": (gold_a / 5 + 0.5, gold_a), "B": (gold_b / 5 - 0.5, gold_b)}
     pooled = stats.bootstrap_sts(subsets, "all", n_resamples=500, seed=1)
-    direct = stats.bootstrap_spearman(np.concatenate([gold_a / 5 + 0.5, gold_b / 5 - 0.5]),
-                                      np.concatenate([gold_a, gold_b]), n_resamples=500, seed=1)
+    direct = stats.bootstrap_spearman(
+        np.concatenate([gold_a / 5 + 0.5, gold_b / 5 - 0.5]), np.concatenate([gold_a, gold_b]), n_resamples=500, seed=1
+    )
     assert np.array_equal(pooled.values, direct.values)
     assert pooled.interval().high < 100
     for agg in ("mean", "wmean"):
@@ -190,8 +208,10 @@ def test_sts_all_resamples_the_concatenation_and_mean_is_stratified():
 
 
 def test_sts_mean_and_wmean_estimates_follow_senteval():
-    parts = {name: sts_like(n, noise, seed) for name, n, noise, seed in
-             (("x", 60, 0.1, 1), ("y", 30, 0.6, 2), ("z", 90, 0.3, 3))}
+    parts = {
+        name: sts_like(n, noise, seed)
+        for name, n, noise, seed in (("x", 60, 0.1, 1), ("y", 30, 0.6, 2), ("z", 90, 0.3, 3))
+    }
     rhos = {k: 100 * sps.spearmanr(p, g)[0] for k, (p, g) in parts.items()}
     mean = stats.bootstrap_sts(parts, "mean", n_resamples=200)
     wmean = stats.bootstrap_sts(parts, "wmean", n_resamples=200)
@@ -232,6 +252,7 @@ def test_derived_seeds_are_stable_and_distinct():
 
 # --- paired comparisons --------------------------------------------------------------------------
 
+
 def test_paired_spearman_p_value_matches_scipy_permutation_test():
     gold = np.round(np.random.default_rng(5).uniform(0, 5, 120) * 5) / 5
     rng = np.random.default_rng(6)
@@ -239,8 +260,13 @@ def test_paired_spearman_p_value_matches_scipy_permutation_test():
     b = 0.2 * gold + rng.normal(0, 0.3, 120) + 3  # another scale and offset than A
     ours = stats.paired_spearman(a, b, gold, n_resamples=B_REF, seed=2).comparison()
     ra, rb = sps.rankdata(a), sps.rankdata(b)  # the library swaps ranks; so does the reference
-    ref = sps.permutation_test((ra, rb), lambda x, y, axis: spearman_ref(x, gold) - spearman_ref(y, gold),
-                               permutation_type="samples", n_resamples=B_REF, rng=np.random.default_rng(3))
+    ref = sps.permutation_test(
+        (ra, rb),
+        lambda x, y, axis: spearman_ref(x, gold) - spearman_ref(y, gold),
+        permutation_type="samples",
+        n_resamples=B_REF,
+        rng=np.random.default_rng(3),
+    )
     assert ours.difference == pytest.approx(ref.statistic, abs=1e-9)
     assert 0.01 < ref.pvalue < 0.5  # the comparison is informative only for a middling p
     assert abs(ours.p_value - ref.pvalue) < 4 * math.sqrt(2 * ref.pvalue * (1 - ref.pvalue) / B_REF)
@@ -250,10 +276,17 @@ def test_paired_spearman_interval_matches_scipy_paired_bootstrap():
     pred_a, gold = sts_like(150, 0.2, seed=7)
     pred_b = gold / 5 + np.random.default_rng(8).normal(0, 0.35, 150)
     ours = stats.paired_spearman(pred_a, pred_b, gold, n_resamples=B_REF, seed=4)
-    ref = sps.bootstrap((pred_a, pred_b, gold), lambda x, y, g, axis: spearman_ref(x, g) - spearman_ref(y, g),
-                        paired=True, n_resamples=B_REF, method="percentile", rng=np.random.default_rng(5))
-    assert_endpoints_close(ours.comparison(), ref.confidence_interval.low, ref.confidence_interval.high,
-                           ours.bootstrap.std())
+    ref = sps.bootstrap(
+        (pred_a, pred_b, gold),
+        lambda x, y, g, axis: spearman_ref(x, g) - spearman_ref(y, g),
+        paired=True,
+        n_resamples=B_REF,
+        method="percentile",
+        rng=np.random.default_rng(5),
+    )
+    assert_endpoints_close(
+        ours.comparison(), ref.confidence_interval.low, ref.confidence_interval.high, ours.bootstrap.std()
+    )
 
 
 def test_paired_mean_matches_scipy_for_per_query_values():
@@ -262,10 +295,20 @@ def test_paired_mean_matches_scipy_for_per_query_values():
     ap_b = np.clip(ap_a - 0.015 + rng.normal(0, 0.15, 186), 0, 1)
     ours = stats.paired_mean(ap_a, ap_b, unit="queries", n_resamples=B_REF, seed=6)
     cmp = ours.comparison()
-    ref_p = sps.permutation_test((ap_a, ap_b), lambda x, y, axis: 100 * (x - y).mean(axis=axis),
-                                 permutation_type="samples", n_resamples=B_REF, rng=np.random.default_rng(7))
-    ref_ci = sps.bootstrap((ap_a - ap_b,), lambda d, axis: 100 * d.mean(axis=axis), n_resamples=B_REF,
-                           method="percentile", rng=np.random.default_rng(8))
+    ref_p = sps.permutation_test(
+        (ap_a, ap_b),
+        lambda x, y, axis: 100 * (x - y).mean(axis=axis),
+        permutation_type="samples",
+        n_resamples=B_REF,
+        rng=np.random.default_rng(7),
+    )
+    ref_ci = sps.bootstrap(
+        (ap_a - ap_b,),
+        lambda d, axis: 100 * d.mean(axis=axis),
+        n_resamples=B_REF,
+        method="percentile",
+        rng=np.random.default_rng(8),
+    )
     assert cmp.difference == pytest.approx(100 * (ap_a - ap_b).mean())
     assert 0.01 < ref_p.pvalue < 0.5
     assert abs(cmp.p_value - ref_p.pvalue) < 4 * math.sqrt(2 * ref_p.pvalue * (1 - ref_p.pvalue) / B_REF)
@@ -279,8 +322,9 @@ def test_permutation_p_value_by_hand():
     assert res.difference == 1.0
     assert abs(res.p_value() - 0.25) < 4 * math.sqrt(0.25 * 0.75 / B_REF)
     # identical systems: difference 0, every permutation as extreme, p = 1, CI [0, 0]
-    same = stats.paired_accuracy(np.array([1, 0, 1, 1]), np.array([1, 0, 1, 1]), np.array([1, 1, 0, 1]),
-                                 n_resamples=300).comparison()
+    same = stats.paired_accuracy(
+        np.array([1, 0, 1, 1]), np.array([1, 0, 1, 1]), np.array([1, 1, 0, 1]), n_resamples=300
+    ).comparison()
     assert (same.difference, same.p_value, same.low, same.high) == (0.0, 1.0, 0.0, 0.0)
     # A right on all 40 items, B on none: only the two all-equal-sign patterns (2 / 2^40) reach 100
     far = stats.paired_accuracy(np.ones(40), np.zeros(40), np.ones(40), n_resamples=999).comparison()
@@ -292,24 +336,27 @@ def test_paired_sts_stratified_difference_follows_senteval_mean():
     other = {k: g / 5 + np.random.default_rng(len(k)).normal(0, 0.4, len(g)) for k, (_, g) in parts.items()}
     a = {k: p for k, (p, _) in parts.items()}
     golds = {k: g for k, (_, g) in parts.items()}
-    rho = lambda x, g: 100 * sps.spearmanr(x, g)[0]  # noqa: E731
+    rho = lambda x, g: 100 * sps.spearmanr(x, g)[0]
     diffs = {k: rho(a[k], golds[k]) - rho(other[k], golds[k]) for k in golds}
     mean = stats.paired_sts(a, other, golds, "mean", n_resamples=200)
     wmean = stats.paired_sts(a, other, golds, "wmean", n_resamples=200)
     assert mean.difference == pytest.approx((diffs["p"] + diffs["q"]) / 2)
     assert wmean.difference == pytest.approx((50 * diffs["p"] + 70 * diffs["q"]) / 120)
-    cat = lambda d: np.concatenate([d["p"], d["q"]])  # noqa: E731
+    cat = lambda d: np.concatenate([d["p"], d["q"]])
     assert stats.paired_sts(a, other, golds, "all", n_resamples=200).difference == pytest.approx(
-        rho(cat(a), cat(golds)) - rho(cat(other), cat(golds)))
+        rho(cat(a), cat(golds)) - rho(cat(other), cat(golds))
+    )
     with pytest.raises(ValueError, match="subset names differ"):
         stats.paired_sts({"p": a["p"]}, other, golds, "mean")
 
 
 def test_average_paired_by_hand():
-    t1 = stats.PairedReplicates(difference=2.0, bootstrap=np.array([1.0, 3.0]), null=np.array([0.5, -0.5]),
-                                unit="pairs", n=10, seed=0)
-    t2 = stats.PairedReplicates(difference=-1.0, bootstrap=np.array([-2.0, 0.0]), null=np.array([-4.5, 0.5]),
-                                unit="queries", n=20, seed=1)
+    t1 = stats.PairedReplicates(
+        difference=2.0, bootstrap=np.array([1.0, 3.0]), null=np.array([0.5, -0.5]), unit="pairs", n=10, seed=0
+    )
+    t2 = stats.PairedReplicates(
+        difference=-1.0, bootstrap=np.array([-2.0, 0.0]), null=np.array([-4.5, 0.5]), unit="queries", n=20, seed=1
+    )
     avg = stats.average_paired([t1, t2])
     assert avg.difference == 0.5
     np.testing.assert_array_equal(avg.bootstrap, [-0.5, 1.5])
@@ -318,6 +365,7 @@ def test_average_paired_by_hand():
 
 
 # --- closed-form tests ---------------------------------------------------------------------------
+
 
 def test_steiger_against_published_examples():
     # Steiger (1980), Psychological Bulletin 87, 245-251, Case A (p. 249): r12 = .4, r13 = .5,

@@ -44,6 +44,7 @@ def root(tmp_path_factory):
 
 def _vector_for(positive_of: dict[str, str]):
     """Titles of similar candidates point along the query's axis, others are orthogonal."""
+
     def embed(titles, role=None):
         out = []
         for t in titles:
@@ -52,6 +53,7 @@ def _vector_for(positive_of: dict[str, str]):
             v[0 if qid in positive_of else 1] = 1.0
             out.append(v)
         return np.array(out)
+
     return embed
 
 
@@ -94,9 +96,15 @@ def test_two_level_scores_rank_flagged_candidates_first(root):
     task.load(root)
     flagged = {c: q.qid for q in task.queries for c in q.similar} | {q.qid: q.qid for q in task.queries}
     out = task.evaluate(_vector_for(flagged), 1111)
-    reordered = [Query(q.qid, q.similar, tuple([c for c in q.candidates if c in flagged]
-                                                + [c for c in q.candidates if c not in flagged]), q.bm25)
-                 for q in task.queries]
+    reordered = [
+        Query(
+            q.qid,
+            q.similar,
+            tuple([c for c in q.candidates if c in flagged] + [c for c in q.candidates if c not in flagged]),
+            q.bm25,
+        )
+        for q in task.queries
+    ]
     expected = _bm25_order_metrics(reordered)
     for key, value in expected.items():
         assert out[key] == pytest.approx(value)

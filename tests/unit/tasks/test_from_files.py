@@ -48,7 +48,7 @@ PAIRS = [
     ("music is playing loudly", "the room is quiet", 0.6),
 ]
 #: text a CSV must quote, and quotes a TSV keeps as they are
-TRICKY = [("well, he said \"yes\"", "she said no, twice", 1.5), ("the \"old\" house", "a new house", 2.2)]
+TRICKY = [('well, he said "yes"', "she said no, twice", 1.5), ('the "old" house', "a new house", 2.2)]
 
 
 @pytest.fixture(autouse=True)
@@ -184,13 +184,19 @@ def test_three_class_file_runs_mr_protocol(tmp_path):
     np.testing.assert_array_equal(items["gold"], [classes.index(r["colour"]) for r in rows])
     assert set(items["fold"]) == set(range(10))  # the default config's 10 outer folds
     # the score is SentEval's: the mean of the outer folds' accuracies (each rounded to 2 decimals)
-    by_fold = [round(100 * float(np.mean(items["pred"][items["fold"] == f] == items["gold"][items["fold"] == f])), 2)
-               for f in range(10)]
+    by_fold = [
+        round(100 * float(np.mean(items["pred"][items["fold"] == f] == items["gold"][items["fold"] == f])), 2)
+        for f in range(10)
+    ]
     assert evaluation.metrics["acc"] == pytest.approx(np.mean(by_fold), abs=0.006)
     # a sane range: far above chance (33%), near what scikit-learn's logistic regression gets
     x, y = colour_vectors([r["text"] for r in rows]), [r["colour"] for r in rows]
-    reference = 100 * cross_val_score(LogisticRegression(max_iter=1000), x, y,
-                                      cv=StratifiedKFold(10, shuffle=True, random_state=1111)).mean()
+    reference = (
+        100
+        * cross_val_score(
+            LogisticRegression(max_iter=1000), x, y, cv=StratifiedKFold(10, shuffle=True, random_state=1111)
+        ).mean()
+    )
     assert reference > 95 and evaluation.metrics["acc"] > reference - 15
 
 
@@ -208,18 +214,46 @@ def test_integer_labels_sort_as_numbers(tmp_path):
 # errors
 
 
-@pytest.mark.parametrize("name,content,kind,options,line,fragment", [
-    ("missing.csv", "sentence1,sentence2,gold\na,b,1\n", "pairs", {}, 1, "no column 'score'"),
-    ("missing.jsonl", '{"sentence1": "a", "sentence2": "b", "score": 1}\n\n{"sentence1": "a", "score": 2}\n',
-     "pairs", {}, 3, "no key 'sentence2'"),
-    ("bad.csv", "sentence1,sentence2,score\na,b,1\nc,d,high\n", "pairs", {}, 3, "'high' in 'score' is not a number"),
-    ("range.tsv", "sentence1\tsentence2\tscore\na\tb\t1\nc\td\t2\ne\tf\t7.5\n", "pairs",
-     {"score_range": [0, 5]}, 4, "outside score_range [0, 5]"),
-    ("empty.csv", "sentence1,sentence2,score\na,b,1\n,d,2\n", "pairs", {}, 3, "non-empty text"),
-    ("label.jsonl", '{"sentence": "a", "label": "x"}\n{"sentence": "b", "label": 1.5}\n', "labels", {}, 2,
-     "label 1.5"),
-    ("label.csv", "sentence,label\na,x\nb,\n", "labels", {}, 3, "label ''"),
-])
+@pytest.mark.parametrize(
+    "name,content,kind,options,line,fragment",
+    [
+        ("missing.csv", "sentence1,sentence2,gold\na,b,1\n", "pairs", {}, 1, "no column 'score'"),
+        (
+            "missing.jsonl",
+            '{"sentence1": "a", "sentence2": "b", "score": 1}\n\n{"sentence1": "a", "score": 2}\n',
+            "pairs",
+            {},
+            3,
+            "no key 'sentence2'",
+        ),
+        (
+            "bad.csv",
+            "sentence1,sentence2,score\na,b,1\nc,d,high\n",
+            "pairs",
+            {},
+            3,
+            "'high' in 'score' is not a number",
+        ),
+        (
+            "range.tsv",
+            "sentence1\tsentence2\tscore\na\tb\t1\nc\td\t2\ne\tf\t7.5\n",
+            "pairs",
+            {"score_range": [0, 5]},
+            4,
+            "outside score_range [0, 5]",
+        ),
+        ("empty.csv", "sentence1,sentence2,score\na,b,1\n,d,2\n", "pairs", {}, 3, "non-empty text"),
+        (
+            "label.jsonl",
+            '{"sentence": "a", "label": "x"}\n{"sentence": "b", "label": 1.5}\n',
+            "labels",
+            {},
+            2,
+            "label 1.5",
+        ),
+        ("label.csv", "sentence,label\na,x\nb,\n", "labels", {}, 3, "label ''"),
+    ],
+)
 def test_errors_name_the_file_and_line(tmp_path, name, content, kind, options, line, fragment):
     path = tmp_path / name
     path.write_text(content)
@@ -249,17 +283,20 @@ def test_a_missing_file_is_listed_and_fails_on_load(tmp_path):
     assert str(path) in str(caught.value)
 
 
-@pytest.mark.parametrize("name,options,fragment", [
-    ("STSBenchmark", {}, "task 'STSBenchmark' of the 'sts' task plugin"),
-    ("sick-r", {}, "alias 'SICK-R'"),
-    ("transfer", {}, "group 'transfer'"),
-    ("files", {}, "group 'files'"),
-    ("a/b", {}, "letters, digits"),
-    ("a" * 151, {}, "task name of 151 characters; use at most 150"),
-    ("ok", {"scor": "x"}, "unknown key(s) scor"),
-    ("ok", {"kind": "triples"}, "kind 'triples'"),
-    ("ok", {"score_range": [5, 0]}, "score_range [5, 0]"),
-])
+@pytest.mark.parametrize(
+    "name,options,fragment",
+    [
+        ("STSBenchmark", {}, "task 'STSBenchmark' of the 'sts' task plugin"),
+        ("sick-r", {}, "alias 'SICK-R'"),
+        ("transfer", {}, "group 'transfer'"),
+        ("files", {}, "group 'files'"),
+        ("a/b", {}, "letters, digits"),
+        ("a" * 151, {}, "task name of 151 characters; use at most 150"),
+        ("ok", {"scor": "x"}, "unknown key(s) scor"),
+        ("ok", {"kind": "triples"}, "kind 'triples'"),
+        ("ok", {"score_range": [5, 0]}, "score_range [5, 0]"),
+    ],
+)
 def test_bad_declarations_are_refused(tmp_path, name, options, fragment):
     with pytest.raises(InvalidInputError, match=re.escape(fragment)):
         register_file_task(name, tmp_path / "p.csv", **options)
@@ -274,11 +311,21 @@ def test_leaderboard_shows_file_tasks_even_where_no_paired_test_is_defined(tmp_p
     store = ResultStore(tmp_path)
     for encoder, (cos, g) in runs.items():
         score = 100 * spearmanr(cos, g)[0]
-        result = Result(encoder=encoder, task="my-pairs", main_score=score, main_metric="spearman",
-                        metrics={"spearman": score}, protocol={"variant": from_files.PAIRS_PROTOCOL},
-                        encoder_identity={"hash": encoder}, encoder_metadata={},
-                        data={"sha256": encoder, "root": "", "files": ["pairs.csv"], "verified": True},
-                        seed=1111, timings={}, versions={}, date="today")
+        result = Result(
+            encoder=encoder,
+            task="my-pairs",
+            main_score=score,
+            main_metric="spearman",
+            metrics={"spearman": score},
+            protocol={"variant": from_files.PAIRS_PROTOCOL},
+            encoder_identity={"hash": encoder},
+            encoder_metadata={},
+            data={"sha256": encoder, "root": "", "files": ["pairs.csv"], "verified": True},
+            seed=1111,
+            timings={},
+            versions={},
+            date="today",
+        )
         items = {"cosine": cos, "gold": g, "subset": np.zeros(len(g), np.int16), "subset_names": np.array(["test"])}
         store.save(replace(result, per_item=Evaluation({}, items, "sts")))
     board = render(store, None).split("## Tasks from files")[1]
@@ -296,24 +343,33 @@ def configure(project: Path, files: Path) -> None:
     (project / "benchharness.toml").write_text(
         '[paths]\ncache_dir = ".cache"\n\n'
         f'[tasks.my-pairs]\nfile = "{rel}/pairs.csv"\nscore_range = [0, 5]\n\n'
-        f'[tasks.my-labels]\nkind = "labels"\nfile = "{rel}/topics.jsonl"\n')
+        f'[tasks.my-labels]\nkind = "labels"\nfile = "{rel}/topics.jsonl"\n'
+    )
 
 
-TOPICS = {"animal": "dog cat horse bird cow fish sheep lion tiger bear wolf duck",
-          "food": "bread cheese rice soup apple cake meat pizza salad fruit pasta egg",
-          "weather": "rain snow wind storm sun cloud fog heat cold ice thunder frost"}
+TOPICS = {
+    "animal": "dog cat horse bird cow fish sheep lion tiger bear wolf duck",
+    "food": "bread cheese rice soup apple cake meat pizza salad fruit pasta egg",
+    "weather": "rain snow wind storm sun cloud fog heat cold ice thunder frost",
+}
 
 
 def topic_rows() -> list[dict[str, str]]:
     """Twelve sentences of each of three topics: enough for the default config's 10-fold."""
     frames = ["the {} is here", "i saw the {} today", "there was a {} outside", "we talked about the {}"]
-    return [{"sentence": frames[i % 4].format(word), "label": topic}
-            for topic, words in TOPICS.items() for i, word in enumerate(words.split())]
+    return [
+        {"sentence": frames[i % 4].format(word), "label": topic}
+        for topic, words in TOPICS.items()
+        for i, word in enumerate(words.split())
+    ]
 
 
 def table_rows(text: str, first: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
-            if line.startswith(f"| {first} ")]
+    return [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith(f"| {first} ")
+    ]
 
 
 def stored(project: Path, encoder: str, task: str) -> dict:
@@ -333,8 +389,13 @@ def test_declared_tasks_run_compare_list_and_rank_through_the_cli(project, tmp_p
     assert main(["list", "tasks"]) == 0
     listed = capsys.readouterr().out
     assert table_rows(listed, "my-pairs")[0][1:6] == ["files", "all", "spearman", "file-pairs-cosine", str(len(PAIRS))]
-    assert table_rows(listed, "my-labels")[0][1:6] == ["files", "all", "acc", "file-senteval-logreg-default",
-                                                       str(len(topic_rows()))]
+    assert table_rows(listed, "my-labels")[0][1:6] == [
+        "files",
+        "all",
+        "acc",
+        "file-senteval-logreg-default",
+        str(len(topic_rows())),
+    ]
 
     run = ["run", "--encoders", "glove-50d", "--tasks", "my-pairs,my-labels", "--quiet", "--no-cache"]
     assert main(run) == 0
@@ -366,8 +427,7 @@ def test_declared_tasks_run_compare_list_and_rank_through_the_cli(project, tmp_p
     board = capsys.readouterr().out.split("## Tasks from files")[1]
     header = next(line for line in board.splitlines() if line.startswith("| Encoder"))
     assert [c.strip() for c in header.strip("|").split("|")][2:] == ["my-labels", "my-pairs"]
-    assert table_rows(board, "glove-50d")[0][2:] == [f"{labels_result['main_score']:.2f}",
-                                                     f"{rerun['main_score']:.2f}"]
+    assert table_rows(board, "glove-50d")[0][2:] == [f"{labels_result['main_score']:.2f}", f"{rerun['main_score']:.2f}"]
 
 
 def test_a_table_that_takes_a_builtin_name_is_left_out_with_a_warning_naming_both(project, capsys):

@@ -19,8 +19,12 @@ ROWS = [
     ("7", "12", "13", "define love", "what is love", "1"),
 ]
 VECTORS = {
-    "best way to learn python": [1, 0, 0], "define love": [0, 1, 0], "same text": [0, 0, 1],
-    "meaning of love": [0.6, 0.8, 0], "other": [0, 0, -1], "what is love": [0, 1, 0.1],
+    "best way to learn python": [1, 0, 0],
+    "define love": [0, 1, 0],
+    "same text": [0, 0, 1],
+    "meaning of love": [0.6, 0.8, 0],
+    "other": [0, 0, -1],
+    "what is love": [0, 1, 0.1],
     "how do i learn python": [0.8, 0.6, 0],
 }
 
@@ -47,8 +51,14 @@ def test_reader_handles_quoted_newlines(qqp_root):
 def test_corpus_queries_and_hand_computed_scores(qqp_root):
     task = QQP()
     task.load(qqp_root)
-    assert task.corpus == ["best way to learn python", "define love", "same text", "meaning of love", "other",
-                           "what is love"]
+    assert task.corpus == [
+        "best way to learn python",
+        "define love",
+        "same text",
+        "meaning of love",
+        "other",
+        "what is love",
+    ]
     assert task.queries == ["how do i learn python", "what is love", "define love"]
     assert [r.tolist() for r in task.relevant] == [[0], [1, 3], [5]]
     out = task.evaluate(embed, 1111)
@@ -70,8 +80,9 @@ def test_search_matches_brute_force_with_exclusion_and_ties():
     exclude[0] = -1
     full = queries @ corpus.T
     for doc_block in (300, 7, 64):  # 7: the tied documents 3 and 10 fall in different blocks
-        scores, ids = top_k(queries, (corpus[i : i + doc_block] for i in range(0, 300, doc_block)), k=5,
-                            exclude=exclude, query_block=10)
+        scores, ids = top_k(
+            queries, (corpus[i : i + doc_block] for i in range(0, 300, doc_block)), k=5, exclude=exclude, query_block=10
+        )
         for i in range(37):
             s = full[i].astype(np.float64)
             if exclude[i] >= 0:
@@ -108,6 +119,7 @@ def test_missing_file_says_how_to_get_it(tmp_path):
 def test_bad_row_names_file_and_line(tmp_path):
     (tmp_path / "qqp").mkdir()
     (tmp_path / "qqp" / "quora_duplicate_questions.tsv").write_text(
-        "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n1\t1\t2\ta\tb\tyes\n")
+        "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n1\t1\t2\ta\tb\tyes\n"
+    )
     with pytest.raises(DataError, match=r"quora_duplicate_questions.tsv:2"):
         QQP().load(DataRoot(tmp_path))

@@ -35,11 +35,13 @@ def no_registrations(monkeypatch):
 def write_beir(folder: Path, corpus, queries, qrels, split: str = "test") -> Path:
     """A BEIR folder: corpus rows (id, title, text), query rows (id, text), qrels (query, doc, score)."""
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n"
-                                                 for i, t, x in corpus))
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in corpus)
+    )
     (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": x}) + "\n" for i, x in queries))
-    (folder / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n"
-                                                   + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in qrels))
+    (folder / "qrels" / f"{split}.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in qrels)
+    )
     return folder
 
 
@@ -55,16 +57,36 @@ def unit_cosines(queries: np.ndarray, docs: np.ndarray) -> np.ndarray:
     return q @ d.T
 
 
-WORDS = ["river", "stone", "light", "garden", "music", "paper", "winter", "market", "silver", "forest", "engine",
-         "letter", "window", "ocean"]
+WORDS = [
+    "river",
+    "stone",
+    "light",
+    "garden",
+    "music",
+    "paper",
+    "winter",
+    "market",
+    "silver",
+    "forest",
+    "engine",
+    "letter",
+    "window",
+    "ocean",
+]
 
 
 def random_folder(tmp_path: Path):
     """150 documents (some titled), 14 queries, graded judgements 0-3: one query judged only 0
     (dropped), one not judged at all, relevant documents also beyond rank 100."""
     rng = np.random.default_rng(31)  # a draw whose top-101 cosines differ by more than 1e-5 (asserted)
-    corpus = [(f"doc{i}", " ".join(rng.choice(WORDS, 2)) if i % 3 == 0 else "",
-               f"passage {i}: " + " ".join(rng.choice(WORDS, 6))) for i in range(150)]
+    corpus = [
+        (
+            f"doc{i}",
+            " ".join(rng.choice(WORDS, 2)) if i % 3 == 0 else "",
+            f"passage {i}: " + " ".join(rng.choice(WORDS, 6)),
+        )
+        for i in range(150)
+    ]
     queries = [(f"q{i}", f"question {i}: " + " ".join(rng.choice(WORDS, 4))) for i in range(14)]
     qrels = []
     for q, _ in queries[:12]:
@@ -101,10 +123,12 @@ def test_retrieval_metrics_are_pytrec_evals_on_independent_cosines(tmp_path):
     run10 = {q: dict(sorted(docs.items(), key=lambda kv: -kv[1])[:10]) for q, docs in run.items()}
     full = pytrec_eval.RelevanceEvaluator(qrels_dict, {"ndcg_cut.10", "map_cut.100", "recall.100"}).evaluate(run)
     first10 = pytrec_eval.RelevanceEvaluator(qrels_dict, {"recip_rank"}).evaluate(run10)  # MRR@10
-    expected = {"ndcg@10": [full[q]["ndcg_cut_10"] for q in scored],
-                "map@100": [full[q]["map_cut_100"] for q in scored],
-                "recall@100": [full[q]["recall_100"] for q in scored],
-                "mrr@10": [first10[q]["recip_rank"] for q in scored]}
+    expected = {
+        "ndcg@10": [full[q]["ndcg_cut_10"] for q in scored],
+        "map@100": [full[q]["map_cut_100"] for q in scored],
+        "recall@100": [full[q]["recall_100"] for q in scored],
+        "mrr@10": [first10[q]["recip_rank"] for q in scored],
+    }
     assert evaluation.kind == "ranking" and set(evaluation.items) == set(expected)
     for key, values in expected.items():
         np.testing.assert_allclose(evaluation.items[key], values, atol=1e-6, rtol=0, err_msg=key)
@@ -134,8 +158,13 @@ def test_graded_gain_is_linear_and_ties_follow_corpus_order(tmp_path):
 def test_split_option_and_listing_reads_no_corpus(tmp_path):
     """``split`` picks the qrels file; the task lists its query count from the qrels alone, so a
     corpus that cannot be read fails at load, not when tasks are listed."""
-    folder = write_beir(tmp_path / "b", [("d0", "", "x"), ("d1", "", "y")], [("q0", "a"), ("q1", "b")],
-                        [("q0", "d0", 1), ("q1", "d1", 1)], split="dev")
+    folder = write_beir(
+        tmp_path / "b",
+        [("d0", "", "x"), ("d1", "", "y")],
+        [("q0", "a"), ("q1", "b")],
+        [("q0", "d0", 1), ("q1", "d1", 1)],
+        split="dev",
+    )
     (folder / "corpus.jsonl").write_text('{"_id": "d0", "text": "x"}\nnot json\n')
     register_file_task("dev-beir", folder, kind="retrieval", split="dev")
     task = tasks.get("dev-beir")
@@ -161,16 +190,22 @@ def reranking_lines():
     for i in range(30):
         n_pos, n_neg = int(rng.integers(1, 4)), int(rng.integers(1, 15))
         words = lambda k: " ".join(rng.choice(WORDS, k))
-        lines.append({"query": f"query {i} {words(3)}", "positive": [f"pos {i}.{j} {words(5)}" for j in range(n_pos)],
-                      "negative": [f"neg {i}.{j} {words(5)}" for j in range(n_neg)]})
+        lines.append(
+            {
+                "query": f"query {i} {words(3)}",
+                "positive": [f"pos {i}.{j} {words(5)}" for j in range(n_pos)],
+                "negative": [f"neg {i}.{j} {words(5)}" for j in range(n_neg)],
+            }
+        )
     return lines
 
 
 def test_reranking_map_is_sklearns_average_precision_and_mrr_at_10_by_hand(tmp_path):
     lines = reranking_lines()
     skipped = {"query": "nothing to rank against", "positive": ["a lone positive"], "negative": []}
-    register_file_task("my-rerank", write_reranking(tmp_path / "r.jsonl", [*lines[:5], skipped, *lines[5:]]),
-                       kind="reranking")
+    register_file_task(
+        "my-rerank", write_reranking(tmp_path / "r.jsonl", [*lines[:5], skipped, *lines[5:]]), kind="reranking"
+    )
     task = loaded("my-rerank")
     encoder = HashEncoder(dim=8)
     evaluation = task.evaluate_items(lambda s, role=None: encoder.encode(s), 1111)
@@ -194,8 +229,13 @@ def test_reranking_map_is_sklearns_average_precision_and_mrr_at_10_by_hand(tmp_p
 
 def test_reranking_ties_go_against_the_positives(tmp_path):
     """A constant encoder ties every candidate: the positives rank last, so it scores its worst."""
-    register_file_task("tied", write_reranking(tmp_path / "t.jsonl", [
-        {"query": "q", "positive": ["p1", "p2"], "negative": ["n1", "n2", "n3"]}]), kind="reranking")
+    register_file_task(
+        "tied",
+        write_reranking(
+            tmp_path / "t.jsonl", [{"query": "q", "positive": ["p1", "p2"], "negative": ["n1", "n2", "n3"]}]
+        ),
+        kind="reranking",
+    )
     metrics = loaded("tied").evaluate(lambda s, role=None: np.ones((len(s), 3), np.float32), 0)
     assert metrics["map"] == pytest.approx(100 * (1 / 4 + 2 / 5) / 2) and metrics["mrr@10"] == pytest.approx(25.0)
 
@@ -208,23 +248,40 @@ QUERIES = '{"_id": "q1", "text": "first"}\n'
 QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t1\n"
 
 
-@pytest.mark.parametrize("name,corpus,queries,qrels,line,fragment", [
-    ("corpus.jsonl", CORPUS + '{"_id": "d1", "text": "again"}\n', QUERIES, QRELS, 3, "id 'd1' again (first on line 1)"),
-    ("queries.jsonl", CORPUS, QUERIES + '\n{"_id": "q1", "text": "again"}\n', QRELS, 3, "id 'q1' again"),
-    ("corpus.jsonl", CORPUS + '{"_id": "d3", "text": "three"\n', QUERIES, QRELS, 3, "not JSON"),
-    ("corpus.jsonl", CORPUS + '["d3", "three"]\n', QUERIES, QRELS, 3, "a JSON list"),
-    ("corpus.jsonl", CORPUS + '{"_id": "d3", "body": "three"}\n', QUERIES, QRELS, 3, "no key 'text'"),
-    ("corpus.jsonl", '{"title": "t", "text": "x"}\n', QUERIES, QRELS, 1, "no key '_id'"),
-    ("corpus.jsonl", CORPUS + '{"_id": "d3", "title": "", "text": " "}\n', QUERIES, QRELS, 3, "neither title nor text"),
-    ("queries.jsonl", CORPUS, '{"_id": "q1", "text": ""}\n', QRELS, 1, "expected non-empty text"),
-    ("test.tsv", CORPUS, QUERIES, QRELS + "q9\td1\t1\n", 3, "query id 'q9' is not in"),
-    ("test.tsv", CORPUS, QUERIES, QRELS + "q1\td9\t1\n", 3, "corpus id 'd9' is not in"),
-    ("test.tsv", CORPUS, QUERIES, QRELS + "q1\td1\t2\n", 3, "judged 2 here and 1 on line 2"),
-    ("test.tsv", CORPUS, QUERIES, QRELS + "q1\td2\t0.5\n", 3, "score '0.5' is not an integer"),
-    ("test.tsv", CORPUS, QUERIES, QRELS + "q1 d2 1\n", 3, "1 tab-separated field(s); expected 3"),
-    ("test.tsv", CORPUS, QUERIES, "q1\td1\t1\n", 1, "expected the header query-id corpus-id score"),
-    ("test.tsv", CORPUS, QUERIES, "", 1, "empty file"),
-])
+@pytest.mark.parametrize(
+    "name,corpus,queries,qrels,line,fragment",
+    [
+        (
+            "corpus.jsonl",
+            CORPUS + '{"_id": "d1", "text": "again"}\n',
+            QUERIES,
+            QRELS,
+            3,
+            "id 'd1' again (first on line 1)",
+        ),
+        ("queries.jsonl", CORPUS, QUERIES + '\n{"_id": "q1", "text": "again"}\n', QRELS, 3, "id 'q1' again"),
+        ("corpus.jsonl", CORPUS + '{"_id": "d3", "text": "three"\n', QUERIES, QRELS, 3, "not JSON"),
+        ("corpus.jsonl", CORPUS + '["d3", "three"]\n', QUERIES, QRELS, 3, "a JSON list"),
+        ("corpus.jsonl", CORPUS + '{"_id": "d3", "body": "three"}\n', QUERIES, QRELS, 3, "no key 'text'"),
+        ("corpus.jsonl", '{"title": "t", "text": "x"}\n', QUERIES, QRELS, 1, "no key '_id'"),
+        (
+            "corpus.jsonl",
+            CORPUS + '{"_id": "d3", "title": "", "text": " "}\n',
+            QUERIES,
+            QRELS,
+            3,
+            "neither title nor text",
+        ),
+        ("queries.jsonl", CORPUS, '{"_id": "q1", "text": ""}\n', QRELS, 1, "expected non-empty text"),
+        ("test.tsv", CORPUS, QUERIES, QRELS + "q9\td1\t1\n", 3, "query id 'q9' is not in"),
+        ("test.tsv", CORPUS, QUERIES, QRELS + "q1\td9\t1\n", 3, "corpus id 'd9' is not in"),
+        ("test.tsv", CORPUS, QUERIES, QRELS + "q1\td1\t2\n", 3, "judged 2 here and 1 on line 2"),
+        ("test.tsv", CORPUS, QUERIES, QRELS + "q1\td2\t0.5\n", 3, "score '0.5' is not an integer"),
+        ("test.tsv", CORPUS, QUERIES, QRELS + "q1 d2 1\n", 3, "1 tab-separated field(s); expected 3"),
+        ("test.tsv", CORPUS, QUERIES, "q1\td1\t1\n", 1, "expected the header query-id corpus-id score"),
+        ("test.tsv", CORPUS, QUERIES, "", 1, "empty file"),
+    ],
+)
 def test_retrieval_errors_name_the_file_and_line(tmp_path, name, corpus, queries, qrels, line, fragment):
     folder = tmp_path / "b"
     (folder / "qrels").mkdir(parents=True)
@@ -239,13 +296,18 @@ def test_retrieval_errors_name_the_file_and_line(tmp_path, name, corpus, queries
     assert message.startswith(f"{path.resolve()}:{line}: ") and fragment in message and "\n" not in message
 
 
-@pytest.mark.parametrize("setup,fragment", [
-    (lambda f: (f / "qrels" / "test.tsv").unlink(), "test.tsv: No such file (the qrels of split 'test'"),
-    (lambda f: (f / "corpus.jsonl").write_text("\n"), "corpus.jsonl: no documents"),
-    (lambda f: (f / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t0\n"),
-     "no query has a relevant document"),
-    (lambda f: (f / "queries.jsonl").unlink(), "queries.jsonl: No such file"),
-])
+@pytest.mark.parametrize(
+    "setup,fragment",
+    [
+        (lambda f: (f / "qrels" / "test.tsv").unlink(), "test.tsv: No such file (the qrels of split 'test'"),
+        (lambda f: (f / "corpus.jsonl").write_text("\n"), "corpus.jsonl: no documents"),
+        (
+            lambda f: (f / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t0\n"),
+            "no query has a relevant document",
+        ),
+        (lambda f: (f / "queries.jsonl").unlink(), "queries.jsonl: No such file"),
+    ],
+)
 def test_retrieval_folder_errors(tmp_path, setup, fragment):
     folder = write_beir(tmp_path / "b", [("d1", "", "one")], [("q1", "first")], [("q1", "d1", 1)])
     setup(folder)
@@ -255,15 +317,21 @@ def test_retrieval_folder_errors(tmp_path, setup, fragment):
     assert "\n" not in str(caught.value)
 
 
-@pytest.mark.parametrize("content,line,fragment", [
-    ('{"query": "q", "positive": [], "negative": ["n"]}\n', 1, "'positive' is empty"),
-    ('{"query": "q", "positive": ["p"], "negative": ["n"]}\n{"query": "q", "positive": "p", "negative": []}\n', 2,
-     "'positive' is 'p'; expected a list"),
-    ('{"query": "q", "positive": ["p"], "negative": ["n"]}\n{"query": "q", "positive": ["p"]\n', 2, "not JSON"),
-    ('{"query": "q", "negative": ["n"]}\n', 1, "no key 'positive'"),
-    ('{"query": "", "positive": ["p"], "negative": ["n"]}\n', 1, "'query' is ''"),
-    ('{"query": "q", "positive": ["p", 3], "negative": ["n"]}\n', 1, "'positive[1]' is 3"),
-])
+@pytest.mark.parametrize(
+    "content,line,fragment",
+    [
+        ('{"query": "q", "positive": [], "negative": ["n"]}\n', 1, "'positive' is empty"),
+        (
+            '{"query": "q", "positive": ["p"], "negative": ["n"]}\n{"query": "q", "positive": "p", "negative": []}\n',
+            2,
+            "'positive' is 'p'; expected a list",
+        ),
+        ('{"query": "q", "positive": ["p"], "negative": ["n"]}\n{"query": "q", "positive": ["p"]\n', 2, "not JSON"),
+        ('{"query": "q", "negative": ["n"]}\n', 1, "no key 'positive'"),
+        ('{"query": "", "positive": ["p"], "negative": ["n"]}\n', 1, "'query' is ''"),
+        ('{"query": "q", "positive": ["p", 3], "negative": ["n"]}\n', 1, "'positive[1]' is 3"),
+    ],
+)
 def test_reranking_errors_name_the_file_and_line(tmp_path, content, line, fragment):
     path = tmp_path / "r.jsonl"
     path.write_text(content)
@@ -274,13 +342,16 @@ def test_reranking_errors_name_the_file_and_line(tmp_path, content, line, fragme
     assert message.startswith(f"{path.resolve()}:{line}: ") and fragment in message and "\n" not in message
 
 
-@pytest.mark.parametrize("kind,options,fragment", [
-    ("retrieval", {"split": "../x"}, "split '../x'"),
-    ("retrieval", {"format": "csv"}, "unknown key(s) format for kind 'retrieval'"),
-    ("reranking", {"score_range": [0, 1]}, "unknown key(s) score_range"),
-    ("pairs", {"instruction": 3}, "instruction 3"),
-    ("pairs", {"split": "dev"}, "unknown key(s) split"),
-])
+@pytest.mark.parametrize(
+    "kind,options,fragment",
+    [
+        ("retrieval", {"split": "../x"}, "split '../x'"),
+        ("retrieval", {"format": "csv"}, "unknown key(s) format for kind 'retrieval'"),
+        ("reranking", {"score_range": [0, 1]}, "unknown key(s) score_range"),
+        ("pairs", {"instruction": 3}, "instruction 3"),
+        ("pairs", {"split": "dev"}, "unknown key(s) split"),
+    ],
+)
 def test_bad_ranking_declarations_are_refused(tmp_path, kind, options, fragment):
     with pytest.raises(InvalidInputError, match=re.escape(fragment)):
         register_file_task("ok", tmp_path / "x.jsonl", kind=kind, **options)
@@ -330,7 +401,8 @@ def test_retrieval_and_reranking_run_compare_and_rank_through_the_cli(project, t
     (project / "benchharness.toml").write_text(
         '[paths]\ncache_dir = ".cache"\n\n'
         f'[tasks.my-beir]\nkind = "retrieval"\nfolder = "{rel}/small-beir"\n\n'
-        f'[tasks.my-rerank]\nkind = "reranking"\nfile = "{rel}/rerank.jsonl"\n')
+        f'[tasks.my-rerank]\nkind = "reranking"\nfile = "{rel}/rerank.jsonl"\n'
+    )
     assert main(["list", "tasks"]) == 0
     listed = capsys.readouterr().out
     assert table_rows(listed, "my-beir")[0][1:6] == ["files", "test", "ndcg@10", "file-beir-retrieval-cosine", "8"]
@@ -346,8 +418,11 @@ def test_retrieval_and_reranking_run_compare_and_rank_through_the_cli(project, t
     assert main(["compare", "glove-50d", "glove-50d+whitening", "--tasks", "files"]) == 0
     out = capsys.readouterr().out
     whitened = json.loads((project / "results" / "glove-50d+whitening" / "my-beir.json").read_text())["main_score"]
-    assert table_rows(out, "my-beir")[0][1:4] == [f"{stored['main_score']:.2f}", f"{whitened:.2f}",
-                                                  f"{stored['main_score'] - whitened:+.2f}"]
+    assert table_rows(out, "my-beir")[0][1:4] == [
+        f"{stored['main_score']:.2f}",
+        f"{whitened:.2f}",
+        f"{stored['main_score'] - whitened:+.2f}",
+    ]
     assert table_rows(out, "my-rerank")
     assert main(["leaderboard"]) == 0
     board = capsys.readouterr().out.split("## Tasks from files")[1]
@@ -360,5 +435,8 @@ def test_retrieval_and_reranking_run_compare_and_rank_through_the_cli(project, t
 
 
 def table_rows(text: str, first: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
-            if line.startswith(f"| {first} ")]
+    return [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith(f"| {first} ")
+    ]

@@ -9,11 +9,21 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.tasks.sts import STSYear
 
 
-@pytest.mark.parametrize("name,pairs", [
-    ("STS12", 3108), ("STS13", 1500), ("STS14", 3750), ("STS15", 3000), ("STS16", 1186),
-    ("STSBenchmark", 1379), ("SICKRelatedness", 4927), ("STSBenchmark-dev", 1500),
-    ("SICKRelatedness-trial", 500), ("STSBenchmark-raw", 1379),
-])
+@pytest.mark.parametrize(
+    "name,pairs",
+    [
+        ("STS12", 3108),
+        ("STS13", 1500),
+        ("STS14", 3750),
+        ("STS15", 3000),
+        ("STS16", 1186),
+        ("STSBenchmark", 1379),
+        ("SICKRelatedness", 4927),
+        ("STSBenchmark-dev", 1500),
+        ("SICKRelatedness-trial", 500),
+        ("STSBenchmark-raw", 1379),
+    ],
+)
 def test_pair_counts_match_published(data_dir, name, pairs):
     task = tasks.get(name)
     task.load(DataRoot(data_dir))
@@ -26,8 +36,11 @@ def test_sts_subsets_and_gold_filtering(data_dir):
     task.load(DataRoot(data_dir))
     assert list(task.subsets) == ["answer-answer", "headlines", "plagiarism", "postediting", "question-question"]
     # STS16 inputs hold 9183 lines, of which only 1186 carry a gold score (SemEval released the rest unscored)
-    raw = sum(1 for f in (data_dir / "senteval/STS/STS16-en-test").glob("STS.input.*.txt")
-              for _ in f.read_text(encoding="utf8").splitlines())
+    raw = sum(
+        1
+        for f in (data_dir / "senteval/STS/STS16-en-test").glob("STS.input.*.txt")
+        for _ in f.read_text(encoding="utf8").splitlines()
+    )
     assert raw == 9183
 
 

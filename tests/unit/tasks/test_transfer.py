@@ -24,8 +24,12 @@ def test_blank_lines_count_as_senteval_counts_them():
     assert (len(mpqa), sum(1 for t in mpqa if t)) == (10606, 10603)
 
 
-@needs_data("senteval/MR/rt-polarity.pos", "senteval/SST/binary/sentiment-train", "senteval/TREC/TREC_10.label",
-            "senteval/MRPC/msr_paraphrase_train.txt")
+@needs_data(
+    "senteval/MR/rt-polarity.pos",
+    "senteval/SST/binary/sentiment-train",
+    "senteval/TREC/TREC_10.label",
+    "senteval/MRPC/msr_paraphrase_train.txt",
+)
 def test_all_tasks_load_with_published_sizes():
     data = DataRoot(DATA)
     sizes = {}
@@ -50,8 +54,9 @@ def test_latin1_bom_header_and_trec_coarse_labels(tmp_path):
     (tmp_path / "trec").write_bytes("NUM:dist How far is it ?\nHUM:ind Who was he ?\n".encode("latin-1"))
     texts, labels = read_trec(tmp_path / "trec")
     assert texts == [["How", "far", "is", "it", "?"], ["Who", "was", "he", "?"]] and labels == [5, 3]
-    (tmp_path / "mrpc").write_text("\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-                                   "1\t1\t2\tA b .\tA  c .\n0\t3\t4\tx\ty z\n", encoding="utf-8")
+    (tmp_path / "mrpc").write_text(
+        "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tA b .\tA  c .\n0\t3\t4\tx\ty z\n", encoding="utf-8"
+    )
     a, b, y = read_mrpc(tmp_path / "mrpc")
     assert a == [["A", "b", "."], ["x"]] and b == [["A", "c", "."], ["y", "z"]] and y == [1, 0]
     (tmp_path / "bad").write_text("WHAT:x is this\n")

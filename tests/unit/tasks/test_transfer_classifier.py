@@ -51,7 +51,7 @@ class ReferenceLogReg:
             for _ in range(self.cfg.epoch_size):
                 perm = np.random.permutation(len(X))
                 for i in range(0, len(X), self.cfg.batch_size):
-                    idx = torch.as_tensor(perm[i:i + self.cfg.batch_size])
+                    idx = torch.as_tensor(perm[i : i + self.cfg.batch_size])
                     loss = self.loss(self.model(X[idx]), y[idx])
                     self.optimizer.zero_grad()
                     loss.backward()
@@ -100,10 +100,12 @@ def test_batched_fits_match_single_model_reference(cfg_name):
                 acc = ref.fit(X[tr], y[tr], validation_data=(X[dv], y[dv]))
             assert trained.dev_accuracy[g, k] == acc
             assert trained.epochs[g, k] == ref.nepoch
-            np.testing.assert_allclose(trained.weight[g, k].numpy(), ref.model.weight.detach().numpy().T,
-                                       rtol=1e-9, atol=1e-12)
-            np.testing.assert_allclose(trained.bias[g, k].numpy(), ref.model.bias.detach().numpy(),
-                                       rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(
+                trained.weight[g, k].numpy(), ref.model.weight.detach().numpy().T, rtol=1e-9, atol=1e-12
+            )
+            np.testing.assert_allclose(
+                trained.bias[g, k].numpy(), ref.model.bias.detach().numpy(), rtol=1e-9, atol=1e-12
+            )
 
 
 def test_tenacity_counter_is_never_reset():

@@ -71,8 +71,16 @@ def build(case: str, model: Path) -> tuple[torch.nn.Module, list[Any]]:
         from benchharness.encoders.methods.paser.model import PaSeR
 
         supervised = case == "paser-supervised"
-        method = PaSeR(encoder, tokenizer, augment="none", decoder_layers=1, decoder_heads=2, mlm_weight=0.0,
-                       supervised=supervised, checkpoint=source.path)
+        method = PaSeR(
+            encoder,
+            tokenizer,
+            augment="none",
+            decoder_layers=1,
+            decoder_heads=2,
+            mlm_weight=0.0,
+            supervised=supervised,
+            checkpoint=source.path,
+        )
         no_dropout(method)
         examples: list[Any] = list(SENTENCES)
         if supervised:  # (anchor, entailment, contradiction): the next and the previous sentence
@@ -121,9 +129,20 @@ def train(model: Path, out: Path) -> None:
             (out / f"{name}-dev-rank{rank}").touch()
             return -float((encoder.embeddings.position_embeddings.weight.detach() - start).norm())
 
-        config = TrainConfig(base=str(model), out=out / name, nproc=2, batch_size=4, max_length=32, lr=1e-3,
-                             max_steps=12, warmup_ratio=0.0, eval_every=3, patience=1, log_every=1,
-                             **settings)
+        config = TrainConfig(
+            base=str(model),
+            out=out / name,
+            nproc=2,
+            batch_size=4,
+            max_length=32,
+            lr=1e-3,
+            max_steps=12,
+            warmup_ratio=0.0,
+            eval_every=3,
+            patience=1,
+            log_every=1,
+            **settings,
+        )
         result = run(method, sentences, config, data={"name": "test sentences"}, dev=dev)
         torch.save({"steps": result.steps, "parameters": method.state_dict()}, out / f"{name}-rank{rank}.pt")
         return result

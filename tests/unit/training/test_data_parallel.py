@@ -37,8 +37,9 @@ TOLERANCE = 1e-4
 def launch(command: list[str], timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
     """Run ``command`` in a session of its own; on timeout, kill that session (torchrun and every
     process it started) and fail with what it printed."""
-    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          start_new_session=True) as proc:
+    with subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    ) as proc:
         try:
             output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -51,8 +52,19 @@ def launch(command: list[str], timeout: float = TIMEOUT) -> subprocess.Completed
 
 
 def torchrun(scenario: str, model: Path, out: Path) -> None:
-    launch([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(WORKER),
-            scenario, str(model), str(out)])
+    launch(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node=2",
+            str(WORKER),
+            scenario,
+            str(model),
+            str(out),
+        ]
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -75,19 +87,24 @@ def test_only_data_parallel_recipes_record_the_world_size_and_the_gather():
         assert (ddp.options["nproc"], ddp.options["negatives"]) == (2, "gather-grad")
         assert {k for k in ddp.options if ddp.options[k] != named.options.get(k)} == {"nproc", "negatives"}
         assert "--nproc 2" in recipes.command(ddp)
-    detached = recipes.derive("simcse", recipes.method_parser("simcse").parse_args(
-        ["--nproc", "2", "--negatives", "gather-detached"]), book)
+    detached = recipes.derive(
+        "simcse", recipes.method_parser("simcse").parse_args(["--nproc", "2", "--negatives", "gather-detached"]), book
+    )
     assert detached.options["negatives"] == "gather-detached" and detached.key != ddp.key
     assert not {"nproc", "negatives"} & set(TrainConfig(base="b", out=Path("o")).to_dict())
     assert TrainConfig(base="b", out=Path("o"), nproc=2, batch_size=8).to_dict()["nproc"] == 2
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["train", "simcse", "--nproc", "0"], "argument --nproc: must be a positive integer, got 0"),
-    (["train", "simcse", "--nproc", "3"], "batch size 32 does not split into 3 equal slices"),
-    (["train", "consert", "--negatives", "gather-detached"], "applies to data-parallel runs only"),
-    (["train", "defsent-plus", "--nproc", "2", "--negatives", "gather-grad"], "has no in-batch negatives"),
-], ids=["zero", "indivisible-batch", "negatives-alone", "defsent-negatives"])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "simcse", "--nproc", "0"], "argument --nproc: must be a positive integer, got 0"),
+        (["train", "simcse", "--nproc", "3"], "batch size 32 does not split into 3 equal slices"),
+        (["train", "consert", "--negatives", "gather-detached"], "applies to data-parallel runs only"),
+        (["train", "defsent-plus", "--nproc", "2", "--negatives", "gather-grad"], "has no in-batch negatives"),
+    ],
+    ids=["zero", "indivisible-batch", "negatives-alone", "defsent-negatives"],
+)
 def test_bad_process_layouts_are_refused_in_one_line_before_a_model_loads(argv, message, capsys, monkeypatch):
     from benchharness.cli import main
     from benchharness.encoders.methods import base_model
@@ -260,9 +277,31 @@ def test_train_nproc_launches_torchrun_and_records_the_data_parallel_recipe(tiny
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"{s} {i}\n" for i in range(2) for s in ddp_worker.SENTENCES))
     out = tmp_path / "run"
-    result = launch([sys.executable, "-m", "benchharness.cli", "train", "simcse", "--base", str(tiny_bert),
-                     "--data", f"text:{corpus}", "--nproc", "2", "--batch-size", "4", "--max-steps", "3",
-                     "--max-length", "16", "--eval-every", "0", "--out", str(out)])
+    result = launch(
+        [
+            sys.executable,
+            "-m",
+            "benchharness.cli",
+            "train",
+            "simcse",
+            "--base",
+            str(tiny_bert),
+            "--data",
+            f"text:{corpus}",
+            "--nproc",
+            "2",
+            "--batch-size",
+            "4",
+            "--max-steps",
+            "3",
+            "--max-length",
+            "16",
+            "--eval-every",
+            "0",
+            "--out",
+            str(out),
+        ]
+    )
     assert "torchrun --standalone --nproc-per-node 2 -m benchharness.cli train simcse" in result.stdout
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
     manifest = json.loads((out / "manifest.json").read_text())

@@ -36,8 +36,12 @@ def constant_dev(method, config) -> ConstantDev:
 def book(tmp_path, tiny_bert) -> recipes.RecipeBook:
     """A recipe file with one tiny SimCSE recipe on a random BERT and a text corpus."""
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("".join(f"sentence number {i} about {w} .\n" for i, w in
-                              enumerate(["cats", "dogs", "rain", "music", "trains", "bread", "chess", "rivers"] * 2)))
+    corpus.write_text(
+        "".join(
+            f"sentence number {i} about {w} .\n"
+            for i, w in enumerate(["cats", "dogs", "rain", "music", "trains", "bread", "chess", "rivers"] * 2)
+        )
+    )
     path = tmp_path / "recipes.toml"
     path.write_text(f'''
 [recipes.tiny]
@@ -95,17 +99,27 @@ def test_two_recipes_never_share_a_key():
     keys = {name: book.get(name).key for name in book.names()}
     assert len(set(keys.values())) == len(keys)
     paser = book.get("paser")
-    changed = [recipes.build("paser", MINILM_L3, "cpu", {k: v}, revision=L3_REVISION).key
-               for k, v in {"seed": 43, "lr": 1e-5, "top_k": 2, "data": "stsb-train", "max_steps": 99}.items()]
+    changed = [
+        recipes.build("paser", MINILM_L3, "cpu", {k: v}, revision=L3_REVISION).key
+        for k, v in {"seed": 43, "lr": 1e-5, "top_k": 2, "data": "stsb-train", "max_steps": 99}.items()
+    ]
     other_revision = recipes.build("paser", MINILM_L3, "cpu", {}, revision="0" * 40).key
     assert len({paser.key, *changed, other_revision}) == 7
 
 
 def test_same_recipe_same_key_in_another_process():
-    code = ("from benchharness.core.settings import apply_environment, load_config; apply_environment(load_config()); "
-            "from benchharness.training.recipes import load_book; print(load_book().get('consert-joint-unsup').key)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+    code = (
+        "from benchharness.core.settings import apply_environment, load_config; apply_environment(load_config()); "
+        "from benchharness.training.recipes import load_book; print(load_book().get('consert-joint-unsup').key)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+    )
     assert out.stdout.strip() == recipes.load_book().get("consert-joint-unsup").key
 
 
@@ -128,9 +142,12 @@ def test_flags_derive_a_new_recipe_with_its_own_key():
 
 
 #: each method's official optimizer step: (optimizer, correct_bias, adam_eps, weight_decay, grad_clip)
-OFFICIAL_STEPS = {"simcse": ("adamw-legacy", True, 1e-8, 0.0, 1.0), "paser": ("adamw-legacy", True, 1e-8, 0.0, 1.0),
-                  "consert": ("adamw-legacy", False, 1e-6, 0.01, 1.0),
-                  "defsent-plus": ("adamw-legacy", True, 1e-6, 0.0, 1.0)}
+OFFICIAL_STEPS = {
+    "simcse": ("adamw-legacy", True, 1e-8, 0.0, 1.0),
+    "paser": ("adamw-legacy", True, 1e-8, 0.0, 1.0),
+    "consert": ("adamw-legacy", False, 1e-6, 0.01, 1.0),
+    "defsent-plus": ("adamw-legacy", True, 1e-6, 0.0, 1.0),
+}
 
 
 def test_recipes_step_as_the_official_code_and_flags_change_the_step():
@@ -212,8 +229,22 @@ def test_no_train_prints_the_command(tmp_path, monkeypatch, capsys):
     from benchharness.cli import main
 
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))
-    assert main(["run", "--encoders", "paser-top1", "--tasks", "STSBenchmark-dev", "--no-train",
-                 "--results-dir", str(tmp_path / "results"), "--no-cache"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--encoders",
+                "paser-top1",
+                "--tasks",
+                "STSBenchmark-dev",
+                "--no-train",
+                "--results-dir",
+                str(tmp_path / "results"),
+                "--no-cache",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "benchharness train paser --recipe paser-top1\n" in err and "--no-train" in err
     assert "100 steps" in err  # the cpu preset's max_steps, with the time estimate
@@ -263,9 +294,15 @@ def test_estimate_is_steps_times_the_measured_seconds_per_step():
     assert scaled64 and per_step64 == pytest.approx(2 * row.seconds_per_step)
 
 
-@pytest.mark.parametrize("flags, kind", [("fpu avx avx2 avx512f avx512_bf16", "avx512-bf16"),
-                                         ("fpu avx avx2 amx_bf16", "avx512-bf16"), ("fpu avx avx2", "avx2"),
-                                         ("fpu sse2", "other")])
+@pytest.mark.parametrize(
+    "flags, kind",
+    [
+        ("fpu avx avx2 avx512f avx512_bf16", "avx512-bf16"),
+        ("fpu avx avx2 amx_bf16", "avx512-bf16"),
+        ("fpu avx avx2", "avx2"),
+        ("fpu sse2", "other"),
+    ],
+)
 def test_the_estimate_uses_the_throughput_row_of_this_cpu_kind(tmp_path, monkeypatch, flags, kind):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
@@ -314,8 +351,20 @@ def test_a_row_without_a_timed_evaluation_scales_another_kinds_by_the_step_times
     import dataclasses
 
     book = recipes.load_book()
-    timed = recipes.Throughput("simcse", "b", "cpu", 32, 32, seconds_per_step=0.5, steps=20, machine="m",
-                               command="c", date="d", cpu="avx512-bf16", seconds_per_evaluation=4.0)
+    timed = recipes.Throughput(
+        "simcse",
+        "b",
+        "cpu",
+        32,
+        32,
+        seconds_per_step=0.5,
+        steps=20,
+        machine="m",
+        command="c",
+        date="d",
+        cpu="avx512-bf16",
+        seconds_per_evaluation=4.0,
+    )
     untimed = dataclasses.replace(timed, seconds_per_step=0.75, cpu="avx2", seconds_per_evaluation=None)
     other = dataclasses.replace(timed, method="paser", seconds_per_evaluation=None)
     book = dataclasses.replace(book, throughput=(untimed, timed, other))

@@ -29,8 +29,10 @@ def test_each_seed_trains_in_its_own_folder_under_its_own_name(monkeypatch):
     fake = RecordingMethod()
     monkeypatch.setattr(training_cli, "_train_one", fake)
     assert training_cli.main(_args()) == 0
-    assert fake.calls == [(3, Path("runs/simcse-l3-s3"), "simcse-l3-s3"),
-                          (1, Path("runs/simcse-l3-s1"), "simcse-l3-s1")]
+    assert fake.calls == [
+        (3, Path("runs/simcse-l3-s3"), "simcse-l3-s3"),
+        (1, Path("runs/simcse-l3-s1"), "simcse-l3-s1"),
+    ]
     fake.calls.clear()
     training_cli.main(_args(seeds="7", name="mine"))
     assert fake.calls == [(7, Path("runs/simcse-l3-s7"), "mine-s7")]
@@ -54,6 +56,6 @@ def test_seeds_through_the_real_command_give_one_recipe_per_seed(capsys):
 
     assert main(["train", "simcse", "--seeds", "1,2", "--show"]) == 0
     out = capsys.readouterr().out
-    shown = [json.loads(block) for block in out.split("== seed ")[1:] for block in [block[block.index("{"):]]]
+    shown = [json.loads(block) for block in out.split("== seed ")[1:] for block in [block[block.index("{") :]]]
     assert [r["flags"]["seed"] for r in shown] == [1, 2] and [r["options"]["seed"] for r in shown] == [1, 2]
     assert len({r["key"] for r in shown}) == 2
