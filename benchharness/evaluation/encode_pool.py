@@ -31,7 +31,7 @@ RETRIES = 3
 IN_FLIGHT = 2
 
 #: what a pool gives the cache: chunks of sentences in, their vectors out, in order
-EncodeChunks = Callable[[Iterable[list[str]]], Iterator[np.ndarray]]
+EncodeChunks = Callable[[Iterable[list[str]], Role], Iterator[np.ndarray]]
 
 
 class IdentityMismatchError(UserError):
@@ -70,12 +70,10 @@ class Pool:
 
     def __call__(self, chunks: Iterable[list[str]], role: Role = DEFAULT) -> Iterator[np.ndarray]:
         pending: collections.deque = collections.deque()
-        turn = 0
-        for chunk in chunks:
+        for turn, chunk in enumerate(chunks):
             if len(pending) >= IN_FLIGHT * len(self.actors):
                 yield self.ray.get(pending.popleft())
             pending.append(self.actors[turn % len(self.actors)].encode.remote(chunk, role))
-            turn += 1
         while pending:
             yield self.ray.get(pending.popleft())
 
@@ -92,7 +90,7 @@ class ActorPools:
 
     def for_encoder(self, encoder: Encoder) -> EncodeChunks:
         """What encodes ``encoder``'s missing chunks: its pool, made when first called."""
-        return lambda chunks: self._pool(encoder)(chunks)
+        return lambda chunks, role=DEFAULT: self._pool(encoder)(chunks, role)
 
     def _pool(self, encoder: Encoder) -> Pool:
         if encoder.name in self._pools:
