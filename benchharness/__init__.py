@@ -29,9 +29,23 @@ Nothing is printed: messages go to the ``benchharness`` logger (silence them wit
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.version import __version__
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr__`` imports each on first use
+    from benchharness.core.encoder import Encoder
+    from benchharness.core.plugins import PLUGINS
+    from benchharness.core.results import Result
+    from benchharness.core.task import Evaluation, Task, TaskMetadata, TaskProvider
+    from benchharness.evaluation.evaluate import evaluate
+    from benchharness.evaluation.models import as_encoder
+    from benchharness.evaluation.results import EvaluationFailedError, Results, load_results
+    from benchharness.evaluation.run_settings import RunSettings
+    from benchharness.reporting.compare import Comparison, compare
+    from benchharness.tasks import get as get_task
+    from benchharness.tasks.from_files import register_file_task
+    from benchharness.training.evaluators import EvaluationCallback, STSEvaluator
 
 #: public name -> the module that defines it
 _EXPORTS = {
@@ -61,7 +75,30 @@ _EXPORTS = {
 #: exported under another name than the one its module gives it
 _RENAMED = {"get_task": "get"}
 
-__all__ = ["__version__", *_EXPORTS]
+#: spelled out (not built from ``_EXPORTS``) so that static tools read it; tests/unit/api/test_exports.py
+#: checks that it, ``_EXPORTS`` and the imports above name the same things
+__all__ = [
+    "PLUGINS",
+    "Comparison",
+    "Encoder",
+    "Evaluation",
+    "EvaluationCallback",
+    "EvaluationFailedError",
+    "Result",
+    "Results",
+    "RunSettings",
+    "STSEvaluator",
+    "Task",
+    "TaskMetadata",
+    "TaskProvider",
+    "__version__",
+    "as_encoder",
+    "compare",
+    "evaluate",
+    "get_task",
+    "load_results",
+    "register_file_task",
+]
 
 
 def __getattr__(name: str) -> Any:
