@@ -81,10 +81,8 @@ def _save(store: Path, entries: dict[str, dict]) -> None:
 
     if len(entries) > MAX_ENTRIES:
         entries = dict(list(entries.items())[-MAX_ENTRIES:])
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache folder: the digest is simply computed again next time
         write_json(store, {"format": FORMAT, "entries": entries}, indent=None)
-    except OSError:
-        pass  # a read-only cache folder: the digest is simply computed again next time
 
 
 def remembered(kind: str, files: Sequence[str | Path], compute: Callable[[], str], store: Path | None = None) -> str:

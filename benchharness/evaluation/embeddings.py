@@ -14,6 +14,7 @@ per role for an encoder with role prompts. Each group fills its own region of th
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import tempfile
@@ -380,7 +381,7 @@ def encode_groups(
             encoder,
             sentences,
             memory.region(offset, len(sentences)),
-            None if cached is None else lambda n, r=role, total=len(sentences): cached(r, total, n),
+            None if cached is None else functools.partial(cached, role, len(sentences)),
             role,
         )
         offset += len(sentences)

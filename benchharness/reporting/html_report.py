@@ -189,7 +189,7 @@ def significance_matrix(table: Table, store: ResultStore) -> tuple[str, int]:
             for j, column in enumerate(columns):
                 if (a.encoder, column.task) not in items or (b.encoder, column.task) not in items:
                     continue
-                (ra, ia), (rb, ib) = items[(a.encoder, column.task)], items[(b.encoder, column.task)]
+                (ra, ia), (_, ib) = items[(a.encoder, column.task)], items[(b.encoder, column.task)]
                 try:
                     p = column_test_p(column.task, column.metric or ra.main_metric, ia, ib)
                 except InvalidInputError:

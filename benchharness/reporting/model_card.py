@@ -122,8 +122,10 @@ def card(name: str, manifest: RunManifest, store: ResultStore, repo_id: str | No
     body = [
         f"# {html.escape(one_line(name))}",
         "",
-        f"A sentence encoder trained with **{html.escape(one_line(str(manifest.get('method', '?'))))}** by "
-        "benchharness and evaluated with the protocols of the method papers (SentEval STS and transfer).",
+        (
+            f"A sentence encoder trained with **{html.escape(one_line(str(manifest.get('method', '?'))))}** by "
+            "benchharness and evaluated with the protocols of the method papers (SentEval STS and transfer)."
+        ),
         "",
         "```python",
         "from sentence_transformers import SentenceTransformer",
@@ -131,29 +133,37 @@ def card(name: str, manifest: RunManifest, store: ResultStore, repo_id: str | No
         'embeddings = model.encode(["A man is playing a guitar."])',
         "```",
         "",
-        f"The modules pool with {md_code(str(pooling))}, as the scores below were computed; "
-        "cosine similarity compares sentences.",
+        (
+            f"The modules pool with {md_code(str(pooling))}, as the scores below were computed; "
+            "cosine similarity compares sentences."
+        ),
         "",
     ]
     if transductive:
         body += [
-            f"**Transductive.** The training corpus {md_code(transductive)} holds the unlabeled sentences of "
-            "the STS test sets scored below (STS12-16, STS-B test, SICK-R test): those scores are transductive, "
-            "as in ConSERT and PaSeR, and not comparable with those of a model that never saw the test "
-            "sentences.",
+            (
+                f"**Transductive.** The training corpus {md_code(transductive)} holds the unlabeled sentences of "
+                "the STS test sets scored below (STS12-16, STS-B test, SICK-R test): those scores are transductive, "
+                "as in ConSERT and PaSeR, and not comparable with those of a model that never saw the test "
+                "sentences."
+            ),
             "",
         ]
     body += [
         "## Training",
         "",
-        f"- recipe: {md_code(recipe.get('name') or 'recipe:' + str(recipe.get('key', '?')))} "
-        f"(key {md_code(str(recipe.get('key', '?')))})",
+        (
+            f"- recipe: {md_code(recipe.get('name') or 'recipe:' + str(recipe.get('key', '?')))} "
+            f"(key {md_code(str(recipe.get('key', '?')))})"
+        ),
         f"- command: {md_code(str(recipe.get('command', '?')))}",
         f"- base model: {md_code(str(base))} at revision {md_code(str(manifest.get('base_revision')))}",
         f"- training data: {md_code(json.dumps(manifest.get('data', {}), sort_keys=True))}"
         + (" (transductive: includes the STS test sentences, unlabeled)" if transductive else ""),
-        f"- steps: {training.get('steps', '?')}, selection: "
-        f"{md_code(json.dumps(manifest.get('selection', {}), sort_keys=True))}",
+        (
+            f"- steps: {training.get('steps', '?')}, selection: "
+            f"{md_code(json.dumps(manifest.get('selection', {}), sort_keys=True))}"
+        ),
         f"- code: {md_code(json.dumps(manifest.get('code_version', {}), sort_keys=True))}",
         "",
         "## Evaluation",

@@ -376,7 +376,7 @@ def resolve_options(method: str, flags: dict[str, Any], preset: str | None) -> d
         opts = PLUGINS.get("methods", method).options(args)
     except ValueError as exc:
         raise RecipeError(str(exc)) from None
-    defaults = {f: v for f, v in TrainConfig(base="-", out=Path("-")).to_dict().items()}
+    defaults = dict(TrainConfig(base="-", out=Path("-")).to_dict())
     merged = {**defaults, **opts}
     try:  # settings TrainConfig refuses (torch-adamw without bias correction...) are refused here, before a key
         config = TrainConfig(

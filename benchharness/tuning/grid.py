@@ -40,7 +40,7 @@ def parse_grid(text: str) -> list[float]:
     """``0:1:0.1`` (start:stop:step, stop included) or a comma list."""
     if ":" in text:
         start, stop, step = (float(x) for x in text.split(":"))
-        n = int(round((stop - start) / step)) + 1
+        n = round((stop - start) / step) + 1
         return [round(start + i * step, 6) for i in range(n)]
     return [float(x) for x in text.split(",") if x.strip()]
 

@@ -340,7 +340,8 @@ def train(
             if step % config.log_every == 0 or step == steps:
                 window = {}
             if config.eval_every is not None and dev is not None and (step % config.eval_every == 0 or step == steps):
-                if evaluate(step):
+                stop = evaluate(step)  # True once dev has not improved in ``patience`` evaluations
+                if stop:
                     state["stopped_early"] = True
                     if main:
                         bar.write(f"early stop: no dev improvement in {config.patience} evaluations")

@@ -75,7 +75,7 @@ class KeywordMasker:
 
     def prepare(self) -> None:
         """Count document frequencies now (part of fitting) rather than at the first mask."""
-        self._df
+        _ = self._df  # a cached property: reading it counts them once
 
     def idf(self, word: str) -> float:
         n, df = self._df

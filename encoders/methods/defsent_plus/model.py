@@ -80,7 +80,7 @@ def _checkpoint_tensor(folder: Path, name: str) -> torch.Tensor:
             from safetensors import safe_open
 
             with safe_open(str(path), "pt") as fh:
-                if name in fh.keys():
+                if name in fh.keys():  # noqa: SIM118 (safetensors' safe_open has keys() but no __contains__)
                     return fh.get_tensor(name)
         elif path.exists():
             state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
