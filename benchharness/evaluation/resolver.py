@@ -408,8 +408,7 @@ class Resolver:
                 }
             )
         for n, factory in sorted(postprocessors().items()):
-            doc = (factory.__doc__ or "").strip().splitlines()
-            rows.append(
-                {"name": f"+{n}", "source": "post-processor", "settings": "", "description": doc[0] if doc else ""}
-            )
+            # the docstring's first paragraph, on one line (a docstring's lines are wrapped at 120 columns)
+            summary = " ".join(inspect.cleandoc(factory.__doc__ or "").split("\n\n")[0].split())
+            rows.append({"name": f"+{n}", "source": "post-processor", "settings": "", "description": summary})
         return rows

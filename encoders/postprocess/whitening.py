@@ -97,5 +97,6 @@ class Whitening(PostProcessor):
 def whitening(
     base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT, data_dir: str | Path | None = None
 ) -> Whitening:
-    """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default: the fit's rank), fit=<corpus> (default train-splits)."""
+    """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default: the fit's rank),
+    fit=<corpus> (default train-splits)."""
     return Whitening(base, name, k=k, fit=fit, data_dir=data_dir)
