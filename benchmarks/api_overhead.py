@@ -40,34 +40,39 @@ NAME, MODEL, TASK = (
 )
 
 #: evaluates each kind of its comma list in turn, printing one JSON line per kind
+#: (argv: kinds, results folder, encoder name, task, hub id)
 CHILD = r"""
 import json, sys, time
+name, task, hub_id = sys.argv[3:6]
 for kind in sys.argv[1].split(","):
     out = sys.argv[2]
     t0 = time.perf_counter()
     if kind == "cli":
         from benchharness.cli import main
-        main(["run", "--encoders", %(name)r, "--tasks", %(task)r, "--no-cache", "--quiet", "--results-dir", out])
-        score = json.load(open(out + "/" + %(name)r + "/" + %(task)r + ".json"))["main_score"]
+        main(["run", "--encoders", name, "--tasks", task, "--no-cache", "--quiet", "--results-dir", out])
+        score = json.load(open(out + "/" + name + "/" + task + ".json"))["main_score"]
     else:
         import benchharness
         from huggingface_hub import snapshot_download
-        path = snapshot_download(%(model)r, local_files_only=True)
+        path = snapshot_download(hub_id, local_files_only=True)
         if kind == "name":
-            model, options = %(name)r, {}
+            model, options = name, {}
         elif kind == "encoder":
-            model, options = benchharness.as_encoder(%(name)r), {}
+            model, options = benchharness.as_encoder(name), {}
         elif kind in ("sentence-transformer", "callable"):
             from sentence_transformers import SentenceTransformer
             st = SentenceTransformer(path, device="cpu")
-            model, options = (st, {}) if kind == "sentence-transformer" else (lambda b: st.encode(b), {"identity": "l6"})
+            if kind == "sentence-transformer":
+                model, options = st, {}
+            else:
+                model, options = (lambda b: st.encode(b)), {"identity": "l6"}
         else:
             from transformers import AutoModel, AutoTokenizer
             model = AutoModel.from_pretrained(path)
             options = {"tokenizer": AutoTokenizer.from_pretrained(path), "pooling": "avg"}
-        score = benchharness.evaluate(model, %(task)r, **options).results[0].main_score
+        score = benchharness.evaluate(model, task, **options).results[0].main_score
     print(json.dumps({"score": score, "seconds": time.perf_counter() - t0}))
-""" % {"model": MODEL, "name": NAME, "task": TASK}
+"""
 
 
 def once(kinds: list[str]) -> dict[str, dict]:
@@ -76,7 +81,7 @@ def once(kinds: list[str]) -> dict[str, dict]:
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-c", CHILD, ",".join(kinds), out],
+            [sys.executable, "-c", CHILD, ",".join(kinds), out, NAME, TASK, MODEL],
             capture_output=True,
             text=True,
             check=True,

@@ -4,8 +4,9 @@ A synthetic corpus of 400k unit vectors of dimension 384 (the MiniLMs' size; QQP
 question2 texts) and a few thousand queries. The NumPy baseline is what one writes by hand: the
 full query x corpus score matrix, then argpartition + argsort for the top k. The faiss path is
 ``benchharness.scoring.top_k.top_k``, as QQP runs it: an ``IndexFlatIP`` per block of 65,536 documents,
-searched in query blocks, so memory holds one block of documents and one block of scores. Each runs in its own subprocess so that its peak memory is its own; the
-script checks that both return the same top-k ids.
+searched in query blocks, so memory holds one block of documents and one block of scores. Each runs
+in its own subprocess so that its peak memory is its own; the script checks that both return the same
+top-k ids.
 
     python benchmarks/faiss_search.py [--corpus 400000] [--queries 1000] [--dim 384] [--k 100]
 """

@@ -344,8 +344,10 @@ def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
             print(lines[-1], flush=True)
     lines += [
         "",
-        "| commit | recipe | precision | GFLOP/step | floor s | step s | ratio to floor | sentences/s | "
-        "s/dev evaluation | sentence-transformers sentences/s |",
+        (
+            "| commit | recipe | precision | GFLOP/step | floor s | step s | ratio to floor | sentences/s | "
+            "s/dev evaluation | sentence-transformers sentences/s |"
+        ),
         "|---" * 10 + "|",
     ]
     for r in rows:

@@ -47,16 +47,16 @@ from machine import SMOKE
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "transformers", "sentence_transformers", "scipy", "sklearn")
 
-#: the CLI, then the heavy libraries it left loaded (one JSON line on stderr)
+#: the CLI, then the top-level modules it left loaded (one JSON line on stderr)
 RUN = """
 import json, sys
 from benchharness.cli import main
 try:
     code = main(sys.argv[1:])
 finally:
-    print(json.dumps({"heavy": sorted({m.split(".")[0] for m in sys.modules} & set(%r))}), file=sys.stderr)
+    print(json.dumps({"loaded": sorted({m.split(".")[0] for m in sys.modules})}), file=sys.stderr)
 sys.exit(code)
-""" % (HEAVY,)
+"""
 
 
 def run_once(args: list[str], env: dict[str, str]) -> tuple[float, list[str]]:
@@ -65,7 +65,7 @@ def run_once(args: list[str], env: dict[str, str]) -> tuple[float, list[str]]:
     seconds = time.perf_counter() - start
     if out.returncode != 0:
         raise SystemExit(f"benchharness {' '.join(args)} failed ({out.returncode}):\n{out.stderr[-3000:]}")
-    return seconds, json.loads(out.stderr.strip().splitlines()[-1])["heavy"]
+    return seconds, sorted(set(json.loads(out.stderr.strip().splitlines()[-1])["loaded"]) & set(HEAVY))
 
 
 def encoded(results: Path) -> int:
