@@ -439,7 +439,7 @@ def test_exports_to_a_full_or_read_only_folder_are_one_line_and_keep_what_was_th
             "full/mteb",
             "No space left on device",
         )
-        assert not [p for p in (project / "full").rglob(".*.tmp")]  # no temporary file left behind
+        assert not list((project / "full").rglob(".*.tmp"))  # no temporary file left behind
 
 
 def test_training_onto_a_full_disk_names_the_file_that_did_not_fit(project, tiny_bert):

@@ -297,7 +297,7 @@ def test_concurrent_runs_encode_each_sentence_once(tmp_path):
         start_cli(project, *run_args("STSBenchmark", results=f"results{i}"), FAULTS_ENCODE_DELAY="1") for i in (1, 2)
     ]
     for proc in procs:
-        out, err = proc.communicate(timeout=300)
+        _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
     runs = [result(project, "STSBenchmark", results=f"results{i}") for i in (1, 2)]
     assert sum(r["timings"]["sentences_not_from_cache"] for r in runs) == len(unique_sentences())

@@ -91,8 +91,10 @@ def test_a_wheel_install_evaluates_beside_a_project_with_its_own_tasks_and_encod
         [
             sys.executable,
             "-c",
-            "import benchharness.encoders, benchharness.tasks as t; "
-            "print(benchharness.encoders.__file__); print(t.__file__)",
+            (
+                "import benchharness.encoders, benchharness.tasks as t; "
+                "print(benchharness.encoders.__file__); print(t.__file__)"
+            ),
         ],
         cwd=project,
         env=env,

@@ -57,7 +57,9 @@ def test_a_sentence_transformer_and_a_callable_around_it_score_as_its_st_spec(st
     model = SentenceTransformer(str(st_folder), device="cpu")
     assert score(benchharness.evaluate(model, TASK)) == by_name
     for convert in (np.asarray, torch.tensor, lambda a: a.tolist()):
-        out = benchharness.evaluate(lambda batch: convert(model.encode(batch)), TASK, identity="tiny-st")
+        out = benchharness.evaluate(
+            lambda batch, convert=convert: convert(model.encode(batch)), TASK, identity="tiny-st"
+        )
         assert score(out) == pytest.approx(by_name, abs=1e-6)
 
 

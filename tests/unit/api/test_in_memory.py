@@ -4,6 +4,7 @@ and an in-memory model's weights are hashed once per call."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -135,7 +136,7 @@ def test_settings_are_one_checked_value():
     for bad in ({"overwrite": "sometimes"}, {"batch_size": 0}, {"seed": -1}, {"encode_actors": 2}):
         with pytest.raises(InvalidInputError):
             benchharness.RunSettings(**bad)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         settings.seed = 5  # frozen
 
 

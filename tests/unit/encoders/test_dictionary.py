@@ -70,7 +70,7 @@ def test_readers_and_errors(tmp_path):
     bad.write_text("word\texample\tdefinition\nbroken line without tabs\n")
     with pytest.raises(ValueError, match=r"bad.txt:2: expected 3"):
         read_oxford(bad)
-    with pytest.raises(FileNotFoundError, match="train.txt is missing"):
+    with pytest.raises(FileNotFoundError, match=r"train\.txt is missing"):
         load_sources(["oxford-train"], tmp_path)
     with pytest.raises(ValueError, match="unknown dictionary source"):
         load_sources(["webster"], tmp_path)

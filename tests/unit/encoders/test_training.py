@@ -34,17 +34,17 @@ TEXTS = [
 
 
 def _config(tmp_path, name="run", **kw) -> TrainConfig:
-    base = dict(
-        base="unused",
-        out=tmp_path / name,
-        batch_size=8,
-        lr=1e-3,
-        warmup_ratio=0.0,
-        eval_every=None,
-        eval_at_start=False,
-        log_every=1,
-        threads=1,
-    )
+    base = {
+        "base": "unused",
+        "out": tmp_path / name,
+        "batch_size": 8,
+        "lr": 1e-3,
+        "warmup_ratio": 0.0,
+        "eval_every": None,
+        "eval_at_start": False,
+        "log_every": 1,
+        "threads": 1,
+    }
     base.update(kw)
     return TrainConfig(**base)
 

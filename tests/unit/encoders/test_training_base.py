@@ -70,7 +70,7 @@ def test_a_base_with_a_missing_weight_is_refused_by_training_and_hf_alike(tiny_b
     with pytest.raises(UserError) as training:
         load_base(str(damaged))
     with pytest.raises(UserError) as evaluation:
-        HFEncoder("t", str(damaged), pooling="avg").model
+        _ = HFEncoder("t", str(damaged), pooling="avg").model  # the model loads on first use
     message = str(training.value)
     assert "\n" not in message and MISSING in message and "1 encoder weights of BertModel" in message
     assert str(evaluation.value) == message  # one loader, one refusal
@@ -101,7 +101,7 @@ def test_a_pooler_less_checkpoint_loads_where_the_pooler_is_unused():
     assert encoder.model.pooler is not None  # loaded, its pooler newly initialised and unused
     model, tokenizer, _ = load_base(MINILM_L3)  # a base: the method trains the pooler or pools without it
     assert type(model).__name__ == "BertModel" and tokenizer.vocab_size == 30522
-    with pytest.raises(ValueError, match="pooling 'cls' on .*no pooler weights"):
+    with pytest.raises(ValueError, match=r"pooling 'cls' on .*no pooler weights"):
         HFEncoder("t", MINILM_L3, pooling="cls")
 
 

@@ -150,19 +150,19 @@ def test_wrong_row_count_nan_and_bad_arrays_are_refused_naming_the_file(tmp_path
     ):
         PrecomputedVectors("v", tmp_path)
     np.save(tmp_path / VECTORS, good.astype(np.float64) * 1e39)  # finite in float64, infinite as float32
-    with pytest.raises(InvalidInputError, match="row 0 .*not finite"):
+    with pytest.raises(InvalidInputError, match=r"row 0 .*not finite"):
         PrecomputedVectors("v", tmp_path)
     np.save(tmp_path / VECTORS, np.arange(n * 3).reshape(n, 3))
     with pytest.raises(InvalidInputError, match=rf"shape \({n}, 3\) of int64; expected a float array"):
         PrecomputedVectors("v", tmp_path)
     np.save(tmp_path / VECTORS, np.array([object()] * n), allow_pickle=True)
-    with pytest.raises(InvalidInputError, match="not a float array saved by numpy.save"):
+    with pytest.raises(InvalidInputError, match=r"not a float array saved by numpy\.save"):
         PrecomputedVectors("v", tmp_path)
     # the failure of a bad file is contained like any broken encoder's: the tasks fail with its message
     results = benchharness.evaluate(f"vectors:{tmp_path}", [PairTask()], errors="keep")
     assert "not a float array" in results.failed[0].message
     (tmp_path / VECTORS).unlink()
-    with pytest.raises(MissingFileError, match="vectors.npy not found; encode the lines of"):
+    with pytest.raises(MissingFileError, match=r"vectors\.npy not found; encode the lines of"):
         PrecomputedVectors("v", tmp_path)
 
 
@@ -279,10 +279,10 @@ def test_the_spec_is_checked_before_anything_is_read(tmp_path):
     from benchharness.evaluation.resolver import Resolver
 
     resolver = Resolver()
-    with pytest.raises(MissingFileError, match="sentences.jsonl not found; write it with `benchharness sentences"):
+    with pytest.raises(MissingFileError, match=r"sentences\.jsonl not found; write it with `benchharness sentences"):
         resolver.check(f"vectors:{tmp_path}")
     (tmp_path / "v.csv").write_text("text,vector\n")
-    with pytest.raises(InvalidInputError, match="neither a folder nor a .jsonl or .parquet file"):
+    with pytest.raises(InvalidInputError, match=r"neither a folder nor a \.jsonl or \.parquet file"):
         resolver.check(f"vectors:{tmp_path / 'v.csv'}")
 
 

@@ -366,7 +366,7 @@ def test_an_encoder_error_is_not_taken_for_a_cache_failure(tmp_path):
         def encode(self, sentences):
             raise FileNotFoundError("vectors.txt")
 
-    with pytest.raises(FileNotFoundError, match="vectors.txt"):
+    with pytest.raises(FileNotFoundError, match=r"vectors\.txt"):
         CachingEncoder(Missing(), EmbeddingCache(tmp_path)).encode(["a"])
 
 

@@ -162,7 +162,7 @@ def test_a_qqp_run_from_disk_scores_what_the_in_memory_run_scores(tmp_path, cach
         ]
     finally:
         qqp.DOC_BLOCK = old
-    memory, disk = (list(r)[0] for r in runs)
+    memory, disk = (next(iter(r)) for r in runs)
     assert memory.metrics["n_corpus"] == 5000 and memory.metrics["n_queries"] > 100
     assert disk.metrics == memory.metrics
 

@@ -92,7 +92,7 @@ def test_top_pc_variance_share_by_hand():
     assert analysis.top_pc_variance_share(x, 2) == pytest.approx(1.0)
     line = np.outer(np.arange(5.0), [1.0, 2.0, -1.0])
     assert analysis.top_pc_variance_share(line, 1) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="k must lie in 1..2"):
+    with pytest.raises(ValueError, match=r"k must lie in 1\.\.2"):
         analysis.top_pc_variance_share(x, 3)
 
 

@@ -260,7 +260,7 @@ def test_html_shows_the_prompts_and_instruction_as_text_never_markup(tmp_path):
     fragment = _Page()
     fragment.feed(html_tables(build(prompted, None)))
     assert "script" not in fragment.tags and "b" not in fragment.tags
-    assert {k: v for k, v in map(_value, (c for c in fragment.codes if c.startswith("query_prompt=")))} == {
+    assert dict(map(_value, (c for c in fragment.codes if c.startswith("query_prompt=")))) == {
         "query_prompt": HOSTILE["query_prompt"]
     }
     assert (

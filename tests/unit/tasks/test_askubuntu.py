@@ -121,5 +121,5 @@ def test_missing_texts_explain_where_to_get_them(tmp_path):
 def test_malformed_annotation_line(tmp_path):
     bad = tmp_path / "test.txt"
     bad.write_text("1\t2\t2 3\t1.0\n")
-    with pytest.raises(DataError, match="test.txt:1: 2 candidates but 1 BM25"):
+    with pytest.raises(DataError, match=r"test\.txt:1: 2 candidates but 1 BM25"):
         read_annotations(bad)

@@ -86,7 +86,7 @@ def test_defsent_rounds_are_one_training_and_two_stage_bases_are_recipes():
     assert final.key == r2.key and (final.encoder_round, r2.encoder_round) == (3, 2)
     assert recipes.command(r2) == "benchharness train defsent-plus"
     assert r2.options["round_lrs"] == "5e-05,4e-05,3e-05"  # the paper's BERT-base schedule
-    with pytest.raises(recipes.RecipeError, match="round 4 outside 1..3"):
+    with pytest.raises(recipes.RecipeError, match=r"round 4 outside 1\.\.3"):
         book.get("defsent-plus-r4")
     assert book.lookup("paser-r2") is None  # rounds belong to DefSent+ only
     sup_unsup = book.get("consert-sup-unsup")
@@ -284,7 +284,7 @@ def test_estimate_is_steps_times_the_measured_seconds_per_step():
     found = on_demand.measured(paser, book, "cpu")
     assert found is not None
     per_step, row, scaled = found
-    assert not scaled and row.batch_size == 32
+    assert not scaled and row.batch_size == 32 and per_step == row.seconds_per_step
     est = on_demand.estimate(paser, book, "cpu")
     per_evaluation = on_demand.evaluation_seconds(row, book)
     evaluations = 3 * per_evaluation[0] if per_evaluation is not None else 0.0
