@@ -108,6 +108,21 @@ def description(script: Path) -> str:
     return "\n\n".join(taken)
 
 
+def machine_and_load(machine: str) -> tuple[str, str]:
+    """The head line's machine part split for the summary table: the machine and CPU kind, and the
+    load average at start (with "not idle" where the line says so). The head line's forms over time:
+    ``2-core AMD EPYC (avx512-bf16); load 0.57 at start (NOT idle: ...)``, ``idle 2-core AMD EPYC with
+    AVX512-BF16 (load 0.42 at start)``, ``idle 2-core AMD EPYC (AVX2; load < 0.5 at start)``."""
+    match = re.search(r"load (?P<load>(?:<\s*)?\d+(?:\.\d+)?) at start", machine)
+    if match is None:
+        return machine, ""
+    name = machine[: match.start()].rstrip(" (;").removeprefix("idle ")
+    if name.count("(") > name.count(")"):
+        name += ")"
+    load = match["load"] + (", not idle" if "NOT idle" in machine else "")
+    return name, load
+
+
 def short(commit: str) -> str:
     """A commit as ``git log --oneline`` names it (7 characters), ``-dirty`` kept."""
     sha, dirty, _ = commit.partition("-dirty")
@@ -145,15 +160,19 @@ def render(root: Path) -> str:
     for m in measurements:
         if m.script is None:
             log.warning("results/benchmarks/%s.txt: no benchmarks/*.py script wrote it (none is named in it)", m.name)
-    out = ["| Measurement | Script | Date | Commit | Machine |", "| --- | --- | --- | --- | --- |"]
+    out = [
+        "| Measurement | Script | Date | Commit | Machine | Load at start |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for m in measurements:
-        h = m.headers[0] if m.headers else None
         script = f"`{m.script.name}`" if m.script else ""
-        commit = f"`{short(h.commit)}`" if h else ""
-        out.append(
-            f"| [{m.name}](#{m.name}) | {script} | {h.date if h else ''} | {commit} | "
-            f"{escape(h.machine) if h else 'not recorded'} |"
-        )
+        if m.headers:
+            h = m.headers[0]
+            machine, load = machine_and_load(h.machine)
+            recorded = f"{h.date} | `{short(h.commit)}` | {escape(machine)} | {escape(load)}"
+        else:
+            recorded = " | | not recorded | "
+        out.append(f"| [{m.name}](#{m.name}) | {script} | {recorded} |")
     out.append("")
     for m in measurements:
         out += _section(m, root)

@@ -432,9 +432,30 @@ def test_the_benchmarks_page_reads_the_head_line_machine_py_writes_today(hooks, 
     assert header.command == "python benchmarks/warm_rerun.py --repeats 5"
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", header.date)
     assert "core" in header.machine and "load" in header.machine
+    machine_name, load = benchmarks_page.machine_and_load(header.machine)
+    assert "core" in machine_name and "load" not in machine_name and re.match(r"^\d+\.\d\d", load)
     scripts = {p.stem: p for p in (ROOT / "benchmarks").glob("*.py")}
     assert benchmarks_page.find_script("anything", (header,), scripts) == ROOT / "benchmarks" / "warm_rerun.py"
     assert benchmarks_page.find_script("faiss_search_400k", (), scripts) == ROOT / "benchmarks" / "faiss_search.py"
+
+
+@pytest.mark.parametrize(
+    ("machine", "name", "load"),
+    [
+        (
+            "2-core AMD EPYC (avx512-bf16); load 0.57 at start (NOT idle: timings indicative only)",
+            "2-core AMD EPYC (avx512-bf16)",
+            "0.57, not idle",
+        ),
+        ("idle 2-core AMD EPYC with AVX512-BF16 (load 0.42 at start)", "2-core AMD EPYC with AVX512-BF16", "0.42"),
+        ("idle 2-core AMD EPYC (AVX2; load < 0.5 at start)", "2-core AMD EPYC (AVX2)", "< 0.5"),
+        ("a machine", "a machine", ""),
+    ],
+)
+def test_the_benchmarks_table_splits_every_form_of_the_head_line(hooks, machine, name, load):
+    import benchmarks_page
+
+    assert benchmarks_page.machine_and_load(machine) == (name, load)
 
 
 def test_the_api_reference_lists_every_public_name(hooks):
