@@ -155,24 +155,22 @@ def _section(m: Measurement, root: Path) -> list[str]:
 
 
 def render(root: Path) -> str:
-    """The generated part of the page: a summary table, then one section per measurement."""
+    """The generated part of the page: a summary table (what each file's head line records), then
+    one section per measurement."""
     measurements = read(root)
     for m in measurements:
         if m.script is None:
             log.warning("results/benchmarks/%s.txt: no benchmarks/*.py script wrote it (none is named in it)", m.name)
-    out = [
-        "| Measurement | Script | Date | Commit | Machine | Load at start |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+    out = ["| Measurement | Date | Commit | Machine | Load at start |", "| --- | --- | --- | --- | --- |"]
     for m in measurements:
-        script = f"`{m.script.name}`" if m.script else ""
         if m.headers:
             h = m.headers[0]
             machine, load = machine_and_load(h.machine)
             recorded = f"{h.date} | `{short(h.commit)}` | {escape(machine)} | {escape(load)}"
         else:
             recorded = " | | not recorded | "
-        out.append(f"| [{m.name}](#{m.name}) | {script} | {recorded} |")
+        label = m.name.replace("_", "_\u200b")  # long names may wrap after an underscore
+        out.append(f"| [{label}](#{m.name}) | {recorded} |")
     out.append("")
     for m in measurements:
         out += _section(m, root)
