@@ -48,7 +48,7 @@ def atomic_file(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
         raise _renamed(exc, path) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, mode, **({"encoding": "utf8"} if mode == "w" else {})) as fh:
+        with os.fdopen(fd, mode, encoding="utf8" if mode == "w" else None) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

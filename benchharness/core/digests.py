@@ -64,7 +64,8 @@ def _signature(path: str) -> list[int | str]:
     return [real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
-def _load(store: Path) -> dict[str, dict]:
+def _load(store: Path) -> dict[str, Any]:
+    """The stored entries (key -> JSON object, as read: ``remembered`` checks each one it uses)."""
     try:
         if store.exists() and not store.is_file():  # a FIFO would block the read for ever
             return {}
@@ -73,10 +74,11 @@ def _load(store: Path) -> dict[str, dict]:
         return {}
     if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("entries"), dict):
         return {}
-    return raw["entries"]
+    entries: dict[str, Any] = raw["entries"]
+    return entries
 
 
-def _save(store: Path, entries: dict[str, dict]) -> None:
+def _save(store: Path, entries: dict[str, Any]) -> None:
     from benchharness.core.atomic import write_json
 
     if len(entries) > MAX_ENTRIES:
@@ -100,11 +102,12 @@ def remembered(kind: str, files: Sequence[str | Path], compute: Callable[[], str
     if store is None:
         return compute()
     entry = _load(store).get(key)
-    if isinstance(entry, dict) and entry.get("files") == before and isinstance(entry.get("sha256"), str):
-        return entry["sha256"]
+    stored = entry.get("sha256") if isinstance(entry, dict) and entry.get("files") == before else None
+    if isinstance(stored, str):
+        return stored
     started = time.time_ns()
     digest = compute()
-    racy = any(max(sig[2], sig[3]) > started - RACY_NS for sig in before)  # type: ignore[operator]
+    racy = any(max(int(sig[2]), int(sig[3])) > started - RACY_NS for sig in before)  # [2], [3]: mtime, ctime (ns)
     if not racy and [_signature(f) for f in names] == before:
         entries = _load(store)  # re-read: keep what another process stored meanwhile
         entries.pop(key, None)  # re-inserted last: the newest entries survive the bound

@@ -48,7 +48,9 @@ def save_items(result_json: Path, evaluation: Evaluation) -> ItemsRecord:
     if evaluation.kind not in ITEM_KINDS:
         raise InvalidInputError(f"unknown kind of per-item outputs {evaluation.kind!r}; expected one of {ITEM_KINDS}")
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **evaluation.items)
+    # allow_pickle=False, as load_items reads: an object array fails here, not at every later read; and
+    # an item named allow_pickle is refused instead of being taken for the flag and dropped
+    np.savez_compressed(buffer, allow_pickle=False, **evaluation.items)
     data = buffer.getvalue()
     path = items_path(result_json)
     with atomic_file(path, "wb") as fh:

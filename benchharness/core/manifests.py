@@ -9,7 +9,7 @@ evaluated annotations.)
 
 import json
 from pathlib import Path
-from typing import Any, Required, TypedDict
+from typing import Any, Required, TypedDict, cast
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.plugins import PLUGINS
@@ -100,7 +100,7 @@ def read_manifest(folder: Path) -> RunManifest:
     encoder = manifest["encoder"]
     if not isinstance(encoder, dict) or not isinstance(encoder.get("type"), str):
         raise InvalidInputError(f"{path}: 'encoder' must be an object with a 'type' string (a model family)")
-    return manifest
+    return cast(RunManifest, manifest)  # a JSON object whose one required entry, encoder, is checked above
 
 
 def refuse_code(folder: Path, spec: EncoderSpec) -> None:

@@ -18,7 +18,7 @@ def peak_cuda_mib(device: Any) -> float | None:
     torch = sys.modules.get("torch")
     if torch is None or getattr(device, "type", str(device).split(":")[0]) != "cuda":
         return None
-    return torch.cuda.max_memory_allocated(device) / 2**20
+    return float(torch.cuda.max_memory_allocated(device)) / 2**20
 
 
 def peak_memory(device: Any = "cpu") -> dict[str, float]:

@@ -241,7 +241,9 @@ class ResultStore:
 
     def has_items(self, result: Result) -> bool:
         """Whether the result links a per-item outputs file that is there."""
-        return bool(result.items) and (self.path(result.encoder, result.task).with_name(result.items["file"])).exists()
+        if not result.items:
+            return False
+        return self.path(result.encoder, result.task).with_name(result.items["file"]).exists()
 
     def load_items(self, result: Result) -> Evaluation:
         """The per-item outputs of a result (those it carries, else its stored file's); the error
@@ -338,12 +340,12 @@ def read_result(path: Path) -> Result:
     unknown = sorted(set(raw) - names)
     missing = sorted(f.name for f in STORED_FIELDS if f.name not in raw and f.default is MISSING)
     if unknown or missing:
-        what = "; ".join(
-            filter(
-                None,
-                [unknown and f"unknown keys {', '.join(unknown)}", missing and f"missing keys {', '.join(missing)}"],
-            )
-        )
+        parts = []
+        if unknown:
+            parts.append(f"unknown keys {', '.join(unknown)}")
+        if missing:
+            parts.append(f"missing keys {', '.join(missing)}")
+        what = "; ".join(parts)
         raise InvalidInputError(f"{path}: not a benchharness result ({what}); delete it to recompute")
     for key, types in _FIELD_TYPES.items():
         value = raw.get(key)

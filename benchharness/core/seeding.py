@@ -62,7 +62,7 @@ class _SeedOnImport(importlib.abc.MetaPathFinder):
 class _SeedAfterExec(importlib.abc.Loader):
     """torch's own loader, followed by the pending seed; it hands the module back its loader."""
 
-    def __init__(self, loader: Any, hook: _SeedOnImport) -> None:
+    def __init__(self, loader: importlib.abc.Loader, hook: _SeedOnImport) -> None:
         self.loader, self.hook = loader, hook
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:

@@ -36,13 +36,15 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchharness.core.errors import InvalidInputError
 
 CONFIG_NAME = "benchharness.toml"
 CONFIG_ENV = "BENCHHARNESS_CONFIG"
 RUNS_ENV = "BENCHHARNESS_RUNS"
+#: a path setting's default: a path, or None where the setting may stay unset
+_Default = TypeVar("_Default", bound=Path | None)
 
 
 def user_config() -> Path:
@@ -110,7 +112,7 @@ def load_config(path: Path | None = None) -> Config:
     base = path.parent
     paths = raw.get("paths", {})
 
-    def rel(key: str, default: Path | None) -> Path | None:
+    def rel(key: str, default: _Default) -> Path | _Default:
         value = paths.get(key)
         return (base / value).resolve() if value is not None else default
 
