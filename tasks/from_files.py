@@ -442,7 +442,8 @@ class FileLabelTask(FileTask, BinaryTask):
         return {**out, "ndev": len(self.texts), "ntest": len(self.texts)}
 
 
-KINDS: dict[str, type[FileTask]] = {
+#: kind -> the task class, built from its declaration
+KINDS: dict[str, Callable[[Declaration], FileTask]] = {
     "pairs": FilePairTask,
     "labels": FileLabelTask,
     "retrieval": FileRetrievalTask,

@@ -133,9 +133,9 @@ def evaluate(
         batch_size=batch_size,
         seed=seed,
         overwrite=overwrite,
-        results_dir=results_dir,
-        cache_dir=cache_dir,
-        data_dir=data_dir,
+        results_dir=_folder(results_dir),
+        cache_dir=_folder(cache_dir),
+        data_dir=_folder(data_dir),
         verify_data=verify_data,
         train=train,
         add_items=add_items,
@@ -148,6 +148,10 @@ def evaluate(
     return evaluate_with(
         settings, model, tasks, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity, errors=errors
     )
+
+
+def _folder(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(value)
 
 
 def _check_keywords(given: dict[str, Any]) -> None:

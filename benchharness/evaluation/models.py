@@ -105,7 +105,7 @@ def as_encoder(
     ignored: the caller meant something by it."""
     check_keywords(model, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity)
     name = name or default_name(model)
-    sizes = {} if batch_size is None else {"batch_size": batch_size}
+    sizes: dict[str, Any] = {} if batch_size is None else {"batch_size": batch_size}  # else the encoder's default
     if isinstance(model, str):
         resolver = resolver or Resolver({"device": device, "batch_size": batch_size})
         resolver.check(model)

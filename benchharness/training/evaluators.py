@@ -16,15 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+# where sentence-transformers >= 5.2 keeps its evaluators (pyproject requires >= 6.0)
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+from transformers import TrainerCallback
+
 from benchharness.core.task import Task
 from benchharness.evaluation.evaluate import evaluate, resolve_tasks
 from benchharness.evaluation.results import Results
-
-try:  # sentence-transformers >= 5.2 moved its evaluators
-    from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
-except ImportError:  # pragma: no cover - older sentence-transformers
-    from sentence_transformers.evaluation import SentenceEvaluator
-from transformers import TrainerCallback
 
 #: the dev split training selects on (a test split must never steer training)
 DEFAULT_TASKS = ("STSBenchmark-dev",)
@@ -76,7 +74,7 @@ class STSEvaluator(SentenceEvaluator):
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
     ) -> dict[str, float]:
-        options = {} if self.seed is None else {"seed": self.seed}
+        options: dict[str, Any] = {} if self.seed is None else {"seed": self.seed}  # else evaluate's default
         if self._selected is None:
             self._selected = resolve_tasks(self.tasks)
         results = evaluate(
@@ -135,7 +133,13 @@ class EvaluationCallback(TrainerCallback):
         return {f"benchharness_{k}": v for k, v in metrics_of(results).items()}
 
     def on_evaluate(
-        self, args: Any, state: Any, control: Any, model: Any = None, metrics: dict | None = None, **kwargs: Any
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        model: Any = None,
+        metrics: dict[str, float] | None = None,
+        **kwargs: Any,
     ) -> None:
         if model is not None and metrics is not None:
             metrics.update({f"eval_{k}": v for k, v in self.score(model, state.global_step).items()})
