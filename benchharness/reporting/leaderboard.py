@@ -107,6 +107,39 @@ SECTIONS = (
         "ranking.csv",
         average=False,
     ),
+    # SentEval's other tasks: metrics differ between columns (accuracy, Pearson), hence no average
+    Section(
+        "SentEval, further tasks (test accuracy %; SICK-R and STS-B supervised: test Pearson x100)",
+        (
+            Column("SST5", "SST5"),
+            Column("SICK-E", "SICKEntailment"),
+            Column("SICK-R sup.", "SICKRelatedness-sup"),
+            Column("STS-B sup.", "STSBenchmark-sup"),
+            Column("SNLI", "SNLI"),
+        ),
+        None,
+        average=False,
+    ),
+    Section(
+        "SentEval probing (test accuracy %)",
+        tuple(
+            Column(h, t)
+            for h, t in (
+                ("SentLen", "Length"),
+                ("WC", "WordContent"),
+                ("TreeDepth", "Depth"),
+                ("TopConst", "TopConstituents"),
+                ("BShift", "BigramShift"),
+                ("Tense", "Tense"),
+                ("SubjNum", "SubjNumber"),
+                ("ObjNum", "ObjNumber"),
+                ("SOMO", "OddManOut"),
+                ("CoordInv", "CoordinationInversion"),
+            )
+        ),
+        None,
+        average=False,
+    ),
 )
 
 

@@ -6,7 +6,9 @@ each metric, what the score averages over and therefore what to resample.
 
 - STS: pairs. ``all.spearman`` (STS12-16's main score) and a single split's ``spearman`` resample
   pairs of the concatenation; ``mean.spearman``/``wmean.spearman`` resample within each subset
-  (stratified), as those scores aggregate per-subset correlations.
+  (stratified), as those scores aggregate per-subset correlations. A task whose main score is
+  ``pearson`` (SentEval's supervised relatedness, whose ``cosine`` array holds the regressor's
+  predicted scores) gets Pearson's r resampled over pairs as well, and Pearson's paired tests.
 - Transfer: test items for fixed test sets (SST2, TREC, MRPC: accuracy, and F1 for MRPC); outer
   folds for the k-fold tasks (MR, CR, SUBJ, MPQA), whose score is the mean of the per-fold
   accuracies. Which one is recorded in ``unit``.
@@ -25,6 +27,7 @@ import numpy as np
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.task import Evaluation
+from benchharness.scoring.metrics import pearson
 from benchharness.scoring.stats import (
     PairedReplicates,
     Replicates,
@@ -39,8 +42,10 @@ from benchharness.scoring.stats import (
     steiger_spearman,
     weighted_average,
 )
-from benchharness.scoring.stats.bootstrap import DEFAULT_LEVEL, derive_seed
-from benchharness.scoring.stats.paired import weighted_average_paired
+from benchharness.scoring.stats.bootstrap import DEFAULT_LEVEL, as_columns, derive_seed, resample_statistic
+from benchharness.scoring.stats.paired import _swap_null, weighted_average_paired
+from benchharness.scoring.stats.significance import SteigerResult, steiger_z
+from benchharness.scoring.stats.vectorised import pearson_rows
 
 RESAMPLES = 1000
 METHOD = "percentile bootstrap"
@@ -68,12 +73,48 @@ def fold_accuracies(items: dict[str, np.ndarray]) -> np.ndarray:
     return np.array([round(100 * float(right[folds == f].mean()), 2) for f in range(int(folds.max()) + 1)])
 
 
-def replicates(evaluation: Evaluation, n_resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Replicates]:
-    """Bootstrap replicates of every metric the items determine, by metric name."""
+def bootstrap_pearson(pred: np.ndarray, gold: np.ndarray, n_resamples: int = RESAMPLES, seed: int = 0) -> Replicates:
+    """Pearson x100 between predicted and gold scores, resampling pairs."""
+    pred, gold = (x.astype(np.float64) for x in as_columns(pred, gold, names=("pred", "gold")))
+    rng = np.random.default_rng(seed)
+    values = resample_statistic(lambda p, g: 100.0 * pearson_rows(p, g), (pred, gold), n_resamples, rng)
+    return Replicates(estimate=100.0 * pearson(pred, gold), values=values, unit="pairs", n=len(pred), seed=seed)
+
+
+def paired_pearson(
+    pred_a: np.ndarray, pred_b: np.ndarray, gold: np.ndarray, n_resamples: int = RESAMPLES, seed: int = 0
+) -> PairedReplicates:
+    """Pearson(A, gold) - Pearson(B, gold), x100, over the same pairs. The permutation null swaps
+    each system's standardised predictions (Pearson is blind to each side's location and scale, as
+    Spearman is to anything but ranks, so only the agreement with the gold is tested)."""
+    a, b, g = (x.astype(np.float64) for x in as_columns(pred_a, pred_b, gold, names=("pred_a", "pred_b", "gold")))
+    rng = np.random.default_rng(seed)
+    boot = resample_statistic(
+        lambda x, y, z: 100.0 * (pearson_rows(x, z) - pearson_rows(y, z)), (a, b, g), n_resamples, rng
+    )
+    za, zb = ((x - x.mean()) / x.std() for x in (a, b))
+    null = _swap_null(lambda x, y: 100.0 * (pearson_rows(x, g) - pearson_rows(y, g)), za, zb, n_resamples, rng)
+    observed = 100.0 * (pearson(a, g) - pearson(b, g))
+    return PairedReplicates(difference=observed, bootstrap=boot, null=null, unit="pairs", n=len(g), seed=seed)
+
+
+def steiger_pearson(pred_a: np.ndarray, pred_b: np.ndarray, gold: np.ndarray) -> SteigerResult:
+    """Steiger's Z on the Pearson correlations of two systems' predictions with a shared gold."""
+    return steiger_z(pearson(gold, pred_a), pearson(gold, pred_b), pearson(pred_a, pred_b), len(gold))
+
+
+def replicates(
+    evaluation: Evaluation, n_resamples: int = RESAMPLES, seed: int = 0, main_metric: str | None = None
+) -> dict[str, Replicates]:
+    """Bootstrap replicates of every metric the items determine, by metric name (Pearson's r only
+    where it is the main score: no stored result of the cosine tasks changes)."""
     items, kind = evaluation.items, evaluation.kind
     if kind == "sts":
         if len(items["subset_names"]) == 1:
-            return {"spearman": bootstrap_spearman(items["cosine"], items["gold"], n_resamples=n_resamples, seed=seed)}
+            out = {"spearman": bootstrap_spearman(items["cosine"], items["gold"], n_resamples=n_resamples, seed=seed)}
+            if main_metric == "pearson":
+                out["pearson"] = bootstrap_pearson(items["cosine"], items["gold"], n_resamples, seed)
+            return out
         out = {"all.spearman": bootstrap_spearman(items["cosine"], items["gold"], n_resamples=n_resamples, seed=seed)}
         parts, sizes = _sts_parts(items, n_resamples, seed)
         for key, weights in (("mean", None), ("wmean", sizes)):
@@ -115,7 +156,7 @@ def confidence_record(
     seed = derive_seed(run_seed, task)
     if previous is not None and _same_inputs(previous, evaluation, main_metric, seed, n_resamples):
         return previous[0]
-    reps = replicates(evaluation, n_resamples, seed)
+    reps = replicates(evaluation, n_resamples, seed, main_metric=main_metric)
     if main_metric not in reps:
         raise InvalidInputError(
             f"{task}: no interval for the main score {main_metric!r} from {evaluation.kind} items "
@@ -178,6 +219,9 @@ def paired(
     check_same_items(task, a, b)
     seed = derive_seed(seed, task)
     ia, ib = a.items, b.items
+    if a.kind == "sts" and main_metric == "pearson":
+        rep = paired_pearson(ia["cosine"], ib["cosine"], ia["gold"], n_resamples, seed)
+        return rep, {"steiger": steiger_pearson(ia["cosine"], ib["cosine"], ia["gold"]).as_dict()}
     if a.kind == "sts":
         if main_metric in ("all.spearman", "spearman"):
             rep = paired_spearman(ia["cosine"], ib["cosine"], ia["gold"], n_resamples=n_resamples, seed=seed)
@@ -228,6 +272,8 @@ def column_test_p(task: str, metric: str, a: Evaluation, b: Evaluation, seed: in
     permutation test on the per-fold accuracies (k-fold transfer) or the per-query values (ranking)."""
     check_same_items(task, a, b)
     ia, ib = a.items, b.items
+    if a.kind == "sts" and metric == "pearson":
+        return steiger_pearson(ia["cosine"], ib["cosine"], ia["gold"]).p_value
     if a.kind == "sts":
         return steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]).p_value
     if a.kind == "classification":
