@@ -15,7 +15,7 @@ HELP = "show or download evaluation data; migrate old results and embedding cach
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["status", "download", "migrate"])
-    p.add_argument("datasets", nargs="*", help="for download: senteval glove askubuntu qqp nli nltk")
+    p.add_argument("datasets", nargs="*", help="for download: senteval glove askubuntu qqp nli probing nltk")
     add_data_options(p)
     p.add_argument("--cache-dir", help="for migrate: the embedding cache (default from benchharness.toml)")
 

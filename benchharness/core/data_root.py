@@ -77,6 +77,13 @@ SOURCES: dict[str, Source] = {
             "SimCSE's SNLI+MNLI triples (sent0,sent1,hard_neg) for supervised training",
         ),
         Source(
+            "probing",
+            "probing",
+            "https://github.com/facebookresearch/SentEval/tree/main/data/probing",
+            "SentEval's ten probing task files (sentence_length.txt, word_content.txt, ...), "
+            "100k train / 10k dev / 10k test lines each",
+        ),
+        Source(
             "nltk",
             "nltk_data",
             "nltk.download('wordnet'), nltk.download('stopwords')",
@@ -84,6 +91,21 @@ SOURCES: dict[str, Source] = {
         ),
     )
 }
+
+
+#: the files of SentEval's data/probing folder, one per probing task (``benchharness.tasks.probing``)
+PROBING_FILES = (
+    "sentence_length.txt",
+    "word_content.txt",
+    "tree_depth.txt",
+    "top_constituents.txt",
+    "bigram_shift.txt",
+    "past_present.txt",
+    "subj_number.txt",
+    "obj_number.txt",
+    "odd_man_out.txt",
+    "coordination_inversion.txt",
+)
 
 
 class DataError(UserError):
@@ -182,6 +204,8 @@ class DataRoot:
             "nli/nli_for_simcse.csv",
             "nltk_data/corpora/wordnet",
             "nltk_data/corpora/stopwords",
+            *(f"probing/{f}" for f in PROBING_FILES),
+            *(f"senteval/SNLI/{kind}.train" for kind in ("s1", "s2", "labels")),
         ):
             rows.append({"file": name, "state": "present" if (self.root / name).exists() else "missing"})
         return rows
@@ -209,6 +233,12 @@ def download(name: str, root: Path) -> Path:
                 url = f"nltk.download({pkg!r})"
                 if not nltk.download(pkg, download_dir=str(target), quiet=True, raise_on_error=True):
                     raise OSError(f"NLTK could not fetch {pkg!r}")
+            return target
+        if name == "probing":
+            base = "https://raw.githubusercontent.com/facebookresearch/SentEval/main/data/probing/"
+            for f in PROBING_FILES:
+                url = base + f
+                fetch(url, target / f)
             return target
         if name == "askubuntu":
             base = "https://raw.githubusercontent.com/taolei87/askubuntu/master/"
