@@ -31,6 +31,7 @@ takes no optimizer step at all (Adam's moments and step count stay as they are).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -398,10 +399,12 @@ def split_select(
     seed: int = 1111,
     device: str | None = None,
     dtype: torch.dtype = torch.float32,
+    grid: Sequence[float] = L2_GRID,
 ) -> dict:
-    """``SplitClassifier`` (SST2): every L2 trains on train with early stopping on dev; the best
-    dev accuracy picks L2. SentEval then refits that L2 with the same seed, data and dev set, a
-    deterministic repeat of the grid's fit, so the grid's model is used directly."""
+    """``SplitClassifier`` (SST2, SST5, SICK-E, SNLI, probing with nhid=0): every L2 of ``grid``
+    trains on train with early stopping on dev; the best dev accuracy picks L2. SentEval then refits
+    that L2 with the same seed, data and dev set, a deterministic repeat of the grid's fit, so the
+    grid's model is used directly. SNLI's ``noreg`` is ``grid=NOREG_GRID``."""
     n_tr, n_dev = len(train_x), len(dev_x)
     clf = BatchedLogReg(
         np.vstack([train_x, dev_x, test_x]),
@@ -413,15 +416,16 @@ def split_select(
         dtype,
     )
     dev_rows = np.arange(n_tr, n_tr + n_dev)
-    grid = clf.fit([Fit.with_dev(np.arange(n_tr), dev_rows, seed)], [list(L2_GRID)])
-    scores = [round(100 * float(grid.dev_accuracy[0, r]), 2) for r in range(len(L2_GRID))]
+    values = list(grid)
+    trained = clf.fit([Fit.with_dev(np.arange(n_tr), dev_rows, seed)], [values])
+    scores = [round(100 * float(trained.dev_accuracy[0, r]), 2) for r in range(len(values))]
     k = _pick(scores)
     test_rows = np.arange(n_tr + n_dev, n_tr + n_dev + len(test_x))
-    yhat = clf.predict(grid, 0, k, test_rows)
+    yhat = clf.predict(trained, 0, k, test_rows)
     return {
         "devacc": max(scores),
         "acc": round(100 * float((yhat == np.asarray(test_y)).mean()), 2),
-        "chosen_l2": L2_GRID[k],
-        "fits": len(L2_GRID),
+        "chosen_l2": values[k],
+        "fits": len(values),
         "yhat": yhat,
     }

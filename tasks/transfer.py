@@ -19,36 +19,33 @@ The encoder receives ``' '.join(tokens)`` of each whitespace-split line, as Sent
 group ``transfer``) and under ``fast`` (model selection only; names ``<task>-fast``, group
 ``transfer-fast``); each result records its config. The classifier (torch, scikit-learn) is
 imported when a task classifies, not when the tasks are built or listed.
+
+The provider here also registers SentEval's other tasks: SST5 and SICKEntailment
+(``senteval_split``), SICKRelatedness-sup and STSBenchmark-sup (``relatedness``), SNLI (``snli``)
+and the ten probing tasks (``probing``), in groups ``senteval-extra`` and ``probing`` (``-fast``
+for the prototyping config) and ``senteval-all`` (STS12-16, the seven, and all of those), so that
+``transfer`` keeps meaning what papers mean by it.
 """
 
 from __future__ import annotations
 
-import time
-from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
-from benchharness.data.readers import undecodable_message
-from benchharness.tasks.senteval_config import CONFIGS, ClassifierConfig
+from benchharness.core.task import Embed, Task, TaskProvider
+from benchharness.tasks.probing import ProbingTask
+from benchharness.tasks.relatedness import RelatednessTask
+from benchharness.tasks.senteval_base import TransferTask, read_lines
+from benchharness.tasks.senteval_config import CONFIGS, PAPER_NAMES, PROBING_TASKS, ClassifierConfig
+from benchharness.tasks.senteval_split import SST5, SICKEntailment
+from benchharness.tasks.snli import SNLI
 
-REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"
 TREC_LABELS = {"ABBR": 0, "DESC": 1, "ENTY": 2, "HUM": 3, "LOC": 4, "NUM": 5}
 
 Tokens = list[str]
-
-
-def read_lines(path, encoding: str) -> list[str]:
-    """``f.read().splitlines()``: every line including blank ones (SentEval's binary loader)."""
-    try:
-        with open(path, encoding=encoding) as fh:
-            return fh.read().splitlines()
-    except UnicodeDecodeError as exc:
-        with open(path, encoding=encoding, errors="surrogateescape") as fh:
-            raise DataError(undecodable_message(path, fh.read().splitlines(), exc)) from None
 
 
 def read_binary_file(path) -> list[Tokens]:
@@ -94,70 +91,6 @@ def sorted_samples(texts: list[Tokens], labels: list[int]) -> tuple[list[str], n
     """SentEval's order: stable sort by (token count, label); texts re-joined by single spaces."""
     order = sorted(zip(texts, labels), key=lambda z: (len(z[0]), z[1]))
     return [" ".join(t) for t, _ in order], np.array([y for _, y in order])
-
-
-class TransferTask(Task):
-    """A SentEval classification task under one classifier config."""
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        n_samples: int,
-        validation: str,
-        config: ClassifierConfig,
-        nclasses: int,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__()
-        self.config = config
-        self.nclasses = nclasses
-        suffix = "" if config.name == "default" else f"-{config.name}"
-        self.metadata = TaskMetadata(
-            name=name + suffix,
-            family="transfer",
-            description=description,
-            split="test",
-            main_score="acc",
-            protocol=f"senteval-logreg-{config.name}",
-            reference=REFERENCE,
-            groups=("transfer" if config.name == "default" else f"transfer-{config.name}",),
-            n_samples=n_samples,
-            protocol_details={
-                "config": config.name,
-                "classifier": config.to_dict(),
-                "validation": validation,
-                "text": "whitespace tokens re-joined by single spaces",
-                "seed_classifier": "run seed",
-                "accuracy": "test accuracy % (dev accuracy recorded as devacc)",
-                **(extra or {}),
-            },
-        )
-
-    def _check(self, n: int, what: str) -> None:
-        if self.metadata.n_samples is not None and n != self.metadata.n_samples:
-            raise DataError(
-                f"{self.name}: read {n} {what} from {', '.join(map(str, self.files))}, "
-                f"expected {self.metadata.n_samples}; the files are not SentEval's"
-            )
-
-    def evaluate(self, embed: Embed, seed: int) -> Metrics:
-        return self.evaluate_items(embed, seed).metrics
-
-    def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
-        """Metrics, and per test item the prediction and gold label (in the task's sample order);
-        outer k-fold tasks (every item tested once) add each item's outer fold."""
-        t0 = time.perf_counter()
-        out = self._classify(embed, seed)
-        items = {"pred": np.asarray(out.pop("yhat")).astype(np.int8), "gold": self._test_labels().astype(np.int8)}
-        if "fold" in out:
-            items["fold"] = out.pop("fold")
-        metrics = {**out, "config": self.config.name, "classifier_seconds": round(time.perf_counter() - t0, 3)}
-        return Evaluation(metrics, items, "classification")
-
-    @abstractmethod
-    def _test_labels(self) -> np.ndarray:
-        """Gold labels of the test items, in the order the classifier predicts them."""
 
 
 class BinaryTask(TransferTask):
@@ -323,26 +256,73 @@ BINARY = {
 }
 
 
+#: SentEval's tasks beyond the seven, in the order its task list gives them: name -> task class.
+#: The relatedness regressor takes no classifier config, so those two exist once, in the default
+#: and the fast groups alike.
+EXTRA: dict[str, type[Task]] = {
+    "SST5": SST5,
+    "SICKEntailment": SICKEntailment,
+    "SICKRelatedness-sup": RelatednessTask,
+    "STSBenchmark-sup": RelatednessTask,
+    "SNLI": SNLI,
+}
+UNCONFIGURED = ("SICKRelatedness-sup", "STSBenchmark-sup")
+#: SentEval's unsupervised STS tasks (the ``sts`` provider's), part of ``senteval-all``
+STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
+ALIASES = {
+    "SICK-E": "SICKEntailment",
+    "SICKE": "SICKEntailment",
+    **{f"{name}-fast": name for name in UNCONFIGURED},
+    **PAPER_NAMES,
+}
+
+
 def factories() -> dict[str, tuple[Callable[[], Task], tuple[str, ...]]]:
-    """Every transfer task under every config: name -> (factory, groups)."""
+    """Every SentEval task here under every config: name -> (factory, groups). ``transfer`` is the
+    seven the papers report; ``senteval-extra`` and ``probing`` the others; ``-fast`` groups hold
+    the prototyping config's."""
     out: dict[str, tuple[Callable[[], Task], tuple[str, ...]]] = {}
     for cfg in CONFIGS.values():
         suffix = "" if cfg.name == "default" else f"-{cfg.name}"
-        group = ("transfer" if cfg.name == "default" else f"transfer-{cfg.name}",)
+        group = ("transfer" + suffix,)
         for name, (files, n, desc) in BINARY.items():
             out[name + suffix] = ((lambda nm=name, f=files, k=n, c=cfg, d=desc: BinaryTask(nm, f, k, c, d)), group)
         for name, cls in (("SST2", SST2), ("TREC", TREC), ("MRPC", MRPC)):
             out[name + suffix] = ((lambda k=cls, c=cfg: k(c)), group)
+        for name, cls in EXTRA.items():
+            if name in UNCONFIGURED:
+                if cfg.name == "default":
+                    out[name] = ((lambda k=cls, n=name: k(n)), ("senteval-extra",))
+            else:
+                out[name + suffix] = ((lambda k=cls, c=cfg: k(c)), ("senteval-extra" + suffix,))
+        for name in PROBING_TASKS:
+            out[name + suffix] = ((lambda n=name, c=cfg: ProbingTask(n, c)), ("probing" + suffix,))
     return out
 
 
-def _provider() -> TaskProvider:
-    table = factories()
+def _groups(table: dict[str, tuple[Callable[[], Task], tuple[str, ...]]]) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for name, (_, names) in table.items():
         for group in names:
             groups.setdefault(group, []).append(name)
-    return TaskProvider(tasks={name: factory for name, (factory, _) in table.items()}, groups=groups, order=20)
+    for cfg in CONFIGS.values():
+        suffix = "" if cfg.name == "default" else f"-{cfg.name}"
+        extra = [name if name in UNCONFIGURED else name + suffix for name in EXTRA]
+        groups["senteval-extra" + suffix] = extra
+        groups["senteval-all" + suffix] = [
+            *STS_YEARS,
+            *groups["transfer" + suffix],
+            *extra,
+            *groups["probing" + suffix],
+        ]
+    return groups
+
+
+def _provider() -> TaskProvider:
+    table = factories()
+    return TaskProvider(
+        tasks={name: factory for name, (factory, _) in table.items()}, groups=_groups(table), aliases=ALIASES, order=20
+    )
 
 
 TASKS = _provider()
