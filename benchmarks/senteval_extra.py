@@ -65,11 +65,11 @@ def _score(result) -> str:
 
 
 def measure(encoder: str, names: list[str]) -> list[str]:
+    # torch, scikit-learn and scipy imported before the clock starts: the first task evaluated
+    # would otherwise pay for them
     import scipy.stats  # noqa: F401
 
     import benchharness
-
-    # imported before the clock starts: the first task evaluated would otherwise pay for them
     import benchharness.tasks.senteval_classifier
 
     t0 = time.perf_counter()
