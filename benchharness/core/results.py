@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypedDict
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.task import Evaluation, Metrics
+from benchharness.core.task import DataRecord, Evaluation, Metrics
 
 OVERWRITE = ("reuse", "stale", "always")
 #: folders of the results directory that hold other outputs (``benchharness analyze``), not encoders
@@ -47,15 +47,6 @@ class ProtocolRecord(TypedDict, total=False):
     variant: str
     split: str
     main_score: str
-
-
-class DataRecord(TypedDict):
-    """Which bytes the task read: one digest over every file, the data root and the files."""
-
-    sha256: str
-    root: str
-    files: list[str]
-    verified: bool
 
 
 class Timings(TypedDict, total=False):

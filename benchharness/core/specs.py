@@ -35,6 +35,13 @@ class EncoderSpec(TypedDict, total=False):
     model: str
     file: str
     spec: str
+    # keys the harness itself writes or reads for built-in families; a family takes keys of its own besides
+    object: str  # python: <module:attribute>
+    url: str  # st-archive
+    path: str
+    model_name: str  # the name results record for the model (a trained run: its recipe key)
+    pooling: str
+    max_length: int
 
 
 #: the defaults the resolver hands every family builder: device, batch_size, data_dir (None = unset)

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from benchharness.core.data_root import DataRoot
 from benchharness.core.prompts import DEFAULT, QUERY, Role
@@ -47,6 +47,16 @@ Metrics = dict[str, float | int | str]
 Items = dict[str, "np.ndarray"]
 #: the kinds of per-item outputs, each read by ``benchharness.scoring.confidence``
 ITEM_KINDS = ("sts", "classification", "ranking")
+
+
+class DataRecord(TypedDict):
+    """Which bytes the task read: one digest over every file, the data root and the files (a
+    result's ``data`` entry; here, beside the tasks that give it, as ``core.results`` imports this module)."""
+
+    sha256: str
+    root: str
+    files: list[str]
+    verified: bool
 
 
 @dataclass
@@ -153,7 +163,7 @@ class EncoderDrivenTask(Task):
         """Metrics (scores x100), including ``metadata.main_score``."""
 
     @abstractmethod
-    def data_record(self) -> dict[str, Any]:
+    def data_record(self) -> DataRecord:
         """The result's ``data`` entry: ``sha256`` (empty when the data are not read as files
         here), ``root``, ``files`` (names that locate the data) and ``verified``."""
 

@@ -18,7 +18,7 @@ import mteb
 
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
-from benchharness.core.task import EncoderDrivenTask, Metrics, TaskMetadata
+from benchharness.core.task import DataRecord, EncoderDrivenTask, Metrics, TaskMetadata
 from benchharness.mteb_bridge import evaluate
 
 
@@ -48,7 +48,7 @@ class MtebTask(EncoderDrivenTask):
     def _load(self, data: DataRoot) -> None:
         evaluate.load_task_data(self.task)
 
-    def data_record(self) -> dict[str, object]:
+    def data_record(self) -> DataRecord:
         """The data are the Hugging Face dataset at the revision mteb pins (read by the datasets
         library, not as files under the data root, hence no sha256 of ours)."""
         dataset = self.task.metadata.dataset
