@@ -76,17 +76,19 @@ def main(args: argparse.Namespace) -> int:
     for group, names in table.groups.items():  # a task's first group: senteval-all holds the others' tasks too
         for name in names:
             groups.setdefault(name, group)
-    rows = []
+    task_rows: list[list[object]] = []
     for name, factory in table.factories.items():
         try:
             m = factory().metadata  # type: ignore[operator]
         except Exception as exc:
-            rows.append([name, groups.get(name, ""), "", "", "", "", f"unavailable: {type(exc).__name__}: {exc}"])
+            task_rows.append([name, groups.get(name, ""), "", "", "", "", f"unavailable: {type(exc).__name__}: {exc}"])
             continue
-        rows.append([name, groups.get(name, ""), m.split, m.main_score, m.protocol, m.n_samples, m.description])
+        task_rows.append([name, groups.get(name, ""), m.split, m.main_score, m.protocol, m.n_samples, m.description])
     print(
         tabulate(
-            rows, headers=["task", "group", "split", "main score", "protocol", "n", "description"], tablefmt="github"
+            task_rows,
+            headers=["task", "group", "split", "main score", "protocol", "n", "description"],
+            tablefmt="github",
         )
     )
     return 0

@@ -144,6 +144,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         results = evaluate_with(settings, encoder_names, selected, errors="keep")  # failures are rows of the table
     print(results.table())
+    assert settings.results_dir is not None  # None only for --verify, answered above
     print(f"results in {settings.results_dir.absolute()}")
     return 1 if results.failed else 0
 

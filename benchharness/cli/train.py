@@ -158,7 +158,8 @@ def check_outputs(args: argparse.Namespace, seeds: list[int] | None) -> None:
     if getattr(args, "out", None) is None:
         check_output(load_config().runs_dir, "folder", "the runs folder")
         return
-    for seed in seeds or [None]:
+    each: list[int | None] = list(seeds) if seeds else [None]
+    for seed in each:
         check_output(args.out if seed is None else per_seed(args, seed).out, "folder", "--out")
 
 

@@ -622,7 +622,7 @@ class CachingEncoder(Encoder):
         try:
             with self.cache.writer(identity) as writer:
                 stored = writer.rows.index
-                if any(sentence_key(sentences[i]) in stored for i in np.flatnonzero(~fill.filled)):
+                if any(sentence_key(sentences[i]) in stored for i in np.flatnonzero(~fill.filled).tolist()):
                     writer.read(fill)  # a concurrent run encoded some while we scanned
                 while True:
                     encoding = True

@@ -139,7 +139,7 @@ class RowFile:
         order = np.argsort(positions, kind="stable")
         ordered, rows = positions[order], rows[order]
         for a, b in self._runs(ordered):
-            self._write(memoryview(rows[a:b]).cast("B"), int(ordered[a]) * self._row)
+            self._write(rows[a:b].data.cast("B"), int(ordered[a]) * self._row)
 
     def _write(self, data: memoryview, offset: int) -> None:
         """All of ``data`` at ``offset``: ``pwrite`` may write only part (a full disk does, before it

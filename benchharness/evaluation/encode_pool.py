@@ -90,7 +90,11 @@ class ActorPools:
 
     def for_encoder(self, encoder: Encoder) -> EncodeChunks:
         """What encodes ``encoder``'s missing chunks: its pool, made when first called."""
-        return lambda chunks, role=DEFAULT: self._pool(encoder)(chunks, role)
+
+        def encode(chunks: Iterable[list[str]], role: Role = DEFAULT) -> Iterator[np.ndarray]:
+            return self._pool(encoder)(chunks, role)
+
+        return encode
 
     def _pool(self, encoder: Encoder) -> Pool:
         if encoder.name in self._pools:

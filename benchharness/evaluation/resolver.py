@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
@@ -187,7 +187,8 @@ def parse_adhoc(spec: str) -> EncoderSpec | None:
         return None
     kind, target, query = m.groups()
     family: Family = PLUGINS.get("families", kind)
-    return {"type": kind, family.target: target, **parse_params(query or "", "&")}  # type: ignore[typeddict-item]
+    built = {"type": kind, family.target: target, **parse_params(query or "", "&")}
+    return cast(EncoderSpec, built)  # the family's own target key and parameters: keys the TypedDict cannot list
 
 
 def _refuse_cycle(name: str, chain: tuple[str, ...], config_file: Path | None) -> None:
@@ -262,11 +263,10 @@ class Resolver:
             if found is not None:
                 return found.spec, found.manifest, chain  # type: ignore[return-value]
         folder = Path(name).expanduser()
-        if not (folder / "manifest.json").is_file():
-            folder = registered_runs(self.config.runs_dir).get(name)
-        if folder is not None:
-            manifest = read_manifest(folder)
-            return manifest_spec(folder, manifest), manifest, chain
+        run = folder if (folder / "manifest.json").is_file() else registered_runs(self.config.runs_dir).get(name)
+        if run is not None:
+            manifest = read_manifest(run)
+            return manifest_spec(run, manifest), manifest, chain
         adhoc = parse_adhoc(name)
         if adhoc is not None:
             return adhoc, None, chain

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder, stable_hash
@@ -39,7 +39,7 @@ from benchharness.core.provenance import now, versions
 from benchharness.core.resources import peak_rss_mib
 from benchharness.core.results import ProtocolRecord, Result, ResultSink, Timings, fingerprint
 from benchharness.core.seeding import seed_everything
-from benchharness.core.task import EncoderDrivenTask, Evaluation, Task
+from benchharness.core.task import DataRecord, EncoderDrivenTask, Evaluation, Task
 from benchharness.evaluation.cache import CachingEncoder
 from benchharness.evaluation.embeddings import (
     EmbeddingStore,
@@ -163,8 +163,9 @@ def _load_tasks(tasks: list[Task], encoder_names: list[str], ctx: _Context) -> d
                 ctx.summary.outcomes.append(Outcome(enc, task.name, "failed", message=str(exc)))
             logger.error("[%s] cannot load: %s", task.name, exc)
     for name, task in loaded.items():
-        driven = isinstance(task, EncoderDrivenTask)
-        ctx.digests[name] = task.data_record()["sha256"] if driven else ctx.data.digest(task.files)
+        ctx.digests[name] = (
+            task.data_record()["sha256"] if isinstance(task, EncoderDrivenTask) else ctx.data.digest(task.files)
+        )
     return loaded
 
 
@@ -293,7 +294,7 @@ def _evaluate_tasks(
             "evaluate_seconds": round(time.perf_counter() - t1, 3),
             "peak_rss_mb": round(peak_rss_mib(), 1),
         }
-        data_record = {
+        data_record: DataRecord = {
             "sha256": ctx.digests[task.name],
             "root": DATA_ROOT_LABEL,
             "files": sorted(ctx.data.label(f) for f in task.files),
@@ -344,7 +345,7 @@ def _keep(
     encoder: Encoder,
     identity: dict,
     evaluation: Evaluation,
-    data_record: dict,
+    data_record: DataRecord,
     timings: Timings,
     ctx: _Context,
     *,
@@ -378,8 +379,8 @@ def _keep(
         timings=timings,
         versions=ctx.versions,
         date=now(),
-        **({} if zeros is None else {"embedding_stats": {"zero_vectors": zeros}}),
-        **({} if confidence is None else {"confidence": confidence}),
+        embedding_stats=None if zeros is None else {"zero_vectors": zeros},
+        confidence=confidence,
         per_item=evaluation if evaluation.items else None,
     )
     notes = [f"{zeros:,} zero vectors"] if zeros else []
@@ -457,13 +458,14 @@ def _metadata(encoder: Encoder, task: Task) -> dict[str, Any]:
 
 def _protocol(task: Task) -> ProtocolRecord:
     meta = task.metadata
-    return {
+    record = {
         "variant": meta.protocol,
         "split": meta.split,
         "main_score": meta.main_score,
         **meta.protocol_details,
         **({"instruction": meta.instruction} if meta.instruction else {}),
     }
+    return cast(ProtocolRecord, record)  # the named keys, then the task's own protocol details
 
 
 def _stored(store: ResultSink, encoder: str, task: str) -> Result | None:

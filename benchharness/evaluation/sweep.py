@@ -153,7 +153,7 @@ def run_unit(
         data_root = DataRoot(settings.data_dir, verify=settings.verify_data)
         cache = None if settings.cache_dir is None else cache_at(settings.cache_dir)
         resolver = resolver_for(settings, data_root, cache)
-        remember = contextlib.nullcontext() if cache is None else digests.remembering(settings.cache_dir)
+        remember = contextlib.nullcontext() if settings.cache_dir is None else digests.remembering(settings.cache_dir)
         with identity_scope(), remember:
             summary = run(
                 unit.encoders, resolve_tasks(task_names), resolver.get, data_root, MemoryStore(unit.stored), settings

@@ -10,6 +10,7 @@ never share a (name, revision), and a retrained or re-fitted model gets a new re
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +41,7 @@ def mteb_name(encoder_name: str) -> str:
     return f"{ORGANISATION}/{slug(encoder_name)}"
 
 
-def hub_base(identity_info: dict[str, Any]) -> str | None:
+def hub_base(identity_info: Mapping[str, Any]) -> str | None:
     """The Hugging Face id an encoder was built from, when its identity names one (for
     ``ModelMeta.adapted_from``); local paths (trained runs) are not hub ids."""
     info = identity_info
@@ -55,7 +56,7 @@ _PLAIN_HUB_KEYS = {"hash", "family", "model", "revision", "weights_sha256", "mod
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
-def export_name(name: str, identity: str, identity_info: dict[str, Any]) -> tuple[str, str, str]:
+def export_name(name: str, identity: str, identity_info: Mapping[str, Any]) -> tuple[str, str, str]:
     """(mteb name, revision, why) for exporting an encoder's results.
 
     A sentence-transformers model used as published (no post-processor, no option that changes its
@@ -83,7 +84,7 @@ def export_name(name: str, identity: str, identity_info: dict[str, Any]) -> tupl
 def model_meta(
     name: str,
     identity: str,
-    identity_info: dict[str, Any],
+    identity_info: Mapping[str, Any],
     similarity: str = "cosine",
     embed_dim: int | None = None,
     export: bool = False,
@@ -126,6 +127,8 @@ class MtebEncoder(AbsEncoder):
     them under mteb as it does here; mteb's task instructions are not used (``use_instructions``
     is False), as for mteb's own models without instructions.
     """
+
+    mteb_model_meta: ModelMeta  # always set here (AbsEncoder allows None; mteb's EncoderProtocol does not)
 
     def __init__(self, encoder: Encoder, cache: EmbeddingCache | None = None) -> None:
         self.model = encoder if cache is None else CachingEncoder(encoder, cache)

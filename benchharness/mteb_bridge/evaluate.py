@@ -15,6 +15,7 @@ dataset, its revision and the cache folders, instead of the datasets library's b
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +47,7 @@ class MtebRecord:
     main_metric: str
     main_score: float  # x100
     metrics: dict[str, float]  # "split/subset/metric" -> x100
-    scores: dict[str, list[dict[str, Any]]] = field(repr=False)  # mteb's TaskResult.scores, unscaled
+    scores: dict[str, list[Mapping[str, Any]]] = field(repr=False)  # mteb's TaskResult.scores, unscaled
     evaluation_seconds: float | None = None
 
     def protocol(self) -> dict[str, Any]:
@@ -121,7 +122,7 @@ def load_task_data(task: AbsTask) -> None:
         ) from exc
 
 
-def flatten_scores(scores: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
+def flatten_scores(scores: Mapping[str, list[Mapping[str, Any]]]) -> dict[str, float]:
     """``{split: [{hf_subset, metric: value...}]}`` -> ``{"split/subset/metric": value x100}``;
     numbers only (``languages``, ``hf_subset`` and the like are labels, not scores)."""
     flat: dict[str, float] = {}

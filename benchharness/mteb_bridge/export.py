@@ -14,7 +14,7 @@ through the bridge (``evaluate.run_task``) are mteb's own evaluation and are exp
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -97,15 +97,23 @@ _NO_MTEB_TASK = (
 
 
 class StoredResult(Protocol):
-    """The fields of ``benchharness.core.results.Result`` that an export reads."""
+    """The fields of ``benchharness.core.results.Result`` that an export reads (read-only: so that
+    the result's own, narrower field types match)."""
 
-    encoder: str
-    task: str
-    metrics: dict[str, Any]
-    protocol: dict[str, Any]
-    encoder_identity: dict[str, Any]
-    encoder_metadata: dict[str, Any]
-    date: str
+    @property
+    def encoder(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
+    @property
+    def protocol(self) -> Mapping[str, Any]: ...
+    @property
+    def encoder_identity(self) -> Mapping[str, Any]: ...
+    @property
+    def encoder_metadata(self) -> Mapping[str, Any]: ...
+    @property
+    def date(self) -> str: ...
 
 
 @dataclass
@@ -166,7 +174,13 @@ def task_result(result: StoredResult) -> TaskResult | str:
     variant = result.protocol.get("variant")
     if evaluate.is_mteb_variant(variant):
         task = evaluate.get_task(result.protocol["mteb_task"])
-        built = TaskResult.from_task_results(task, _mteb_scores(result), evaluation_time=None, date=_date(result.date))
+        # mteb annotates evaluation_time float, yet TaskResult's field is float | None (a stored result has none)
+        built = TaskResult.from_task_results(
+            task,
+            _mteb_scores(result),
+            evaluation_time=None,  # type: ignore[arg-type]
+            date=_date(result.date),
+        )
         return built.model_copy(
             update={
                 "dataset_revision": result.protocol["dataset_revision"],
@@ -180,7 +194,10 @@ def task_result(result: StoredResult) -> TaskResult | str:
         return f"stored with protocol {variant!r}; only {target.protocol!r} equals mteb's {target.mteb_task}"
     task = mteb.get_task(target.mteb_task)
     return TaskResult.from_task_results(
-        task, {"test": {"default": _sts_scores(result, target)}}, evaluation_time=None, date=_date(result.date)
+        task,
+        {"test": {"default": _sts_scores(result, target)}},
+        evaluation_time=None,  # type: ignore[arg-type]  # as above: the field is float | None
+        date=_date(result.date),
     )
 
 

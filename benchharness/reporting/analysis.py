@@ -82,24 +82,24 @@ def uniformity(x: np.ndarray, t: float = 2.0) -> float:
         exponents = -t * sq[upper]
         top = exponents.max()
         log_terms.append(top + np.log(np.exp(exponents - top).sum()))
-    log_terms = np.asarray(log_terms)
-    top = log_terms.max()
-    return float(top + np.log(np.exp(log_terms - top).sum()) - np.log(n * (n - 1) / 2))
+    terms = np.asarray(log_terms)
+    top = terms.max()
+    return float(top + np.log(np.exp(terms - top).sum()) - np.log(n * (n - 1) / 2))
 
 
-def gold_levels(gold: np.ndarray, edges: Sequence[float] = PASER_LEVEL_EDGES) -> np.ndarray:
+def gold_levels(gold: np.ndarray, edges: Sequence[float] | np.ndarray = PASER_LEVEL_EDGES) -> np.ndarray:
     """Level index of each gold score: ``k`` for ``[edges[k], edges[k+1])``, the last level closed."""
     gold = np.asarray(gold, dtype=np.float64)
-    edges = np.asarray(edges, dtype=np.float64)
-    if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0):
-        raise InvalidInputError(f"level edges must increase strictly, got {edges.tolist()}")
-    outside = np.flatnonzero((gold < edges[0]) | (gold > edges[-1]) | np.isnan(gold))
+    bounds = np.asarray(edges, dtype=np.float64)
+    if bounds.ndim != 1 or len(bounds) < 2 or np.any(np.diff(bounds) <= 0):
+        raise InvalidInputError(f"level edges must increase strictly, got {bounds.tolist()}")
+    outside = np.flatnonzero((gold < bounds[0]) | (gold > bounds[-1]) | np.isnan(gold))
     if len(outside):
         raise InvalidInputError(
-            f"{len(outside)} gold scores lie outside [{edges[0]:g}, {edges[-1]:g}], e.g. pair "
+            f"{len(outside)} gold scores lie outside [{bounds[0]:g}, {bounds[-1]:g}], e.g. pair "
             f"{outside[0]} with {gold[outside[0]]}"
         )
-    return np.minimum(np.searchsorted(edges, gold, side="right") - 1, len(edges) - 2)
+    return np.minimum(np.searchsorted(bounds, gold, side="right") - 1, len(bounds) - 2)
 
 
 @dataclass(frozen=True)
@@ -129,17 +129,17 @@ def cosine_by_gold_level(
     gold = np.asarray(gold, dtype=np.float64)
     if cosine.shape != gold.shape or cosine.ndim != 1:
         raise InvalidInputError(f"cosine and gold must be 1-D of equal length, got {cosine.shape} and {gold.shape}")
-    edges = np.asarray(edges, dtype=np.float64)
-    level = gold_levels(gold, edges)
+    bounds = np.asarray(edges, dtype=np.float64)
+    level = gold_levels(gold, bounds)
     out = []
-    for k in range(len(edges) - 1):
+    for k in range(len(bounds) - 1):
         vals = cosine[level == k]
         mean, var = (float(vals.mean()), float(vals.var())) if len(vals) else (float("nan"), float("nan"))
         out.append(
             LevelStats(
-                level=f"{edges[k]:g}-{edges[k + 1]:g}",
-                low=float(edges[k]),
-                high=float(edges[k + 1]),
+                level=f"{bounds[k]:g}-{bounds[k + 1]:g}",
+                low=float(bounds[k]),
+                high=float(bounds[k + 1]),
                 n=len(vals),
                 mean=mean,
                 var=var,

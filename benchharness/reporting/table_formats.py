@@ -202,14 +202,14 @@ def to_csv(board: Board, intervals: bool = True) -> str:
             for header, cell in zip(table.headers, line.cells):
                 if cell.value is None and not cell.text:
                     continue
-                lo, hi = cell.interval if intervals and cell.interval else ("", "")
+                interval = cell.interval if intervals else None
                 writer.writerow(
                     [
                         *map(csv_cell, (table.section.title, line.encoder, line.group, line.source, header)),
                         "" if cell.value is None else round(cell.value, 4),
                         csv_cell(cell.text),
-                        lo if lo == "" else round(lo, 4),
-                        hi if hi == "" else round(hi, 4),
+                        "" if interval is None else round(interval[0], 4),
+                        "" if interval is None else round(interval[1], 4),
                         int(cell.marked),
                         int(cell.best),
                         *(

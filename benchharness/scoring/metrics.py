@@ -64,7 +64,7 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     with np.errstate(invalid="ignore", divide="ignore"):
         normxm = xmax * np.linalg.norm(xm / xmax, ord=2, axis=-1, keepdims=True)
         normym = ymax * np.linalg.norm(ym / ymax, ord=2, axis=-1, keepdims=True)
-        r = np.vecdot(xm / normxm, ym / normym, axis=-1)
+        r = np.vecdot(xm / normxm, ym / normym, axis=-1)  # type: ignore[call-overload]  # numpy's stub lacks a gufunc's axis=
     r = np.where(r > 1.0, 1.0, np.where(r < -1.0, -1.0, r))  # NaN stays NaN, as in scipy's clip
     if len(x) == 2:
         r = np.round(r)

@@ -22,6 +22,7 @@ from typing import Any
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
+from benchharness.core.specs import EncoderSpec
 from benchharness.training.recipes import (
     RECIPE_PREFIX,
     Recipe,
@@ -379,7 +380,7 @@ def ensure_trained(
 
 def trained_encoder(
     name: str, *, train: bool = True, store: RunStore | None = None
-) -> tuple[dict[str, Any], dict[str, Any]] | None:
+) -> tuple[EncoderSpec, dict[str, Any]] | None:
     """For the recipe catalogue: the encoder spec and portable manifest of the recipe ``name`` names,
     trained first when missing; None when ``name`` is no recipe."""
     recipe = recipe_for(name, store=store)

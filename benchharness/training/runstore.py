@@ -40,11 +40,17 @@ CHECKPOINT_STATE = Path("checkpoint") / "state.pt"
 
 class Recipe(Protocol):
     """What the store needs of a recipe (``benchharness.training.recipes.Recipe``): where its run
-    goes and what to record; the store itself never builds one."""
+    goes and what to record; the store itself never builds one (read-only members: a frozen
+    dataclass's fields match them)."""
 
-    method: str
-    key: str
-    display_name: str
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def display_name(self) -> str: ...
 
     @property
     def rounds(self) -> int | None: ...

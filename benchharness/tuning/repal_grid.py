@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import cast
 
 from benchharness.core.flag_types import positive_int
 from benchharness.tuning import grid as tuning
@@ -46,11 +47,11 @@ def composition(args: argparse.Namespace, l1: float, l2: float) -> str:
 
 def main(args: argparse.Namespace) -> str:
     """Tune, register the best chain, and return the grid and the best point (the command's output)."""
-    from benchharness.encoders.postprocess.repal import refine
+    from benchharness.encoders.postprocess.repal import RepAL, refine
 
     registry, data = tuning.setup(args)
     scorer = tuning.DevScorer(args.task, data)
-    repal = registry.get(composition(args, 0.0, 0.0))
+    repal = cast(RepAL, registry.get(composition(args, 0.0, 0.0)))  # the chain's last step: RepAL
     logger.info(
         "encoding %d %s sentences and their masked forms with %s; v_mean over %s",
         len(scorer.sentences),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import cast
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.tuning import grid as tuning
@@ -23,10 +24,12 @@ def main(args: argparse.Namespace) -> str:
     """Tune, register the best k, and return the grid and the best point (the command's output)."""
     import numpy as np
 
+    from benchharness.encoders.postprocess.whitening import Whitening
+
     registry, data = tuning.setup(args)
     scorer = tuning.DevScorer(args.task, data)
     fit = "" if args.fit == tuning.DEFAULT_FIT else f"fit={args.fit}"
-    white = registry.get(f"{args.encoder}+whitening({fit})" if fit else f"{args.encoder}+whitening")
+    white = cast(Whitening, registry.get(f"{args.encoder}+whitening({fit})" if fit else f"{args.encoder}+whitening"))
     white.fit()
     full = np.asarray(white.encode(scorer.sentences), dtype=np.float64)
     dim = full.shape[1]  # the fit's rank (see encoders/postprocess/whitening.py)
