@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import csv
 import fnmatch
+import io
 import json
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import PROMPT_KEYS
@@ -291,7 +292,8 @@ class Row:
 
 
 def _average(cells: list[float | None]) -> float | None:
-    return sum(cells) / len(cells) if cells and all(v is not None for v in cells) else None
+    present = [v for v in cells if v is not None]
+    return sum(present) / len(present) if cells and len(present) == len(cells) else None
 
 
 def recipe_note(results: list[Result]) -> str:
@@ -334,11 +336,13 @@ def aggregate_seeds(section: Section, rows: list[Row]) -> list[Row]:
             rest.append(members[0][1])
             continue
         members.sort(key=lambda m: m[0])
-        seeds = tuple(seed for seed, _ in members)
-        text, means = [], []
+        member_seeds = tuple(seed for seed, _ in members)
+        text: list[str] = []
+        means: list[float | None] = []
         for i in range(len(section.columns)):
-            vals = [row.cells[i] for _, row in members]
-            if any(v is None for v in vals):
+            cells = [row.cells[i] for _, row in members]
+            vals = [v for v in cells if v is not None]
+            if len(vals) < len(cells):
                 text.append("")
                 means.append(None)
                 continue
@@ -351,8 +355,8 @@ def aggregate_seeds(section: Section, rows: list[Row]) -> list[Row]:
         others = ", ".join(row.encoder for _, row in members if row is not named)
         note = recipe_note(list(named.results.values()))
         note = f"{note}; other seeds: {others}" if note else f"other seeds: {others}"
-        name = f"{named.encoder} (seeds {','.join(map(str, seeds))})"
-        rest.append(Row(name, "trained", {}, means, _average(means), text, seeds, note, named.prompts))
+        name = f"{named.encoder} (seeds {','.join(map(str, member_seeds))})"
+        rest.append(Row(name, "trained", {}, means, _average(means), text, member_seeds, note, named.prompts))
     return rest
 
 
@@ -386,7 +390,7 @@ def marks(section: Section, rows: list[Row], store: ResultStore) -> tuple[set[tu
         scored = [r for r in rows if r.cells[i] is not None and column.task in r.results]
         if len(scored) < 2:
             continue
-        best = max(scored, key=lambda r: r.cells[i])
+        best = max(scored, key=lambda r: cast(float, r.cells[i]))  # scored: cells[i] is not None
         best_result = best.results[column.task]
         if not store.has_items(best_result):
             missing.setdefault(best.encoder, []).append(column.header)
@@ -535,7 +539,8 @@ def _published_lines(section: Section, published_dir: Path | Traversable | None,
     if published_dir is None or section.published_csv is None or not (published_dir / section.published_csv).is_file():
         return []
     lines = []
-    with (published_dir / section.published_csv).open(newline="", encoding="utf-8") as fh:
+    # binary, then text with newline="" as csv wants: a Traversable's open() takes no newline=
+    with (published_dir / section.published_csv).open("rb") as raw, io.TextIOWrapper(raw, "utf-8", newline="") as fh:
         for rec in csv.DictReader(fh):
             if papers is not None and rec["paper"] not in papers:
                 continue
@@ -562,7 +567,7 @@ def _number(value: str | None) -> float | None:
 
 def _mark_best(lines: list[Line]) -> None:
     for i in range(max((len(line.cells) for line in lines), default=0)):
-        values = [line.cells[i].value for line in lines if line.cells[i].value is not None]
+        values = [v for line in lines if (v := line.cells[i].value) is not None]
         if values:
             top = max(values)
             for line in lines:

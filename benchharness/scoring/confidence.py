@@ -204,7 +204,7 @@ def check_same_items(task: str, a: Evaluation, b: Evaluation) -> None:
         raise InvalidInputError(f"{task}: items of kind {a.kind!r} and {b.kind!r} cannot be paired")
     gold_a, gold_b = a.items.get("gold"), b.items.get("gold")
     lengths = {k: len(v) for k, v in a.items.items()}, {k: len(v) for k, v in b.items.items()}
-    if lengths[0] != lengths[1] or (gold_a is not None and not np.array_equal(gold_a, gold_b)):
+    if lengths[0] != lengths[1] or (gold_a is not None and (gold_b is None or not np.array_equal(gold_a, gold_b))):
         raise InvalidInputError(
             f"{task}: the two results were scored on different items (lengths {lengths[0]} vs "
             f"{lengths[1]}); were they run on the same data?"
