@@ -46,7 +46,7 @@ def availability() -> list[str]:
         except DataError as exc:
             message = str(exc).splitlines()
             hint = next((line.strip() for line in message[1:] if line.strip().startswith("get it with")), "")
-            why = "; ".join(part for part in (message[0], hint) if part)
+            why = "; ".join(part.split(" or point")[0].split(" (or point")[0] for part in (message[0], hint) if part)
             state, why = "no", why.replace(str(data.root.absolute()), "$BENCHHARNESS_DATA")
         rows.append(f"| {name} | {state} | {why} |")
     return ["| task | runnable here | why |", "|---|---|---|", *rows]
