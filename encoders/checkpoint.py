@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from benchharness.core.errors import InvalidInputError, MissingFileError
 
 if TYPE_CHECKING:
-    from torch import nn
+    from transformers import PreTrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ def quiet_loading() -> Iterator[None]:
             set_hook(previous)
 
 
-def load_complete(folder: Path, model: str) -> nn.Module:
+def load_complete(folder: Path, model: str) -> PreTrainedModel:
     """``AutoModel`` from ``folder``, refusing any encoder weight the checkpoint does not hold.
 
     The one loader of transformers weights: the ``hf`` family, the published checkpoints and

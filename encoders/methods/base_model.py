@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders import hub
 from benchharness.encoders.checkpoint import load_complete, refuse_missing_tokenizer
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def base_folder(base: str) -> str:
@@ -57,7 +58,7 @@ def _run_model(folder: Path, manifest: Path) -> Path:
     return model
 
 
-def load_base(base: str) -> tuple[nn.Module, Any, hub.ModelSource]:
+def load_base(base: str) -> tuple[PreTrainedModel, Any, hub.ModelSource]:
     """The base encoder (``AutoModel``), its tokenizer and where they came from.
 
     Loaded by the rule every encoder loads by (``checkpoint.load_complete``): a base without a

@@ -256,6 +256,7 @@ def train(
         """Record a dev score; save the encoder if it is the best so far. True = stop early. Rank 0
         evaluates; the others wait for its bookkeeping, so that every rank stops at the same step."""
         if main:
+            assert dev is not None  # evaluate() is only called with a dev scorer (checked above)
             score = dev(method.encoder)
             state["dev_curve"].append([step, score])
             record = {"step": step, "dev_spearman": score}
@@ -314,7 +315,8 @@ def train(
             logs = {"loss": float(loss.detach()), **{k: float(v) for k, v in output.logs.items()}}
             sentences = method.size(batch, chunk)
             if ctx is not None:  # the global batch's: the mean of the ranks' losses, every rank's sentences
-                *sums, sentences = data_parallel.sum_over_ranks([*logs.values(), sentences], ctx)
+                *sums, summed = data_parallel.sum_over_ranks([*logs.values(), sentences], ctx)
+                sentences = int(summed)
                 logs = {k: v / ctx.world_size for k, v in zip(logs, sums)}
             state["sentences"] += int(sentences)
             state["step"] += 1

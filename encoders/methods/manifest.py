@@ -91,6 +91,7 @@ def build_manifest(
         if config.eval_every is not None and state["best_step"] is not None
         else {"rule": "final weights", "best_step": state["step"]}
     )
+    memory = peak_memory(device)
     training: TrainingStats = {
         "steps": state["step"],
         "epochs_completed": state["epoch"],
@@ -102,8 +103,10 @@ def build_manifest(
         "device": str(device),
         "precision": precision,
         "torch_threads": torch.get_num_threads(),
-        **{k: round(v, 1) for k, v in peak_memory(device).items()},
-    }  # type: ignore[typeddict-item]
+        "peak_rss_mib": round(memory["peak_rss_mib"], 1),
+    }
+    if "peak_cuda_mib" in memory:
+        training["peak_cuda_mib"] = round(memory["peak_cuda_mib"], 1)
     return {
         "schema_version": SCHEMA_VERSION,
         "name": config.name or config.out.resolve().name,

@@ -9,10 +9,13 @@ scaffolding that a registered encoder must not depend on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @dataclass
@@ -41,7 +44,7 @@ class TrainingMethod(nn.Module):
     #: data-parallel run can only gather from equal slices of every batch
     in_batch_negatives: bool = False
 
-    def __init__(self, encoder: nn.Module, tokenizer: Any) -> None:
+    def __init__(self, encoder: PreTrainedModel, tokenizer: Any) -> None:
         super().__init__()
         self.encoder = encoder
         self.tokenizer = tokenizer

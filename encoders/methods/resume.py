@@ -12,7 +12,7 @@ import random
 import shutil
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -55,7 +55,8 @@ def prepare_out(config: TrainConfig) -> Path | None:
 def rng_state() -> dict[str, Any]:
     """Every generator's state as tensors and plain values, which ``torch.load(weights_only=True)``
     reads back without unpickling arbitrary objects (numpy's key array travels as a tensor)."""
-    name, keys, pos, has_gauss, cached = np.random.get_state()
+    # the legacy tuple (get_state's default); numpy's stub also allows the dict of legacy=False
+    name, keys, pos, has_gauss, cached = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
     state = {
         "python": random.getstate(),
         "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached),
@@ -90,7 +91,7 @@ def save_checkpoint(
     A data-parallel run saves from rank 0 (model and optimizer are the same on every rank) with
     ``rank_rngs``, every rank's generators in rank order: each rank draws its own dropout and
     augmentations, and resumes them from its own state."""
-    saved = {
+    saved: dict[str, Any] = {
         "config": config.to_dict(),
         "method": method.state_dict(),
         "optimizer": optimizer.state_dict(),

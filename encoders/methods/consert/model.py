@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -54,6 +54,9 @@ from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.methods.train_data import NLI_LABELS, NLIPair
 from benchharness.encoders.pooling import POOLINGS, masked_mean, needs_hidden_states, pool
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 AUGMENTATIONS = ("none", "shuffle", "token_cutoff", "feature_cutoff", "dropout")
 #: the paper's rates (section 4.1); shuffle and none take none
@@ -164,7 +167,7 @@ def nt_xent_directions(
     z2 = F.normalize(z2.float(), dim=-1)
     n = z1.shape[0]
     labels = torch.arange(n, device=z1.device) + offset
-    if whole:
+    if whole or all1 is None or all2 is None:  # (whole already says so: this tells the type checker)
         all1, all2 = z1, z2
         self_mask = torch.eye(n, dtype=torch.bool, device=z1.device)
     else:
@@ -228,13 +231,20 @@ class ViewAugmenter:
         finally:
             self._active, self._mask = None, None
 
+    @property
+    def mask(self) -> torch.Tensor:
+        """The attention mask of the view being produced (``view`` sets it for its block)."""
+        if self._mask is None:
+            raise RuntimeError("no augmented view is active")
+        return self._mask
+
     def _lengths(self) -> torch.Tensor:
-        return self._mask.sum(dim=1).long().cpu()
+        return self.mask.sum(dim=1).long().cpu()
 
     def _on_positions(self, module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor | None:
         if self._active is None or self._active[0] != "shuffle":
             return None
-        bsz, seq_len = self._mask.shape
+        bsz, seq_len = self.mask.shape
         order = torch.arange(seq_len).repeat(bsz, 1)
         for row, n in enumerate(self._lengths().tolist()):
             order[row, :n] = torch.randperm(n)
@@ -283,7 +293,7 @@ class ConSERT(TrainingMethod):
 
     def __init__(
         self,
-        encoder: nn.Module,
+        encoder: PreTrainedModel,
         tokenizer,
         objective: str = "unsup",
         view1: str = "feature_cutoff",

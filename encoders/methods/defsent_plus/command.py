@@ -10,7 +10,7 @@ import logging
 import shlex
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -51,6 +51,9 @@ from benchharness.encoders.methods.train_config import (
     config_from_options,
     resolve_options,
 )
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +232,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     preflight(base_config)
 
     seed_everything(base_config.seed)
+    encoder: PreTrainedModel | None
     encoder, tokenizer, source = load_base(base_config.base)
     dictionary, data = _dictionary(run, sources, tokenizer, data_root)
     if run.stats_only:
@@ -249,7 +253,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
             seed_everything(base_config.seed)
             encoder, tokenizer, source = load_base(base_config.base)
         builder = encoder if previous is None else load_base(str(previous))[0]
-        builder.to(device)
+        builder.to(device)  # type: ignore[arg-type]  # transformers wraps .to with functools.wraps: mypy loses self
         logger.info("round %d: entry embeddings (%s) with %s", r, run.entry_type.upper(), previous or base_config.base)
         # every rank of a data-parallel run builds the same matrix (DDP then copies rank 0's once); one bar
         matrix = entry_embeddings(
@@ -318,7 +322,7 @@ def main(args: argparse.Namespace, dev: DevFactory | None = None) -> int:
     if not data_parallel.is_main():
         return 0
     if previous is not None and not run.no_final_space:
-        final = load_base(str(previous))[0].to(device)
+        final = load_base(str(previous))[0].to(device)  # type: ignore[arg-type]  # as above
         matrix = entry_embeddings(
             final,
             tokenizer,

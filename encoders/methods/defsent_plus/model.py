@@ -37,7 +37,7 @@ against (paper Figures 1-3); the last round also plots the space its own encoder
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +48,9 @@ from benchharness.encoders import hub
 from benchharness.encoders.checkpoint import checkpoint_keys
 from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.pooling import masked_mean
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 TRAINING_POOLINGS = ("cls", "mean")
 
@@ -89,7 +92,7 @@ def _checkpoint_tensor(folder: Path, name: str) -> torch.Tensor:
     raise KeyError(name)
 
 
-def prepare_pooler(encoder: nn.Module, folder: Path) -> tuple[nn.Module | None, str]:
+def prepare_pooler(encoder: PreTrainedModel, folder: Path) -> tuple[nn.Module | None, str]:
     """Set up the training-time pooler; return a new module when the model has none, and a note.
 
     ``folder`` is the base checkpoint, read to tell a pretrained pooler from a newly initialised
@@ -100,10 +103,12 @@ def prepare_pooler(encoder: nn.Module, folder: Path) -> tuple[nn.Module | None, 
     model_type = getattr(encoder.config, "model_type", "")
     if pooler is None:
         hidden = encoder.config.hidden_size
-        head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh())
-        nn.init.normal_(head[0].weight, std=getattr(encoder.config, "initializer_range", 0.02))
-        nn.init.zeros_(head[0].bias)
-        return head, f"{model_type} has no pooler module: a fresh dense+tanh pooler (training only, not saved)"
+        dense = nn.Linear(hidden, hidden)
+        nn.init.normal_(dense.weight, std=getattr(encoder.config, "initializer_range", 0.02))
+        nn.init.zeros_(dense.bias)
+        return nn.Sequential(
+            dense, nn.Tanh()
+        ), f"{model_type} has no pooler module: a fresh dense+tanh pooler (training only, not saved)"
     if "roberta" in model_type:
         weight = next((k for k in keys if k.endswith("lm_head.dense.weight")), None)
         if weight is None:
@@ -128,10 +133,11 @@ class DefSentPlus(TrainingMethod):
     """The encoder + its pooler, classifying definitions into the frozen entry matrix."""
 
     method_name = "defsent-plus"
+    entry_matrix: torch.Tensor  # a registered buffer (torch types a module's attributes Tensor | Module)
 
     def __init__(
         self,
-        encoder: nn.Module,
+        encoder: PreTrainedModel,
         tokenizer,
         entry_matrix: torch.Tensor,
         training_pooling: str = "cls",
@@ -168,7 +174,8 @@ class DefSentPlus(TrainingMethod):
         x = last[:, 0] if self.training_pooling == "cls" else masked_mean(last, inputs["attention_mask"]).to(last.dtype)
         if self.extra_pooler is not None:
             return self.extra_pooler(x)
-        return self.encoder.pooler.activation(self.encoder.pooler.dense(x))
+        pooler: Any = self.encoder.pooler  # the model's own (BertPooler...): a dense layer and its activation
+        return pooler.activation(pooler.dense(x))
 
     def logits(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.pooled(inputs).float() @ self.entry_matrix.T

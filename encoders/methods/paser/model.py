@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -70,6 +70,9 @@ from benchharness.encoders.methods.optim import (
 from benchharness.encoders.methods.paser.eda import Augmenter
 from benchharness.encoders.methods.paser.rake import english_stopwords, rake
 from benchharness.encoders.pooling import POOLINGS, needs_hidden_states, pool
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 SIGNALS = ("paper", "official")
 TRAIN_POOLINGS = tuple(p for p in POOLINGS if p != "prompt")  # prompt pooling needs a template per view
@@ -169,6 +172,15 @@ class DecodingSignal(nn.Module):
         return {"form": "official", "slots": "[t(z1*Wz2), k(z1-Wz2), z1, Wz2]", "t": self.t, "k": self.k}
 
 
+class _Transform(nn.Module):
+    """``cls.predictions.transform``: a dense layer and a LayerNorm, under the names its checkpoint keys use."""
+
+    def __init__(self, hidden: int, eps: float) -> None:
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        self.LayerNorm = nn.LayerNorm(hidden, eps=eps)
+
+
 class LMHead(nn.Module):
     """BERT's MLM head (``BertLMPredictionHead``): dense + activation + LayerNorm, then logits
     against its own output matrix plus a bias. The output matrix is untied, as in the official
@@ -176,22 +188,20 @@ class LMHead(nn.Module):
     embeddings and trained separately from them. Parameter names follow ``cls.predictions`` so a
     checkpoint's head loads (:meth:`load_from_checkpoint`)."""
 
-    def __init__(self, config, word_embeddings: nn.Embedding) -> None:
+    def __init__(self, config, word_embeddings: nn.Module) -> None:
         super().__init__()
         from transformers.activations import ACT2FN
 
         hidden = config.hidden_size
-        vocab = word_embeddings.weight.shape[0]
-        self.transform = nn.Module()
-        self.transform.dense = nn.Linear(hidden, hidden)
-        self.transform.LayerNorm = nn.LayerNorm(hidden, eps=getattr(config, "layer_norm_eps", 1e-12))
+        vocab = word_embeddings.get_parameter("weight").shape[0]
+        self.transform = _Transform(hidden, eps=getattr(config, "layer_norm_eps", 1e-12))
         self.act = ACT2FN[getattr(config, "hidden_act", "gelu")]
         self.decoder = nn.Linear(hidden, vocab, bias=False)
         self.bias = nn.Parameter(torch.zeros(vocab))
         nn.init.normal_(self.transform.dense.weight, std=getattr(config, "initializer_range", 0.02))
         nn.init.zeros_(self.transform.dense.bias)
         with torch.no_grad():  # a copy, not the same tensor: the official head is not tied
-            self.decoder.weight.copy_(word_embeddings.weight)
+            self.decoder.weight.copy_(word_embeddings.get_parameter("weight"))
         self.output_note = "a copy of the word embeddings"
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -257,7 +267,7 @@ def build_decoder(hidden: int, layers: int, heads: int, vocab_size: int, dropout
         pad_token_id=0,
     )
     decoder = BartDecoder(config)
-    decoder.embed_tokens = None  # never used: inputs_embeds come from the shared encoder embeddings
+    decoder.embed_tokens = None  # type: ignore[assignment]  # never used: inputs_embeds come from the encoder's embeddings
     return decoder
 
 
@@ -322,7 +332,7 @@ class PaSeR(TrainingMethod):
 
     def __init__(
         self,
-        encoder: nn.Module,
+        encoder: PreTrainedModel,
         tokenizer,
         *,
         pooling: str = "cls_before_pooler",
@@ -399,7 +409,7 @@ class PaSeR(TrainingMethod):
         target = " ".join(text[a:b] for a, b in firsts)
         return {"text": text, "spans": spans, "target": target}
 
-    def collate(self, examples: list[Any]) -> dict[str, torch.Tensor]:
+    def collate(self, examples: list[Any]) -> dict[str, Any]:
         # a per-batch RNG drawn from torch's global generator, which the loop seeds and checkpoints
         rng = random.Random(int(torch.randint(2**31 - 1, (1,))))
         anchors = [ex[0] for ex in examples] if self.supervised else list(examples)
@@ -490,7 +500,7 @@ class PaSeR(TrainingMethod):
             loss = F.cross_entropy(self.lm_head(hidden[keep]).float(), batch["mlm_labels"][keep])
         return data_parallel.global_mean(loss, int(keep.sum()))  # a mean over every process's tokens
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
+    def forward(self, batch: dict[str, Any]) -> LossOutput:
         keys = ("input_ids", "attention_mask", "token_type_ids")
         z = self.embed({k: batch[k] for k in keys if k in batch})
         n = z.shape[0] // 2

@@ -21,7 +21,7 @@ correction on, eps 1e-8, no weight decay) after clipping the gradient norm at 1.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +32,9 @@ from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.methods.optim import (
     HF_TRAINER_STEP as OFFICIAL_STEP,  # the official code trains through the Trainer
 )
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's unsupervised BERT-base recipe (1M Wikipedia sentences)
@@ -74,13 +77,14 @@ class SimCSE(TrainingMethod):
     eval_pooling = "cls_before_pooler"
     in_batch_negatives = True
 
-    def __init__(self, encoder: nn.Module, tokenizer, temperature: float = 0.05, max_length: int = 32) -> None:
+    def __init__(self, encoder: PreTrainedModel, tokenizer, temperature: float = 0.05, max_length: int = 32) -> None:
         super().__init__(encoder, tokenizer)
         hidden = encoder.config.hidden_size
-        self.mlp = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh())  # training only, never saved
+        dense = nn.Linear(hidden, hidden)
         std = getattr(encoder.config, "initializer_range", 0.02)
-        nn.init.normal_(self.mlp[0].weight, mean=0.0, std=std)
-        nn.init.zeros_(self.mlp[0].bias)
+        nn.init.normal_(dense.weight, mean=0.0, std=std)
+        nn.init.zeros_(dense.bias)
+        self.mlp = nn.Sequential(dense, nn.Tanh())  # training only, never saved
         self.temperature = float(temperature)
         self.max_length = int(max_length)
 
