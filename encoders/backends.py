@@ -132,7 +132,7 @@ class OnnxBackend(Backend):
         except ImportError:
             raise ImportError("backend=onnx needs ONNX Runtime: pip install onnxruntime onnx onnxscript") from None
         super().__init__(model)
-        self._session = None
+        self._session: Any = None  # an onnxruntime InferenceSession, made at the first batch
         self._input_names: tuple[str, ...] = ()
         self._folder = tempfile.TemporaryDirectory(prefix="benchharness-onnx-")
 

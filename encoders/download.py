@@ -27,7 +27,7 @@ DRIVE_DOWNLOAD = "https://drive.usercontent.google.com/download"
 
 
 class Opener(Protocol):
-    def open(self, url: str, timeout: float = ...) -> Any: ...
+    def open(self, url: str, *, timeout: float = ...) -> Any: ...
 
 
 class DownloadError(UserError, RuntimeError):
@@ -78,10 +78,10 @@ def confirmation_url(page: str, page_url: str) -> str | None:
 
 def download(url: str, dest: Path, opener: Opener | None = None) -> Path:
     """Stream ``url`` into ``dest`` (atomically: a killed download leaves no partial archive)."""
-    opener = opener or urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+    client: Opener = opener or urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
     first = direct_url(url)
     try:
-        response = opener.open(first, timeout=TIMEOUT_S)
+        response = client.open(first, timeout=TIMEOUT_S)
         if response.headers.get_content_type() == "text/html":
             page = response.read().decode("utf8", "replace")
             second = confirmation_url(page, response.geturl())
@@ -90,7 +90,7 @@ def download(url: str, dest: Path, opener: Opener | None = None) -> Path:
                     f"{url} answered with a web page, not a file: it is not shared "
                     "publicly, or Google Drive's download quota for it is exhausted"
                 )
-            response = opener.open(second, timeout=TIMEOUT_S)
+            response = client.open(second, timeout=TIMEOUT_S)
             if response.headers.get_content_type() == "text/html":
                 raise DownloadError(
                     f"{url} still answered with a web page after the virus-scan "

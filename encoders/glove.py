@@ -16,7 +16,7 @@ from benchharness.core.data_root import DataRoot
 from benchharness.core.digests import remembered, sha256_file
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, MissingFileError
-from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.core.specs import Defaults, Family, Params
 from benchharness.data.readers import undecodable_message
 
 #: word2vec's text format starts with ``<count> <dim>``
@@ -129,7 +129,7 @@ def glove_file(data_dir: Path) -> Path:
     return data_dir / "glove/glove.6B.50d.subset.txt.gz"
 
 
-def build(name: str, spec: EncoderSpec, defaults: Defaults) -> WordVectorAverage:
+def build(name: str, spec: Params, defaults: Defaults) -> WordVectorAverage:
     params = dict(spec)
     path = params.pop("file")
     if path == "glove-50d":

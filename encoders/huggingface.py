@@ -16,7 +16,7 @@ from benchharness.core.devices import autocast
 from benchharness.core.encoder import length_sorted_batches
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
-from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.core.specs import Defaults, EncoderSpec, Family, Params
 from benchharness.encoders import hub
 from benchharness.encoders.backends import BACKENDS, REFERENCE, changes_outputs
 from benchharness.encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
@@ -27,6 +27,7 @@ from benchharness.encoders.transformer import TransformerEncoder
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PreTrainedModel
 
 
 class HFEncoder(TransformerEncoder):
@@ -90,8 +91,8 @@ class HFEncoder(TransformerEncoder):
                 f"and pooling {pooling!r} "
                 "needs more (the pooler or every layer's states): use backend=eager"
             )
-        self._model = None
-        self._tokenizer = None
+        self._model: PreTrainedModel | None = None
+        self._tokenizer: Any = None  # a transformers tokenizer, loaded on first use
 
     # Loading is lazy: listing or fingerprinting an encoder must not cost a model load.
     @property
@@ -106,12 +107,12 @@ class HFEncoder(TransformerEncoder):
         return self._tokenizer
 
     @property
-    def model(self) -> torch.nn.Module:
+    def model(self) -> PreTrainedModel:
         if self._model is None:
             # only the pooler may be missing (paraphrase-MiniLM-L3-v2, MaskedLM checkpoints ship
             # none), and __init__ has refused pooling 'cls' there
             self._model = load_complete(self.source.path, self.source.name)
-            self._model.to(self.device).eval()
+            self._model.to(self.device).eval()  # type: ignore[arg-type]  # transformers wraps .to: mypy loses self
         return self._model
 
     def _declared_mask_token(self) -> str | None:
@@ -192,7 +193,7 @@ class HFEncoder(TransformerEncoder):
         return int(AutoConfig.from_pretrained(str(self.source.path), local_files_only=True).hidden_size)
 
     def identity_info(self) -> dict[str, Any]:
-        info = {
+        info: dict[str, Any] = {
             "family": "hf",
             "model": self.source.name,
             "revision": self.source.revision,
@@ -222,7 +223,7 @@ class HFEncoder(TransformerEncoder):
         }
 
 
-def build(name: str, spec: EncoderSpec, defaults: Defaults) -> HFEncoder:
+def build(name: str, spec: Params, defaults: Defaults) -> HFEncoder:
     allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
     return HFEncoder(name, **{**allowed, **spec})
 

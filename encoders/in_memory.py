@@ -45,7 +45,7 @@ def _weights_sha256(module: torch.nn.Module) -> str:
     import torch
 
     digest = hashlib.sha256()
-    tensors = dict(module.named_parameters())
+    tensors: dict[str, torch.Tensor] = dict(module.named_parameters())
     tensors.update(module.named_buffers())
     for name in sorted(tensors):
         tensor = tensors[name].detach().to("cpu").contiguous()
@@ -183,7 +183,7 @@ class TransformersModelEncoder(_HeldModel, HFEncoder):
 
     @property
     def dimension(self) -> int:
-        return int(self._model.config.hidden_size)
+        return int(self.model.config.hidden_size)
 
     def identity_info(self) -> dict[str, Any]:
         info = super().identity_info()  # weights_sha256: the module's own (``HeldSource``)
@@ -191,7 +191,7 @@ class TransformersModelEncoder(_HeldModel, HFEncoder):
             {
                 "family": "transformers-object",
                 "revision": None,
-                "tokenizer": {"class": type(self._tokenizer).__name__, "vocabulary_size": len(self._tokenizer)},
+                "tokenizer": {"class": type(self.tokenizer).__name__, "vocabulary_size": len(self.tokenizer)},
             }
         )
         return info

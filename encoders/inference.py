@@ -41,7 +41,7 @@ TOKENS_PER_SENTENCE = 64
 TOKEN_BUDGET = 64 * TOKENS_PER_SENTENCE
 
 
-def token_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET) -> Iterator[np.ndarray]:
+def token_batches(lengths: Sequence[int] | np.ndarray, token_budget: int = TOKEN_BUDGET) -> Iterator[np.ndarray]:
     """Index batches in which every sentence has the same token length and the tokens number at
     most ``token_budget`` (a sentence longer than the budget forms a batch on its own).
 
@@ -50,13 +50,13 @@ def token_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET) -> I
     """
     if token_budget < 1:
         raise InvalidInputError(f"token_budget must be a positive number of tokens, got {token_budget}")
-    lengths = np.asarray(lengths, dtype=np.int64)
-    if not len(lengths):
+    sizes = np.asarray(lengths, dtype=np.int64)
+    if not len(sizes):
         return
-    order = np.argsort(-lengths, kind="stable")
-    starts = np.flatnonzero(np.diff(lengths[order], prepend=-1))
+    order = np.argsort(-sizes, kind="stable")
+    starts = np.flatnonzero(np.diff(sizes[order], prepend=-1))
     for group in np.split(order, starts[1:]):
-        per_batch = max(1, token_budget // max(1, int(lengths[group[0]])))
+        per_batch = max(1, token_budget // max(1, int(sizes[group[0]])))
         for start in range(0, len(group), per_batch):
             yield group[start : start + per_batch]
 

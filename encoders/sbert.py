@@ -13,7 +13,7 @@ import numpy as np
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
 from benchharness.core.prompts import Prompts
-from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.core.specs import Defaults, Family, Params
 from benchharness.encoders import hub
 from benchharness.encoders.backends import REFERENCE, changes_outputs
 from benchharness.encoders.checkpoint import load_complete, quiet_loading
@@ -195,7 +195,7 @@ class SentenceTransformerEncoder(TransformerEncoder):
         }
 
 
-def build(name: str, spec: EncoderSpec, defaults: Defaults) -> SentenceTransformerEncoder:
+def build(name: str, spec: Params, defaults: Defaults) -> SentenceTransformerEncoder:
     allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
     return SentenceTransformerEncoder(name, **{**allowed, **spec})
 

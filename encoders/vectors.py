@@ -27,6 +27,7 @@ partial set.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -42,7 +43,7 @@ from benchharness.core.digests import remembered, sha256_file
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, MissingFileError, UserError
 from benchharness.core.prompts import DEFAULT, ROLE_NAMES, Role
-from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.core.specs import Defaults, EncoderSpec, Family, Params
 from benchharness.core.task import EncoderDrivenTask, Task
 from benchharness.data.readers import undecodable_message
 
@@ -474,7 +475,7 @@ class PrecomputedVectors(Encoder):
         return {
             "family": "vectors",
             "layout": layout,
-            "sha256": [remembered("sha256", [f], lambda f=f: sha256_file(f)) for f in self.files],
+            "sha256": [remembered("sha256", [f], functools.partial(sha256_file, f)) for f in self.files],
         }
 
     @property
@@ -482,7 +483,7 @@ class PrecomputedVectors(Encoder):
         return {**super().metadata, "pooling": "computed elsewhere", "base_model": self.path.name}
 
 
-def build(name: str, spec: EncoderSpec, defaults: Defaults) -> PrecomputedVectors:
+def build(name: str, spec: Params, defaults: Defaults) -> PrecomputedVectors:
     return PrecomputedVectors(name, spec["path"])  # type: ignore[typeddict-item]
 
 

@@ -180,7 +180,7 @@ class AskUbuntu(Task):
             scores = paired_cosine(np.repeat(query, len(cand), 0), cand)
             rankings.append(ranked_relevance(scores, np.array([c in q.similar for c in q.candidates])))
         per_query = per_query_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
-        metrics: Metrics = means(per_query)
+        metrics: Metrics = {**means(per_query)}
         metrics["n_queries"] = len(rankings)
         return Evaluation(metrics, per_query, "ranking")
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadat
 from benchharness.data.readers import SICK_COLUMNS, STSB_COLUMNS, read_scored_tsv, sick_file, stsb_file
 from benchharness.tasks.senteval_config import RELATEDNESS, RelatednessConfig
 from benchharness.tasks.senteval_split import EXTRA_GROUP, SPLITS, abs_diff_prod, sorted_pairs
+
+if TYPE_CHECKING:
+    import torch
 
 REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval tools/relatedness.py"
 
@@ -89,7 +93,7 @@ class RelatednessRegressor:
         train_y: np.ndarray,
         config: RelatednessConfig = RELATEDNESS,
         seed: int = 1111,
-        dtype: object = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         import torch
 

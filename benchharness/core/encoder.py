@@ -76,20 +76,27 @@ class Encoder(ABC):
     #: Run folders are not kept with the results, so each result carries its recipe; it is
     #: descriptive only and stays out of ``identity`` (the weights hash already pins the model).
     provenance: dict[str, Any] | None = None
-    #: whether ``identity`` ties the outputs to a model; an unpinned encoder (a plain callable
-    #: given no identity) is evaluated but never cached or stored
-    pinned: bool = True
     #: the text put in front of a sentence, by role (set from the spec, or the model's own config)
     prompts: Prompts = NO_PROMPTS
     #: whether the vectors depend on the role beyond the prompts (vectors computed elsewhere per
     #: role, a callable that takes the role): such an encoder is asked for every role separately
     role_aware: bool = False
-    #: whether the embedding cache should hold its vectors: not for vectors read from files
-    #: (``vectors:``), which are already on disk and cheaper to read than the cache
-    cacheable: bool = True
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    # read-only properties, so that a subclass may answer from its state (a callable's identity=)
+    @property
+    def pinned(self) -> bool:
+        """Whether ``identity`` ties the outputs to a model; an unpinned encoder (a plain callable
+        given no identity) is evaluated but never cached or stored."""
+        return True
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether the embedding cache should hold its vectors: not for vectors read from files
+        (``vectors:``), which are already on disk and cheaper to read than the cache."""
+        return True
 
     @abstractmethod
     def encode(self, sentences: Sequence[str]) -> np.ndarray:

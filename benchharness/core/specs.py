@@ -46,7 +46,9 @@ class EncoderSpec(TypedDict, total=False):
 
 #: the defaults the resolver hands every family builder: device, batch_size, data_dir (None = unset)
 Defaults = dict[str, Any]
-Builder = Callable[[str, EncoderSpec, Defaults], Encoder]
+#: what a family builder is given of a spec: its parameters, without ``type`` and the prompt keys
+Params = dict[str, Any]
+Builder = Callable[[str, Params, Defaults], Encoder]
 
 
 @dataclass(frozen=True)

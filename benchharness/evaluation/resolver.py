@@ -173,7 +173,7 @@ def build(name: str, spec: EncoderSpec, defaults: Defaults | None = None) -> Enc
     spec replace those the model configures for the same role."""
     family = check_spec(name, spec)
     params = {k: v for k, v in spec.items() if k != "type" and k not in PROMPT_KEYS}
-    encoder = family.build(name, params, {k: v for k, v in (defaults or {}).items() if v is not None})  # type: ignore[arg-type]
+    encoder = family.build(name, params, {k: v for k, v in (defaults or {}).items() if v is not None})
     given = spec_prompts(name, spec) if family.takes_prompts else {}
     if given:
         encoder.prompts = encoder.prompts.but(**given)
