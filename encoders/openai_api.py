@@ -49,7 +49,7 @@ import numpy as np
 from benchharness.core.encoder import Encoder, length_sorted_batches
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
-from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.core.specs import Defaults, EncoderSpec, Family, Params
 from benchharness.encoders.openai_client import Client, EmbeddingServerError, decode_embedding, host_of, shown_url
 
 logger = logging.getLogger(__name__)
@@ -71,8 +71,13 @@ def _positive(spec: EncoderSpec | dict[str, Any], key: str, kind: type, default:
     value = spec.get(key, default)
     if value is None:
         return None
-    ok = not isinstance(value, bool) and isinstance(value, int | float) and (kind is float or value == int(value))
-    if not ok or value < minimum:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)  # nan passed the bound, inf broke int(): both are refused here
+        or (kind is not float and value != int(value))
+        or value < minimum
+    ):
         what = "an integer" if kind is int else "a number"
         raise InvalidInputError(f"openai: {key}={value!r} must be {what} of at least {minimum:g}")
     return kind(value)
@@ -301,12 +306,11 @@ class OpenAIEncoder(Encoder):
         indices = [item.get("index") if isinstance(item, dict) else None for item in data]
         if all(i is None for i in indices):
             indices = list(range(len(data)))  # no index given: the order of the inputs
-        if sorted(i if isinstance(i, int) and not isinstance(i, bool) else -1 for i in indices) != list(
-            range(len(texts))
-        ):
+        order = [i if isinstance(i, int) and not isinstance(i, bool) else -1 for i in indices]
+        if sorted(order) != list(range(len(texts))):
             raise EmbeddingServerError(f"{bad} indices that are not 0..{len(texts) - 1} once each")
         rows = np.empty((len(texts), width or 0), dtype=np.float32) if width else None
-        for item, index in zip(data, indices):
+        for item, index in zip(data, order):
             vector = decode_embedding(item.get("embedding"))
             if vector is None or not len(vector):
                 raise EmbeddingServerError(f"{bad} an embedding that is neither a list of numbers nor base64 float32")
@@ -328,13 +332,13 @@ class OpenAIEncoder(Encoder):
 
     # ---- identity --------------------------------------------------------------------------------
     @property
-    def pinned(self) -> bool:  # type: ignore[override]
+    def pinned(self) -> bool:
         """Whether a revision or the user's ``identity=`` ties the name to fixed weights (asks the
         server when it has not been asked yet)."""
         return self.given_identity is not None or self.served().revision is not None
 
     @property
-    def cacheable(self) -> bool:  # type: ignore[override]
+    def cacheable(self) -> bool:
         """Unpinned vectors are never reused (their identity is this object's), so the embedding
         cache is left out rather than filled with a database no run will read."""
         return self.pinned
@@ -376,9 +380,9 @@ class OpenAIEncoder(Encoder):
         return f"OpenAIEncoder({self.name!r}, model={self.model!r}, server={host_of(self.base_url)!r})"
 
 
-def build(name: str, spec: EncoderSpec, defaults: Defaults) -> OpenAIEncoder:
+def build(name: str, spec: Params, defaults: Defaults) -> OpenAIEncoder:
     """The resolver's ``batch_size`` and ``device`` are a local model's: a server has its own."""
-    return OpenAIEncoder(name, **spec)  # type: ignore[arg-type]
+    return OpenAIEncoder(name, **spec)
 
 
 FAMILY = Family.of(

@@ -405,6 +405,8 @@ def test_the_spec_is_parsed_and_built_by_the_resolver(fake):
         ("max_batch=0", InvalidInputError, "max_batch=0 must be an integer of at least 1"),
         ("max_concurrency=2.5", InvalidInputError, "max_concurrency=2.5 must be an integer of at least 1"),
         ("timeout=0", InvalidInputError, "timeout=0 must be a number of at least 0.001"),
+        ("timeout=nan", InvalidInputError, "timeout=nan must be a number of at least 0.001"),
+        ("max_batch=inf", InvalidInputError, "max_batch=inf must be an integer of at least 1"),
         ("base_url=ftp://host/v1", InvalidInputError, "base_url='ftp://host/v1' must be an http(s) URL"),
         ("encoding_format=int8", InvalidInputError, "encoding_format='int8' must be one of base64, float"),
         ("max_batchs=3", UnknownEncoderError, "openai has no parameter 'max_batchs'. Did you mean 'max_batch'?"),
