@@ -55,8 +55,10 @@ def _sick(data: DataRoot, splits: tuple[str, ...]) -> list[str]:
 
 CORPORA: dict[str, tuple[str, Callable[[DataRoot], list[str]]]] = {
     "sts-unlabeled": (
-        "all sentences of STS12-16, STS-B (all splits), SICK (all splits); 89,192 with repeats; "
-        "includes test sentences (transductive, as ConSERT/PaSeR)",
+        (
+            "all sentences of STS12-16, STS-B (all splits), SICK (all splits); 89,192 with repeats; "
+            "includes test sentences (transductive, as ConSERT/PaSeR)"
+        ),
         lambda d: _sts_years(d) + _stsb(d, ("train", "dev", "test")) + _sick(d, ("train", "trial", "test")),
     ),
     "train-splits": (

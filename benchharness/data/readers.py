@@ -68,7 +68,7 @@ def undecodable_message(path: Path | str, lines: Iterable[str], exc: UnicodeDeco
     """
     lineno = 0
     try:
-        for lineno, line in enumerate(lines, 1):
+        for lineno, line in enumerate(lines, 1):  # noqa: B007 (read after the loop: the line it stopped at)
             if _ESCAPED.search(line):
                 break
     except (EOFError, OSError, zlib.error):  # a compressed stream that also breaks off in that line
