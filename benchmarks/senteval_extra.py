@@ -93,6 +93,36 @@ def measure(encoder: str, names: list[str]) -> list[str]:
     return lines
 
 
+def probing_cost(dims: tuple[int, ...], steps: int = 300) -> list[str]:
+    """The probing tasks' data are not here: the MLP's cost per optimizer step on random features
+    of a probing task's size (100k train rows, 2 classes, the 4 L2 values in lock step), per
+    hidden size and dropout, and what one check (4 passes of 1,563 batches of 64) then costs."""
+    import numpy as np
+
+    from benchharness.tasks.senteval_config import CONFIGS, L2_GRID, PROBING_DROPOUT, PROBING_NHID
+    from benchharness.tasks.senteval_mlp import BatchedMLP
+
+    rng = np.random.default_rng(0)
+    lines = [
+        "| d | nhid | dropout | ms per step (4 models) | s per dev check (6,252 steps) |",
+        "|---|---|---|---|---|",
+    ]
+    for dim in dims:
+        features = rng.normal(size=(100_000, dim)).astype(np.float32)
+        labels = rng.integers(0, 2, size=100_000)
+        for nhid in PROBING_NHID:
+            for dropout in (PROBING_DROPOUT[0], PROBING_DROPOUT[-1]):
+                mlp = BatchedMLP(features, labels, 2, CONFIGS["default"], nhid, dropout, device="cpu")
+                state = mlp.start(list(L2_GRID))
+                order = rng.permutation(100_000)
+                t0 = time.perf_counter()
+                for i in range(steps):
+                    mlp.step(state, order[64 * i : 64 * (i + 1)])
+                per_step = (time.perf_counter() - t0) / steps
+                lines.append(f"| {dim} | {nhid} | {dropout} | {1000 * per_step:.2f} | {per_step * 6252:.1f} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--encoders", default="glove-50d,minilm-l6")
@@ -109,6 +139,9 @@ def main() -> int:
     for encoder in encoders:
         lines += ["", *measure(encoder, names)]
     lines += ["", "## every SentEval task: runnable here?", *availability()]
+    lines += ["", "## probing MLP (default config), cost on random features of a probing task's size"]
+    lines += probing_cost((50,) if SMOKE else (50, 384), steps=5 if SMOKE else 300)
+    lines += ["", f"load at end: {os.getloadavg()[0]:.2f}"]
     report("senteval_extra", lines)
     return 0
 
