@@ -72,6 +72,11 @@ class TransferTask(Task):
             },
         )
 
+    def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+        """The classifier's outcome under the task's validation scheme: ``acc`` and the other
+        metrics, ``yhat`` (a prediction per test item) and, for outer k-fold tasks, ``fold``."""
+        raise NotImplementedError
+
     def _check(self, n: int, what: str) -> None:
         if self.metadata.n_samples is not None and n != self.metadata.n_samples:
             raise DataError(

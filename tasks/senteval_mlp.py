@@ -129,8 +129,8 @@ class BatchedMLP:
                     for start in range(0, len(order), cfg.batch_size):
                         self.step(s, order[start : start + cfg.batch_size])
                 nepoch += cfg.epoch_size
-                acc = (self._predict(s["w1"], s["w2"], dev) == self.y[torch.as_tensor(dev)].unsqueeze(0)).sum(1)
-                acc = acc.cpu().numpy() / len(dev)
+                hits = (self._predict(s["w1"], s["w2"], dev) == self.y[torch.as_tensor(dev)].unsqueeze(0)).sum(1)
+                acc = hits.cpu().numpy() / len(dev)
                 improved = alive & (acc > best_acc)
                 nonimproving = alive & ~improved
                 stopping = nonimproving & (count >= cfg.tenacity)  # SentEval: counter never reset

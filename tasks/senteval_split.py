@@ -98,7 +98,7 @@ class SplitTask(TransferTask):
     #: the L2 values the dev set chooses from (SNLI: SentEval's ``noreg``)
     grid: tuple[float, ...] = L2_GRID
     #: the classifier config's fields this task overrides (SNLI: fewer epochs)
-    overrides: ClassVar[dict[str, int]] = {}
+    overrides: ClassVar[dict[str, Any]] = {}
 
     @property
     def classifier_config(self) -> ClassifierConfig:

@@ -29,6 +29,7 @@ Against mteb's STS evaluation (``tests/fidelity/test_mteb_crosscheck.py`` pins e
 from __future__ import annotations
 
 from abc import abstractmethod
+from functools import partial
 
 import numpy as np
 
@@ -192,13 +193,16 @@ class CsvPairTask(PairTask):
         self.raw = raw
 
     def _load(self, data: DataRoot) -> None:
-        a, b, g = [], [], []
+        a: list[str] = []
+        b: list[str] = []
+        g: list[float] = []
         for rel in self.rels:
-            pairs = read_scored_tsv(
+            first, second, gold = read_scored_tsv(
                 self._path(data, rel, "senteval"), self.cols, self.header, text=raw_text if self.raw else senteval_text
             )
-            for into, part in zip((a, b, g), pairs):
-                into.extend(part)
+            a.extend(first)
+            b.extend(second)
+            g.extend(gold)
         self.subsets = {"test": (a, b, np.asarray(g))}
         self._check_count()
 
@@ -288,7 +292,7 @@ def sick_mteb() -> CsvPairTask:
 
 TASKS = TaskProvider(
     tasks={
-        **{year: (lambda y=year: STSYear(y)) for year in STS_YEARS},
+        **{year: partial(STSYear, year) for year in STS_YEARS},
         "STSBenchmark": lambda: stsb("test"),
         "SICKRelatedness": lambda: sick("test"),
         "STSBenchmark-dev": lambda: stsb("dev"),

@@ -30,6 +30,7 @@ for the prototyping config) and ``senteval-all`` (STS12-16, the seven, and all o
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -258,8 +259,8 @@ BINARY = {
 
 #: SentEval's tasks beyond the seven, in the order its task list gives them: name -> task class.
 #: The relatedness regressor takes no classifier config, so those two exist once, in the default
-#: and the fast groups alike.
-EXTRA: dict[str, type[Task]] = {
+#: and the fast groups alike (built from a config, those two from their name).
+EXTRA: dict[str, Callable[..., Task]] = {
     "SST5": SST5,
     "SICKEntailment": SICKEntailment,
     "SICKRelatedness-sup": RelatednessTask,
@@ -286,17 +287,17 @@ def factories() -> dict[str, tuple[Callable[[], Task], tuple[str, ...]]]:
         suffix = "" if cfg.name == "default" else f"-{cfg.name}"
         group = ("transfer" + suffix,)
         for name, (files, n, desc) in BINARY.items():
-            out[name + suffix] = ((lambda nm=name, f=files, k=n, c=cfg, d=desc: BinaryTask(nm, f, k, c, d)), group)
+            out[name + suffix] = (partial(BinaryTask, name, files, n, cfg, desc), group)
         for name, cls in (("SST2", SST2), ("TREC", TREC), ("MRPC", MRPC)):
-            out[name + suffix] = ((lambda k=cls, c=cfg: k(c)), group)
-        for name, cls in EXTRA.items():
+            out[name + suffix] = (partial(cls, cfg), group)
+        for name, extra in EXTRA.items():
             if name in UNCONFIGURED:
                 if cfg.name == "default":
-                    out[name] = ((lambda k=cls, n=name: k(n)), ("senteval-extra",))
+                    out[name] = (partial(extra, name), ("senteval-extra",))
             else:
-                out[name + suffix] = ((lambda k=cls, c=cfg: k(c)), ("senteval-extra" + suffix,))
+                out[name + suffix] = (partial(extra, cfg), ("senteval-extra" + suffix,))
         for name in PROBING_TASKS:
-            out[name + suffix] = ((lambda n=name, c=cfg: ProbingTask(n, c)), ("probing" + suffix,))
+            out[name + suffix] = (partial(ProbingTask, name, cfg), ("probing" + suffix,))
     return out
 
 
