@@ -26,7 +26,7 @@ def load_target(target: str) -> Any:
 
 
 def build(name: str, spec: Params, defaults: Defaults) -> Encoder:
-    target = spec["object"]  # type: ignore[typeddict-item]
+    target = spec["object"]
     obj = load_target(target)
     encoder = obj if isinstance(obj, Encoder) else obj(name) if callable(obj) else None
     if not isinstance(encoder, Encoder):
@@ -45,4 +45,4 @@ FAMILY = Family.of(
     usage="python:<module:attribute>",
     runs_code=True,
     check=lambda spec: load_target(spec["object"]),
-)  # type: ignore[typeddict-item]
+)

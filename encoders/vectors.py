@@ -484,11 +484,11 @@ class PrecomputedVectors(Encoder):
 
 
 def build(name: str, spec: Params, defaults: Defaults) -> PrecomputedVectors:
-    return PrecomputedVectors(name, spec["path"])  # type: ignore[typeddict-item]
+    return PrecomputedVectors(name, spec["path"])
 
 
 def _check(spec: EncoderSpec) -> None:
-    check_target(Path(str(spec.get("path", ""))).expanduser())  # type: ignore[call-overload]
+    check_target(Path(str(spec.get("path", ""))).expanduser())
 
 
 FAMILY = Family.of(

@@ -424,7 +424,7 @@ class FileLabelTask(FileTask, BinaryTask):
             written.append(_label(path, line, rec[label_col], label_col))
         labels = class_labels(written)
         _check_classes(path, labels, self.decl.config)
-        classes: list[int | str] = sorted(set(labels))  # type: ignore[type-var]  # all int or all str
+        classes: list[int | str] = sorted(set(labels))  # all int or all str
         ids = {label: i for i, label in enumerate(classes)}
         return Labelled(texts, [ids[label] for label in labels], classes)
 

@@ -11,7 +11,7 @@ from benchharness.training.recipes import load_book
 
 def _resolve(name: str, *, train: bool = True) -> Resolved | None:
     found = trained_encoder(name, train=train)
-    return None if found is None else Resolved(*found)  # type: ignore[arg-type]
+    return None if found is None else Resolved(*found)
 
 
 def _rows() -> list[dict[str, str]]:
