@@ -26,7 +26,12 @@ from benchharness.scoring.stats import PairedReplicates, average_paired, holm
 if TYPE_CHECKING:
     import pandas as pd
 
-KIND_LABELS = {"sts": "STS", "classification": "transfer", "ranking": "ranking"}
+KIND_LABELS = {
+    "sts": "STS",
+    "classification": "transfer",
+    "ranking": "ranking",
+    "sts-pearson": "supervised relatedness, Pearson",
+}
 
 
 @dataclass
@@ -84,7 +89,9 @@ def compare_pairs(pairs: list[Pair], n_resamples: int = RESAMPLES, seed: int = 0
                 f"{a.main_score - b.main_score:.4f}; the items do not belong to these results"
             )
         rows.append(_row(a.task, a.main_score, b.main_score, rep, cross))
-        by_kind.setdefault(items_a.kind, []).append((rep, a, b))
+        # tasks scored by Pearson (a regressor's predictions) are averaged apart from the Spearman STS tasks
+        kind = f"{items_a.kind}-pearson" if a.main_metric == "pearson" else items_a.kind
+        by_kind.setdefault(kind, []).append((rep, a, b))
     for row, adjusted in zip(rows, holm([r.p_value for r in rows]) if rows else []):
         row.p_holm = adjusted
     for kind, members in by_kind.items():
