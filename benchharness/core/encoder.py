@@ -150,6 +150,38 @@ class Encoder(ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+class WrappingEncoder(Encoder):
+    """An encoder around another one (the embedding cache, a post-processor). Roles, prompts and the
+    mask token are the wrapped encoder's, which applies the prompts itself; ``encode`` is the
+    default role's vectors, and subclasses implement ``encode_role``."""
+
+    @property
+    @abstractmethod
+    def wrapped(self) -> Encoder:
+        """The encoder this one is built around."""
+
+    @property
+    def prompts(self) -> Prompts:  # type: ignore[override]
+        return self.wrapped.prompts
+
+    @property
+    def role_aware(self) -> bool:  # type: ignore[override]
+        return self.wrapped.role_aware
+
+    def vector_key(self, role: Role) -> str:
+        return self.wrapped.vector_key(role)
+
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
+        return self.encode_role(sentences, DEFAULT)
+
+    @abstractmethod
+    def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray: ...
+
+    @property
+    def mask_token(self) -> str | None:
+        return self.wrapped.mask_token
+
+
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
     """Yield index batches over items sorted longest-first.
 

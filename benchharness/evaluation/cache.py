@@ -36,11 +36,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from benchharness.core.encoder import Encoder, stable_hash
+from benchharness.core.encoder import Encoder, WrappingEncoder, stable_hash
 from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.progress import progress_shown, shown
 from benchharness.core.prompts import DEFAULT as DEFAULT_ROLE
-from benchharness.core.prompts import Prompts, Role
+from benchharness.core.prompts import Role
 
 logger = logging.getLogger(__name__)
 
@@ -522,7 +522,7 @@ def cache_key(encoder: Encoder, role: Role) -> str:
     return encoder.identity if not key else f"{encoder.identity}-{stable_hash(key)[:8]}"
 
 
-class CachingEncoder(Encoder):
+class CachingEncoder(WrappingEncoder):
     """Serves what the cache holds and encodes (then stores) only the rest.
 
     It is transparent: name, identity, metadata and mask token are the wrapped encoder's, so a
@@ -550,18 +550,8 @@ class CachingEncoder(Encoder):
         self.without_cache = False
 
     @property
-    def prompts(self) -> Prompts:  # type: ignore[override]
-        return self.inner.prompts
-
-    @property
-    def role_aware(self) -> bool:  # type: ignore[override]
-        return self.inner.role_aware
-
-    def vector_key(self, role: Role) -> str:
-        return self.inner.vector_key(role)
-
-    def encode(self, sentences: Sequence[str]) -> np.ndarray:
-        return self.encode_role(sentences, DEFAULT_ROLE)
+    def wrapped(self) -> Encoder:
+        return self.inner
 
     def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT_ROLE) -> np.ndarray:
         if not sentences:
@@ -716,10 +706,6 @@ class CachingEncoder(Encoder):
     @property
     def metadata(self) -> dict[str, Any]:
         return self.inner.metadata
-
-    @property
-    def mask_token(self) -> str | None:
-        return self.inner.mask_token
 
     def __getattr__(self, item: str) -> Any:
         # reached only for attributes CachingEncoder lacks (e.g. a tokenizer): delegate

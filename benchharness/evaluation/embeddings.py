@@ -406,7 +406,8 @@ class EmbeddingStore:
             self.index[key] = {s: offset + i for i, s in enumerate(members)}
             offset += len(members)
         self.vectors = vectors
-        self.key: Callable[[Role], str] = (lambda role: "") if encoder is None else encoder.vector_key
+        # once per role: tasks embed per query, and a key is asked through every wrapper of the encoder
+        self.key: Callable[[Role], str] = (lambda role: "") if encoder is None else functools.cache(encoder.vector_key)
 
     def positions(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
         index = self.index.get(self.key(role), {})

@@ -241,6 +241,7 @@ def _evaluate_from_embeddings(
             plan,
             ctx,
             groups,
+            sentences,
             vectors,
             {
                 "encode_seconds_all_tasks": round(encode_seconds, 3),
@@ -258,11 +259,12 @@ def _evaluate_tasks(
     plan: _Plan,
     ctx: _Context,
     groups: dict[str, Group],
+    sentences: list[str],
     vectors: Any,
     pass_timings: Timings,
 ) -> None:
-    """Each task evaluated from the pass's vectors; vectors that cannot be scored fail them all."""
-    sentences = [s for _, members in groups.values() for s in members]
+    """Each task evaluated from the pass's vectors (``sentences``: every group's, in row order);
+    vectors that cannot be scored fail them all."""
     problem = non_finite_message(enc_name, sentences, vectors)
     if problem is not None:
         for task in todo:

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.core.encoder import Encoder
+from benchharness.core.encoder import Encoder, WrappingEncoder
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.prompts import DEFAULT, Prompts, Role
+from benchharness.core.prompts import DEFAULT, Role
 from benchharness.data.corpora import CORPORA, load_corpus, sts_test_sentences
 
 #: STS-B train + SICK train: no dev or test split by construction
@@ -77,7 +77,7 @@ class FitCorpus:
         }
 
 
-class PostProcessor(Encoder):
+class PostProcessor(WrappingEncoder):
     """An encoder that transforms the vectors of the encoder it wraps.
 
     Subclasses implement ``_transform`` (and ``_fit`` when they need corpus statistics) and list
@@ -114,18 +114,8 @@ class PostProcessor(Encoder):
         raise NotImplementedError
 
     @property
-    def prompts(self) -> Prompts:  # type: ignore[override]
-        return self.base.prompts
-
-    @property
-    def role_aware(self) -> bool:  # type: ignore[override]
-        return self.base.role_aware
-
-    def vector_key(self, role: Role) -> str:
-        return self.base.vector_key(role)
-
-    def encode(self, sentences: Sequence[str]) -> np.ndarray:
-        return self.encode_role(sentences, DEFAULT)
+    def wrapped(self) -> Encoder:
+        return self.base
 
     def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
         self.fit()
@@ -145,7 +135,3 @@ class PostProcessor(Encoder):
         base = self.base.metadata
         step = {"name": self.kind, **self.params, **{role: c.describe() for role, c in self.corpora().items()}}
         return {**base, "class": type(self).__name__, "post_processing": [*base.get("post_processing", []), step]}
-
-    @property
-    def mask_token(self) -> str | None:
-        return self.base.mask_token
