@@ -51,7 +51,7 @@ from machine import SMOKE
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from benchharness.core.settings import apply_environment, load_config
+from benchharness.cli.process import configure
 
 
 class SkippedDev:
@@ -412,7 +412,7 @@ def main() -> None:
         return
     if not args.recipe:
         parser.error("--recipe or --table is required")
-    apply_environment(load_config())
+    configure(sys.argv)  # as `benchharness train` sets up its process: the runs must be alike
 
     from benchharness.training.on_demand import device_kind, train_into
     from benchharness.training.recipes import load_book
@@ -488,7 +488,7 @@ def main() -> None:
                 "batch_size": recipe.options["batch_size"],
                 "max_length": recipe.options["max_length"],
                 "steps": state["step"],
-                "seconds_per_step": round(seconds / state["step"], 2),
+                "seconds_per_step": round(seconds / state["step"], 3),
                 "sentences_per_second": round(state["sentences"] / seconds, 2),
                 **extra,
                 "machine": args.machine,

@@ -74,10 +74,11 @@ class LegacyAdamW(torch.optim.Optimizer):
             "correct_bias": bool(correct_bias),
         }
         super().__init__(params, defaults)
-        # sqrt(v) + eps of each parameter, rewritten in place every step: a fresh tensor the size of
-        # the word embeddings costs more in page faults than the arithmetic on it. Scratch space
-        # only, never in the state dict
-        self._denominators: dict[torch.Tensor, torch.Tensor] = {}
+        # CPU scratch for sqrt(v) + eps, one chunk long (never in the state dict): see _update
+        self._scratch: torch.Tensor | None = None
+        # per row-wise parameter (word embeddings): the rows whose gradient or moments were ever
+        # non-zero. Derived from the state when missing (a resumed run), so never saved either
+        self._active_rows: dict[torch.Tensor, torch.Tensor] = {}
 
     @overload
     def step(self, closure: None = None) -> None: ...
@@ -107,15 +108,84 @@ class LegacyAdamW(torch.optim.Optimizer):
                     state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                 state["step"] += 1
                 t = state["step"]
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
-                denom = self._denominators.get(p)
-                if denom is None or denom.shape != p.shape:
-                    denom = self._denominators[p] = torch.empty_like(exp_avg_sq)
-                torch.sqrt(exp_avg_sq, out=denom).add_(eps)
                 step_size = lr * math.sqrt(1.0 - beta2**t) / (1.0 - beta1**t) if correct else lr
-                p.addcdiv_(exp_avg, denom, value=-step_size)
+                moments = (state["exp_avg"], state["exp_avg_sq"])
+                rows = self._rows_to_update(p, grad, *moments)
+                if rows is None:
+                    self._update(p, grad, *moments, (beta1, beta2, eps, step_size))
+                else:  # the same update on the rows that can change; the others stay bit-identical
+                    gathered = [x.index_select(0, rows) for x in (p, grad, *moments)]
+                    self._update(*gathered, (beta1, beta2, eps, step_size))
+                    for x, y in zip((p, *moments), (gathered[0], *gathered[2:])):
+                        x.index_copy_(0, rows, y)
                 if decay > 0.0:
                     p.add_(p, alpha=-lr * decay)
         return loss
+
+    def _rows_to_update(
+        self, p: torch.Tensor, grad: torch.Tensor, exp_avg: torch.Tensor, exp_avg_sq: torch.Tensor
+    ) -> torch.Tensor | None:
+        """For a CPU matrix of many rows, the rows whose update is not the identity; None = all.
+
+        A row whose gradient and both moments are exactly zero keeps them zero, and its parameter
+        gains ``-step_size * 0 / (sqrt(0) + eps) = -0.0``, which leaves every float as it was:
+        skipping the row is exact. Word embeddings are such a matrix: a batch touches a few hundred
+        of ~30,000 rows, and the rows ever touched stay a minority over a short run, so the update
+        (memory-bound: seven passes over four tensors) reads a fraction of the table."""
+        if p.device.type != "cpu" or p.dim() != 2 or p.shape[0] < ROW_WISE_MIN_ROWS:
+            return None
+        active = self._active_rows.get(p)
+        if active is None:  # first step, or a resumed run: the rows the saved moments touched
+            active = self._active_rows[p] = _nonzero_rows(exp_avg) | _nonzero_rows(exp_avg_sq)
+        active |= _nonzero_rows(grad)
+        rows = active.nonzero().squeeze(1)
+        return rows if rows.numel() < p.shape[0] * ROW_WISE_MAX_SHARE else None
+
+    def _update(
+        self,
+        p: torch.Tensor,
+        grad: torch.Tensor,
+        exp_avg: torch.Tensor,
+        exp_avg_sq: torch.Tensor,
+        hyper: tuple[float, float, float, float],
+    ) -> None:
+        """The Adam update of one tensor, operation by operation as ``transformers.AdamW``.
+
+        On CPU, the seven element-wise operations run chunk by chunk on flat views, so that each
+        chunk stays in cache between them: one pass over memory instead of seven, with the same
+        operations on the same elements (chunks start at multiples of the vector width, so every
+        element takes the same kernel path as in one whole-tensor call), hence the same floats."""
+        beta1, beta2, eps, step_size = hyper
+        tensors = (p, grad, exp_avg, exp_avg_sq)
+        if p.device.type != "cpu" or not all(x.is_contiguous() for x in tensors):
+            exp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
+            denom = torch.sqrt(exp_avg_sq).add_(eps)
+            p.addcdiv_(exp_avg, denom, value=-step_size)
+            return
+        if self._scratch is None or self._scratch.dtype != p.dtype:
+            self._scratch = torch.empty(CHUNK, dtype=p.dtype)
+        flat_p, flat_g, flat_m, flat_v = (x.view(-1) for x in tensors)
+        n = flat_p.numel()
+        for start in range(0, n, CHUNK):
+            end = min(n, start + CHUNK)
+            g, m, v, denom = flat_g[start:end], flat_m[start:end], flat_v[start:end], self._scratch[: end - start]
+            m.mul_(beta1).add_(g, alpha=1.0 - beta1)
+            v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
+            torch.sqrt(v, out=denom).add_(eps)
+            flat_p[start:end].addcdiv_(m, denom, value=-step_size)
+
+
+def _nonzero_rows(x: torch.Tensor) -> torch.Tensor:
+    """Rows holding a value other than +-0 (NaN included). Two reductions: several times faster
+    than ``x.ne(0).any(1)``, which materialises a boolean copy of the matrix."""
+    return x.amax(1).ne(0) | x.amin(1).ne(0)
+
+
+#: elements per in-cache pass of the CPU update: a multiple of every vector width, and four
+#: tensors' chunks (plus the scratch) fit in the L2 caches of two cores
+CHUNK = 1 << 18
+#: a CPU matrix with at least this many rows is updated row-wise (word embeddings, output vocabularies)
+ROW_WISE_MIN_ROWS = 4096
+#: ... unless this share of its rows or more is active: then gathering costs more than it saves
+ROW_WISE_MAX_SHARE = 0.5

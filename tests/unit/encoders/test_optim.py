@@ -175,32 +175,50 @@ def test_config_refuses_optimizer_settings(tmp_path, kwargs, words):
         TrainConfig(base="x", out=tmp_path, **kwargs)
 
 
-def test_the_reused_denominator_gives_bit_for_bit_the_update_written_with_fresh_tensors():
-    """The step writes sqrt(v) + eps into a buffer it keeps (no fresh tensor per step): over five
-    steps of a float32 matrix the size of a small vocabulary, with a parameter that skips a step, the
-    parameters equal exactly the formula computed out of place with torch's own kernels."""
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_chunked_row_wise_update_gives_bit_for_bit_the_update_written_with_whole_tensors(weight_decay):
+    """The CPU step updates in cache-sized chunks and skips the rows of a tall matrix whose gradient
+    and moments are all zero (word embeddings). Over six steps of a vocabulary-like matrix whose
+    gradient touches a few rows per step (-0.0 entries included), a tensor longer than one chunk
+    with a ragged tail, a bias that skips a step, and a state-dict round trip half-way (a resumed
+    run rebuilds its active rows from the moments), the parameters and moments equal exactly the
+    formula computed out of place on whole tensors with torch's own kernels."""
     gen = torch.Generator().manual_seed(0)
-    shapes = [(1000, 48), (48,)]
+    shapes = [(6000, 48), (300_001,), (48,)]
     params = [torch.nn.Parameter(torch.randn(s, generator=gen)) for s in shapes]
     expected = [p.detach().clone() for p in params]
     m = [torch.zeros_like(p) for p in expected]
     v = [torch.zeros_like(p) for p in expected]
-    steps = [0, 0]
-    opt = LegacyAdamW([{"params": params, "weight_decay": 0.01}], lr=1e-3, eps=1e-8, correct_bias=True)
-    for t in range(5):
+    steps = [0, 0, 0]
+
+    def make(params):
+        return LegacyAdamW([{"params": params, "weight_decay": weight_decay}], lr=1e-3, eps=1e-8, correct_bias=True)
+
+    opt = make(params)
+    for t in range(6):
         grads = [torch.randn(s, generator=gen) for s in shapes]
+        untouched = torch.rand(shapes[0][0], generator=gen) > 0.02  # ~120 rows of 6,000 per step
+        grads[0][untouched] = 0.0
+        grads[0][untouched.nonzero()[:5, 0]] = -0.0
         for i, (p, g) in enumerate(zip(params, grads)):
-            p.grad = None if (i == 1 and t == 2) else g.clone()
+            p.grad = None if (i == 2 and t == 2) else g.clone()
+        if t == 3:  # resume: a fresh optimizer from the saved state
+            saved = opt.state_dict()
+            opt = make(params)
+            opt.load_state_dict(saved)
         opt.step()
         for i, g in enumerate(grads):
-            if i == 1 and t == 2:
+            if i == 2 and t == 2:
                 continue
             steps[i] += 1
             m[i] = m[i].mul(B1).add(g, alpha=1 - B1)
             v[i] = v[i].mul(B2).addcmul(g, g, value=1 - B2)
             size = 1e-3 * math.sqrt(1 - B2 ** steps[i]) / (1 - B1 ** steps[i])
             expected[i] = expected[i].addcdiv(m[i], v[i].sqrt().add(1e-8), value=-size)
-            expected[i] = expected[i].add(expected[i], alpha=-1e-3 * 0.01)
-    for p, e in zip(params, expected):
+            if weight_decay:
+                expected[i] = expected[i].add(expected[i], alpha=-1e-3 * weight_decay)
+    assert opt._active_rows[params[0]].sum() < shapes[0][0] // 2  # the row-wise path ran
+    for p, e, mi, vi in zip(params, expected, m, v):
         assert torch.equal(p.detach(), e)
-    assert "denominators" not in str(opt.state_dict())
+        assert torch.equal(opt.state[p]["exp_avg"], mi) and torch.equal(opt.state[p]["exp_avg_sq"], vi)
+    assert "scratch" not in str(opt.state_dict()) and "active" not in str(opt.state_dict())
