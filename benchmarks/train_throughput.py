@@ -236,7 +236,7 @@ def labelled(method: nn.Module) -> None:
         return optimizer
 
     loop.make_optimizer = make_labelled
-    torch.nn.utils.clip_grad_norm_ = wrapped("clip", torch.nn.utils.clip_grad_norm_)
+    loop.clip_gradients = wrapped("clip", loop.clip_gradients)
     torch.Tensor.backward = wrapped("backward", torch.Tensor.backward)
 
 

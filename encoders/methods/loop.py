@@ -49,7 +49,7 @@ from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import base_folder
 from benchharness.encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
 from benchharness.encoders.methods.method import LossOutput, TrainingMethod
-from benchharness.encoders.methods.optim import LegacyAdamW
+from benchharness.encoders.methods.optim import LegacyAdamW, clip_gradients
 from benchharness.encoders.methods.resume import (
     MODEL_DIR,
     load_checkpoint,
@@ -305,7 +305,7 @@ def train(
             scaler.scale(loss).backward()
             if config.grad_clip is not None:
                 scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(method.parameters(), config.grad_clip)
+                clip_gradients(method.parameters(), config.grad_clip)
             scaler.step(optimizer)
             scaler.update()
             scheduler.step()

@@ -176,6 +176,19 @@ class LegacyAdamW(torch.optim.Optimizer):
             flat_p[start:end].addcdiv_(m, denom, value=-step_size)
 
 
+@torch.no_grad()
+def clip_gradients(parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_(parameters, max_norm)``, without its multiplication of every
+    gradient by exactly 1.0 when the norm is within ``max_norm``: the same norm (torch's own
+    ``get_total_norm``), the same coefficient ``max_norm / (norm + 1e-6)`` clamped at 1, the same
+    scaling whenever it is below 1 (or NaN), and one pass over all gradients less otherwise."""
+    params = [p for p in parameters if p.grad is not None]
+    total = torch.nn.utils.get_total_norm([p.grad for p in params])
+    if not bool(max_norm / (total + 1e-6) >= 1.0):
+        torch.nn.utils.clip_grads_with_norm_(params, max_norm, total)
+    return total
+
+
 def _nonzero_rows(x: torch.Tensor) -> torch.Tensor:
     """Rows holding a value other than +-0 (NaN included). Two reductions: several times faster
     than ``x.ne(0).any(1)``, which materialises a boolean copy of the matrix."""

@@ -222,3 +222,24 @@ def test_chunked_row_wise_update_gives_bit_for_bit_the_update_written_with_whole
         assert torch.equal(p.detach(), e)
         assert torch.equal(opt.state[p]["exp_avg"], mi) and torch.equal(opt.state[p]["exp_avg_sq"], vi)
     assert "scratch" not in str(opt.state_dict()) and "active" not in str(opt.state_dict())
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 50.0, float("nan")])
+def test_clip_gradients_leaves_the_gradients_torchs_clip_grad_norm_leaves(scale):
+    """Within the bound (no scaling), across it and with a NaN gradient: the gradients and the
+    returned norm equal bit for bit what ``torch.nn.utils.clip_grad_norm_`` gives."""
+    from benchharness.encoders.methods.optim import clip_gradients
+
+    gen = torch.Generator().manual_seed(3)
+    shapes = [(700, 48), (48,), (5,)]
+    ours = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
+    theirs = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
+    for a, b in zip(ours, theirs):
+        g = torch.randn(a.shape, generator=gen) * scale / 100
+        a.grad, b.grad = g.clone(), g.clone()
+    ours.append(torch.nn.Parameter(torch.zeros(3)))  # no gradient: skipped by both
+    norm = clip_gradients(ours, 1.0)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, 1.0)
+    assert torch.equal(norm, expected) or (norm.isnan() and expected.isnan())
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a.grad, b.grad) or (a.grad.isnan().all() and b.grad.isnan().all())
