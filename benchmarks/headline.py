@@ -14,6 +14,14 @@ py-spy (``pip install py-spy``; without it only the total is printed): every sam
 thread is put in the first phase whose function is on its stack, so the phases add up to the
 wall time and no commit needs instrumenting. The seven scores of each recipe are compared with the
 ones stored in that checkout's ``results/``.
+
+``--floor`` adds the FLOP floor of the command's work (``floors.py``), computed in this run after
+the timed ones, with the last checkout's code: each recipe's steps (as many as its run made) at the
+mean floor of 8 of its batches (``train_throughput.py --floor --floor-samples 8``), its STS-B dev
+evaluations (as many as its run made) and each trained encoder's encoding of the suite's sentences,
+batched as the harness batches them. Model loading, tokenisation, scoring, the optimizer and every
+element-wise op are left out: the floor is a lower bound, and wall / floor how far above it the
+command runs.
 """
 
 from __future__ import annotations
@@ -138,7 +146,68 @@ def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
         for name, text in re.findall(r"training (\S+) .*?: \d+ steps, about ([^(]+?) \(", log.read_text())
     }
     out["train_seconds"] = train_seconds(workdir / "runs")
+    out["work"] = work_done(workdir / "runs")
     return out
+
+
+def work_done(runs: Path) -> dict[str, dict[str, object]]:
+    """What each run did, for the floor: its base, steps, dev evaluations, and the length and batch
+    size its evaluations encode with."""
+    found = {}
+    for manifest in runs.rglob("manifest.json"):
+        record = json.loads(manifest.read_text())
+        hyper = record.get("hyperparameters", {})
+        found[record["method"]] = {
+            "base": record["base_model"],
+            "steps": record["training"]["steps"],
+            "dev_evaluations": len(record.get("dev_curve") or []),
+            "eval_max_length": record["encoder"]["max_length"],
+            "eval_batch_size": hyper.get("eval_batch_size"),
+        }
+    return found
+
+
+def work_floor(checkout: Path, work: dict[str, dict[str, object]]) -> dict[str, object]:
+    """The floor of the headline's work (see the module docstring), in seconds, by part."""
+    import torch
+    from floors import encoding_floor
+    from transformers import AutoModel, AutoTokenizer
+
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+    from benchharness.encoders import hub
+    from benchharness.encoders.inference import TOKEN_BUDGET, TOKENS_PER_SENTENCE
+    from benchharness.training.dev_eval import DEV_TASK
+
+    python = str(checkout / ".venv" / "bin" / "python")
+    parts: dict[str, float] = {}
+    data = DataRoot()
+    suite: dict[str, None] = {}
+    for name in STS:
+        task = tasks.get(name)
+        task.load(data)
+        suite.update(dict.fromkeys(task.sentences()))
+    dev = tasks.get(DEV_TASK)
+    dev.load(data)
+    dev_sentences = list(dict.fromkeys(dev.sentences()))
+    torch.set_num_threads(os.cpu_count() or 1)
+    for name in ENCODERS:
+        done = work[name]
+        command = [python, "benchmarks/train_throughput.py", "--recipe", name, "--steps", "1", "--floor"]
+        line = subprocess.run(
+            [*command, "--floor-samples", "8"], capture_output=True, text=True, cwd=checkout, check=True
+        ).stdout.strip()
+        step = json.loads(line.splitlines()[-1])["floor_seconds"]
+        parts[f"{name} steps"] = step * int(done["steps"])  # type: ignore[call-overload]
+        path = hub.resolve(str(done["base"])).path
+        model, tokenizer = AutoModel.from_pretrained(str(path)), AutoTokenizer.from_pretrained(str(path))
+        length = int(done["eval_max_length"])  # type: ignore[call-overload]
+        budget = int(done["eval_batch_size"] or 64) * TOKENS_PER_SENTENCE  # type: ignore[call-overload]
+        per_dev = encoding_floor(model, tokenizer, dev_sentences, length, budget).seconds
+        parts[f"{name} dev evaluations"] = per_dev * int(done["dev_evaluations"])  # type: ignore[call-overload]
+        suite_floor = encoding_floor(model, tokenizer, list(suite), length, TOKEN_BUDGET)
+        parts[f"{name} encoding the suite"] = suite_floor.seconds
+    return {"floor_seconds": round(sum(parts.values()), 1), "floor_parts": {k: round(v, 1) for k, v in parts.items()}}
 
 
 def training_seconds(raw: Path, rate: int) -> dict[str, float]:
@@ -204,6 +273,11 @@ def main() -> None:
     )
     parser.add_argument("--rate", type=int, default=25, help="py-spy samples per second")
     parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also compute the FLOP floor of the command's work, after the timed runs (see the docstring)",
+    )
+    parser.add_argument(
         "--keep",
         type=Path,
         help="keep each run's folders (runs, cache, results, log, profile) "
@@ -225,6 +299,15 @@ def main() -> None:
         measured.append(m)
         lines.append(json.dumps(m))
         print(lines[-1], flush=True)
+    if args.floor and not SMOKE:
+        floor = work_floor(args.checkout[-1].resolve(), measured[-1]["work"])  # type: ignore[arg-type]
+        lines.append(json.dumps(floor))
+        for m in measured:
+            lines.append(
+                f"# {m['commit']}: {m['wall_seconds']} s = {m['wall_seconds'] / floor['floor_seconds']:.2f}x "  # type: ignore[operator]
+                f"the floor of its work ({floor['floor_seconds']} s)"
+            )
+        print("\n".join(lines[-len(measured) - 1 :]), flush=True)
     if len(measured) == 2:
         old, new = measured
         lines.append(

@@ -15,13 +15,9 @@ maximum)::
     python benchmarks/train_throughput.py --table ../old --table . --steps 20    # all four, old and new
 
 With ``--floor``, one forward and backward pass of the method on a real batch (the first
-``batch_size`` training examples, as the loop collates them) is run under
-``torch.utils.flop_counter.FlopCounterMode``, which counts its FLOPs, and under a dispatch mode
-that records every matrix product (``mm``, ``addmm``, ``bmm``, ``baddbmm``) and CPU attention
-kernel with its arguments' shapes (FlopCounterMode does not count that kernel: its FLOPs are added
-with torch's own SDPA formulas). Each recorded op is then replayed alone on random tensors of its
-shapes and dtypes (best of several repeats, in this run, on this machine): the sum is the step's
-floor, the time its products alone need at the rate this machine reaches on exactly those shapes.
+``batch_size`` training examples, as the loop collates them; ``--floor-samples K``: the mean over K
+batches spread over the run) is measured against its FLOP floor (``floors.py``): the time its matrix
+products and attention kernels alone need at their own shapes, on this machine, in this run.
 The JSON line gains ``flops_per_step``, ``floor_seconds`` (with the GFLOP/s it implies) and
 ``ratio_to_floor`` = measured seconds per step / floor. The optimizer update, dropout draws,
 normalisation, activations and the collation of the batch are not in the floor (no matrix
@@ -49,7 +45,6 @@ from pathlib import Path
 import torch
 from machine import SMOKE
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchharness.cli.process import configure
 
@@ -63,87 +58,48 @@ class SkippedDev:
         return float("nan")
 
 
-#: the ops whose time is the floor: matrix products, and the CPU attention kernel (one fused op for
-#: QK^T, softmax and PV, which torch's FlopCounterMode does not count: counted here with its formulas)
-_PRODUCTS = {"mm", "addmm", "bmm", "baddbmm"}
-_CPU_ATTENTION = {"_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward"}
-
-
-class FloorOps(TorchDispatchMode):
-    """Records every matrix product and CPU attention call: the op and its arguments' shapes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple[object, tuple[object, ...], dict]] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func.overloadpacket.__name__ in _PRODUCTS | _CPU_ATTENTION:
-            meta = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
-            self.calls.append((func, meta, dict(kwargs)))
-        return func(*args, **kwargs)
-
-
-def _attention_flops(func, meta) -> int:
-    from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
-
-    shapes = [m[0] for m in meta if isinstance(m, tuple) and len(m) == 2 and isinstance(m[1], torch.dtype)]
-    if func.overloadpacket.__name__.endswith("_backward"):
-        grad_out, query, key, value = shapes[0], shapes[1], shapes[2], shapes[3]
-        return sdpa_backward_flop_count(grad_out, query, key, value)
-    return sdpa_flop_count(shapes[0], shapes[1], shapes[2])
-
-
-def _replay_seconds(func, meta, kwargs, repeats: int = 7) -> float:
-    """Best time of the op alone on fresh random tensors of the recorded shapes."""
-    import time
-
-    args = [
-        torch.randn(m[0], dtype=m[1]) if isinstance(m, tuple) and len(m) == 2 and isinstance(m[1], torch.dtype) else m
-        for m in meta
-    ]
-    func(*args, **kwargs)  # warm the kernel choice
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        func(*args, **kwargs)
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def floor(method: nn.Module, examples, batch_size: int, precision: str = "fp32") -> dict[str, float]:
+def floor(
+    method: nn.Module, examples, batch_size: int, precision: str = "fp32", batches: list[list] | None = None
+) -> dict[str, float]:
     """FLOPs of one forward+backward on a real batch, and the time its matrix products and attention
-    kernels alone need at their own shapes (and dtypes: under bf16 autocast the products are bf16)."""
-    from torch.utils.flop_counter import FlopCounterMode
+    kernels alone need at their own shapes (and dtypes: under bf16 autocast the products are bf16)
+    (``floors.py``). ``batches``: average over these batches instead of the first ``batch_size``
+    examples."""
+    from floors import Floor
 
     from benchharness.core.devices import autocast
 
-    batch = method.collate(list(examples[:batch_size]))
+    chosen = batches or [list(examples[:batch_size])]
     method.train()
-    ops = FloorOps()
-    with FlopCounterMode(display=False) as counter, ops:
-        with autocast(torch.device("cpu"), precision):
-            loss = method(batch).loss
-        loss.backward()
-    method.zero_grad(set_to_none=True)
-    flops = counter.get_total_flops() + sum(
-        _attention_flops(f, m) for f, m, _ in ops.calls if f.overloadpacket.__name__ in _CPU_ATTENTION
-    )
-    timed: dict[str, float] = {}
-    total = 0.0
-    with torch.no_grad():
-        for func, meta, kwargs in ops.calls:
-            key = repr((func, meta, sorted(kwargs.items())))
-            if key not in timed:
-                timed[key] = _replay_seconds(func, meta, kwargs)
-            total += timed[key]
+    total = Floor()
+    for examples_of_batch in chosen:
+        batch = method.collate(examples_of_batch)
+
+        def step(batch=batch) -> None:
+            with autocast(torch.device("cpu"), precision):
+                loss = method(batch).loss
+            loss.backward()
+
+        total.add(step)
+        method.zero_grad(set_to_none=True)
+    n = len(chosen)
     return {
-        "flops_per_step": flops,
-        "floor_ops": len(ops.calls),
-        "floor_distinct_shapes": len(timed),
-        "floor_seconds": round(total, 4),
-        "floor_gflops_per_second": round(flops / total / 1e9, 1),
+        "flops_per_step": round(total.flops / n),
+        "floor_ops": round(total.ops / n),
+        "floor_distinct_shapes": total.replayed,
+        "floor_seconds": round(total.seconds / n, 4),
+        "floor_gflops_per_second": round(total.flops / total.seconds / 1e9, 1),
+        **({"floor_batches": n} if batches else {}),
     }
+
+
+def spread_batches(examples, config, samples: int) -> list[list]:
+    """``samples`` batches spread evenly over the run's first epoch, in the loop's own order."""
+    from benchharness.encoders.methods.loop import batch_order
+
+    order = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, 0)
+    picks = sorted({round(i * (len(order) - 1) / max(1, samples - 1)) for i in range(samples)})
+    return [[examples[int(j)] for j in order[i]] for i in picks]
 
 
 #: how the profile groups the ops of a step's forward and backward: (group, names it holds)
@@ -383,6 +339,13 @@ def main() -> None:
         "products alone at their own shapes (see the module docstring)",
     )
     parser.add_argument(
+        "--floor-samples",
+        type=int,
+        metavar="K",
+        help="with --floor: the mean floor of K batches spread over the run's first epoch "
+        "(default: the first batch_size examples)",
+    )
+    parser.add_argument(
         "--precision",
         choices=("fp32", "bf16"),
         help="train with bf16 autocast (a CPU with native bf16, or CUDA); default: the recipe's",
@@ -434,7 +397,7 @@ def main() -> None:
     inner = launch.train
 
     def keeping(method, examples, config, **kw):
-        captured.update(method=method, examples=examples, batch_size=config.batch_size)
+        captured.update(method=method, examples=examples, batch_size=config.batch_size, config=config)
         if args.profile:
             labelled(method)
             out: dict[str, object] = {}
@@ -469,6 +432,9 @@ def main() -> None:
                 captured["examples"],
                 captured["batch_size"],  # type: ignore[arg-type]
                 args.precision or recipe.options["precision"],
+                spread_batches(captured["examples"], captured["config"], args.floor_samples)
+                if args.floor_samples
+                else None,
             )
         )
         extra["ratio_to_floor"] = round(seconds / state["step"] / extra["floor_seconds"], 2)
