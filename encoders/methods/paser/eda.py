@@ -20,6 +20,7 @@ cleaned as EDA does: ``_`` and ``-`` become spaces, lowercase, only letters and 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -50,15 +51,50 @@ def _wordnet(data_root: str | None = None):
 
 @lru_cache(maxsize=65536)
 def synonyms(word: str, data_root: str | None = None) -> tuple[str, ...]:
-    """WordNet synonyms of ``word`` (all synsets, all lemmas), cleaned as EDA does, word excluded."""
+    """WordNet synonyms of ``word`` (all synsets, all lemmas), cleaned as EDA does, word excluded.
+
+    The synsets are NLTK's ``wordnet.synsets(word)``, in its order (its morphology and lemma index);
+    only their lemma names are read, straight from the data files (``_lemma_names``), since building
+    NLTK's full synset objects (pointers, frames, gloss) was most of a PaSeR batch's collation."""
+    reader = _wordnet(data_root)
+    lemma, index = word.lower(), reader._lemma_pos_offset_map
     out: dict[str, None] = {}
-    for synset in _wordnet(data_root).synsets(word):
-        for lemma in synset.lemmas():
-            name = lemma.name().replace("_", " ").replace("-", " ").lower()
-            name = "".join(ch for ch in name if ch in _LETTERS).strip()
-            if name and name != word:
-                out[name] = None
+    for pos in _POS_ORDER:
+        for form in reader._morphy(lemma, pos, True):
+            for offset in index[form].get(pos, []):
+                for raw in _lemma_names(data_root, pos, offset):
+                    name = raw.replace("_", " ").replace("-", " ").lower()
+                    name = "".join(ch for ch in name if ch in _LETTERS).strip()
+                    if name and name != word:
+                        out[name] = None
     return tuple(out)
+
+
+#: the parts of speech ``wordnet.synsets`` walks, in its order (nltk's POS_LIST), and their data files
+_POS_ORDER = ("n", "v", "a", "r")
+_DATA_FILES = {"n": "data.noun", "v": "data.verb", "a": "data.adj", "s": "data.adj", "r": "data.adv"}
+#: a lemma's optional syntactic marker, as NLTK strips it (``galore(ip)`` -> ``galore``)
+_MARKER = re.compile(r"(.*?)(\([^()]*\))?$")
+
+
+@lru_cache(maxsize=8)
+def _data_file(data_root: str | None, pos: str) -> bytes:
+    """A WordNet data file, whole (the four are about 30 MB; a synset is a line at its byte offset)."""
+    with _wordnet(data_root).root.join(_DATA_FILES[pos]).open() as fh:
+        return bytes(fh.read())
+
+
+@lru_cache(maxsize=262144)
+def _lemma_names(data_root: str | None, pos: str, offset: int) -> tuple[str, ...]:
+    """The lemma names of the synset at ``offset``: the line's fourth field counts them (hex), each
+    followed by its lex id; NLTK's ``Synset.lemma_names()`` in its order."""
+    data = _data_file(data_root, pos)
+    line = data[offset : data.index(b"\n", offset)].decode("utf-8")
+    fields = line.split("|", 1)[0].split()
+    if fields[0] != f"{offset:08d}":  # NLTK warns and yields no synset for a bad offset
+        return ()
+    count = int(fields[3], 16)
+    return tuple(_MARKER.match(name).group(1) for name in fields[4 : 4 + 2 * count : 2])  # type: ignore[union-attr]
 
 
 def synonym_replacement(

@@ -79,3 +79,34 @@ def test_wordnet_synonyms_match_nltk(data_dir):
     assert set(got) == expected and "automobile" in got and len(got) == len(set(got))
     out = Augmenter("sr", 0.5, str(data_dir))("the car", random.Random(0))
     assert out.startswith("the ") and out != "the car"
+
+
+@needs_data("nltk_data/corpora/wordnet")
+def test_synonyms_read_from_the_data_files_equal_nltks_synsets_for_real_words(data_dir):
+    """``synonyms`` reads lemma names straight from WordNet's data files; for every distinct word of
+    1,500 STS-B dev sentences (inflected forms, adjectives with satellites and syntactic markers,
+    words without synsets), the tuple, order included, equals the one built from NLTK's own
+    ``wordnet.synsets(word)`` and ``lemma.name()``."""
+    from benchharness import tasks
+    from benchharness.core.data_root import DataRoot
+    from benchharness.encoders.methods.paser.eda import _LETTERS, _wordnet, synonyms
+
+    task = tasks.get("STSBenchmark-dev")
+    task.load(DataRoot(data_dir))
+    words = dict.fromkeys(w.lower() for s in task.sentences()[:1500] for w in s.split())
+    wn = _wordnet(str(data_dir))
+
+    def nltk_synonyms(word: str) -> tuple[str, ...]:
+        out: dict[str, None] = {}
+        for synset in wn.synsets(word):
+            for lemma in synset.lemmas():
+                name = lemma.name().replace("_", " ").replace("-", " ").lower()
+                name = "".join(ch for ch in name if ch in _LETTERS).strip()
+                if name and name != word:
+                    out[name] = None
+        return tuple(out)
+
+    assert len(words) > 2000
+    mismatched = [w for w in words if synonyms(w, str(data_dir)) != nltk_synonyms(w)]
+    assert not mismatched, mismatched[:5]
+    assert synonyms("galore", str(data_dir)) == nltk_synonyms("galore") != ()  # an "(ip)" marker
