@@ -17,6 +17,11 @@ thread is put in the first phase whose function is on its stack, so the phases a
 wall time and no commit needs instrumenting. The seven scores of each recipe are compared with the
 ones stored in that checkout's ``results/``.
 
+``--precision bf16`` (a CPU with native bf16) times the same work with both recipes trained in bf16
+against fp32, one after the other on the last checkout, without py-spy: ``benchharness train
+<method> --precision bf16`` for each (a recipe of its own), then ``run`` of the two, against the
+command itself; it prints both wall times and every score's difference (bf16 - fp32).
+
 ``--floor`` adds the FLOP floor of the command's work (``floors.py``), computed in this run after
 the timed ones, with the last checkout's code: each recipe's steps (as many as its run made) at the
 mean floor of 8 of its batches (``train_throughput.py --floor --floor-samples 8``), its STS-B dev
@@ -153,6 +158,49 @@ def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
     return out
 
 
+def run_precisions(checkout: Path, workdir: Path) -> dict[str, object]:
+    """The headline's work in fp32 (the command) and in bf16 (each recipe trained with ``--precision
+    bf16``, then ``run`` of them), wall times and the scores of every task (see the docstring)."""
+    venv = checkout / ".venv" / "bin"
+    measured: dict[str, object] = {}
+    scores: dict[str, dict[str, float]] = {}
+    for precision in ("fp32", "bf16"):
+        folder = workdir / precision
+        env = {**os.environ, "BENCHHARNESS_RUNS": str(folder / "runs"), "TQDM_DISABLE": "1"}
+        dirs = ["--cache-dir", str(folder / "cache"), "--results-dir", str(folder / "results")]
+        encoders = list(ENCODERS)
+        start = time.perf_counter()
+        if precision == "bf16":
+            for i, name in enumerate(ENCODERS):
+                trained = subprocess.run(
+                    [str(venv / "benchharness"), "train", name, "--precision", "bf16"],
+                    cwd=checkout,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                encoders[i] = re.findall(r"--encoders (\S+)", trained)[-1]
+        subprocess.run(
+            [str(venv / "benchharness"), "run", "--encoders", ",".join(encoders), "--tasks", ",".join(STS), *dirs],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+        measured[f"{precision}_wall_seconds"] = round(time.perf_counter() - start, 1)
+        for result in (folder / "results").glob(f"*/{STS[0]}.json"):  # one folder per encoder
+            method = json.loads(result.read_text())["encoder_metadata"]["training"]["method"]
+            scores[f"{precision} {method}"] = {
+                task: json.loads((result.parent / f"{task}.json").read_text())["main_score"] for task in STS
+            }
+    measured["bf16_minus_fp32"] = {
+        name: {task: round(scores[f"bf16 {name}"][task] - scores[f"fp32 {name}"][task], 4) for task in STS}
+        for name in ENCODERS
+    }
+    return measured
+
+
 def work_done(runs: Path) -> dict[str, dict[str, object]]:
     """What each run did, for the floor: its base, steps, dev evaluations, and the length and batch
     size its evaluations encode with."""
@@ -276,6 +324,11 @@ def main() -> None:
     )
     parser.add_argument("--rate", type=int, default=25, help="py-spy samples per second")
     parser.add_argument(
+        "--precision",
+        choices=("bf16",),
+        help="time the work in bf16 against fp32 on the last checkout instead (see the docstring)",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="also compute the FLOP floor of the command's work, after the timed runs (see the docstring)",
@@ -290,6 +343,12 @@ def main() -> None:
     if SMOKE and not args.checkout:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         args.checkout = [Path(__file__).resolve().parents[1]]
     lines = [header()]
+    if args.precision:
+        with tempfile.TemporaryDirectory() as tmp:
+            m = {"commit": commit(args.checkout[-1]), **run_precisions(args.checkout[-1].resolve(), Path(tmp))}
+        lines.append(json.dumps(m))
+        report("headline_bf16", lines)
+        return
     measured = []
     for checkout in args.checkout:
         with tempfile.TemporaryDirectory() as tmp:
