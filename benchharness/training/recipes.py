@@ -98,6 +98,9 @@ class Throughput:
     #: seconds of one STS-B dev evaluation of the method's encoder (None where not measured): a run
     #: evaluates several times, and on a short CPU recipe that is a third of its time
     seconds_per_evaluation: float | None = None
+    #: seconds of a run that are neither steps nor dev evaluations (None where not measured): loading
+    #: the data and the model, checkpoints and saving, which the user waits for too
+    seconds_setup: float | None = None
 
 
 @dataclass(frozen=True)
@@ -302,6 +305,7 @@ def read_book(path: Path) -> RecipeBook:
                 **{k: row[k] for k in THROUGHPUT_KEYS},
                 cpu=str(row.get("cpu", "")),
                 seconds_per_evaluation=row.get("seconds_per_evaluation"),
+                seconds_setup=row.get("seconds_setup"),
             )
         )
     return RecipeBook(path, entries, tuple(measured))

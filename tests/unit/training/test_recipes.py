@@ -288,7 +288,9 @@ def test_estimate_is_steps_times_the_measured_seconds_per_step():
     est = on_demand.estimate(paser, book, "cpu")
     per_evaluation = on_demand.evaluation_seconds(row, book)
     evaluations = 3 * per_evaluation[0] if per_evaluation is not None else 0.0
-    assert est.steps == 100 and est.seconds == pytest.approx(100 * row.seconds_per_step + evaluations)
+    setup = row.seconds_setup or 0.0  # data, model and saving, where the row measured them
+    assert est.steps == 100 and est.seconds == pytest.approx(100 * row.seconds_per_step + evaluations + setup)
+    assert (f"{setup:.0f} s of data, model and saving" in est.basis) == (row.seconds_setup is not None)
     bigger = recipes.derive("paser", _train_args("paser", ["--batch-size", "64"]), book)
     per_step64, _, scaled64 = on_demand.measured(bigger, book, "cpu")
     assert scaled64 and per_step64 == pytest.approx(2 * row.seconds_per_step)
@@ -341,7 +343,8 @@ def test_the_estimate_adds_the_dev_evaluations_the_loop_will_make(monkeypatch):
     per_step, row, _ = on_demand.measured(consert, book, "cpu")
     assert row.seconds_per_evaluation is not None
     est = on_demand.estimate(consert, book, "cpu")
-    assert est.seconds == pytest.approx(150 * per_step + 6 * row.seconds_per_evaluation)
+    setup = row.seconds_setup or 0.0
+    assert est.seconds == pytest.approx(150 * per_step + 6 * row.seconds_per_evaluation + setup)
     assert "6 dev evaluations" in str(est)
 
 
