@@ -12,7 +12,7 @@ Giving the old commit's clone and the new one times both on the same machine in 
 Wall time is the command's; peak RSS is the one its results record. The phases come from sampling the process with
 py-spy (``pip install py-spy``; without it only the total is printed), which reads the stacks without
 pausing the process (``--nonblocking``: pausing it 25 times a second made ConSERT's 150 steps take
-62.1 s instead of 55.2 s); every sample of the main
+58.6 s instead of 55.2 s in ``benchharness train consert``); every sample of the main
 thread is put in the first phase whose function is on its stack, so the phases add up to the
 wall time and no commit needs instrumenting. The seven scores of each recipe are compared with the
 ones stored in that checkout's ``results/``.
@@ -119,7 +119,7 @@ def run_headline(checkout: Path, rate: int, workdir: Path) -> dict[str, object]:
             "record",
             "--idle",
             "--threads",
-            "--nonblocking",  # sampling without pausing the process: blocking slowed training steps ~12%
+            "--nonblocking",  # sampling without pausing the process (see the docstring)
             "--rate",
             str(rate),
             "--format",

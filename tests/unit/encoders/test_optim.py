@@ -243,3 +243,29 @@ def test_clip_gradients_leaves_the_gradients_torchs_clip_grad_norm_leaves(scale)
     assert torch.equal(norm, expected) or (norm.isnan() and expected.isnan())
     for a, b in zip(ours, theirs):
         assert torch.equal(a.grad, b.grad) or (a.grad.isnan().all() and b.grad.isnan().all())
+
+
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"))],
+)
+def test_the_whole_tensor_path_gives_the_formula(device):
+    """Off the chunked CPU path (a GPU tensor, or a non-contiguous CPU one) the step is the formula on
+    whole tensors: over three steps of a transposed (non-contiguous) matrix, bit for bit the update
+    computed out of place with the same device's kernels."""
+    gen = torch.Generator().manual_seed(5)
+    start = torch.randn(40, 30, generator=gen).t()
+    p = torch.nn.Parameter(start.to(device))
+    assert not p.is_contiguous()
+    expected, m, v = p.detach().clone(), torch.zeros_like(p), torch.zeros_like(p)
+    opt = LegacyAdamW([p], lr=1e-2, eps=1e-6, weight_decay=0.01, correct_bias=True)
+    for t in range(1, 4):
+        g = torch.randn(30, 40, generator=gen).to(device)
+        p.grad = g.clone()
+        opt.step()
+        m = m.mul(B1).add(g, alpha=1 - B1)
+        v = v.mul(B2).addcmul(g, g, value=1 - B2)
+        size = 1e-2 * math.sqrt(1 - B2**t) / (1 - B1**t)
+        expected = expected.addcdiv(m, v.sqrt().add(1e-6), value=-size)
+        expected = expected.add(expected, alpha=-1e-2 * 0.01)
+    assert torch.equal(p.detach(), expected)
