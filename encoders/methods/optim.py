@@ -114,9 +114,9 @@ class LegacyAdamW(torch.optim.Optimizer):
                 if rows is None:
                     self._update(p, grad, *moments, (beta1, beta2, eps, step_size))
                 else:  # the same update on the rows that can change; the others stay bit-identical
-                    gathered = [x.index_select(0, rows) for x in (p, grad, *moments)]
-                    self._update(*gathered, (beta1, beta2, eps, step_size))
-                    for x, y in zip((p, *moments), (gathered[0], *gathered[2:])):
+                    part, part_grad, part_avg, part_sq = (x.index_select(0, rows) for x in (p, grad, *moments))
+                    self._update(part, part_grad, part_avg, part_sq, (beta1, beta2, eps, step_size))
+                    for x, y in zip((p, *moments), (part, part_avg, part_sq)):
                         x.index_copy_(0, rows, y)
                 if decay > 0.0:
                     p.add_(p, alpha=-lr * decay)
@@ -183,7 +183,7 @@ def clip_gradients(parameters: Iterable[torch.Tensor], max_norm: float) -> torch
     ``get_total_norm``), the same coefficient ``max_norm / (norm + 1e-6)`` clamped at 1, the same
     scaling whenever it is below 1 (or NaN), and one pass over all gradients less otherwise."""
     params = [p for p in parameters if p.grad is not None]
-    total = torch.nn.utils.get_total_norm([p.grad for p in params])
+    total = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
     if not bool(max_norm / (total + 1e-6) >= 1.0):
         torch.nn.utils.clip_grads_with_norm_(params, max_norm, total)
     return total
