@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.core.task import Embed
+from benchharness.tasks.senteval_base import sorted_samples
 from benchharness.tasks.senteval_config import PROBING_DROPOUT, PROBING_NHID, PROBING_TASKS, ClassifierConfig
 from benchharness.tasks.senteval_split import SPLITS, SentenceSplitTask, file_lines
 
@@ -97,14 +97,11 @@ class ProbingTask(SentenceSplitTask):
         self.nclasses = len(self.label_names)
         self.splits = {}
         for split, (texts, labels) in splits.items():
-            order = sorted(zip(texts, labels), key=lambda z: (len(z[0]), z[1]))
-            self.splits[split] = ([" ".join(t) for t, _ in order], np.array([y for _, y in order]))
+            self.splits[split] = sorted_samples(texts, labels)
 
-    def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
+    def _select(self, x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) -> dict[str, Any]:
         from benchharness.tasks.senteval_mlp import mlp_split_select  # torch: only to classify
 
-        x = {s: self._features(embed, s) for s in SPLITS}
-        y = {s: self._labels(s) for s in SPLITS}
         out = mlp_split_select(
             x["train"],
             y["train"],
@@ -118,4 +115,4 @@ class ProbingTask(SentenceSplitTask):
             nhids=self.nhids,
             dropouts=self.dropouts,
         )
-        return {**out, "nclasses": self.nclasses, **{f"n{s}": len(y[s]) for s in SPLITS}}
+        return {**out, "nclasses": self.nclasses}

@@ -102,3 +102,9 @@ class TransferTask(Task):
     @abstractmethod
     def _test_labels(self) -> np.ndarray:
         """Gold labels of the test items, in the order the classifier predicts them."""
+
+
+def sorted_samples(texts: list[list[str]], labels: list[int]) -> tuple[list[str], np.ndarray]:
+    """SentEval's order: stable sort by (token count, label); texts re-joined by single spaces."""
+    order = sorted(zip(texts, labels), key=lambda z: (len(z[0]), z[1]))
+    return [" ".join(t) for t, _ in order], np.array([y for _, y in order])

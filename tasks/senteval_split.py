@@ -30,7 +30,7 @@ import numpy as np
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.task import Embed
 from benchharness.data.readers import undecodable_message
-from benchharness.tasks.senteval_base import TransferTask
+from benchharness.tasks.senteval_base import TransferTask, sorted_samples
 from benchharness.tasks.senteval_config import L2_GRID, ClassifierConfig
 
 SPLITS = ("train", "dev", "test")
@@ -115,11 +115,16 @@ class SplitTask(TransferTask):
         return self._labels("test")
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
-        from benchharness.tasks.senteval_classifier import split_select  # torch: only to classify
-
         x = {s: self._features(embed, s) for s in SPLITS}
         y = {s: self._labels(s) for s in SPLITS}
-        out = split_select(
+        return {**self._select(x, y, seed), **{f"n{s}": len(y[s]) for s in SPLITS}}
+
+    def _select(self, x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) -> dict[str, Any]:
+        """The classifier chosen on dev and its test score (SentEval's ``SplitClassifier``: L2 on
+        ``grid``); a task with another search overrides this."""
+        from benchharness.tasks.senteval_classifier import split_select  # torch: only to classify
+
+        return split_select(
             x["train"],
             y["train"],
             x["dev"],
@@ -131,7 +136,6 @@ class SplitTask(TransferTask):
             seed,
             grid=self.grid,
         )
-        return {**out, **{f"n{s}": len(y[s]) for s in SPLITS}}
 
 
 class SentenceSplitTask(SplitTask):
@@ -196,8 +200,7 @@ class SST5(SentenceSplitTask):
             if max(labels) != 4:  # SentEval asserts it: a binary file read as fine-grained
                 raise DataError(f"{path}: labels go up to {max(labels)}, expected 0..4; is this SST/binary?")
             check_count(path, len(labels), self.sizes[split], "sentences")
-            order = sorted(zip(texts, labels), key=lambda z: (len(z[0]), z[1]))
-            self.splits[split] = ([" ".join(t) for t, _ in order], np.array([y for _, y in order]))
+            self.splits[split] = sorted_samples(texts, labels)
 
 
 class SICKEntailment(PairSplitTask):

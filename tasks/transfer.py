@@ -39,7 +39,7 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.task import Embed, Task, TaskProvider
 from benchharness.tasks.probing import ProbingTask
 from benchharness.tasks.relatedness import RelatednessTask
-from benchharness.tasks.senteval_base import TransferTask, read_lines
+from benchharness.tasks.senteval_base import TransferTask, read_lines, sorted_samples
 from benchharness.tasks.senteval_config import CONFIGS, PAPER_NAMES, PROBING_TASKS, ClassifierConfig
 from benchharness.tasks.senteval_split import SST5, SICKEntailment
 from benchharness.tasks.snli import SNLI
@@ -86,12 +86,6 @@ def read_mrpc(path) -> tuple[list[Tokens], list[Tokens], list[int]]:
         b.append(fields[4].split())
         labels.append(int(fields[0]))
     return a, b, labels
-
-
-def sorted_samples(texts: list[Tokens], labels: list[int]) -> tuple[list[str], np.ndarray]:
-    """SentEval's order: stable sort by (token count, label); texts re-joined by single spaces."""
-    order = sorted(zip(texts, labels), key=lambda z: (len(z[0]), z[1]))
-    return [" ".join(t) for t, _ in order], np.array([y for _, y in order])
 
 
 class BinaryTask(TransferTask):

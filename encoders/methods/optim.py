@@ -79,6 +79,8 @@ class LegacyAdamW(torch.optim.Optimizer):
         # per row-wise parameter (word embeddings): the rows whose gradient or moments were ever
         # non-zero. Derived from the state when missing (a resumed run), so never saved either
         self._active_rows: dict[torch.Tensor, torch.Tensor] = {}
+        # ... and the tall matrices with too many active rows to gain from it (a dense output layer)
+        self._dense_rows: set[torch.Tensor] = set()
 
     @overload
     def step(self, closure: None = None) -> None: ...
@@ -132,14 +134,18 @@ class LegacyAdamW(torch.optim.Optimizer):
         skipping the row is exact. Word embeddings are such a matrix: a batch touches a few hundred
         of ~30,000 rows, and the rows ever touched stay a minority over a short run, so the update
         (memory-bound: seven passes over four tensors) reads a fraction of the table."""
-        if p.device.type != "cpu" or p.dim() != 2 or p.shape[0] < ROW_WISE_MIN_ROWS:
+        if p.device.type != "cpu" or p.dim() != 2 or p.shape[0] < ROW_WISE_MIN_ROWS or p in self._dense_rows:
             return None
         active = self._active_rows.get(p)
         if active is None:  # first step, or a resumed run: the rows the saved moments touched
             active = self._active_rows[p] = _nonzero_rows(exp_avg) | _nonzero_rows(exp_avg_sq)
         active |= _nonzero_rows(grad)
         rows = active.nonzero().squeeze(1)
-        return rows if rows.numel() < p.shape[0] * ROW_WISE_MAX_SHARE else None
+        if rows.numel() < p.shape[0] * ROW_WISE_MAX_SHARE:
+            return rows
+        self._dense_rows.add(p)  # active rows only grow: whole updates from now on, no more row checks
+        del self._active_rows[p]
+        return None
 
     def _update(
         self,
@@ -155,13 +161,9 @@ class LegacyAdamW(torch.optim.Optimizer):
         chunk stays in cache between them: one pass over memory instead of seven, with the same
         operations on the same elements (chunks start at multiples of the vector width, so every
         element takes the same kernel path as in one whole-tensor call), hence the same floats."""
-        beta1, beta2, eps, step_size = hyper
         tensors = (p, grad, exp_avg, exp_avg_sq)
         if p.device.type != "cpu" or not all(x.is_contiguous() for x in tensors):
-            exp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
-            denom = torch.sqrt(exp_avg_sq).add_(eps)
-            p.addcdiv_(exp_avg, denom, value=-step_size)
+            _adam_ops(p, grad, exp_avg, exp_avg_sq, torch.empty_like(exp_avg_sq), hyper)
             return
         if self._scratch is None or self._scratch.dtype != p.dtype:
             self._scratch = torch.empty(CHUNK, dtype=p.dtype)
@@ -169,11 +171,24 @@ class LegacyAdamW(torch.optim.Optimizer):
         n = flat_p.numel()
         for start in range(0, n, CHUNK):
             end = min(n, start + CHUNK)
-            g, m, v, denom = flat_g[start:end], flat_m[start:end], flat_v[start:end], self._scratch[: end - start]
-            m.mul_(beta1).add_(g, alpha=1.0 - beta1)
-            v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
-            torch.sqrt(v, out=denom).add_(eps)
-            flat_p[start:end].addcdiv_(m, denom, value=-step_size)
+            chunk = slice(start, end)
+            _adam_ops(flat_p[chunk], flat_g[chunk], flat_m[chunk], flat_v[chunk], self._scratch[: end - start], hyper)
+
+
+def _adam_ops(
+    p: torch.Tensor,
+    grad: torch.Tensor,
+    exp_avg: torch.Tensor,
+    exp_avg_sq: torch.Tensor,
+    denom: torch.Tensor,
+    hyper: tuple[float, float, float, float],
+) -> None:
+    """``transformers.AdamW``'s update of one tensor (or chunk) in place; ``denom``: scratch."""
+    beta1, beta2, eps, step_size = hyper
+    exp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
+    torch.sqrt(exp_avg_sq, out=denom).add_(eps)
+    p.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 @torch.no_grad()
