@@ -11,8 +11,9 @@ Giving the old commit's clone and the new one times both on the same machine in 
 
 Wall time is the command's; peak RSS is the one its results record. The phases come from sampling the process with
 py-spy (``pip install py-spy``; without it only the total is printed), which reads the stacks without
-pausing the process (``--nonblocking``: pausing it 25 times a second made ConSERT's 150 steps take
-58.6 s instead of 55.2 s in ``benchharness train consert``); every sample of the main
+pausing the process (``--nonblocking``: pausing it 25 times a second made ConSERT's 150 steps in
+``benchharness train consert`` take 59.5 s, against 56.8 s without py-spy and 57.1 s with
+``--nonblocking``); every sample of the main
 thread is put in the first phase whose function is on its stack, so the phases add up to the
 wall time and no commit needs instrumenting. The seven scores of each recipe are compared with the
 ones stored in that checkout's ``results/``.
