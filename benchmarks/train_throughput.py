@@ -14,10 +14,11 @@ Each recipe should run in its own process (peak RSS is the process maximum)::
         [--precision bf16]
     python benchmarks/train_throughput.py --table ../old --table . --steps 20    # all four, old and new
 
-With ``--floor``, one forward and backward pass of the method on a real batch (the first
-``batch_size`` training examples, as the loop collates them; ``--floor-samples K``: the mean over K
-batches spread over the run) is measured against its FLOP floor (``floors.py``): the time its matrix
-products and attention kernels alone need at their own shapes, on this machine, in this run.
+With ``--floor``, the timed steps are measured against their FLOP floor (``floors.py``): the mean,
+over the very batches the steps trained on (the loop's order, collated as it collates them), of the
+time a forward and backward pass's matrix products and attention kernels alone need at their own
+shapes, on this machine, in this run (``--floor-samples K``: K batches spread over the first epoch
+instead, for runs longer than the timed steps).
 The JSON line gains ``flops_per_step``, ``floor_seconds`` (with the GFLOP/s it implies) and
 ``ratio_to_floor`` = measured seconds per step / floor. The optimizer update, dropout draws,
 normalisation, activations and the collation of the batch are not in the floor (no matrix
@@ -64,8 +65,7 @@ def floor(
 ) -> dict[str, float]:
     """FLOPs of one forward+backward on a real batch, and the time its matrix products and attention
     kernels alone need at their own shapes (and dtypes: under bf16 autocast the products are bf16)
-    (``floors.py``). ``batches``: average over these batches instead of the first ``batch_size``
-    examples."""
+    (``floors.py``), averaged over ``batches`` (default: the first ``batch_size`` examples)."""
     from floors import Floor
 
     from benchharness.core.devices import autocast
@@ -92,6 +92,19 @@ def floor(
         "floor_gflops_per_second": round(total.flops / total.seconds / 1e9, 1),
         **({"floor_batches": n} if batches else {}),
     }
+
+
+def timed_batches(examples, config, steps: int) -> list[list]:
+    """The batches of a run's first ``steps`` steps, in the loop's own order: the work that was timed."""
+    from benchharness.encoders.methods.loop import batch_order
+
+    chosen: list[list] = []
+    epoch = 0
+    while len(chosen) < steps:
+        order = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, epoch)
+        chosen += [[examples[int(j)] for j in rows] for rows in order[: steps - len(chosen)]]
+        epoch += 1
+    return chosen
 
 
 def spread_batches(examples, config, samples: int) -> list[list]:
@@ -342,7 +355,7 @@ def main() -> None:
         type=int,
         metavar="K",
         help="with --floor: the mean floor of K batches spread over the run's first epoch "
-        "(default: the first batch_size examples)",
+        "(default: the batches of the timed steps)",
     )
     parser.add_argument(
         "--precision",
@@ -439,7 +452,7 @@ def main() -> None:
                 args.precision or recipe.options["precision"],
                 spread_batches(captured["examples"], captured["config"], args.floor_samples)
                 if args.floor_samples
-                else None,
+                else timed_batches(captured["examples"], captured["config"], state["step"]),
             )
         )
         extra["ratio_to_floor"] = round(seconds / state["step"] / extra["floor_seconds"], 2)
