@@ -282,8 +282,9 @@ DEFAULT_RECIPES = ("simcse", "consert", "paser", "defsent-plus")
 
 
 def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
-    """Each default recipe of each checkout (its own ``.venv``) in a fresh process with ``--floor``
-    (and ``--versus`` where the checkout's script has it), one after another, then one table."""
+    """Each default recipe of each checkout (its own ``.venv``, so its own code) in a fresh process
+    with ``--floor`` (and ``--versus`` for SimCSE), one after another, then one table. Every
+    checkout is timed by this script: one instrument for old and new."""
     import subprocess
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -293,14 +294,13 @@ def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
     rows = []
     for checkout in checkouts:
         python = str(checkout / ".venv" / "bin" / "python")
-        script = str(checkout / "benchmarks" / "train_throughput.py")
-        usage = subprocess.run([python, script, "-h"], capture_output=True, text=True, cwd=checkout).stdout
+        script = str(Path(__file__).resolve())
         commit = subprocess.run(
             ["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True, text=True
         ).stdout.strip()
         for name in DEFAULT_RECIPES:
             command = [python, script, "--recipe", name, "--steps", str(steps), "--floor"]
-            command += ["--versus"] if "--versus" in usage and name == "simcse" else []
+            command += ["--versus"] if name == "simcse" else []
             command += ["--precision", precision] if precision else []
             done = subprocess.run(command, capture_output=True, text=True, cwd=checkout)
             if done.returncode != 0:
