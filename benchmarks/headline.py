@@ -23,6 +23,9 @@ against fp32, one after the other on the last checkout, without py-spy: ``benchh
 <method> --precision bf16`` for each (a recipe of its own), then ``run`` of the two, against the
 command itself; it prints both wall times and every score's difference (bf16 - fp32).
 
+``--encoders simcse,defsent-plus`` runs the same command with other recipes (their estimates against
+their training's wall time; ``results/benchmarks/headline_<names>.txt``).
+
 ``--floor`` adds the FLOP floor of the command's work (``floors.py``), computed in this run after
 the timed ones, with the last checkout's code: each recipe's steps (as many as its run made) at the
 mean floor of 8 of its batches (``train_throughput.py --floor --floor-samples 8``), its STS-B dev
@@ -323,6 +326,12 @@ def main() -> None:
         required=not SMOKE,
         help="a clone with its own .venv (repeat: old commit first, then the new one)",
     )
+    parser.add_argument(
+        "--encoders",
+        help="other recipes than the headline's paser,consert, comma-separated: the same measurements "
+        "(each training's printed estimate against its wall time, scores against the stored ones), "
+        "written to results/benchmarks/headline_<names>.txt",
+    )
     parser.add_argument("--rate", type=int, default=25, help="py-spy samples per second")
     parser.add_argument(
         "--precision",
@@ -341,6 +350,11 @@ def main() -> None:
         "under KEEP/<commit> instead of a temporary folder",
     )
     args = parser.parse_args()
+    global ENCODERS
+    name = "headline"
+    if args.encoders:
+        ENCODERS = tuple(e.strip() for e in args.encoders.split(",") if e.strip())
+        name = "headline_" + "_".join(ENCODERS)
     if SMOKE and not args.checkout:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         args.checkout = [Path(__file__).resolve().parents[1]]
     lines = [header()]
@@ -377,7 +391,7 @@ def main() -> None:
             f"# {new['commit']} against {old['commit']}: {new['wall_seconds']} s against "
             f"{old['wall_seconds']} s ({old['wall_seconds'] / new['wall_seconds']:.2f}x faster)"
         )
-    report("headline", lines)
+    report(name, lines)
 
 
 if __name__ == "__main__":
