@@ -230,11 +230,11 @@ def estimate(recipe: Recipe, book: RecipeBook | None = None, device: str | None 
         basis += f"; {evaluations} dev evaluations of {per_evaluation[0]:.1f} s{per_evaluation[1]}"
     elif evaluations:
         basis += f"; plus {evaluations} dev evaluations, not timed for {recipe.method}"
-    if t.seconds_setup is not None:  # a DefSent+ recipe sets up once per round
-        seconds += t.seconds_setup * (recipe.rounds or 1)
-        basis += f"; {t.seconds_setup:.0f} s of data, model and saving" + (" a round" if recipe.rounds else "")
+    if t.seconds_setup is not None:  # once: DefSent+ reads its dictionary once for all its rounds
+        seconds += t.seconds_setup
+        basis += f"; {t.seconds_setup:.0f} s of data, model and saving"
     if recipe.rounds is not None:
-        basis += "; plus the entry-embedding pass of each round"
+        basis += "; plus the entry-embedding pass of each later round"
     return Estimate(steps, seconds, basis)
 
 

@@ -99,7 +99,8 @@ class Throughput:
     #: evaluates several times, and on a short CPU recipe that is a third of its time
     seconds_per_evaluation: float | None = None
     #: seconds of a run that are neither steps nor dev evaluations (None where not measured): loading
-    #: the data and the model, checkpoints and saving, which the user waits for too
+    #: the data and the model, checkpoints and saving, which the user waits for too; counted once
+    #: per run (a DefSent+ run reads its dictionary once, and builds round 1's entry matrix in it)
     seconds_setup: float | None = None
 
 

@@ -375,3 +375,17 @@ def test_a_row_without_a_timed_evaluation_scales_another_kinds_by_the_step_times
     seconds, note = on_demand.evaluation_seconds(untimed, book)
     assert seconds == pytest.approx(6.0) and "avx512-bf16" in note
     assert on_demand.evaluation_seconds(other, book) is None
+
+
+def test_a_defsent_plus_estimate_counts_its_setup_once_for_all_rounds(monkeypatch):
+    """DefSent+ reads its dictionary once and trains every round from it: three rounds of 49 steps
+    (1,000 entries, 1,567 definitions, batch 32) and the measured setup once, not once a round."""
+    monkeypatch.setattr(on_demand, "cpu_kind", lambda: "avx512-bf16")
+    book = recipes.load_book()
+    defsent = book.get("defsent-plus")
+    per_step, row, _ = on_demand.measured(defsent, book, "cpu")
+    assert row.seconds_setup is not None and defsent.rounds == 3
+    est = on_demand.estimate(defsent, book, "cpu")
+    assert est.steps == 3 * 49
+    assert est.seconds == pytest.approx(3 * 49 * per_step + row.seconds_setup)
+    assert "a round" not in est.basis
