@@ -12,7 +12,7 @@ Each recipe should run in its own process (peak RSS is the process maximum)::
 
     python benchmarks/train_throughput.py --recipe paser --steps 20 [--floor] [--profile] [--versus]
         [--precision bf16]
-    python benchmarks/train_throughput.py --table ../old --table . --steps 20    # all four, old and new
+    python benchmarks/train_throughput.py --table ../old --table . --steps 20 [--repeats 2]  # old and new
 
 With ``--floor``, the timed steps are measured against their FLOP floor (``floors.py``): the mean,
 over the very batches the steps trained on (the loop's order, collated as it collates them), of the
@@ -281,10 +281,13 @@ def versus_sentence_transformers(recipe, sentences: list[str], steps: int) -> di
 DEFAULT_RECIPES = ("simcse", "consert", "paser", "defsent-plus")
 
 
-def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
+def table(checkouts: list[Path], steps: int, precision: str | None, repeats: int = 1) -> None:
     """Each default recipe of each checkout (its own ``.venv``, so its own code) in a fresh process
-    with ``--floor`` (and ``--versus`` for SimCSE), one after another, then one table. Every
-    checkout is timed by this script: one instrument for old and new."""
+    with ``--floor`` (and ``--versus`` for SimCSE), then one table. Every checkout is timed by this
+    script: one instrument for old and new. The runs interleave (each recipe: every checkout in turn,
+    ``repeats`` rounds), so a drift of the machine's speed touches old and new alike; with repeats,
+    a last table gives each commit's median per recipe."""
+    import statistics
     import subprocess
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -292,24 +295,28 @@ def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
 
     lines = [header()]
     rows = []
-    for checkout in checkouts:
-        python = str(checkout / ".venv" / "bin" / "python")
-        script = str(Path(__file__).resolve())
-        commit = subprocess.run(
-            ["git", "-C", str(checkout), "describe", "--always", "--dirty"], capture_output=True, text=True
+    script = str(Path(__file__).resolve())
+    commits = {
+        c: subprocess.run(
+            ["git", "-C", str(c), "describe", "--always", "--dirty"], capture_output=True, text=True
         ).stdout.strip()
+        for c in checkouts
+    }
+    for repeat in range(repeats):
         for name in DEFAULT_RECIPES:
-            command = [python, script, "--recipe", name, "--steps", str(steps), "--floor"]
-            command += ["--versus"] if name == "simcse" else []
-            command += ["--precision", precision] if precision else []
-            done = subprocess.run(command, capture_output=True, text=True, cwd=checkout)
-            if done.returncode != 0:
-                raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-            row = json.loads(done.stdout.strip().splitlines()[-1])
-            row["commit"] = commit
-            rows.append(row)
-            lines.append(json.dumps(row))
-            print(lines[-1], flush=True)
+            for checkout in checkouts:
+                command = [str(checkout / ".venv" / "bin" / "python"), script, "--recipe", name]
+                command += ["--steps", str(steps), "--floor"]
+                command += ["--versus"] if name == "simcse" else []
+                command += ["--precision", precision] if precision else []
+                done = subprocess.run(command, capture_output=True, text=True, cwd=checkout)
+                if done.returncode != 0:
+                    raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                row["commit"], row["repeat"] = commits[checkout], repeat
+                rows.append(row)
+                lines.append(json.dumps(row))
+                print(lines[-1], flush=True)
     lines += [
         "",
         (
@@ -318,15 +325,37 @@ def table(checkouts: list[Path], steps: int, precision: str | None) -> None:
         ),
         "|---" * 10 + "|",
     ]
+    order = {c: i for i, c in enumerate(commits.values())}
+    rows.sort(key=lambda r: (order[r["commit"]], DEFAULT_RECIPES.index(r["recipe"]), r["repeat"]))
     for r in rows:
         versus = r.get("sentence_transformers_sentences_per_second")
         lines.append(
             f"| {r['commit']} | {r['recipe']} | {r.get('precision', 'fp32')} | {r['flops_per_step'] / 1e9:.1f} | "
-            f"{r['floor_seconds']:.3f} | {r['seconds_per_step']:.2f} | {r['ratio_to_floor']:.2f} | "
+            f"{r['floor_seconds']:.3f} | {r['seconds_per_step']:.3f} | {r['ratio_to_floor']:.2f} | "
             f"{r['sentences_per_second']:.1f} | {r.get('seconds_per_evaluation') or '-'} | "
             + (f"{versus:.1f} (ours {r['speed_vs_sentence_transformers']:.2f}x) |" if versus else "none |")
         )
-    print("\n".join(lines[-len(rows) - 2 :]))
+    if repeats > 1:
+        lines += [
+            "",
+            (
+                "| commit | recipe | runs | median step s | median floor s | median ratio to floor | "
+                "median speed vs sentence-transformers |"
+            ),
+            "|---" * 7 + "|",
+        ]
+        for commit in commits.values():
+            for name in DEFAULT_RECIPES:
+                mine = [r for r in rows if r["commit"] == commit and r["recipe"] == name]
+                versus = [r["speed_vs_sentence_transformers"] for r in mine if "speed_vs_sentence_transformers" in r]
+                step = statistics.median(r["seconds_per_step"] for r in mine)
+                lines.append(
+                    f"| {commit} | {name} | {len(mine)} | {step:.3f} | "
+                    f"{statistics.median(r['floor_seconds'] for r in mine):.3f} | "
+                    f"{statistics.median(r['ratio_to_floor'] for r in mine):.2f} | "
+                    + (f"{statistics.median(versus):.2f}x |" if versus else "- |")
+                )
+    print("\n".join(lines[lines.index("") :]))
     report("train_throughput" + (f"_{precision}" if precision else ""), lines)
 
 
@@ -342,6 +371,9 @@ def main() -> None:
         "each in its own process with --floor, and print one table",
     )
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="with --table: rounds of runs, interleaved, and each commit's medians"
+    )
     parser.add_argument("--threads", type=int)
     parser.add_argument("--device")
     parser.add_argument(
@@ -383,7 +415,7 @@ def main() -> None:
         parser.set_defaults(recipe="simcse", steps=2, floor=True)
     args = parser.parse_args()
     if args.table:
-        table([c.resolve() for c in args.table], args.steps, args.precision)
+        table([c.resolve() for c in args.table], args.steps, args.precision, args.repeats)
         return
     if not args.recipe:
         parser.error("--recipe or --table is required")
