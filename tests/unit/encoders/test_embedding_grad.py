@@ -147,3 +147,18 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_under_bf16_autocast_equals_torch():
+    """A bf16 training step (``--precision bf16``): the lookup stays fp32, the layer after it runs in
+    bf16, and the embedding's gradient is torch's, bit for bit."""
+    torch.manual_seed(3)
+    reference = nn.Sequential(nn.Embedding(40, 16, padding_idx=0), nn.Linear(16, 16))
+    model = copy.deepcopy(reference)
+    ids = torch.randint(0, 10, (8, 12))
+    for m, rowwise in ((reference, False), (model, True)):
+        with rowwise_gradient(m, m[0]) if rowwise else _nothing(), torch.autocast("cpu", dtype=torch.bfloat16):
+            for _ in range(2):
+                m.zero_grad(set_to_none=True)
+                m(ids).float().pow(2).sum().backward()
+    assert bitwise_equal(reference[0].weight.grad, model[0].weight.grad)
