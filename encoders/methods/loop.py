@@ -47,7 +47,6 @@ from benchharness.core.seeding import seed_everything
 from benchharness.encoders import hub
 from benchharness.encoders.methods import data_parallel
 from benchharness.encoders.methods.base_model import base_folder
-from benchharness.encoders.methods.embedding_grad import input_embedding, rowwise_gradient
 from benchharness.encoders.methods.manifest import RunManifest, build_manifest, code_version, write_manifest
 from benchharness.encoders.methods.method import LossOutput, TrainingMethod
 from benchharness.encoders.methods.optim import LegacyAdamW, clip_gradients
@@ -294,74 +293,71 @@ def train(
         evaluate(0)
     window: dict[str, list[float]] = {}
     halted = False
-    # one process on a CPU: the word embeddings' gradient is written row by row (same floats)
-    with rowwise_gradient(method, input_embedding(method) if ctx is None else None):
-        while state["step"] < steps and not state["stopped_early"]:
-            batches = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, state["epoch"])
-            while state["batch_in_epoch"] < len(batches) and state["step"] < steps:
-                idx = batches[state["batch_in_epoch"]]
-                rows = data_parallel.local_rows(idx, ctx) if ctx is not None else idx
-                chunk = [examples[int(i)] for i in rows]
-                t0 = time.perf_counter()
-                output, batch, loss = local_loss(model, method, chunk, len(idx), device, precision, ctx)
-                optimizer.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                if config.grad_clip is not None:
-                    scaler.unscale_(optimizer)
-                    clip_gradients(method.parameters(), config.grad_clip)
-                scaler.step(optimizer)
-                scaler.update()
-                scheduler.step()
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                state["train_seconds"] += time.perf_counter() - t0
-                logs = {"loss": float(loss.detach()), **{k: float(v) for k, v in output.logs.items()}}
-                sentences = method.size(batch, chunk)
-                if ctx is not None:  # the global batch's: the mean of the ranks' losses, every rank's sentences
-                    *sums, summed = data_parallel.sum_over_ranks([*logs.values(), sentences], ctx)
-                    sentences = int(summed)
-                    logs = {k: v / ctx.world_size for k, v in zip(logs, sums)}
-                state["sentences"] += int(sentences)
-                state["step"] += 1
-                state["batch_in_epoch"] += 1
-                step = state["step"]
-                if not math.isfinite(logs["loss"]):
-                    raise DivergedError(f"loss is {logs['loss']} at step {step}; lower --lr or use fp32")
-                for k, v in logs.items():
-                    window.setdefault(k, []).append(v)
-                bar.update(1)
-                bar.set_postfix(loss=f"{logs['loss']:.4f}")
-                if main and (step % config.log_every == 0 or step == steps):
-                    _log(
-                        metrics_path,
-                        {
-                            "step": step,
-                            "epoch": state["epoch"],
-                            "lr": scheduler.get_last_lr()[0],
-                            **{k: float(np.mean(v)) for k, v in window.items()},
-                            "sentences_per_second": state["sentences"] / max(state["train_seconds"], 1e-9),
-                        },
-                    )
-                if step % config.log_every == 0 or step == steps:
-                    window = {}
-                due = config.eval_every is not None and (step % config.eval_every == 0 or step == steps)
-                if due and dev is not None:
-                    stop = evaluate(step)  # True once dev has not improved in ``patience`` evaluations
-                    if stop:
-                        state["stopped_early"] = True
-                        if main:
-                            bar.write(f"early stop: no dev improvement in {config.patience} evaluations")
-                        break
-                if step % checkpoint_every == 0 and step < steps:
-                    checkpoint()
-                if config.stop_after is not None and step >= config.stop_after and step < steps:
-                    halted = True
+    while state["step"] < steps and not state["stopped_early"]:
+        batches = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, state["epoch"])
+        while state["batch_in_epoch"] < len(batches) and state["step"] < steps:
+            idx = batches[state["batch_in_epoch"]]
+            rows = data_parallel.local_rows(idx, ctx) if ctx is not None else idx
+            chunk = [examples[int(i)] for i in rows]
+            t0 = time.perf_counter()
+            output, batch, loss = local_loss(model, method, chunk, len(idx), device, precision, ctx)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            if config.grad_clip is not None:
+                scaler.unscale_(optimizer)
+                clip_gradients(method.parameters(), config.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            state["train_seconds"] += time.perf_counter() - t0
+            logs = {"loss": float(loss.detach()), **{k: float(v) for k, v in output.logs.items()}}
+            sentences = method.size(batch, chunk)
+            if ctx is not None:  # the global batch's: the mean of the ranks' losses, every rank's sentences
+                *sums, summed = data_parallel.sum_over_ranks([*logs.values(), sentences], ctx)
+                sentences = int(summed)
+                logs = {k: v / ctx.world_size for k, v in zip(logs, sums)}
+            state["sentences"] += int(sentences)
+            state["step"] += 1
+            state["batch_in_epoch"] += 1
+            step = state["step"]
+            if not math.isfinite(logs["loss"]):
+                raise DivergedError(f"loss is {logs['loss']} at step {step}; lower --lr or use fp32")
+            for k, v in logs.items():
+                window.setdefault(k, []).append(v)
+            bar.update(1)
+            bar.set_postfix(loss=f"{logs['loss']:.4f}")
+            if main and (step % config.log_every == 0 or step == steps):
+                _log(
+                    metrics_path,
+                    {
+                        "step": step,
+                        "epoch": state["epoch"],
+                        "lr": scheduler.get_last_lr()[0],
+                        **{k: float(np.mean(v)) for k, v in window.items()},
+                        "sentences_per_second": state["sentences"] / max(state["train_seconds"], 1e-9),
+                    },
+                )
+            if step % config.log_every == 0 or step == steps:
+                window = {}
+            if config.eval_every is not None and dev is not None and (step % config.eval_every == 0 or step == steps):
+                stop = evaluate(step)  # True once dev has not improved in ``patience`` evaluations
+                if stop:
+                    state["stopped_early"] = True
+                    if main:
+                        bar.write(f"early stop: no dev improvement in {config.patience} evaluations")
                     break
-            if halted:
+            if step % checkpoint_every == 0 and step < steps:
+                checkpoint()
+            if config.stop_after is not None and step >= config.stop_after and step < steps:
+                halted = True
                 break
-            if state["batch_in_epoch"] >= len(batches):
-                state["epoch"] += 1
-                state["batch_in_epoch"] = 0
+        if halted:
+            break
+        if state["batch_in_epoch"] >= len(batches):
+            state["epoch"] += 1
+            state["batch_in_epoch"] = 0
     bar.close()
     if halted:
         checkpoint()
