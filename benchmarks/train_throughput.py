@@ -60,20 +60,17 @@ class SkippedDev:
         return float("nan")
 
 
-def floor(
-    method: nn.Module, examples, batch_size: int, precision: str = "fp32", batches: list[list] | None = None
-) -> dict[str, float]:
-    """FLOPs of one forward+backward on a real batch, and the time its matrix products and attention
-    kernels alone need at their own shapes (and dtypes: under bf16 autocast the products are bf16)
-    (``floors.py``), averaged over ``batches`` (default: the first ``batch_size`` examples)."""
+def floor(method: nn.Module, batches: list[list], precision: str = "fp32") -> dict[str, float]:
+    """FLOPs of one forward+backward, and the time its matrix products and attention kernels alone
+    need at their own shapes (and dtypes: under bf16 autocast the products are bf16) (``floors.py``),
+    averaged over ``batches`` (lists of examples, collated as the loop collates them)."""
     from floors import Floor
 
     from benchharness.core.devices import autocast
 
-    chosen = batches or [list(examples[:batch_size])]
     method.train()
     total = Floor()
-    for examples_of_batch in chosen:
+    for examples_of_batch in batches:
         batch = method.collate(examples_of_batch)
 
         def step(batch=batch) -> None:
@@ -83,37 +80,40 @@ def floor(
 
         total.add(step)
         method.zero_grad(set_to_none=True)
-    n = len(chosen)
+    n = len(batches)
     return {
         "flops_per_step": round(total.flops / n),
         "floor_ops": round(total.ops / n),
         "floor_distinct_shapes": total.replayed,
         "floor_seconds": round(total.seconds / n, 4),
         "floor_gflops_per_second": round(total.flops / total.seconds / 1e9, 1),
-        **({"floor_batches": n} if batches else {}),
+        "floor_batches": n,
     }
 
 
-def timed_batches(examples, config, steps: int) -> list[list]:
-    """The batches of a run's first ``steps`` steps, in the loop's own order: the work that was timed."""
+def epoch_batches(examples, config, epoch: int) -> list[list]:
+    """The batches of one epoch of a run, in the loop's own order."""
     from benchharness.encoders.methods.loop import batch_order
 
+    order = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, epoch)
+    return [[examples[int(j)] for j in rows] for rows in order]
+
+
+def timed_batches(examples, config, steps: int) -> list[list]:
+    """The batches of a run's first ``steps`` steps: the work that was timed."""
     chosen: list[list] = []
     epoch = 0
     while len(chosen) < steps:
-        order = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, epoch)
-        chosen += [[examples[int(j)] for j in rows] for rows in order[: steps - len(chosen)]]
+        chosen += epoch_batches(examples, config, epoch)[: steps - len(chosen)]
         epoch += 1
     return chosen
 
 
 def spread_batches(examples, config, samples: int) -> list[list]:
-    """``samples`` batches spread evenly over the run's first epoch, in the loop's own order."""
-    from benchharness.encoders.methods.loop import batch_order
-
-    order = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, 0)
-    picks = sorted({round(i * (len(order) - 1) / max(1, samples - 1)) for i in range(samples)})
-    return [[examples[int(j)] for j in order[i]] for i in picks]
+    """``samples`` batches spread evenly over the run's first epoch."""
+    first = epoch_batches(examples, config, 0)
+    picks = sorted({round(i * (len(first) - 1) / max(1, samples - 1)) for i in range(samples)})
+    return [first[i] for i in picks]
 
 
 #: how the profile groups the ops of a step's forward and backward: (group, names it holds)
@@ -441,7 +441,7 @@ def main() -> None:
     inner = launch.train
 
     def keeping(method, examples, config, **kw):
-        captured.update(method=method, examples=examples, batch_size=config.batch_size, config=config)
+        captured.update(method=method, examples=examples, config=config)
         if args.profile:
             labelled(method)
             out: dict[str, object] = {}
@@ -478,13 +478,11 @@ def main() -> None:
     if args.floor:
         extra.update(
             floor(
-                captured["method"],
-                captured["examples"],
-                captured["batch_size"],  # type: ignore[arg-type]
-                args.precision or recipe.options["precision"],
+                captured["method"],  # type: ignore[arg-type]
                 spread_batches(captured["examples"], captured["config"], args.floor_samples)
                 if args.floor_samples
                 else timed_batches(captured["examples"], captured["config"], state["step"]),
+                args.precision or recipe.options["precision"],
             )
         )
         extra["ratio_to_floor"] = round(seconds / state["step"] / extra["floor_seconds"], 2)
