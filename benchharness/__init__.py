@@ -7,9 +7,10 @@ The package is layered; each layer imports only from the layers below it
    atomic writes, seeding, provenance, devices, digests);
 2. ``data`` (data root, checksums, readers, corpora) and ``scoring`` (metrics, ranking,
    confidence intervals, paired statistics);
-3. ``encoders`` (families, post-processors, training methods) and ``tasks``: the plugins;
+3. ``encoders`` (families, post-processors) and ``tasks``: the plugins;
 4. ``evaluation``: name resolution, the runner, the embedding cache, verification;
-5. ``training`` (recipes, run store, on-demand training, dev evaluation), ``tuning``,
+5. ``training`` (the methods and their loop, recipes, run store, on-demand training, dev
+   evaluation, ``train``), ``tuning``,
    ``reporting`` (leaderboard, compare, analysis) and ``mteb_bridge``;
 6. ``cli``: one module per command; and this module, the Python face below.
 
@@ -20,6 +21,8 @@ From Python::
     print(results); df = results.to_pandas()
     whitened = benchharness.evaluate("minilm-l6+whitening", "sts")
     print(benchharness.compare(results, whitened))                # paired tests, as `benchharness compare`
+    mine = benchharness.train("simcse", sentences=my_sentences, max_steps=100)  # an Encoder, in memory
+    benchharness.evaluate(mine, "sts"); mine.save("runs/mine")    # the folder `benchharness train --out` writes
 
 Nothing is printed: messages go to the ``benchharness`` logger (silence them with
 ``logging.getLogger("benchharness").setLevel(logging.ERROR)``), and a call leaves the process
@@ -46,6 +49,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
     from benchharness.tasks import get as get_task
     from benchharness.tasks.from_files import register_file_task
     from benchharness.training.evaluators import EvaluationCallback, STSEvaluator
+    from benchharness.training.train import train
+    from benchharness.training.trained import TrainedEncoder
 
 #: public name -> the module that defines it
 _EXPORTS = {
@@ -59,7 +64,9 @@ _EXPORTS = {
     "Comparison": "benchharness.reporting.compare",
     "Result": "benchharness.core.results",
     "as_encoder": "benchharness.evaluation.models",
-    # inside a training loop
+    # train, and evaluate inside a training loop
+    "train": "benchharness.training.train",
+    "TrainedEncoder": "benchharness.training.trained",
     "STSEvaluator": "benchharness.training.evaluators",
     "EvaluationCallback": "benchharness.training.evaluators",
     # writing a task or an encoder
@@ -91,6 +98,7 @@ __all__ = [
     "Task",
     "TaskMetadata",
     "TaskProvider",
+    "TrainedEncoder",
     "__version__",
     "as_encoder",
     "compare",
@@ -98,6 +106,7 @@ __all__ = [
     "get_task",
     "load_results",
     "register_file_task",
+    "train",
 ]
 
 

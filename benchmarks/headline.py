@@ -60,11 +60,11 @@ STS = ("STSBenchmark",) if SMOKE else ("STS12", "STS13", "STS14", "STS15", "STS1
 #: process runs in the checkout, so the project's files are named relative to it
 PHASES: list[tuple[str, str]] = [
     ("dev evaluation", "(benchharness/training/dev_eval.py"),
-    ("checkpoints and saving", "save_checkpoint (encoders/methods/resume.py"),
-    ("checkpoints and saving", "save_encoder (encoders/methods/resume.py"),
-    ("checkpoints and saving", "finish (encoders/methods/loop.py"),
-    ("training steps", "train (encoders/methods/loop.py"),
-    ("training setup (data, model)", "main (encoders/methods/"),
+    ("checkpoints and saving", "save_checkpoint (benchharness/training/resume.py"),
+    ("checkpoints and saving", "save_encoder (benchharness/training/outputs.py"),
+    ("checkpoints and saving", "_finish (benchharness/training/loop.py"),
+    ("training steps", "run_loop (benchharness/training/loop.py"),
+    ("training setup (data, model)", "train (benchharness/training/methods/"),
     ("final encoding", "(encoders/inference.py"),
     ("imports", "_find_and_load ("),
 ]
@@ -267,13 +267,13 @@ def work_floor(checkout: Path, work: dict[str, dict[str, object]]) -> dict[str, 
 
 def training_seconds(raw: Path, rate: int) -> dict[str, float]:
     """Wall time of each recipe's training as the user waits for it (data, model, steps, dev
-    evaluations, saving): the main thread's samples inside that method's command."""
+    evaluations, saving): the main thread's samples inside that method's ``train``."""
     counts: Counter[str] = Counter()
     for line in raw.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
         if not n.isdigit() or "MainThread" not in stack:
             continue
-        found = re.search(r"main \(encoders/methods/(\w+)/command\.py", stack)
+        found = re.search(r"train \(benchharness/training/methods/(\w+)/method\.py", stack)
         if found:
             counts[found.group(1).replace("_", "-")] += int(n)
     return {k: round(v / rate, 1) for k, v in counts.items()}

@@ -42,30 +42,42 @@ def one_run(recipe_name: str, steps: int, precision: str, evaluate_first: bool) 
     process.configure(["train", "--precision", precision])
     import torch
 
-    from benchharness.encoders.methods import launch
+    from dataclasses import replace
+
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import hub_settings
+    from benchharness.training import launch
     from benchharness.training.dev_eval import for_training
+    from benchharness.training.method import TrainingContext
     from benchharness.training.on_demand import train_into
     from benchharness.training.recipes import load_book
 
-    inner = launch.train
+    inner = launch.run_loop
     found: dict[str, object] = {}
 
-    def measured(method, examples, config, **kw):
+    def measured(method, examples, options, context, **kw):
         if evaluate_first:
             t0 = time.perf_counter()
-            for_training(method, config)(method.encoder)
+            for_training(method, options, context)(method.encoder)
             found["evaluation_seconds"] = round(time.perf_counter() - t0, 2)
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        result = inner(method, examples, config, **kw)
+        result = inner(method, examples, options, context, **kw)
         found["faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         return result
 
-    launch.train = measured
+    launch.run_loop = measured
     recipe = load_book().get(recipe_name)
-    runtime = {"stop_after": steps, "quiet": True, "precision": precision}
+    recipe = replace(recipe, typed=replace(recipe.typed, precision=precision))
+    context = TrainingContext(
+        base="",
+        data=DataRoot(),
+        hub=hub_settings(),
+        stop_after=steps,
+        dev=lambda method, options, context: SkippedDev(),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        train_into(recipe, out, dev=lambda method, config: SkippedDev(), runtime=runtime)
+        train_into(recipe, out, context=context)
         folder = out if recipe.rounds is None else out.with_name("run-r1")
         state = torch.load(folder / "checkpoint" / "state.pt", map_location="cpu", weights_only=True)["state"]
     return {

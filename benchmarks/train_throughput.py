@@ -2,11 +2,11 @@
 a step is from its floor, where the rest of its time goes, and sentence-transformers' trainer on
 the same loss.
 
-Runs a recipe (``encoders/methods/recipes.toml``) through its method's own command for a few steps
+Runs a recipe (``benchharness/training/recipes.toml``) through its method's ``train`` for a few steps
 in a temporary folder and prints one JSON line, ready for the recipe file's ``[[throughput]]``
 table, from which ``benchharness run`` estimates how long training on demand takes. The optimizer
 steps are timed by the loop's own clock (``seconds_per_step``); one STS-B dev evaluation of the
-encoder is timed as the loop makes it (``seconds_per_evaluation``); the rest of the method's command
+encoder is timed as the loop makes it (``seconds_per_evaluation``); the rest of the method's run
 (loading the data and the model, the checkpoint) is ``seconds_setup``: the estimate's three terms.
 Each recipe should run in its own process (peak RSS is the process maximum)::
 
@@ -91,27 +91,27 @@ def floor(method: nn.Module, batches: list[list], precision: str = "fp32") -> di
     }
 
 
-def epoch_batches(examples, config, epoch: int) -> list[list]:
+def epoch_batches(examples, options, epoch: int) -> list[list]:
     """The batches of one epoch of a run, in the loop's own order."""
-    from benchharness.encoders.methods.loop import batch_order
+    from benchharness.training.loop import batch_order
 
-    order = batch_order(len(examples), config.batch_size, config.drop_last, config.seed, epoch)
+    order = batch_order(len(examples), options.batch_size, options.drop_last, options.seed, epoch)
     return [[examples[int(j)] for j in rows] for rows in order]
 
 
-def timed_batches(examples, config, steps: int) -> list[list]:
+def timed_batches(examples, options, steps: int) -> list[list]:
     """The batches of a run's first ``steps`` steps: the work that was timed."""
     chosen: list[list] = []
     epoch = 0
     while len(chosen) < steps:
-        chosen += epoch_batches(examples, config, epoch)[: steps - len(chosen)]
+        chosen += epoch_batches(examples, options, epoch)[: steps - len(chosen)]
         epoch += 1
     return chosen
 
 
-def spread_batches(examples, config, samples: int) -> list[list]:
+def spread_batches(examples, options, samples: int) -> list[list]:
     """``samples`` batches spread evenly over the run's first epoch."""
-    first = epoch_batches(examples, config, 0)
+    first = epoch_batches(examples, options, 0)
     picks = sorted({round(i * (len(first) - 1) / max(1, samples - 1)) for i in range(samples)})
     return [first[i] for i in picks]
 
@@ -194,12 +194,12 @@ def labelled(method: nn.Module) -> None:
 
     method.collate = wrapped("collate", method.collate)
     method.forward = wrapped("forward", method.forward)
-    from benchharness.encoders.methods import loop
+    from benchharness.training import loop
 
     make = loop.make_optimizer
 
-    def make_labelled(module, config):
-        optimizer = make(module, config)
+    def make_labelled(module, options):
+        optimizer = make(module, options)
         label = record_function("step:optimizer")  # the scheduler wraps step itself: label it by hooks
         optimizer.register_step_pre_hook(lambda *_: (label.__enter__(), None)[1])
         optimizer.register_step_post_hook(lambda *_: label.__exit__(None, None, None) and None)
@@ -210,13 +210,13 @@ def labelled(method: nn.Module) -> None:
     torch.Tensor.backward = wrapped("backward", torch.Tensor.backward)
 
 
-def evaluation_seconds(method: nn.Module, config) -> float:
+def evaluation_seconds(method: nn.Module, options, context) -> float:
     """One STS-B dev evaluation of the method's encoder as the loop makes it (the run's evaluator,
     built once and called again: the second call is timed)."""
 
     from benchharness.training.dev_eval import for_training
 
-    evaluation = for_training(method, config)
+    evaluation = for_training(method, options, context)
     evaluation(method.encoder)
     t0 = time.perf_counter()
     evaluation(method.encoder)
@@ -284,7 +284,8 @@ DEFAULT_RECIPES = ("simcse", "consert", "paser", "defsent-plus")
 def table(checkouts: list[Path], steps: int, precision: str | None, repeats: int = 1) -> None:
     """Each default recipe of each checkout (its own ``.venv``, so its own code) in a fresh process
     with ``--floor`` (and ``--versus`` for SimCSE), then one table. Every checkout is timed by this
-    script: one instrument for old and new. The runs interleave (each recipe: every checkout in turn,
+    script: one instrument for old and new (it drives the training API of ``benchharness.training``
+    as it is from the commit that made training a library on: older checkouts need their own copy). The runs interleave (each recipe: every checkout in turn,
     ``repeats`` rounds), so a drift of the machine's speed touches old and new alike; with repeats,
     a last table gives each commit's median per recipe."""
     import statistics
@@ -421,51 +422,55 @@ def main() -> None:
         parser.error("--recipe or --table is required")
     configure(sys.argv)  # as `benchharness train` sets up its process: the runs must be alike
 
+    from dataclasses import replace
+
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import hub_settings
+    from benchharness.training.method import TrainingContext
     from benchharness.training.on_demand import device_kind, train_into
     from benchharness.training.recipes import load_book
 
     recipe = load_book().get(args.recipe)
     if recipe.base_recipe is not None:
         parser.error(f"{args.recipe} continues {recipe.base_recipe.display_name}: time that recipe instead")
-    runtime = {
-        "stop_after": args.steps,
-        "quiet": True,
-        "device": args.device,
-        "threads": args.threads,
-        "precision": args.precision,
-    }
+    if args.precision:  # the same recipe's steps in another precision (its key does not matter here)
+        recipe = replace(recipe, typed=replace(recipe.typed, precision=args.precision))
+    context = TrainingContext(
+        base="",
+        data=DataRoot(),
+        hub=hub_settings(),
+        device=args.device,
+        threads=args.threads,
+        stop_after=args.steps,
+        dev=lambda method, options, context: SkippedDev(),
+    )
     captured: dict[str, object] = {}
-    # keep the method, its examples and config, which the method's command builds
-    from benchharness.encoders.methods import launch
+    # keep the method, its examples, options and context, which the method's train builds
+    from benchharness.training import launch
 
-    inner = launch.train
+    inner = launch.run_loop
 
-    def keeping(method, examples, config, **kw):
-        captured.update(method=method, examples=examples, config=config)
+    def keeping(method, examples, options, context, **kw):
+        captured.update(method=method, examples=examples, options=options)
         if args.profile:
             labelled(method)
             out: dict[str, object] = {}
             captured["profile"] = profile_phases(
-                config.stop_after, lambda: out.update(result=inner(method, examples, config, **kw))
+                context.stop_after, lambda: out.update(result=inner(method, examples, options, context, **kw))
             )
             return out["result"]
-        result = inner(method, examples, config, **kw)
+        result = inner(method, examples, options, context, **kw)
         if "seconds_per_evaluation" not in captured:
             t0 = time.perf_counter()
-            captured["seconds_per_evaluation"] = evaluation_seconds(method, config)
+            captured["seconds_per_evaluation"] = evaluation_seconds(method, options, context)
             captured["evaluation_wall"] = time.perf_counter() - t0
         return result
 
-    launch.train = keeping
+    launch.run_loop = keeping
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        train_into(
-            recipe,
-            out,
-            dev=lambda method, config: SkippedDev(),
-            runtime={k: v for k, v in runtime.items() if v is not None},
-        )
+        train_into(recipe, out, context=context)
         state_file = (out if recipe.rounds is None else out.with_name("run-r1")) / "checkpoint" / "state.pt"
         state = torch.load(state_file, map_location="cpu", weights_only=True)["state"]
         wall = time.perf_counter() - started
@@ -479,9 +484,9 @@ def main() -> None:
         extra.update(
             floor(
                 captured["method"],  # type: ignore[arg-type]
-                spread_batches(captured["examples"], captured["config"], args.floor_samples)
+                spread_batches(captured["examples"], captured["options"], args.floor_samples)
                 if args.floor_samples
-                else timed_batches(captured["examples"], captured["config"], state["step"]),
+                else timed_batches(captured["examples"], captured["options"], state["step"]),
                 args.precision or recipe.options["precision"],
             )
         )

@@ -21,7 +21,7 @@ from pathlib import Path
 from benchharness.core.digests import remembered, update_with_file
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.local_paths import check_local_path
-from benchharness.core.settings import hub_settings
+from benchharness.core.settings import HubSettings, hub_settings
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -65,13 +65,14 @@ def cached_snapshot(repo_id: str, cache: Path | None = None) -> Path | None:
     return snapshot
 
 
-def resolve(name_or_path: str) -> ModelSource:
-    """Find a model locally, downloading it only when the hub is reachable and allowed."""
+def resolve(name_or_path: str, settings: HubSettings | None = None) -> ModelSource:
+    """Find a model locally, downloading it only when the hub is reachable and allowed;
+    ``settings``: the hub cache and offline mode (default: ``hub_settings()``)."""
     p = Path(name_or_path).expanduser()
     if p.is_dir():
         return ModelSource(name_or_path, p.resolve(), None)
     check_local_path(name_or_path, "model")  # a missing folder, not a hub id: say so
-    settings = hub_settings()
+    settings = settings or hub_settings()
     cached = cached_snapshot(name_or_path, settings.cache)
     if cached is not None:
         return ModelSource(name_or_path, cached, cached.name)

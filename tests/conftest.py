@@ -99,3 +99,23 @@ def register_plugin():
     yield add
     for kind, name in added:
         PLUGINS.unregister(kind, name)
+
+
+#: the settings of ``TrainingContext`` that ``training`` takes besides the options
+CONTEXT_KEYS = ("name", "device", "threads", "stop_after", "overwrite", "keep_checkpoint", "progress", "dev")
+
+
+def training(base, out=None, options_class=None, **settings):
+    """``(options, context)`` of one run of the training loop: ``settings`` split between the
+    method's options (``options_class``, default: the shared ones) and the context (the shared data
+    root and Hugging Face cache); ``out`` None trains in memory."""
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import hub_settings
+    from benchharness.training.method import TrainingContext
+    from benchharness.training.options import TrainingOptions
+
+    context = {k: settings.pop(k) for k in CONTEXT_KEYS if k in settings}
+    options = (options_class or TrainingOptions)(**settings)
+    return options, TrainingContext(
+        base=str(base), data=DataRoot(DATA), hub=hub_settings(), out=None if out is None else Path(out), **context
+    )

@@ -103,7 +103,7 @@ def data_root(args: argparse.Namespace) -> DataRoot:
     return DataRoot(args.data_dir, verify=not args.no_verify)
 
 
-def resolver(args: argparse.Namespace, data: DataRoot, **options: bool) -> Resolver:
+def resolver(args: argparse.Namespace, data: DataRoot, train_missing: bool = True) -> Resolver:
     """The resolver of encoder names with the flags' defaults, the embedding cache wrapped around
     every encoder it builds unless ``--no-cache``."""
     from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
@@ -114,5 +114,5 @@ def resolver(args: argparse.Namespace, data: DataRoot, **options: bool) -> Resol
     return Resolver(
         {"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
         wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)),
-        **options,
+        train_missing=train_missing,
     )

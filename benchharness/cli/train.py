@@ -1,7 +1,9 @@
-"""``benchharness train <method>``: the command line of a ``methods`` plugin turned into a recipe
+"""``benchharness train <method>``: the command line of a ``methods`` plugin, the one place where
+argparse meets training. Each method's flags come from its declaration (its options class and
+presets, ``benchharness.training.options``); the flags given turn into a recipe
 (``benchharness.training.recipes``), trained with the STS-B dev evaluation
-(``benchharness.training.dev_eval.for_training``), which the method receives as a factory since
-encoders know no evaluation task.
+(``benchharness.training.dev_eval.for_training``), which the method receives in its context since
+the methods know no evaluation task.
 
 Without ``--out`` the recipe trains into its run-store folder (``benchharness.training.runstore``),
 where ``benchharness run --encoders <name>`` finds it; with ``--out`` it trains into that folder,
@@ -23,25 +25,34 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import logging
+import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from benchharness.cli.options import add_unavailable, raise_unavailable
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 
+if TYPE_CHECKING:
+    from benchharness.training.method import Method, TrainingContext
+    from benchharness.training.options import Option
+    from benchharness.training.recipes import Recipe
+
+logger = logging.getLogger(__name__)
+
 HELP = "train an encoder with a method of the field"
 #: attempts after a Ray worker training a seed dies
 RAY_RETRIES = 3
-
-#: flags passed to the method's command as they are: how and where it runs, not what it trains
-RUNTIME = ("device", "threads", "stop_after", "overwrite", "quiet", "keep_checkpoint", "stats_only", "name")
+#: run-time flags passed on to the processes of a data-parallel run, as they were given
+PASSED_ON = ("device", "threads", "stop_after", "overwrite", "quiet", "keep_checkpoint", "name")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="method", required=True)
     for name, method in PLUGINS.load_all("methods").items():
-        sp = sub.add_parser(name, help=method.HELP)
-        method.add_arguments(sp)
+        sp = sub.add_parser(name, help=method.help)
+        add_method_arguments(sp, method)
         sp.add_argument(
             "--seeds",
             help="comma list: train the recipe once per seed (each its own recipe key; with --out, in <out>-s<seed>)",
@@ -56,37 +67,154 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_unavailable(sub, "methods")
 
 
-def _world_size(args: argparse.Namespace) -> None:
+def _add_option(group: argparse._ArgumentGroup, name: str, meta: Option, default: Any) -> None:
+    """One option's flags, as its declaration says: unset flags stay None, so that a recipe can tell
+    the values a user gave from those it leaves to its preset."""
+    flag = meta.flag_for(name)
+    assert flag is not None  # only options with a flag are added
+    if isinstance(default, bool):
+        group.add_argument(flag, dest=name, action="store_true", default=None, help=meta.help)
+        if meta.off_flag:
+            group.add_argument(meta.off_flag, dest=name, action="store_false", default=None, help=meta.off_help)
+        return
+    parse: dict[str, Any] = {} if meta.parse is None else {"type": meta.parse}
+    group.add_argument(flag, dest=name, choices=meta.choices, help=meta.help, **parse)
+
+
+def add_method_arguments(parser: argparse.ArgumentParser, method: Method[Any]) -> None:
+    """The flags of ``benchharness train <method>``: the recipe, base and output, the shared options,
+    the run-time settings, then the method's own options."""
+    from benchharness.training.options import TrainingOptions, declared
+
+    shared = set(TrainingOptions.__dataclass_fields__)
+    options = [(n, m, d) for n, m, d in declared(method.options) if m.flag_for(n) is not None]
+    g = parser.add_argument_group("training (shared by all methods)")
+    g.add_argument(
+        "--recipe",
+        help="start from this named recipe (default: the one named after the method; "
+        "see benchharness/training/recipes.toml); the flags below change it",
+    )
+    g.add_argument("--base", help="Hugging Face model id or folder of the encoder to fine-tune (default: the recipe's)")
+    for key in ("out", "name"):
+        _add_runtime(g, key)
+    if method.presets:
+        g.add_argument(
+            "--preset",
+            choices=sorted(method.presets),
+            help=f"hyper-parameter preset (default {method.default_preset}); explicit flags override it",
+        )
+    for name, meta, default in options:
+        if name in shared:
+            _add_option(g, name, meta, default)
+    for key in ("device", "threads", "stop_after", "keep_checkpoint", "overwrite", "quiet"):
+        _add_runtime(g, key)
+    g.add_argument("--show", action="store_true", help="print the recipe these flags give, with its key, and exit")
+    own = parser.add_argument_group(method.title)
+    for name, meta, default in options:
+        if name not in shared:
+            _add_option(own, name, meta, default)
+    if method.describe_data is not None:
+        own.add_argument(
+            "--stats-only", action="store_true", default=None, help="print the training data's statistics and exit"
+        )
+
+
+def _add_runtime(group: argparse._ArgumentGroup, key: str) -> None:
+    """A run-time setting's flag (a switch is None when not given, but ``--quiet``, False)."""
+    from benchharness.training.options import RUNTIME
+
+    flag = RUNTIME[key]
+    if flag.switch:
+        group.add_argument(*flag.flags, action="store_true", default=False if key == "quiet" else None, help=flag.help)
+    else:
+        parse: dict[str, Any] = {} if flag.parse is None else {"type": flag.parse}
+        group.add_argument(*flag.flags, help=flag.help, **parse)
+
+
+def _world_size(given: dict[str, Any]) -> None:
     """Under torchrun, the world size is the run's ``--nproc`` (part of its recipe): filled in when
     not given, refused when it differs."""
-    from benchharness.encoders.methods.data_parallel import launched_world_size
+    from benchharness.training.data_parallel import launched_world_size
 
     world = launched_world_size()
     if world == 1:
         return
-    if args.nproc is None:
-        args.nproc = world
-    elif args.nproc != world:
+    if given.get("nproc") is None:
+        given["nproc"] = world
+    elif given["nproc"] != world:
         raise InvalidInputError(
-            f"--nproc {args.nproc} but torchrun started {world} processes; give the same number "
+            f"--nproc {given['nproc']} but torchrun started {world} processes; give the same number "
             "to both, or leave --nproc out under torchrun"
         )
 
 
-def _train_one(args: argparse.Namespace) -> int:
-    from benchharness.encoders.methods.data_parallel import is_main, launch, launched_world_size
-    from benchharness.training import on_demand, recipes
+def given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The method's options the flags give (a flag left out is None, and not given)."""
+    from benchharness.training import recipes
+    from benchharness.training.options import declared
+
+    method = recipes.method_named(args.method)
+    return {
+        n: getattr(args, n)
+        for n, meta, _ in declared(method.options)
+        if meta.flag_for(n) is not None and getattr(args, n, None) is not None
+    }
+
+
+def recipe_of(args: argparse.Namespace) -> Recipe:
+    """The recipe the flags ask for: the method's options given, on top of ``--recipe``, ``--base``
+    and ``--preset``."""
+    from benchharness.training import recipes
+
+    given = given_options(args)
+    _world_size(given)
+    return recipes.derive(args.method, given, recipe=args.recipe, base=args.base, preset=getattr(args, "preset", None))
+
+
+def context_of(args: argparse.Namespace) -> TrainingContext:
+    """How and where the flags say to train: the configured data root and Hugging Face settings, the
+    run-time flags, the harness's dev evaluation; the recipe sets the base and output folder."""
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import hub_settings
     from benchharness.training.dev_eval import for_training
+    from benchharness.training.method import TrainingContext
+
+    return TrainingContext(
+        base="",
+        data=DataRoot(),
+        hub=hub_settings(),
+        name=args.name,
+        device=args.device,
+        threads=args.threads,
+        stop_after=args.stop_after,
+        overwrite=bool(args.overwrite),
+        keep_checkpoint=bool(args.keep_checkpoint),
+        dev=for_training,
+        progress=not args.quiet,
+    )
+
+
+def _train_one(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from benchharness.training import on_demand, recipes
+    from benchharness.training.base_model import base_folder
+    from benchharness.training.data_parallel import is_main, launch, launched_world_size
     from benchharness.training.runstore import RunStore
 
-    _world_size(args)
-    recipe = recipes.derive(args.method, args)
+    recipe = recipe_of(args)
     if getattr(args, "show", False):
         print(json.dumps({"name": recipe.display_name, **recipe.record()}, indent=2))
         return 0
-    runtime = {k: getattr(args, k) for k in RUNTIME if getattr(args, k, None) not in (None, False)}
+    context = context_of(args)
+    if getattr(args, "stats_only", None):
+        method = recipes.method_named(recipe.method)
+        assert method.describe_data is not None and recipe.typed is not None  # the flag exists only then
+        print(method.describe_data(recipe.typed, replace(context, base=base_folder(recipe.base))))
+        return 0
     nproc = recipe.options.get("nproc", 1)
     if nproc > 1 and launched_world_size() == 1:  # the same command, in nproc processes that torchrun starts
+        runtime = {k: getattr(args, k) for k in PASSED_ON if getattr(args, k, None) not in (None, False)}
         words = recipes.command_words(recipe, out=args.out, **runtime)
         status = launch(nproc, __package__, words)  # python -m benchharness.cli
         if status != 0:
@@ -96,7 +224,11 @@ def _train_one(args: argparse.Namespace) -> int:
             )
         return 0
     if args.out is not None:
-        return on_demand.train_into(recipe, args.out, dev=for_training, runtime=runtime)
+        runs = on_demand.train_into(recipe, args.out, context=context)
+        for run in runs:
+            if run.completed and run.manifest is not None and run.out is not None and is_main():
+                logger.info("%s", resolvable_as(run.out, run.manifest["name"]))
+        return 0
     if args.name is not None:
         raise InvalidInputError(
             f"--name names a run in an --out folder; a run-store run is named by its recipe ({recipe.display_name})"
@@ -108,7 +240,7 @@ def _train_one(args: argparse.Namespace) -> int:
             "--overwrite retrains it"
         )
         return 0
-    on_demand.train_in_store(recipe, dev=for_training, runtime=runtime, store=store)
+    on_demand.train_in_store(recipe, context=context, store=store)
     if not is_main():  # a rank > 0 under torchrun: rank 0 reports
         return 0
     if store.finished(recipe):
@@ -122,6 +254,26 @@ def _train_one(args: argparse.Namespace) -> int:
             "`benchharness run`) to resume"
         )
     return 0
+
+
+def resolvable_as(out: Path, name: str) -> str:
+    """What ``run --encoders`` accepts for a finished run: its name when the runs folder registers
+    it under that name (``registered_runs``), else its folder, absolute (a folder resolves by its manifest.json
+    from anywhere; a name only where ``registered_runs`` finds it, directly under the runs folder)."""
+    from benchharness.core.manifests import registered_runs
+    from benchharness.core.settings import load_config
+
+    folder = out.resolve()
+    registered = registered_runs(load_config().runs_dir).get(name)
+    if registered is not None and registered.resolve() == folder:
+        return (
+            f"encoder registered: {name} (in {folder}); evaluate it with: benchharness run --encoders "
+            f"{shlex.quote(name)} --tasks sts"
+        )
+    return (
+        f"encoder saved in {folder} ({name}); evaluate it with: benchharness run --encoders "
+        f"{shlex.quote(str(folder))} --tasks sts"
+    )
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -198,10 +350,8 @@ def _train_on_ray(args: argparse.Namespace, seeds: list[int]) -> int:
             "--executor ray trains each seed in one process; leave out --nproc (or train the "
             "seeds one after another with torchrun)"
         )
-    from benchharness.training import recipes
-
     for seed in seeds:  # every seed's recipe is checked before anything starts
-        recipes.derive(args.method, per_seed(args, seed))
+        recipe_of(per_seed(args, seed))
     status = 0
     with ray_session(args.address) as ray:
         remote = ray.remote(max_retries=RAY_RETRIES, **slot(ray))(train_seed)

@@ -11,11 +11,12 @@ the first torch random number after ``seed_everything(s)`` is the same either wa
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -109,3 +110,35 @@ def seed_everything(seed: int) -> None:
     _hook.seed = seed
     if _hook not in sys.meta_path:
         sys.meta_path.insert(0, _hook)
+
+
+@contextlib.contextmanager
+def kept_random_state() -> Iterator[None]:
+    """Run the block, then put back the state of every generator ``seed_everything`` seeds: Python's
+    ``random``, NumPy's global generator and torch's (CPU and CUDA), with any pending seed. A library
+    call that trains seeds them all; the caller's own random stream goes on after it as if the call
+    had not happened. A torch first imported inside the block is left as a fresh import leaves it:
+    seeded by the pending seed if there was one, else from the operating system's randomness."""
+    python_state, numpy_state, pending = random.getstate(), np.random.get_state(), pending_torch_seed()
+    torch = sys.modules.get("torch")
+    torch_state = torch.get_rng_state() if torch is not None else None
+    cuda_state = torch.cuda.get_rng_state_all() if torch is not None and torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+        uninstall()
+        torch = sys.modules.get("torch")
+        if torch is None:
+            if pending is not None:
+                _hook.seed = pending
+                sys.meta_path.insert(0, _hook)
+        elif torch_state is not None:
+            torch.set_rng_state(torch_state)
+            if cuda_state is not None:
+                torch.cuda.set_rng_state_all(cuda_state)
+        elif pending is not None:
+            _seed_torch(torch, pending)
+        else:
+            torch.seed()

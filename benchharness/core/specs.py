@@ -107,8 +107,10 @@ class Resolved:
 class Catalogue:
     """A ``catalogues`` plugin: names it publishes (published checkpoints, trained recipes).
 
-    ``resolve(name, train=...)`` gives the spec of a name it knows, else None; ``train`` says
-    whether it may train a model now to answer (its progress bars follow ``core.progress``).
+    ``resolve(name, train=..., settings=...)`` gives the spec of a name it knows, else None; ``train``
+    says whether it may train a model now to answer, and ``settings`` are the settings of the run that
+    asks (``evaluation.run_settings.RunSettings``: the device and data root such a training uses; a
+    catalogue whose ``resolve`` takes no ``settings`` is not given them).
     ``on_demand(name)`` says a name
     would be trained on resolution, so a check that must stay cheap leaves it alone.
     Catalogues are consulted in increasing ``order``.

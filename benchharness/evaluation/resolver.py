@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
@@ -49,6 +49,9 @@ from benchharness.core.specs import (
     parse_params,
     split_composition,
 )
+
+if TYPE_CHECKING:
+    from benchharness.evaluation.run_settings import RunSettings
 
 #: hub ids of the MiniLMs every comparison here starts from (one place for the resolver and benchmarks)
 MINILMS: dict[str, str] = {
@@ -206,7 +209,8 @@ class Resolver:
 
     ``wrap`` is applied to the base encoder and to every post-processor stage (the runner passes
     the embedding cache). ``train_missing`` lets a recipe catalogue train a recipe that has no run
-    yet (else it fails with the command that trains it).
+    yet (else it fails with the command that trains it), with the run's ``settings`` (its device and
+    data root).
     """
 
     def __init__(
@@ -214,9 +218,11 @@ class Resolver:
         defaults: Defaults | None = None,
         wrap: Callable[[Encoder], Encoder] | None = None,
         train_missing: bool = True,
+        settings: RunSettings | None = None,
     ) -> None:
         self.config = load_config()
         self.train_missing = train_missing
+        self.settings = settings
         #: registered run names passed over because they are compositions (warned about once)
         self._passed_over: set[str] = set()
         self.defaults = defaults or {}
@@ -259,7 +265,12 @@ class Resolver:
                 )
             return entry, None, (*chain, name)  # type: ignore[return-value]
         for catalogue in catalogues():
-            found = catalogue.resolve(name, train=self.train_missing)
+            takes_settings = "settings" in inspect.signature(catalogue.resolve).parameters
+            found = (
+                catalogue.resolve(name, train=self.train_missing, settings=self.settings)
+                if takes_settings
+                else catalogue.resolve(name, train=self.train_missing)
+            )
             if found is not None:
                 return found.spec, found.manifest, chain  # type: ignore[return-value]
         folder = Path(name).expanduser()

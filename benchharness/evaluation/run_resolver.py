@@ -21,6 +21,7 @@ def resolver_for(settings: RunSettings, data: DataRoot, cache: Any = None, pools
         {"device": settings.device, "batch_size": settings.batch_size, "data_dir": data.root},
         wrap=None if cache is None else caching(cache, pools),
         train_missing=settings.train,
+        settings=settings.but(data_dir=data.root, verify_data=data.verify),
     )
 
 

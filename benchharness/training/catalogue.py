@@ -1,16 +1,22 @@
 """Trained recipes as a ``catalogues`` plugin: a recipe's name (``paser``, ``defsent-plus-r2``,
 ``recipe:<key>``) resolves to the encoder its run saved, trained first when it has no run yet and
-training is allowed (``benchharness.training.on_demand``)."""
+training is allowed (``benchharness.training.on_demand``), with the settings of the run that asks."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from benchharness.core.specs import Catalogue, Resolved
 from benchharness.training.on_demand import recipe_for, trained_encoder
 from benchharness.training.recipes import load_book
 
+if TYPE_CHECKING:
+    from benchharness.evaluation.run_settings import RunSettings
 
-def _resolve(name: str, *, train: bool = True) -> Resolved | None:
-    found = trained_encoder(name, train=train)
+
+def _resolve(name: str, *, train: bool = True, settings: RunSettings | None = None) -> Resolved | None:
+    """The recipe's encoder, trained first with the run's ``settings`` (device, data root) when missing."""
+    found = trained_encoder(name, train=train, settings=settings)
     return None if found is None else Resolved(*found)
 
 

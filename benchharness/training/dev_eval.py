@@ -1,7 +1,7 @@
 """STS-B dev evaluation of an encoder while it trains, scored exactly as the harness scores it.
 
-The training loop (``benchharness.encoders.methods.loop``) knows no task: ``benchharness train``
-builds a :class:`DevEvaluator` here and hands it to the loop as a callback. The evaluator wraps the
+The training loop (``benchharness.training.loop``) knows no task: training builds a
+:class:`DevEvaluator` here and hands it to the loop as a callback. The evaluator wraps the
 module being trained as an in-memory encoder with the pooling and truncation the registered
 encoder will use and scores it with :func:`benchharness.evaluate`, the one evaluation code path
 (the same engine, pooling and task as ``benchharness run``; no bootstrap intervals), so the dev
@@ -24,8 +24,8 @@ from benchharness.encoders.in_memory import TransformersModelEncoder
 from benchharness.evaluation.evaluate import evaluate
 
 if TYPE_CHECKING:
-    from benchharness.encoders.methods.method import TrainingMethod
-    from benchharness.encoders.methods.train_config import TrainConfig
+    from benchharness.training.method import TrainingContext, TrainingMethod
+    from benchharness.training.options import TrainingOptions
 
 #: the one dev task training selects on (model selection must never see a test split)
 DEV_TASK = "STSBenchmark-dev"
@@ -87,15 +87,16 @@ class DevEvaluator:
         return results.results[0].main_score
 
 
-def for_training(method: TrainingMethod, config: TrainConfig) -> DevEvaluator:
+def for_training(method: TrainingMethod, options: TrainingOptions, context: TrainingContext) -> DevEvaluator:
     """The dev evaluator of a training run: the run's evaluation pooling (the method's unless the
-    config overrides it), truncation, batch size, device and precision."""
-    device = pick_device(config.device)
+    options override it), truncation, batch size and precision, on the context's device and data root."""
+    device = pick_device(context.device)
     return DevEvaluator(
         method.tokenizer,
-        config.eval_pooling or method.eval_pooling,
-        config.eval_max_length,
-        config.eval_batch_size,
+        options.eval_pooling or method.eval_pooling,
+        options.eval_max_length,
+        options.eval_batch_size,
         device,
-        check_precision(config.precision, device),
+        check_precision(options.precision, device),
+        data=context.data,
     )

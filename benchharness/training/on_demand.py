@@ -4,10 +4,14 @@
 run in the run store (``benchharness.training.runstore``); when the run is missing it says what it will
 train and about how long that takes (steps x the seconds per step measured for that method and base
 on this kind of machine, the ``[[throughput]]`` table of the recipe file), trains it through the
-method's own command with its progress bar, and goes on to evaluate it. An interrupted training
+method's ``train`` with its progress bar, and goes on to evaluate it. An interrupted training
 resumes from its checkpoint at the next run; a second process asking for the same recipe waits
 for the first. ``--no-train`` turns all this into an error that prints the one command that
 trains the recipe.
+
+The run's settings reach the training: its device, its data root (the recipe's corpus and the dev
+split are read there, and nowhere else) and the Hugging Face settings (``context_for``). What a
+recipe trains, its precision and batch sizes included, is the recipe's own: it is in its key.
 """
 
 from __future__ import annotations
@@ -15,13 +19,12 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from benchharness.core.data_root import DataRoot
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.plugins import PLUGINS
 from benchharness.core.specs import EncoderSpec
 from benchharness.training.recipes import (
     RECIPE_PREFIX,
@@ -31,17 +34,17 @@ from benchharness.training.recipes import (
     cached_revision,
     command,
     load_book,
-    method_namespace,
+    method_named,
     stored_recipe,
     with_round,
 )
 from benchharness.training.runstore import RunStore, portable
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from benchharness.evaluation.run_settings import RunSettings
+    from benchharness.training.method import TrainedRun, TrainingContext
 
-#: builds a run's dev evaluation (``benchharness.training.dev_eval.for_training``);
-#: see ``benchharness.encoders.methods.launch``
-DevFactory = Callable[..., Any]
+logger = logging.getLogger(__name__)
 
 
 class NotTrainedError(InvalidInputError):
@@ -102,25 +105,26 @@ def _root_base(recipe: Recipe) -> str:
     return recipe.base
 
 
-def count_examples(recipe: Recipe) -> int | None:
-    """Training examples the run will see per epoch (per round for DefSent+); None if the data
-    is not here."""
+def count_examples(recipe: Recipe, data: DataRoot | None = None) -> int | None:
+    """Training examples the run will see per epoch (per round for DefSent+), from the data root
+    ``data`` (default: the configured one); None if the data is not there."""
     from benchharness.core.data_root import DataError
 
     o = recipe.options
+    assert recipe.typed is not None  # every recipe is built with its typed options
     try:
-        n = PLUGINS.get("methods", recipe.method).count_examples(o)
+        n = method_named(recipe.method).count_examples(recipe.typed, data or DataRoot())
     except (DataError, FileNotFoundError, LookupError):
         return None
     return min(n, o["limit"]) if o.get("limit") and recipe.rounds is None else n
 
 
-def planned_steps(recipe: Recipe) -> int | None:
+def planned_steps(recipe: Recipe, data: DataRoot | None = None) -> int | None:
     """Optimizer steps of the whole run, as the loop counts them (``loop.total_steps``)."""
     o = recipe.options
     if o.get("max_steps"):
         return int(o["max_steps"]) * (recipe.rounds or 1)
-    n = count_examples(recipe)
+    n = count_examples(recipe, data)
     if n is None:
         return None
     per_epoch = n // o["batch_size"] if o.get("drop_last", True) else math.ceil(n / o["batch_size"])
@@ -148,13 +152,13 @@ def cpu_kind(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
         return "other"
 
 
-def planned_evaluations(recipe: Recipe) -> int | None:
+def planned_evaluations(recipe: Recipe, data: DataRoot | None = None) -> int | None:
     """Dev evaluations of the whole run, as the loop makes them: step 0 when ``eval_at_start``, every
     ``eval_every`` steps and at the last step, or once at the end when the run evaluates without a
     period (DefSent+ ``--dev``); per round for DefSent+. An upper bound when ``patience`` may stop
     the run early."""
     o = recipe.options
-    steps = planned_steps(recipe)
+    steps = planned_steps(recipe, data)
     if steps is None:
         return None
     rounds = recipe.rounds or 1
@@ -205,9 +209,11 @@ def evaluation_seconds(row: Throughput, book: RecipeBook) -> tuple[float, str] |
     return None
 
 
-def estimate(recipe: Recipe, book: RecipeBook | None = None, device: str | None = None) -> Estimate:
+def estimate(
+    recipe: Recipe, book: RecipeBook | None = None, device: str | None = None, data: DataRoot | None = None
+) -> Estimate:
     book = book or load_book()
-    steps = planned_steps(recipe)
+    steps = planned_steps(recipe, data)
     if steps is None:
         return Estimate(None, None, f"the training data {recipe.options.get('data')!r} is not here")
     kind = device_kind(device)
@@ -223,7 +229,7 @@ def estimate(recipe: Recipe, book: RecipeBook | None = None, device: str | None 
     basis = f"{per_step:.1f} s/step measured on {t.machine}, {t.date}" + (
         f"; scaled from batch {t.batch_size} x {t.max_length} tokens" if scaled else ""
     )
-    evaluations = planned_evaluations(recipe) or 0
+    evaluations = planned_evaluations(recipe, data) or 0
     per_evaluation = evaluation_seconds(t, book)
     if evaluations and per_evaluation is not None:
         seconds += evaluations * per_evaluation[0]
@@ -262,36 +268,45 @@ def _check_revision(recipe: Recipe) -> None:
             )
 
 
+def context_for(settings: RunSettings, data: DataRoot) -> TrainingContext:
+    """The training context of an evaluation run: its device, its data root (the one its tasks read),
+    the Hugging Face settings, its progress switch, and the harness's dev evaluation."""
+    from benchharness.core.settings import hub_settings
+    from benchharness.training.dev_eval import for_training
+    from benchharness.training.method import TrainingContext
+
+    return TrainingContext(
+        base="",
+        data=data,
+        hub=hub_settings(),
+        device=settings.device,
+        dev=for_training,
+        progress=settings.show_progress,
+    )
+
+
 def train_into(
-    recipe: Recipe,
-    out: Path,
-    *,
-    dev: DevFactory | None,
-    runtime: dict[str, Any] | None = None,
-    store: RunStore | None = None,
-) -> int:
-    """Run the method's command for ``recipe`` with output folder ``out``, then record the recipe
-    in every manifest it wrote (rank 0's job in a data-parallel run). A base that is another recipe
-    is trained first when missing."""
-    from benchharness.encoders.methods import data_parallel
-    from benchharness.encoders.methods.manifest import update_manifest
+    recipe: Recipe, out: Path, *, context: TrainingContext, store: RunStore | None = None
+) -> list[TrainedRun]:
+    """Train ``recipe`` into the output folder ``out`` with its method's ``train``, then record the
+    recipe in every manifest it wrote (rank 0's job in a data-parallel run). A base that is another
+    recipe is trained first when missing. ``context`` says how and where (its base, output folder
+    and name are the recipe's to set; its ``name`` stands, when given, for the recipe's run name)."""
+    from benchharness.training import data_parallel
+    from benchharness.training.base_model import base_folder
+    from benchharness.training.manifest import update_manifest
 
     base = recipe.base
     if recipe.base_recipe is not None:
-        base = str(ensure_trained(recipe.base_recipe, train=True, dev=dev, runtime=runtime, store=store))
+        base = str(ensure_trained(recipe.base_recipe, train=True, context=context, store=store))
     _check_revision(recipe)
-    args = method_namespace(
-        recipe.method,
-        recipe.flags,
-        base=base,
-        preset=recipe.preset,
-        out=out,
-        name=(runtime or {}).get("name") or recipe.run_name,
-        **{k: v for k, v in (runtime or {}).items() if k != "name"},
+    assert recipe.typed is not None
+    run_context = replace(
+        context, base=base_folder(base, store.root if store else None), out=out, name=context.name or recipe.run_name
     )
-    status = PLUGINS.get("methods", recipe.method).main(args, dev=dev)
+    runs = method_named(recipe.method).train(recipe.typed, run_context)
     if not data_parallel.is_main():
-        return status
+        return runs
     for r, folder in enumerate(output_folders(recipe, out), 1):
         if (folder / "manifest.json").is_file():
             named = (
@@ -300,30 +315,28 @@ def train_into(
                 else with_round(recipe, r, f"{recipe.run_name}-r{r}" if recipe.name is not None else None)
             )
             update_manifest(folder, recipe=named.record())
-    return status
+    return runs
 
 
 def train_in_store(
     recipe: Recipe,
     *,
-    dev: DevFactory | None,
-    runtime: dict[str, Any] | None = None,
+    context: TrainingContext,
     store: RunStore | None = None,
     book: RecipeBook | None = None,
 ) -> Path:
-    """Train ``recipe`` into its run-store folder unless it is there (``--overwrite`` retrains):
+    """Train ``recipe`` into its run-store folder unless it is there (``context.overwrite`` retrains):
     announce it with the time estimate, hold the recipe's lock, resume an interrupted run."""
-    from benchharness.encoders.methods import data_parallel
+    from benchharness.training import data_parallel
 
     store = store or RunStore()
-    runtime = dict(runtime or {})
     if not data_parallel.is_main():
         # a rank > 0 of a data-parallel run: rank 0 holds the lock and keeps the store's records, and
         # this rank trains beside it (the loop waits for rank 0 to have prepared the output folder)
-        train_into(recipe, store.out(recipe), dev=dev, runtime=runtime, store=store)
+        train_into(recipe, store.out(recipe), context=context, store=store)
         return store.encoder_folder(recipe)
     with store.lock(recipe):
-        if store.finished(recipe) and not runtime.get("overwrite"):
+        if store.finished(recipe) and not context.overwrite:
             return store.encoder_folder(recipe)
         store.clear_unresumable(recipe)
         resuming = any((f / "checkpoint").exists() for f in store.output_folders(recipe))
@@ -334,10 +347,10 @@ def train_in_store(
             recipe.summary(),
             recipe.key,
             store.folder(recipe),
-            estimate(recipe, book, runtime.get("device")),
+            estimate(recipe, book, context.device, context.data),
         )
         store.write_recipe(recipe)
-        train_into(recipe, store.out(recipe), dev=dev, runtime=runtime, store=store)
+        train_into(recipe, store.out(recipe), context=context, store=store)
     return store.encoder_folder(recipe)
 
 
@@ -345,12 +358,12 @@ def ensure_trained(
     recipe: Recipe,
     *,
     train: bool = True,
-    dev: DevFactory | None = None,
-    runtime: dict[str, Any] | None = None,
+    context: TrainingContext | None = None,
     store: RunStore | None = None,
     book: RecipeBook | None = None,
 ) -> Path:
-    """The encoder folder of ``recipe``, trained now if missing and ``train`` allows it."""
+    """The encoder folder of ``recipe``, trained now if missing and ``train`` allows it (in
+    ``context``, default: the configured data root and device, with the harness's dev evaluation)."""
     store = store or RunStore()
     if store.finished(recipe):
         return store.encoder_folder(recipe)
@@ -363,35 +376,40 @@ def ensure_trained(
         )
     nproc = recipe.options.get("nproc", 1)
     if nproc > 1:
-        from benchharness.encoders.methods.data_parallel import launched_world_size
+        from benchharness.training.data_parallel import launched_world_size
 
         if launched_world_size() != nproc:
             raise NotTrainedError(
                 f"encoder {recipe.display_name!r} is the data-parallel recipe {recipe.key} "
                 f"({nproc} processes), which only `benchharness train` launches: {command(recipe)}"
             )
-    if dev is None:
-        from benchharness.training.dev_eval import for_training
+    if context is None:
+        from benchharness.evaluation.run_settings import RunSettings
 
-        dev = for_training
-    runtime = {k: v for k, v in (runtime or {}).items() if k not in ("overwrite", "name", "stop_after")}
-    folder = train_in_store(recipe, dev=dev, runtime=runtime, store=store, book=book)
+        context = context_for(RunSettings(), DataRoot())
+    # a base recipe trained on the way is trained to the end, under its own name
+    context = replace(context, overwrite=False, name=None, stop_after=None)
+    folder = train_in_store(recipe, context=context, store=store, book=book)
     if not store.finished(recipe):
         raise NotTrainedError(f"training {recipe.display_name} stopped before the end; run again to resume it")
     return folder
 
 
 def trained_encoder(
-    name: str, *, train: bool = True, store: RunStore | None = None
+    name: str, *, train: bool = True, store: RunStore | None = None, settings: RunSettings | None = None
 ) -> tuple[EncoderSpec, dict[str, Any]] | None:
     """For the recipe catalogue: the encoder spec and portable manifest of the recipe ``name`` names,
-    trained first when missing; None when ``name`` is no recipe."""
+    trained first when missing, with the run's ``settings`` (device, data root, progress); None when
+    ``name`` is no recipe."""
     recipe = recipe_for(name, store=store)
     if recipe is None:
         return None
     store = store or RunStore()
-    folder = ensure_trained(recipe, train=train, store=store)
-    from benchharness.core.data_root import DataRoot
+    from benchharness.evaluation.run_settings import RunSettings
+
+    settings = settings or RunSettings()
+    data = DataRoot(settings.data_dir, verify=settings.verify_data)
+    folder = ensure_trained(recipe, train=train, context=context_for(settings, data), store=store)
     from benchharness.core.manifests import manifest_spec, read_manifest
 
     manifest = read_manifest(folder)
@@ -402,7 +420,7 @@ def trained_encoder(
     roots = {
         store.folder(recipe): f"{RECIPE_PREFIX}{recipe.key}",
         store.root: "$BENCHHARNESS_RUNS",
-        DataRoot().root: "$BENCHHARNESS_DATA",
+        data.root: "$BENCHHARNESS_DATA",
         Path.home(): "~",
     }
     return spec, portable(manifest, roots)

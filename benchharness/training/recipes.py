@@ -1,22 +1,20 @@
 """Training recipes: the name of a trained encoder -> everything that makes it.
 
 A recipe is a method, a base (a hub id with its revision, a model folder, or another recipe whose
-run it continues) and every setting of the run: the preset and the flags on top of it, resolved by
-the method's own command (``benchharness.encoders.methods.<method>.command.options``) and completed with
-``TrainConfig``'s defaults, so that the record names every value the run trains with. Its *key*, a
-short hash of that canonical record, names the one run that trains it (``benchharness.training.runstore``):
-two recipes that train differently never share a key, and one recipe always gets the same key.
+run it continues) and every setting of the run: the preset and the values given on top of it,
+resolved into the method's typed options (``benchharness.training.options.resolve``), whose record
+names every value the run trains with. Its *key*, a short hash of that canonical record, names the
+one run that trains it (``benchharness.training.runstore``): two recipes that train differently
+never share a key, and one recipe always gets the same key.
 
-Named recipes are committed in ``encoders/methods/recipes.toml``; flags on ``benchharness train``
-derive unnamed ones, which are then known as ``recipe:<key>``. A recipe runs by parsing nothing
-new: :func:`method_namespace` fills the method's own argument namespace with the recipe's flags,
-and :func:`command` renders the same flags as the one ``benchharness train`` command that builds
-the recipe.
+Named recipes are committed in ``recipes.toml`` beside this module; flags on ``benchharness train``
+and keywords of ``benchharness.train`` derive unnamed ones, which are then known as
+``recipe:<key>``. :func:`command` renders a recipe as the one ``benchharness train`` command that
+builds it, from the same declarations the command line's flags come from.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 import tomllib
@@ -24,15 +22,19 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.encoder import stable_hash
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 from benchharness.training.runstore import RunStore
 
-#: the committed recipe file (beside the methods it names)
-RECIPES_FILE = Path(str(files("benchharness.encoders.methods") / "recipes.toml"))
+if TYPE_CHECKING:
+    from benchharness.training.method import Method
+    from benchharness.training.options import TrainingOptions
+
+#: the committed recipe file (beside the training code that reads it)
+RECIPES_FILE = Path(str(files("benchharness.training") / "recipes.toml"))
 #: a recipe base that is another recipe's run
 RECIPE_PREFIX = "recipe:"
 KEY_LENGTH = 12
@@ -124,9 +126,12 @@ class Recipe:
     description: str = ""
     base_recipe: Recipe | None = None  # when ``base`` is another recipe
     base_fingerprint: str | None = field(default=None, compare=False)  # weights sha256 of a folder base
-    #: sha256 of the training files the ``data`` option names (``text:<path>``, a .jsonl/.csv file);
-    #: None for the named corpora of the data root, which its pinned checksums already fix
+    #: sha256 of the training files the ``data`` option names (``text:<path>``, a .jsonl/.csv file),
+    #: or of the sentences a caller holds in memory; None for the named corpora of the data root, which
+    #: its pinned checksums already fix
     data_digest: str | None = field(default=None, compare=False)
+    #: the typed options ``options`` records (what the method's ``train`` receives)
+    typed: TrainingOptions | None = field(default=None, compare=False, repr=False)
 
     def canonical(self) -> dict[str, Any]:
         """What the key hashes: the method, the base as a machine-independent identity, every option,
@@ -192,7 +197,7 @@ class Recipe:
             "flags": self.flags,
             "round": self.round,
             "options": self.options,
-            "command": command(self),
+            "command": command_or_none(self),
         }
 
 
@@ -328,70 +333,32 @@ def load_book(path: Path | None = None) -> RecipeBook:
 
 
 # ----------------------------------------------------------------------------------------------
-# resolving flags into every setting
+# resolving given values into every setting
 
 
-def method_parser(method: str) -> argparse.ArgumentParser:
-    """The method's own ``benchharness train <method>`` argument parser."""
-    if PLUGINS.entry("methods", method) is None:
-        raise RecipeError(f"unknown method {method!r}; choose one of {', '.join(PLUGINS.names('methods'))}")
-    parser = argparse.ArgumentParser(prog=f"benchharness train {method}", add_help=False)
-    PLUGINS.get("methods", method).add_arguments(parser)
-    return parser
+def method_named(name: str) -> Method[Any]:
+    """The ``methods`` plugin of that name; an unknown name is refused with the installed ones."""
+    if PLUGINS.entry("methods", name) is None:
+        raise RecipeError(f"unknown method {name!r}; choose one of {', '.join(PLUGINS.names('methods'))}")
+    method: Method[Any] = PLUGINS.get("methods", name)
+    return method
 
 
-def _actions(parser: argparse.ArgumentParser) -> dict[str, list[argparse.Action]]:
-    by_dest: dict[str, list[argparse.Action]] = {}
-    for action in parser._actions:  # argparse offers no public listing of a parser's arguments
-        by_dest.setdefault(action.dest, []).append(action)
-    return by_dest
+def resolve_options(method: str, given: dict[str, Any], preset: str | None) -> tuple[TrainingOptions, dict[str, Any]]:
+    """The typed options the preset (the method's default preset when None) and the given values
+    resolve to, and their record (``options.resolve``); refusals are ``RecipeError``s."""
+    from benchharness.training.options import resolve
 
-
-def method_namespace(method: str, flags: dict[str, Any], **settings: Any) -> argparse.Namespace:
-    """The namespace ``benchharness train <method>`` would parse from these flags (plus base, out,
-    preset and run-time settings); flag names and choices are checked as argparse would."""
-    parser = method_parser(method)
-    args = parser.parse_args([])
-    actions = _actions(parser)
-    for name, value in {**flags, **settings}.items():
-        dest = name.replace("-", "_")
-        if dest not in actions and name in settings and value is None:
-            continue  # a setting this method does not have (DefSent+ has no preset)
-        if dest not in actions:
-            known = sorted(d for d in actions if d not in RUNTIME_FLAGS and d != "help")
-            raise RecipeError(f"{method} has no option {name!r}; options: {', '.join(known)}")
-        choices = next((a.choices for a in actions[dest] if a.choices is not None), None)
-        if choices is not None and value is not None and value not in choices:
-            raise RecipeError(f"{method} option {name!r}: {value!r} is not one of {', '.join(map(str, choices))}")
-        setattr(args, dest, value)
-    return args
-
-
-def resolve_options(method: str, flags: dict[str, Any], preset: str | None) -> dict[str, Any]:
-    """Every setting the flags and preset give, as the method's command resolves them, completed
-    with ``TrainConfig``'s defaults; run-time settings are left out.
-
-    The data-parallel settings (``nproc``, ``negatives``) are settings only of a run in several
-    processes: there they are recorded (with ``negatives``' default), while a single-process
-    recipe records none of them, ``--nproc 1`` included, so its key is the one it always had."""
-    from benchharness.encoders.methods.train_config import DATA_PARALLEL_FIELDS, TrainConfig
-
-    args = method_namespace(method, flags, preset=preset)
+    declared = method_named(method)
+    if declared.presets and preset is None:
+        preset = declared.default_preset
     try:
-        opts = PLUGINS.get("methods", method).options(args)
-    except ValueError as exc:
-        raise RecipeError(str(exc)) from None
-    defaults = dict(TrainConfig(base="-", out=Path("-")).to_dict())
-    merged = {**defaults, **opts}
-    try:  # settings TrainConfig refuses (torch-adamw without bias correction...) are refused here, before a key
-        config = TrainConfig(
-            **{**{k: merged[k] for k in TrainConfig.field_names() if k in merged}, "base": "-", "out": Path("-")}
+        value, record = resolve(
+            method, declared.options, declared.presets, preset if declared.presets else None, given, declared.adjust
         )
     except ValueError as exc:
         raise RecipeError(str(exc)) from None
-    merged = {k: v for k, v in merged.items() if k not in DATA_PARALLEL_FIELDS}
-    merged.update({k: v for k, v in config.to_dict().items() if k in DATA_PARALLEL_FIELDS})
-    return {k: merged[k] for k in sorted(merged) if k not in RUNTIME_FLAGS}
+    return value, record
 
 
 def cached_revision(hub_id: str) -> str | None:
@@ -414,11 +381,13 @@ def build(
     description: str = "",
     book: RecipeBook | None = None,
     bases: tuple[str, ...] = (),
+    data_digest: str | None = None,
 ) -> Recipe:
     """A recipe from its written form; a base ``recipe:<name>`` is resolved through ``book``.
 
     A hub base takes ``revision`` (pinned), else the one the cache holds now; a folder base is
     identified by its weights, not its path, so its key is the same on every machine.
+    ``data_digest`` pins data the options cannot name (sentences held in memory).
     """
     flags = {k.replace("-", "_"): v for k, v in flags.items()}
     runtime = sorted(set(flags) & RUNTIME_FLAGS)
@@ -430,7 +399,7 @@ def build(
         base_recipe = base_recipe_named(base[len(RECIPE_PREFIX) :], book or load_book(), bases)
         revision = None
     else:
-        from benchharness.encoders.methods.base_model import base_folder
+        from benchharness.training.base_model import base_folder
 
         folder = base_folder(base)
         if Path(folder).expanduser().is_dir():
@@ -440,12 +409,15 @@ def build(
             revision = None
         elif revision is None:
             revision = cached_revision(base)
-    options = resolve_options(method, flags, preset)
+    declared = method_named(method)
+    if declared.presets and preset is None:
+        preset = declared.default_preset
+    typed, options = resolve_options(method, flags, preset)
     recipe = Recipe(
         method,
         base,
         revision,
-        options.pop("preset", None) or preset,
+        preset if declared.presets else None,
         flags,
         options,
         name,
@@ -453,7 +425,8 @@ def build(
         description,
         base_recipe,
         fingerprint,
-        training_files_digest(options.get("data")),
+        data_digest or training_files_digest(options.get("data")),
+        typed,
     )
     if round is not None:
         recipe = with_round(recipe, round, name)
@@ -499,31 +472,58 @@ def with_round(recipe: Recipe, round: int, name: str | None) -> Recipe:
     return replace(recipe, round=round, name=name)
 
 
-def derive(method: str, args: argparse.Namespace, book: RecipeBook | None = None) -> Recipe:
-    """The recipe ``benchharness train <method> [--recipe NAME] [flags]`` asks for.
+def derive(
+    method: str,
+    given: dict[str, Any],
+    *,
+    recipe: str | None = None,
+    base: str | None = None,
+    preset: str | None = None,
+    book: RecipeBook | None = None,
+    data_digest: str | None = None,
+) -> Recipe:
+    """The recipe ``benchharness train <method> [--recipe NAME] [flags]`` (or ``benchharness.train``)
+    asks for.
 
-    It starts from ``--recipe`` (default: the recipe named after the method); ``--base``,
-    ``--preset`` and every other flag given change it. When they change what is trained, the
-    result is unnamed (``recipe:<key>``); flags that repeat the recipe keep its name.
+    It starts from ``recipe`` (default: the recipe named after the method; a method without one, a
+    plugin's, starts from its defaults and needs ``base``); ``base``, ``preset`` and every option
+    ``given`` change it. When they change what is trained, the result is unnamed (``recipe:<key>``);
+    values that repeat the recipe keep its name.
     """
     book = book or load_book()
-    start_name = getattr(args, "recipe", None) or method
-    start = book.get(start_name)
+    start_name = recipe or method
+    start = book.get(start_name) if recipe is not None else book.lookup(start_name)
+    if start is None:
+        method_named(method)  # an unknown method is named as such, not as a missing recipe
+        if base is None:
+            raise RecipeError(
+                f"{method} has no recipe of its own in {book.path}: give the model to start from "
+                "(--base, or base= in Python)"
+            )
+        return build(method, base, preset, dict(given), book=book, data_digest=data_digest)
     if start.method != method:
         raise RecipeError(
             f"recipe {start_name!r} trains {start.method}, not {method}: "
             f"run `benchharness train {start.method} --recipe {start_name}`"
         )
-    given = {k: v for k, v in vars(args).items() if v is not None and k not in RUNTIME_FLAGS}
-    base = getattr(args, "base", None) or start.base
-    preset = getattr(args, "preset", None) or start.preset
-    if not given and base == start.base and preset == start.preset:
+    base = base or start.base
+    preset = preset or start.preset
+    if not given and base == start.base and preset == start.preset and data_digest is None:
         return start
     revision = start.base_revision if base == start.base else None
-    recipe = build(method, base, preset, {**start.flags, **given}, revision=revision, round=start.round, book=book)
-    if recipe.key == start.key:
-        return replace(recipe, name=start.name, description=start.description)
-    return recipe
+    derived = build(
+        method,
+        base,
+        preset,
+        {**start.flags, **given},
+        revision=revision,
+        round=start.round,
+        book=book,
+        data_digest=data_digest,
+    )
+    if derived.key == start.key:
+        return replace(derived, name=start.name, description=start.description)
+    return derived
 
 
 def from_record(record: dict[str, Any], book: RecipeBook | None = None) -> Recipe:
@@ -551,14 +551,25 @@ def from_record(record: dict[str, Any], book: RecipeBook | None = None) -> Recip
 # the command that builds a recipe
 
 
-def _flag_words(parser: argparse.ArgumentParser, dest: str, value: Any) -> list[str]:
-    actions = _actions(parser)[dest]
+def _flag_words(method: Method[Any], name: str, value: Any) -> list[str]:
+    """The command-line words that set ``name`` to ``value``: a method's option, or a run-time
+    setting; a switch is its flag (``--no-...`` for False where one exists), or nothing for False."""
+    from benchharness.training.options import RUNTIME, declared
+
+    runtime = RUNTIME.get(name)
+    if runtime is not None:
+        if runtime.switch:
+            return [runtime.flags[0]] if value else []
+        return [runtime.flags[0], str(value)]
+    meta = next(m for n, m, _ in declared(method.options) if n == name)
+    flag = meta.flag_for(name)
+    if flag is None or value is None:
+        raise RecipeError(f"no flag of `benchharness train {method.name}` sets {name} to {value!r}")
     if isinstance(value, bool):
-        for action in actions:  # --no-dropout / --dropout write the same dest
-            if getattr(action, "const", None) is value and action.nargs == 0:
-                return [action.option_strings[0]]
-        return []  # False for a flag that only switches on: leaving it out gives False
-    return [actions[0].option_strings[0], str(value)]
+        if value:
+            return [flag]
+        return [meta.off_flag] if meta.off_flag else []
+    return [flag, str(value)]
 
 
 def command_words(recipe: Recipe, **settings: Any) -> list[str]:
@@ -575,13 +586,26 @@ def command_words(recipe: Recipe, **settings: Any) -> list[str]:
         if recipe.preset:
             words += ["--preset", recipe.preset]
         flags = {**recipe.flags, **flags}
-    if flags:  # the method's parser (which imports its plugin) only when there are flags to render
-        parser = method_parser(recipe.method)
+    if flags:  # the method's declaration (which imports its plugin) only when there are flags to render
+        method = method_named(recipe.method)
         for dest, value in flags.items():
-            words += _flag_words(parser, dest, value)
+            words += _flag_words(method, dest, value)
     return words
 
 
 def command(recipe: Recipe) -> str:
     """The one ``benchharness train`` command that trains this recipe."""
     return shlex.join(["benchharness", *command_words(recipe)])
+
+
+def command_or_none(recipe: Recipe) -> str | None:
+    """The command that trains this recipe, or None where no command can: a recipe made in Python
+    with sentences held in memory, or with a value no flag sets (an option set back to None)."""
+    from benchharness.training.train_data import IN_MEMORY
+
+    if recipe.options.get("data") == IN_MEMORY:
+        return None
+    try:
+        return command(recipe)
+    except RecipeError:
+        return None

@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 RECIPE_FILE = "recipe.json"
 LOCK_FILE = ".lock"
 RUN_DIR = "run"
-#: what the loop leaves in an output folder (``benchharness.encoders.methods.resume``)
+#: what the loop leaves in an output folder (``benchharness.training.resume``)
 MANIFEST_FILE = "manifest.json"
 CHECKPOINT_STATE = Path("checkpoint") / "state.pt"
 

@@ -129,15 +129,14 @@ class _Payload:
 def test_a_crafted_checkpoint_is_refused_without_running_its_code(tiny_bert, tmp_path):
     import torch
 
-    from benchharness.encoders.methods.resume import CHECKPOINT_DIR, CHECKPOINT_FILE, load_checkpoint
-    from benchharness.encoders.methods.train_config import TrainConfig
+    from benchharness.training.resume import CHECKPOINT_DIR, CHECKPOINT_FILE, load_checkpoint
 
     marker = tmp_path / "pwned"
     state = tmp_path / CHECKPOINT_DIR / CHECKPOINT_FILE
     state.parent.mkdir()
     with open(state, "wb") as fh:
         pickle.dump({"config": _Payload(str(marker))}, fh)
-    config = TrainConfig(base=str(tiny_bert), out=tmp_path)
+    config = {"base": str(tiny_bert), "out": str(tmp_path)}
     with pytest.raises(ValueError, match="not a checkpoint this harness can resume safely"):
         load_checkpoint(state, config, torch.nn.Linear(1, 1), None, None, None)  # type: ignore[arg-type]
     assert not marker.exists()

@@ -229,8 +229,8 @@ def test_too_few_examples_fail_before_the_model(tmp_path, sentences_file, capsys
     assert not (tmp_path / "run").exists()
 
 
-def test_train_config_refuses_zero_steps_and_limits(tmp_path):
-    from benchharness.encoders.methods.train_config import TrainConfig
+def test_training_options_refuse_zero_steps_and_limits():
+    from benchharness.training.options import TrainingOptions
 
     for key, value in (
         ("max_steps", 0),
@@ -241,7 +241,7 @@ def test_train_config_refuses_zero_steps_and_limits(tmp_path):
         ("optimizer", "adam"),
     ):
         with pytest.raises(ValueError, match=key):
-            TrainConfig(base="x", out=tmp_path, **{key: value})
+            TrainingOptions(**{key: value})
 
 
 # --- run flags -------------------------------------------------------------------------------------

@@ -317,7 +317,7 @@ def test_glove_compressed(data: bytes) -> None:
 @SETTINGS
 @given(data=content(st.tuples(WORD, SENTENCE, SENTENCE).map("\t".join)))
 def test_oxford_split(data: bytes) -> None:
-    from benchharness.encoders.methods.defsent_plus.dictionary import read_oxford
+    from benchharness.training.methods.defsent_plus.dictionary import read_oxford
 
     out = check(read_oxford, {"test.txt": data}, (ValueError,))
     if out is not None:
@@ -327,7 +327,7 @@ def test_oxford_split(data: bytes) -> None:
 @SETTINGS
 @given(data=content(st.tuples(WORD, SENTENCE).map("\t".join)))
 def test_entry_definition_file(data: bytes) -> None:
-    from benchharness.encoders.methods.defsent_plus.dictionary import read_entry_definition_file
+    from benchharness.training.methods.defsent_plus.dictionary import read_entry_definition_file
 
     out = check(read_entry_definition_file, {"my-dictionary.tsv": data}, (ValueError,))
     if out is not None:

@@ -34,7 +34,7 @@ TOL = 1e-5
 BETAS = (0.9, 0.999)
 #: a step comparison must be able to fail: the update it does not expect lands further than this
 APART = 10 * TOL
-#: the ``TrainConfig`` settings that make up an optimizer step
+#: the ``TrainingOptions`` settings that make up an optimizer step
 STEP_SETTINGS = ("optimizer", "correct_bias", "adam_eps", "weight_decay", "grad_clip")
 
 
@@ -182,8 +182,9 @@ def run_project_steps(
 ) -> list[Observed]:
     """Train ``method`` for ``steps`` steps with the project's loop (one batch = all ``examples``)
     and return each step's batch and the torch RNG state at the start of its forward pass."""
-    # the loop under test, as training.py re-exports it
-    from benchharness.encoders.methods.training import TrainConfig, train
+    # the loop under test, as the authoring module re-exports it
+    from benchharness.training.authoring import run_loop
+    from tests.conftest import training
 
     seen: list[Observed] = []
 
@@ -192,9 +193,9 @@ def run_project_steps(
 
     handle = method.register_forward_pre_hook(observe)
     try:
-        cfg = TrainConfig(
-            base=str(base),
-            out=out,
+        cfg = training(
+            base,
+            out,
             max_steps=steps,
             batch_size=len(examples),
             drop_last=False,
@@ -202,7 +203,7 @@ def run_project_steps(
             eval_at_start=False,
             **config,
         )
-        train(method, examples, cfg, data={"name": "fidelity"})
+        run_loop(method, examples, *cfg, data={"name": "fidelity"})
     finally:
         handle.remove()
     assert len(seen) == steps

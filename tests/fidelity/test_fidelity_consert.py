@@ -44,7 +44,7 @@ from shared_steps import (
     trainable,
 )
 
-from benchharness.encoders.methods.consert.model import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
+from benchharness.training.methods.consert.model import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
 
 SENTENCES = [
     "a man is playing a guitar on stage .",

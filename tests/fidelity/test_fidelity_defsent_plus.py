@@ -14,7 +14,6 @@ encoder and trains the *original* checkpoint against it. The protocol's defaults
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -38,10 +37,15 @@ from shared_steps import (
     trainable,
 )
 
-from benchharness.encoders.methods.defsent_plus import command as defsent_plus_command
-from benchharness.encoders.methods.defsent_plus import model as defsent_plus
-from benchharness.encoders.methods.defsent_plus.dictionary import Dictionary
-from benchharness.encoders.methods.defsent_plus.entry_space import entry_embeddings
+from benchharness.core.data_root import DataRoot
+from benchharness.core.settings import hub_settings
+from benchharness.training.method import TrainingContext
+from benchharness.training.methods.defsent_plus import model as defsent_plus
+from benchharness.training.methods.defsent_plus.dictionary import Dictionary
+from benchharness.training.methods.defsent_plus.entry_space import entry_embeddings
+from benchharness.training.methods.defsent_plus.method import METHOD
+from benchharness.training.options import resolve
+from tests.conftest import DATA
 
 TOY = [
     ("revitalize", "give new life or vigor to"),
@@ -205,31 +209,17 @@ def test_pst_round_two_trains_the_original_weights_against_round_one_entries(tin
     dictionary = tmp_path / "toy.tsv"
     dictionary.write_text("".join(f"{e}\t{d}\n" for e, d in TOY))
     out = tmp_path / "runs" / "toy"
-    parser = argparse.ArgumentParser()
-    defsent_plus_command.add_arguments(parser)
-    assert (
-        defsent_plus_command.main(
-            parser.parse_args(
-                [
-                    "--base",
-                    str(base),
-                    "--out",
-                    str(out),
-                    "--dictionary",
-                    str(dictionary),
-                    "--rounds",
-                    "2",
-                    "--batch-size",
-                    "32",
-                    "--round-lrs",
-                    "1e-2,0",
-                    "--quiet",
-                    "--no-final-space",
-                ]
-            )
-        )
-        == 0
+    # the method's own defaults (no recipe): its declaration, resolved and trained as any caller does
+    options, _ = resolve(
+        "defsent-plus",
+        METHOD.options,
+        METHOD.presets,
+        None,
+        {"dictionary": str(dictionary), "rounds": 2, "batch_size": 32, "round_lrs": "1e-2,0", "no_final_space": True},
+        METHOD.adjust,
     )
+    runs = METHOD.train(options, TrainingContext(base=str(base), data=DataRoot(DATA), hub=hub_settings(), out=out))
+    assert [run.completed for run in runs] == [True, True]
     r1, r2 = out.with_name("toy-r1"), out.with_name("toy-r2")
     original, _ = load_tiny(base)
     round1, _ = load_tiny(r1 / "model")

@@ -52,8 +52,8 @@ from shared_steps import (
     trainable,
 )
 
-from benchharness.encoders.methods.paser.model import PRESETS, PaSeR, mlm_mask
-from benchharness.encoders.methods.paser.rake import rake
+from benchharness.training.methods.paser.model import PRESETS, PaSeR, mlm_mask
+from benchharness.training.methods.paser.rake import rake
 
 SENTENCES = [
     "the quick brown fox jumps over the lazy dog",

@@ -36,7 +36,7 @@ from shared_steps import (
     trainable,
 )
 
-from benchharness.encoders.methods.simcse.model import PRESETS, SimCSE
+from benchharness.training.methods.simcse.model import PRESETS, SimCSE
 
 SENTENCES = [
     "a man is playing a guitar .",

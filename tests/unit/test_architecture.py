@@ -43,7 +43,7 @@ SIDEWAYS = {
 PLUGIN_ROOMS = {
     "families": {"encoders"},
     "postprocessors": {"encoders"},
-    "methods": {"encoders"},
+    "methods": {"training"},
     "catalogues": {"encoders", "training"},
     "tasks": {"tasks", "mteb_bridge"},
     "tuners": {"tuning"},

@@ -61,7 +61,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_installs_one_import_root_with_its_data_files(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"benchharness", wheel.name.split("-py3")[0] + ".dist-info"}
-    assert "benchharness/encoders/methods/recipes.toml" in names
+    assert "benchharness/training/recipes.toml" in names
     assert "benchharness/core/data_checksums.json" in names
     sources = {
         p.relative_to(ROOT).as_posix() for d in ("benchharness", "encoders", "tasks") for p in (ROOT / d).rglob("*.py")

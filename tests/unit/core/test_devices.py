@@ -43,15 +43,15 @@ def test_encoders_and_training_follow_the_rule_of_core_devices(
     """Patching the CPU check in core.devices alone changes what both an encoder and a training run
     accept: there is no second copy of the rule."""
     from benchharness.encoders.huggingface import HFEncoder
-    from benchharness.encoders.methods.launch import preflight
-    from benchharness.encoders.methods.train_config import TrainConfig
+    from benchharness.training.launch import preflight
+    from tests.conftest import training
 
-    config = TrainConfig(base=str(tiny_bert), out=tmp_path / "run", precision="bf16", device="cpu")
+    config = training(tiny_bert, tmp_path / "run", precision="bf16", device="cpu")
     monkeypatch.setattr(devices, "has_native_bf16", lambda: False)
     with pytest.raises(InvalidInputError, match="avx512_bf16 or amx_bf16"):
         HFEncoder("t", str(tiny_bert), pooling="avg", device="cpu", precision="bf16")
     with pytest.raises(InvalidInputError, match="avx512_bf16 or amx_bf16"):
-        preflight(config)
+        preflight(*config)
     monkeypatch.setattr(devices, "has_native_bf16", lambda: True)
     assert HFEncoder("t", str(tiny_bert), pooling="avg", device="cpu", precision="bf16").precision == "bf16"
-    preflight(config)  # accepted
+    preflight(*config)  # accepted

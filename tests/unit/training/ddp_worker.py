@@ -55,20 +55,20 @@ def build(case: str, model: Path) -> tuple[torch.nn.Module, list[Any]]:
     shuffle and cutoffs draw per row of each rank's slice), PaSeR has no EDA augmentation and no
     MLM (both drawn per collated batch) and its decoder's dropout is off."""
     from benchharness.core.seeding import seed_everything
-    from benchharness.encoders.methods.training import load_base
+    from benchharness.training.authoring import load_base
 
     seed_everything(0)  # training-only heads are drawn at construction
     encoder, tokenizer, source = load_base(str(model))
     if case == "simcse":
-        from benchharness.encoders.methods.simcse.model import SimCSE
+        from benchharness.training.methods.simcse.model import SimCSE
 
         return SimCSE(encoder, tokenizer, max_length=32), list(SENTENCES)
     if case == "consert":
-        from benchharness.encoders.methods.consert.model import ConSERT
+        from benchharness.training.methods.consert.model import ConSERT
 
         return ConSERT(encoder, tokenizer, view1="none", view2="none", max_length=32), list(SENTENCES)
     if case.startswith("paser"):
-        from benchharness.encoders.methods.paser.model import PaSeR
+        from benchharness.training.methods.paser.model import PaSeR
 
         supervised = case == "paser-supervised"
         method = PaSeR(
@@ -86,7 +86,7 @@ def build(case: str, model: Path) -> tuple[torch.nn.Module, list[Any]]:
         if supervised:  # (anchor, entailment, contradiction): the next and the previous sentence
             examples = [(s, SENTENCES[(i + 1) % 8], SENTENCES[i - 1]) for i, s in enumerate(SENTENCES)]
         return method, examples
-    from benchharness.encoders.methods.defsent_plus.model import DefSentPlus
+    from benchharness.training.methods.defsent_plus.model import DefSentPlus
 
     entries = torch.randn(5, encoder.config.hidden_size)
     return DefSentPlus(encoder, tokenizer, entries, max_length=32), [(s, i % 5) for i, s in enumerate(SENTENCES)]
@@ -95,8 +95,8 @@ def build(case: str, model: Path) -> tuple[torch.nn.Module, list[Any]]:
 def gradients(model: Path, out: Path) -> None:
     import numpy as np
 
-    from benchharness.encoders.methods import data_parallel
-    from benchharness.encoders.methods.loop import local_loss
+    from benchharness.training import data_parallel
+    from benchharness.training.loop import local_loss
 
     for case in (*CASES, "simcse-detached"):
         negatives = "gather-detached" if case.endswith("-detached") else "gather-grad"
@@ -112,9 +112,10 @@ def gradients(model: Path, out: Path) -> None:
 
 
 def train(model: Path, out: Path) -> None:
-    from benchharness.encoders.methods import data_parallel
-    from benchharness.encoders.methods.training import TrainConfig
-    from benchharness.encoders.methods.training import train as run
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import hub_settings
+    from benchharness.training import data_parallel
+    from benchharness.training.authoring import TrainingContext, TrainingOptions, run_loop
 
     rank = data_parallel.rank()
     sentences = [f"{s} number {i}" for i in range(2) for s in SENTENCES]  # 16: 4 steps of 4 an epoch
@@ -129,9 +130,7 @@ def train(model: Path, out: Path) -> None:
             (out / f"{name}-dev-rank{rank}").touch()
             return -float((encoder.embeddings.position_embeddings.weight.detach() - start).norm())
 
-        config = TrainConfig(
-            base=str(model),
-            out=out / name,
+        options = TrainingOptions(
             nproc=2,
             batch_size=4,
             max_length=32,
@@ -141,9 +140,9 @@ def train(model: Path, out: Path) -> None:
             eval_every=3,
             patience=1,
             log_every=1,
-            **settings,
         )
-        result = run(method, sentences, config, data={"name": "test sentences"}, dev=dev)
+        context = TrainingContext(base=str(model), data=DataRoot(), hub=hub_settings(), out=out / name, **settings)
+        result = run_loop(method, sentences, options, context, data={"name": "test sentences"}, dev=dev)
         torch.save({"steps": result.steps, "parameters": method.state_dict()}, out / f"{name}-rank{rank}.pt")
         return result
 

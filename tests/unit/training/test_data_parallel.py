@@ -72,27 +72,24 @@ def torchrun(scenario: str, model: Path, out: Path) -> None:
 
 
 def test_only_data_parallel_recipes_record_the_world_size_and_the_gather():
-    from benchharness.encoders.methods.train_config import TrainConfig
     from benchharness.training import recipes
+    from benchharness.training.options import TrainingOptions
 
     book = recipes.load_book()
     for method in ("simcse", "consert", "paser", "defsent-plus"):
-        parser = recipes.method_parser(method)
         named = book.get(method)
-        one = recipes.derive(method, parser.parse_args(["--nproc", "1"]), book)
+        one = recipes.derive(method, {"nproc": 1}, book=book)
         assert (one.name, one.key) == (method, named.key)  # --nproc 1 is the single-process recipe
         assert not {"nproc", "negatives"} & set(named.options)
-        ddp = recipes.derive(method, parser.parse_args(["--nproc", "2"]), book)
+        ddp = recipes.derive(method, {"nproc": 2}, book=book)
         assert ddp.key != named.key and ddp.name is None
         assert (ddp.options["nproc"], ddp.options["negatives"]) == (2, "gather-grad")
         assert {k for k in ddp.options if ddp.options[k] != named.options.get(k)} == {"nproc", "negatives"}
         assert "--nproc 2" in recipes.command(ddp)
-    detached = recipes.derive(
-        "simcse", recipes.method_parser("simcse").parse_args(["--nproc", "2", "--negatives", "gather-detached"]), book
-    )
+    detached = recipes.derive("simcse", {"nproc": 2, "negatives": "gather-detached"}, book=book)
     assert detached.options["negatives"] == "gather-detached" and detached.key != ddp.key
-    assert not {"nproc", "negatives"} & set(TrainConfig(base="b", out=Path("o")).to_dict())
-    assert TrainConfig(base="b", out=Path("o"), nproc=2, batch_size=8).to_dict()["nproc"] == 2
+    assert not {"nproc", "negatives"} & set(TrainingOptions().shared())
+    assert TrainingOptions(nproc=2, batch_size=8).shared()["nproc"] == 2
 
 
 @pytest.mark.parametrize(
@@ -107,7 +104,7 @@ def test_only_data_parallel_recipes_record_the_world_size_and_the_gather():
 )
 def test_bad_process_layouts_are_refused_in_one_line_before_a_model_loads(argv, message, capsys, monkeypatch):
     from benchharness.cli import main
-    from benchharness.encoders.methods import base_model
+    from benchharness.training import base_model
 
     monkeypatch.setattr(base_model, "load_base", lambda *a, **k: pytest.fail("a model loaded"))
     try:
@@ -121,7 +118,7 @@ def test_bad_process_layouts_are_refused_in_one_line_before_a_model_loads(argv, 
 def test_a_data_parallel_run_refuses_to_start_outside_torchrun_and_in_a_world_of_another_size(monkeypatch):
     from benchharness.cli.train import _world_size
     from benchharness.core.errors import InvalidInputError
-    from benchharness.encoders.methods.data_parallel import check_launch
+    from benchharness.training.data_parallel import check_launch
 
     with pytest.raises(InvalidInputError, match="must start under torchrun"):
         check_launch(2, torch.device("cpu"))
@@ -130,19 +127,19 @@ def test_a_data_parallel_run_refuses_to_start_outside_torchrun_and_in_a_world_of
     monkeypatch.setenv("LOCAL_RANK", "1")
     with pytest.raises(InvalidInputError, match="torchrun started 2 processes but the run's nproc is 1"):
         check_launch(1, torch.device("cpu"))
-    args = type("Args", (), {"nproc": None})()
-    _world_size(args)
-    assert args.nproc == 2  # torchrun's world size is the run's --nproc
-    args.nproc = 4
+    given: dict[str, int] = {}
+    _world_size(given)
+    assert given["nproc"] == 2  # torchrun's world size is the run's --nproc
+    given["nproc"] = 4
     with pytest.raises(InvalidInputError, match="--nproc 4 but torchrun started 2 processes"):
-        _world_size(args)
+        _world_size(given)
 
 
 def test_training_on_demand_names_the_command_that_launches_a_data_parallel_recipe(tmp_path):
     from benchharness.training import on_demand, recipes
     from benchharness.training.runstore import RunStore
 
-    recipe = recipes.derive("simcse", recipes.method_parser("simcse").parse_args(["--nproc", "2"]))
+    recipe = recipes.derive("simcse", {"nproc": 2})
     with pytest.raises(on_demand.NotTrainedError, match=r"only `benchharness train` launches: .*--nproc 2"):
         on_demand.ensure_trained(recipe, store=RunStore(tmp_path / "runs"))
 
@@ -167,7 +164,7 @@ def ddp_gradients(no_dropout_bert, tmp_path_factory) -> Path:
 
 def one_process_gradients(case: str, model: Path) -> dict[str, torch.Tensor | None]:
     """The same case's gradients in this process, on the whole global batch."""
-    from benchharness.encoders.methods.loop import local_loss
+    from benchharness.training.loop import local_loss
 
     method, examples = ddp_worker.build(case, model)
     method.train()

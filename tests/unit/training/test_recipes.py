@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import subprocess
@@ -28,8 +27,18 @@ class ConstantDev:
         return 0.0
 
 
-def constant_dev(method, config) -> ConstantDev:
+def constant_dev(method, options, context) -> ConstantDev:
     return ConstantDev()
+
+
+def quiet(**settings):
+    """The context of a test's on-demand training: the shared data, the constant dev evaluation,
+    no progress bar."""
+    from dataclasses import replace
+
+    from tests.conftest import training
+
+    return replace(training("", dev=constant_dev)[1], **settings)
 
 
 @pytest.fixture
@@ -63,7 +72,7 @@ def store(tmp_path) -> RunStore:
 
 
 def test_method_names_resolve_to_their_recipes():
-    from benchharness.encoders.methods.paser.model import PRESETS
+    from benchharness.training.methods.paser.model import PRESETS
 
     book = recipes.load_book()
     paser = book.get("paser")
@@ -123,22 +132,33 @@ def test_same_recipe_same_key_in_another_process():
     assert out.stdout.strip() == recipes.load_book().get("consert-joint-unsup").key
 
 
-def _train_args(method: str, argv: list[str]) -> argparse.Namespace:
-    return recipes.method_parser(method).parse_args(argv)
+def _flags(method: str, argv: list[str]) -> dict:
+    """What ``benchharness train <method> <argv>`` asks ``derive`` for: the options given, and the
+    recipe, base and preset flags."""
+    from benchharness.cli import build_parser
+    from benchharness.cli.train import given_options
+
+    args = build_parser(expand="train").parse_args(["train", method, *argv])
+    return {
+        "given": given_options(args),
+        "recipe": args.recipe,
+        "base": args.base,
+        "preset": getattr(args, "preset", None),
+    }
 
 
 def test_flags_derive_a_new_recipe_with_its_own_key():
     book = recipes.load_book()
-    derived = recipes.derive("paser", _train_args("paser", ["--top-k", "1"]), book)
+    derived = recipes.derive("paser", **_flags("paser", ["--top-k", "1"]), book=book)
     assert derived.name is None and derived.display_name == f"recipe:{derived.key}"
     assert derived.key == book.get("paser-top1").key  # the same run as the named variant
     assert recipes.command(derived) == f"benchharness train paser --base {MINILM_L3} --preset cpu --top-k 1"
-    same = recipes.derive("paser", _train_args("paser", ["--top-k", "3", "--device", "cpu", "--threads", "1"]), book)
+    same = recipes.derive("paser", **_flags("paser", ["--top-k", "3", "--device", "cpu", "--threads", "1"]), book=book)
     assert same.name == "paser" and same.key == book.get("paser").key  # repeats the recipe; run-time flags don't count
-    paper = recipes.derive("paser", _train_args("paser", ["--preset", "paper"]), book)
+    paper = recipes.derive("paser", **_flags("paser", ["--preset", "paper"]), book=book)
     assert paper.options["epochs"] == 5 and paper.options["max_steps"] is None and paper.key != same.key
     with pytest.raises(recipes.RecipeError, match="trains consert, not paser"):
-        recipes.derive("paser", _train_args("paser", ["--recipe", "consert"]), book)
+        recipes.derive("paser", **_flags("paser", ["--recipe", "consert"]), book=book)
 
 
 #: each method's official optimizer step: (optimizer, correct_bias, adam_eps, weight_decay, grad_clip)
@@ -157,16 +177,16 @@ def test_recipes_step_as_the_official_code_and_flags_change_the_step():
         step = tuple(recipe.options[k] for k in ("optimizer", "correct_bias", "adam_eps", "weight_decay", "grad_clip"))
         assert step == OFFICIAL_STEPS[recipe.method], name
     consert = book.get("consert")
-    derived = recipes.derive("consert", _train_args("consert", ["--correct-bias", "--adam-eps", "1e-8"]), book)
+    derived = recipes.derive("consert", **_flags("consert", ["--correct-bias", "--adam-eps", "1e-8"]), book=book)
     assert (derived.options["correct_bias"], derived.options["adam_eps"]) == (True, 1e-8) and derived.key != consert.key
     assert recipes.command(derived).endswith("--preset unsup-cpu --adam-eps 1e-08 --correct-bias")
-    back = recipes.derive("consert", _train_args("consert", ["--no-correct-bias"]), book)
+    back = recipes.derive("consert", **_flags("consert", ["--no-correct-bias"]), book=book)
     assert back.name == "consert" and back.key == consert.key  # repeats the preset's setting
-    torch_step = recipes.derive("simcse", _train_args("simcse", ["--optimizer", "torch-adamw"]), book)
+    torch_step = recipes.derive("simcse", **_flags("simcse", ["--optimizer", "torch-adamw"]), book=book)
     assert torch_step.options["optimizer"] == "torch-adamw" and torch_step.key != book.get("simcse").key
     assert recipes.command(torch_step).endswith("--preset cpu --optimizer torch-adamw")
     with pytest.raises(recipes.RecipeError, match="correct_bias=False needs optimizer adamw-legacy"):
-        recipes.derive("consert", _train_args("consert", ["--optimizer", "torch-adamw"]), book)
+        recipes.derive("consert", **_flags("consert", ["--optimizer", "torch-adamw"]), book=book)
 
 
 def test_recipe_file_errors_name_the_file_recipe_and_option(tmp_path):
@@ -178,14 +198,14 @@ def test_recipe_file_errors_name_the_file_recipe_and_option(tmp_path):
     with pytest.raises(recipes.RecipeError, match="threads say where or how"):
         recipes.read_book(path).get("bad")
     path.write_text('[recipes.bad]\nmethod = "paser"\nbase = "x"\npreset = "gpu"\n')
-    with pytest.raises(recipes.RecipeError, match="'preset': 'gpu' is not one of cpu, paper, paper-sup"):
+    with pytest.raises(recipes.RecipeError, match="unknown preset 'gpu'; choose one of cpu, paper, paper-sup"):
         recipes.read_book(path).get("bad")
 
 
 def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, caplog):
     caplog.set_level(logging.INFO, logger="benchharness")
     recipe = book.get("tiny")
-    folder = on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
+    folder = on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book)
     assert folder == store.root / "simcse" / recipe.key / "run"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["training"]["steps"] == 3 and manifest["recipe"]["key"] == recipe.key
@@ -196,8 +216,8 @@ def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, caplog):
     def no_training(*args, **kwargs):
         raise AssertionError("trained a recipe that has a finished run")
 
-    monkeypatch.setattr("benchharness.encoders.methods.simcse.command.main", no_training)
-    assert on_demand.ensure_trained(recipe, dev=constant_dev, store=store, book=book) == folder
+    monkeypatch.setattr(on_demand, "method_named", no_training)
+    assert on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book) == folder
     other = book.get("tiny-lr")
     assert store.folder(other) != store.folder(recipe) and not store.finished(other)
     assert recipes.stored_recipe(store, recipe.key, book).key == recipe.key
@@ -206,11 +226,11 @@ def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, caplog):
 def test_an_interrupted_run_resumes_at_the_next_request(book, store, caplog):
     caplog.set_level(logging.INFO, logger="benchharness")
     recipe = book.get("tiny")
-    on_demand.train_in_store(recipe, dev=constant_dev, runtime={"quiet": True, "stop_after": 1}, store=store, book=book)
+    on_demand.train_in_store(recipe, context=quiet(stop_after=1), store=store, book=book)
     assert not store.finished(recipe) and (store.out(recipe) / "checkpoint" / "state.pt").is_file()
     assert "stopped after step 1; rerun the same command to resume" in caplog.text
     caplog.clear()
-    folder = on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
+    folder = on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book)
     assert "resuming tiny" in caplog.text and "at step 1/3" in caplog.text
     steps = [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
     assert steps[-1] == 3
@@ -221,7 +241,7 @@ def test_a_run_killed_before_its_first_checkpoint_starts_again(book, store):
     recipe = book.get("tiny")
     store.out(recipe).mkdir(parents=True)
     (store.out(recipe) / "metrics.jsonl").write_text('{"step": 0}\n')  # what a kill leaves behind
-    on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
+    on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book)
     assert store.finished(recipe)
 
 
@@ -269,7 +289,7 @@ def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatc
     from benchharness.evaluation.resolver import Resolver
 
     recipe = book.get("tiny")
-    on_demand.ensure_trained(recipe, dev=constant_dev, runtime={"quiet": True}, store=store, book=book)
+    on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book)
     monkeypatch.setattr(recipes, "RECIPES_FILE", book.path)
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(store.root))
     encoder = Resolver(train_missing=False).get("tiny")
@@ -291,7 +311,7 @@ def test_estimate_is_steps_times_the_measured_seconds_per_step():
     setup = row.seconds_setup or 0.0  # data, model and saving, where the row measured them
     assert est.steps == 100 and est.seconds == pytest.approx(100 * row.seconds_per_step + evaluations + setup)
     assert (f"{setup:.0f} s of data, model and saving" in est.basis) == (row.seconds_setup is not None)
-    bigger = recipes.derive("paser", _train_args("paser", ["--batch-size", "64"]), book)
+    bigger = recipes.derive("paser", **_flags("paser", ["--batch-size", "64"]), book=book)
     per_step64, _, scaled64 = on_demand.measured(bigger, book, "cpu")
     assert scaled64 and per_step64 == pytest.approx(2 * row.seconds_per_step)
 
@@ -324,10 +344,10 @@ def test_bf16_training_is_a_recipe_of_its_own():
     (another key, the precision in its record) and the default recipe's key stays that of fp32."""
     book = recipes.load_book()
     simcse = book.get("simcse")
-    bf16 = recipes.derive("simcse", _train_args("simcse", ["--precision", "bf16"]), book)
+    bf16 = recipes.derive("simcse", **_flags("simcse", ["--precision", "bf16"]), book=book)
     assert simcse.options["precision"] == "fp32" and bf16.options["precision"] == "bf16"
     assert bf16.key != simcse.key
-    assert recipes.derive("simcse", _train_args("simcse", ["--precision", "fp32"]), book).key == simcse.key
+    assert recipes.derive("simcse", **_flags("simcse", ["--precision", "fp32"]), book=book).key == simcse.key
 
 
 def test_the_estimate_adds_the_dev_evaluations_the_loop_will_make(monkeypatch):

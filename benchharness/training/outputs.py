@@ -1,0 +1,165 @@
+"""Where a training run's outputs go: an output folder, or nowhere but memory.
+
+The loop hands every output to one of these: its metrics, the best encoder so far, its checkpoints,
+the finished run's record. :class:`FolderOutput` writes the folder that ``benchharness train --out``
+leaves (resumable, registered by its manifest); :class:`MemoryOutput` keeps what the run needs in
+memory and writes nothing, for ``benchharness.train()`` without ``out=``. Either way the module ends
+the run holding the selected weights, so the caller gets the same encoder from both::
+
+    <out>/model/          encoder weights + tokenizer (save_pretrained), a sentence-transformers model too
+    <out>/manifest.json   the run's typed record (``manifest.py``), which makes the folder an encoder
+    <out>/metrics.jsonl   one JSON object per logged step / evaluation
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchharness.core.atomic import atomic_dir
+from benchharness.core.manifests import RunManifest
+from benchharness.encoders.checkpoint import quiet_loading
+from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
+from benchharness.training.method import TrainingMethod
+from benchharness.training.resume import (
+    MODEL_DIR,
+    prepare_out,
+    remove_checkpoint,
+    save_checkpoint,
+)
+
+METRICS_FILE = "metrics.jsonl"
+
+
+def encoder_state(method: TrainingMethod) -> dict[str, torch.Tensor]:
+    """A copy of the encoder's weights on the CPU (the training heads are not kept)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in method.encoder.state_dict().items()}
+
+
+class MemoryOutput:
+    """Outputs kept in memory: the metric records and the best encoder's weights. Nothing is
+    written, so nothing can be resumed (``stop_after`` needs an output folder)."""
+
+    out: Path | None = None
+
+    def __init__(self) -> None:
+        self.metrics: list[dict[str, Any]] = []
+        self._best: dict[str, torch.Tensor] | None = None
+
+    def prepare(self, overwrite: bool) -> Path | None:
+        return None
+
+    def log(self, record: dict[str, Any]) -> None:
+        self.metrics.append(record)
+
+    def keep_best(self, method: TrainingMethod) -> None:
+        self._best = encoder_state(method)
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to resume from without a folder."""
+
+    def restore_best(self, method: TrainingMethod) -> None:
+        """The selected weights back into the module (the last evaluation need not be the best)."""
+        if self._best is not None:
+            method.encoder.load_state_dict(self._best)
+
+    def save_final(self, method: TrainingMethod) -> None:
+        """Without dev selection the module's final weights are the encoder: nothing to keep."""
+
+    def finish(self, method: TrainingMethod, manifest: RunManifest, keep_checkpoint: bool) -> list[dict[str, Any]]:
+        return list(self.metrics)
+
+
+class FolderOutput(MemoryOutput):
+    """Outputs written to the run's folder as they come: the metrics log line by line, the best
+    encoder whenever the dev score improves, resumable checkpoints, then the sentence-transformers
+    files and the manifest. A kept copy of the best weights spares reading them back; after a
+    resumption whose best came before it, they are read from ``model/``."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__()
+        self.out = self.folder = out
+
+    def prepare(self, overwrite: bool) -> Path | None:
+        return prepare_out(self.folder, overwrite)
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Append one line of the metrics log; a full disk is named as this file's (the write that
+        fails may be the flush at ``close``, whose error carries no file name)."""
+        path = self.folder / METRICS_FILE
+        try:
+            with path.open("a", encoding="utf8") as fh:
+                fh.write(json.dumps(record) + "\n")
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+    def keep_best(self, method: TrainingMethod) -> None:
+        save_encoder(method, self.folder)
+        super().keep_best(method)
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> None:
+        save_checkpoint(self.folder, *args, **kwargs)
+
+    def restore_best(self, method: TrainingMethod) -> None:
+        if self._best is None and (self.folder / MODEL_DIR).is_dir():
+            from benchharness.encoders.checkpoint import load_complete
+
+            self._best = load_complete(self.folder / MODEL_DIR, str(self.folder)).state_dict()
+        super().restore_best(method)
+
+    def save_final(self, method: TrainingMethod) -> None:
+        save_encoder(method, self.folder)
+
+    def finish(self, method: TrainingMethod, manifest: RunManifest, keep_checkpoint: bool) -> list[dict[str, Any]]:
+        """The sentence-transformers files (pooled as evaluated), the manifest, the checkpoint
+        removed unless kept; the whole metrics log, earlier invocations' lines included."""
+        write_run_files(self.folder, manifest, {})
+        if not keep_checkpoint:
+            remove_checkpoint(self.folder)
+        path = self.folder / METRICS_FILE
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def save_encoder(method: TrainingMethod, out: Path) -> None:
+    """The encoder and tokenizer (never the training heads) into ``<out>/model``, replaced whole."""
+    with atomic_dir(out / MODEL_DIR) as tmp, quiet_loading():  # no "Writing model shards" bar
+        method.encoder.save_pretrained(tmp)
+        method.tokenizer.save_pretrained(tmp)
+
+
+def write_run_files(out: Path, manifest: RunManifest, files: dict[str, bytes]) -> None:
+    """What makes ``out`` (whose ``model/`` is written) a finished run: ``model/`` as a
+    sentence-transformers model pooled as the run is evaluated (where that pooling exists there),
+    a method's other files, and last the manifest, which registers the folder."""
+    from benchharness.core.atomic import atomic_file
+    from benchharness.training.manifest import write_manifest
+
+    spec = manifest["encoder"]
+    if spec.get("pooling") in EXPORTABLE:  # loadable by SentenceTransformer(path), pooled as evaluated
+        save_as_sentence_transformer(out / MODEL_DIR, {"pooling": spec["pooling"], "max_length": spec["max_length"]})
+    for name, content in files.items():
+        with atomic_file(out / name, "wb") as fh:
+            fh.write(content)
+    write_manifest(out, manifest)
+
+
+def write_run(
+    out: Path,
+    encoder: Any,
+    tokenizer: Any,
+    manifest: RunManifest,
+    metrics: list[dict[str, Any]],
+    files: dict[str, bytes],
+) -> None:
+    """A trained run held in memory, written as ``benchharness train --out`` leaves its folder."""
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_dir(out / MODEL_DIR) as tmp, quiet_loading():
+        encoder.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+    from benchharness.core.atomic import write_text
+
+    write_text(out / METRICS_FILE, "".join(json.dumps(record) + "\n" for record in metrics))
+    write_run_files(out, manifest, files)

@@ -1,0 +1,161 @@
+"""What makes a run resumable and its output safe to read: the checkpoint (method, optimizer,
+scheduler, scaler, RNG states, loop position) and the output folder's states.
+
+Everything is written through ``benchharness.core.atomic``: a run killed mid-write leaves the previous
+checkpoint intact, never half of one. Resuming restores every RNG, so a resumed run
+reproduces the uninterrupted one step for step.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import torch
+
+from benchharness.core.atomic import atomic_file
+from benchharness.core.errors import InvalidInputError
+from benchharness.training.options import TrainingOptions
+
+if TYPE_CHECKING:
+    from benchharness.training.method import TrainingMethod
+
+CHECKPOINT_DIR = "checkpoint"
+CHECKPOINT_FILE = "state.pt"
+MODEL_DIR = "model"
+MANIFEST_FILE = "manifest.json"
+
+#: settings that may change between a run and its resumption without changing its result
+RESUMABLE_CHANGES = ("device", "stop_after", "threads", "progress", "overwrite", "out")
+#: the defaults of the shared options and of the context, for checkpoints written before a setting existed
+FIELD_DEFAULTS: dict[str, Any] = {
+    **{f.name: f.default for f in fields(TrainingOptions)},
+    "name": None,
+    "device": None,
+    "threads": None,
+    "stop_after": None,
+    "overwrite": False,
+    "keep_checkpoint": False,
+}
+
+
+def prepare_out(out: Path, overwrite: bool) -> Path | None:
+    """Create the output folder; return the checkpoint to resume from, if any."""
+    ckpt = out / CHECKPOINT_DIR / CHECKPOINT_FILE
+    if overwrite and out.exists():
+        shutil.rmtree(out)
+    if (out / MANIFEST_FILE).exists():
+        raise InvalidInputError(f"{out} already holds a finished run ({MANIFEST_FILE}); pass --overwrite to retrain")
+    if ckpt.exists():
+        return ckpt
+    if out.exists() and any(out.iterdir()):
+        raise InvalidInputError(
+            f"{out} exists and is not empty (no checkpoint to resume); pass --overwrite or choose --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    return None
+
+
+def rng_state() -> dict[str, Any]:
+    """Every generator's state as tensors and plain values, which ``torch.load(weights_only=True)``
+    reads back without unpickling arbitrary objects (numpy's key array travels as a tensor)."""
+    # the legacy tuple (get_state's default); numpy's stub also allows the dict of legacy=False
+    name, keys, pos, has_gauss, cached = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
+    state = {
+        "python": random.getstate(),
+        "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(
+    out: Path,
+    config: dict[str, Any],
+    method: TrainingMethod,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    scaler: torch.amp.GradScaler,
+    state: dict[str, Any],
+    rank_rngs: list[dict[str, Any]] | None = None,
+) -> None:
+    """Everything the loop needs to continue exactly where it is, in ``<out>/checkpoint/state.pt``.
+
+    A data-parallel run saves from rank 0 (model and optimizer are the same on every rank) with
+    ``rank_rngs``, every rank's generators in rank order: each rank draws its own dropout and
+    augmentations, and resumes them from its own state."""
+    saved: dict[str, Any] = {
+        "config": config,
+        "method": method.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "scaler": scaler.state_dict(),
+        "state": state,
+        "rng": rng_state(),
+    }
+    if rank_rngs is not None:
+        saved["rank_rngs"] = rank_rngs
+    with atomic_file(out / CHECKPOINT_DIR / CHECKPOINT_FILE, "wb") as fh:
+        torch.save(saved, fh)
+
+
+def load_checkpoint(
+    path: Path,
+    config: dict[str, Any],
+    method: TrainingMethod,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    scaler: torch.amp.GradScaler,
+    rank: int = 0,
+) -> dict[str, Any]:
+    """Restore a checkpoint made with the same settings into the given objects and the RNGs (``rank``'s
+    own, in a data-parallel run); returns the loop state. Other settings are refused: the resumed run
+    would be neither."""
+    try:  # weights_only: a checkpoint is data, and one from a shared runs folder must not run code
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # unpickling refused, truncated or random bytes: torch raises several kinds
+        raise InvalidInputError(
+            f"{path}: not a checkpoint this harness can resume safely ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200]}); delete {path.parent} to train from the start"
+        ) from None
+    # a checkpoint that does not record a setting was made with that setting's default behaviour
+    # (``optimizer``: torch-adamw)
+    # (``nproc``: 1, which a single-process config leaves out of its record, on both sides)
+    made_with = {**FIELD_DEFAULTS, **saved["config"]}
+    now = {**FIELD_DEFAULTS, **config}
+    diffs = [
+        f"{k}: {made_with.get(k)!r} -> {now.get(k)!r}"
+        for k in dict.fromkeys([*now, *made_with])
+        if k not in RESUMABLE_CHANGES and made_with.get(k) != now.get(k)
+    ]
+    if diffs:
+        raise InvalidInputError(
+            f"{path}: the checkpoint was made with other settings ({'; '.join(diffs)}); "
+            "pass the same settings to resume, or --overwrite to start again"
+        )
+    method.load_state_dict(saved["method"])
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    scaler.load_state_dict(saved["scaler"])
+    set_rng_state(saved["rank_rngs"][rank] if "rank_rngs" in saved else saved["rng"])
+    return saved["state"]
+
+
+def remove_checkpoint(out: Path) -> None:
+    if (out / CHECKPOINT_DIR).exists():
+        shutil.rmtree(out / CHECKPOINT_DIR)
