@@ -40,9 +40,9 @@ def one_run(recipe_name: str, steps: int, precision: str, evaluate_first: bool) 
     from benchharness.cli import process
 
     process.configure(["train", "--precision", precision])
-    import torch
-
     from dataclasses import replace
+
+    import torch
 
     from benchharness.core.data_root import DataRoot
     from benchharness.core.settings import hub_settings

@@ -78,16 +78,24 @@ def train(
     if sentences is not None:
         if "data" in given:
             raise InvalidInputError("give either sentences= or data=, not both")
-        if isinstance(sentences, (str, os.PathLike)):
-            given["data"] = f"text:{Path(sentences).expanduser()}"
+        if isinstance(sentences, (str, os.PathLike)):  # as `--data <file>` names it: the same recipe
+            path = Path(sentences).expanduser()
+            given["data"] = str(path) if path.suffix == ".txt" else f"text:{path}"
         else:
             held = _sentences(sentences)
             given["data"] = IN_MEMORY
             digest = stable_hash(list(held))
-    recipe = recipes.derive(method, given, recipe=start, base=base, preset=preset, data_digest=digest)
+    try:
+        recipe = recipes.derive(method, given, recipe=start, base=base, preset=preset, data_digest=digest)
+        refusal = None if sentences is None or recipe.typed is None else recipe.typed.sentence_data()
+    except InvalidInputError:  # a method that takes other data may refuse sentences as its data
+        refusal = _sentence_refusal(method, start, base, preset, given) if sentences is not None else None
+        if refusal is None:
+            raise
+        raise InvalidInputError(refusal) from None
+    if refusal is not None:
+        raise InvalidInputError(refusal)
     assert recipe.typed is not None  # every recipe is built with its typed options
-    if sentences is not None and recipe.typed.sentence_data() is not None:
-        raise InvalidInputError(recipe.typed.sentence_data())
     data = DataRoot(data_dir)
     with kept_environment(), kept_threads(), kept_random_state(), progress_shown(show_progress):
         context = TrainingContext(
@@ -150,6 +158,21 @@ def _what(name: str) -> tuple[str, str | None]:
         f"{name!r} is neither a recipe of {book.path.name} nor a training method.{hint} "
         f"Methods: {', '.join(PLUGINS.names('methods'))}"
     )
+
+
+def _sentence_refusal(
+    method: str, start: str | None, base: str | None, preset: str | None, given: dict[str, Any]
+) -> str | None:
+    """Why the method, with the other options given, takes no sentences (None: it does, or the
+    options are refused for another reason)."""
+    from benchharness.training import recipes
+
+    others = {k: v for k, v in given.items() if k != "data"}
+    try:
+        recipe = recipes.derive(method, others, recipe=start, base=base, preset=preset)
+    except InvalidInputError:
+        return None
+    return None if recipe.typed is None else recipe.typed.sentence_data()
 
 
 def _sentences(sentences: Sequence[str]) -> tuple[str, ...]:

@@ -231,8 +231,8 @@ def test_a_run_trained_with_out_is_announced_by_its_folder_not_as_registered(pro
 
 def test_a_run_under_the_runs_folder_is_announced_by_its_registered_name(shared_runs):
     pytest.importorskip("torch")
+    from benchharness.cli.train import resolvable_as
     from benchharness.evaluation.resolver import Resolver
-    from benchharness.training.launch import resolvable_as
 
     (shared_runs / "folder-1").mkdir(parents=True)
     (shared_runs / "folder-1" / "manifest.json").write_text(
