@@ -286,7 +286,8 @@ def table(checkouts: list[Path], steps: int, precision: str | None, repeats: int
     with ``--floor`` (and ``--versus`` for SimCSE), then one table. Every checkout is timed by this
     script: one instrument for old and new (it drives the training API of ``benchharness.training``
     as it is from the commit that made training a library on: older checkouts need their own copy).
-    The runs interleave (each recipe: every checkout in turn, ``repeats`` rounds), so a drift of the machine's speed touches old and new alike; with repeats,
+    The runs interleave (each recipe: every checkout in turn, ``repeats`` rounds), so a drift of
+    the machine's speed touches old and new alike; with repeats,
     a last table gives each commit's median per recipe."""
     import statistics
     import subprocess
