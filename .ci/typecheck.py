@@ -34,7 +34,7 @@ def sources(pyproject: dict) -> list[BuildSource]:
     folders: dict[str, str] = setuptools.get("package-dir", {})
     found = []
     for package in setuptools["packages"]:
-        # the longest mapped prefix decides: benchharness.encoders.methods -> encoders/methods
+        # the longest mapped prefix decides: benchharness.encoders.postprocess -> encoders/postprocess
         prefix = max((p for p in folders if package == p or package.startswith(p + ".")), key=len, default="")
         rest = package[len(prefix) :].lstrip(".").split(".") if package != prefix else []
         folder = Path(folders[prefix] if prefix else ".", *[part for part in rest if part])

@@ -27,7 +27,11 @@ from pathlib import Path
 #: glibc's mallopt parameters (malloc.h), as benchharness.cli.process sets them
 M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -3, -1
 THREADS = 2
-STEPS, WARM = 16, 4
+#: smoke mode (``BENCHMARK_SMOKE=1``, as ``machine.py`` reads it; this script stands alone): two steps,
+#: one round, a short evaluation: bf16 without native support is emulated, about 14 s a step on an AVX2 CPU
+SMOKE = os.environ.get("BENCHMARK_SMOKE") == "1"
+STEPS, WARM = (2, 1) if SMOKE else (16, 4)
+ROUNDS, EVALUATED = (1, 256) if SMOKE else (3, 3000)
 
 
 def child(evaluate_first: bool, keep_freed_memory: bool) -> dict[str, object]:
@@ -51,7 +55,7 @@ def child(evaluate_first: bool, keep_freed_memory: bool) -> dict[str, object]:
     out: dict[str, object] = {"evaluation_first": evaluate_first, "keep_freed_memory": keep_freed_memory}
     if evaluate_first:
         model.eval()
-        lengths = sorted(torch.randint(8, 40, (3000,), generator=g).tolist())
+        lengths = sorted(torch.randint(8, 40, (EVALUATED,), generator=g).tolist())
         t0 = time.perf_counter()
         with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
             for start in range(0, len(lengths), 128):
@@ -91,7 +95,7 @@ def main() -> None:
     flags = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in cpuinfo.split()]
     print(json.dumps({"torch": torch.__version__, "cpu": model_name, "flags": flags}), flush=True)
     for keep in ("0", "1"):
-        for _ in range(3):
+        for _ in range(ROUNDS):
             for evaluate_first in ("0", "1"):
                 subprocess.run([sys.executable, __file__, evaluate_first, keep], check=True)
 

@@ -7,6 +7,8 @@ through the command line whose flags every version shares::
 
     python benchmarks/train_hashes.py --checkout ../old --checkout . --steps 12
 
+In smoke mode (``BENCHMARK_SMOKE=1``) it trains this checkout's simcse for one step.
+
 ``benchharness train <recipe> --stop-after N --out <tmp>`` stops a recipe's own run (its schedule,
 its dev evaluation at step 0) after step N and leaves the resumable checkpoint, which holds all of
 it. The runs and Hugging Face settings are each checkout's ``benchharness.toml``; nothing is
@@ -92,11 +94,14 @@ def train_and_hash(checkout: Path, recipe: str, steps: int, work: Path) -> dict[
 
 
 def main() -> int:
+    from machine import SMOKE
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkout", type=Path, action="append", required=True, help="a checkout with its .venv")
-    parser.add_argument("--recipes", default=",".join(DEFAULT_RECIPES))
-    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--checkout", type=Path, action="append", required=not SMOKE, help="a checkout with its .venv")
+    parser.add_argument("--recipes", default="simcse" if SMOKE else ",".join(DEFAULT_RECIPES))
+    parser.add_argument("--steps", type=int, default=1 if SMOKE else 12)
     args = parser.parse_args()
+    args.checkout = args.checkout or [Path(__file__).resolve().parents[1]]
     recipes = [r.strip() for r in args.recipes.split(",") if r.strip()]
     rows: dict[str, list[tuple[str, dict[str, str]]]] = {}
     for recipe in recipes:

@@ -363,7 +363,7 @@ def table(checkouts: list[Path], steps: int, precision: str | None, repeats: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recipe", help="a recipe name of encoders/methods/recipes.toml")
+    parser.add_argument("--recipe", help="a recipe name of benchharness/training/recipes.toml")
     parser.add_argument(
         "--table",
         action="append",

@@ -1,6 +1,6 @@
 """Run manifests: the ``manifest.json`` a trained or tuned run leaves in its folder, and the runs
 folder that registers them by name. Read by the resolver, by training (a run can be a base) and
-by tuning (which writes one); written by training (``encoders.methods.manifest``) and tuning.
+by tuning (which writes one); written by training (``training.manifest``) and tuning.
 
 One record type for both kinds of run, here at the bottom layer so that its writers and readers
 share it. (No ``from __future__ import annotations``: ``TypedDict`` sees ``Required`` only in
@@ -50,7 +50,7 @@ class TrainingStats(TypedDict, total=False):
 class RunManifest(TypedDict, total=False):
     """The ``manifest.json`` of a run. Every run names its ``encoder``; the rest depends on the kind.
 
-    A trained run (``encoders.methods.manifest.build_manifest``) holds every key up to ``training``: the spec
+    A trained run (``training.manifest.build_manifest``) holds every key up to ``training``: the spec
     ``{"type": "hf", "model": "model", "pooling": ..., "max_length": ...}`` that makes the folder an
     encoder, and its provenance (base model and weights, data, every hyper-parameter, the code
     version, the dev curve and how the saved weights were selected, what the training cost);

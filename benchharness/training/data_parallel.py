@@ -62,7 +62,7 @@ class Context:
     world_size: int
     rank: int
     local_rank: int
-    negatives: str  # one of train_config.NEGATIVES
+    negatives: str  # one of options.NEGATIVES
     device: torch.device  # the device this process trains on
     group: dist.ProcessGroup  # the losses' own process group
 
@@ -186,7 +186,7 @@ def wrap(method: nn.Module, ctx: Context) -> nn.Module:
 
 def local_rows(rows: np.ndarray, ctx: Context) -> np.ndarray:
     """This rank's contiguous slice of a global batch's example indices: equal slices when the
-    batch divides by the world size (``TrainConfig`` requires it of ``batch_size``), sizes one
+    batch divides by the world size (the options require it of ``batch_size``), sizes one
     apart for a last partial batch (``drop_last=False``), in rank order."""
     return np.array_split(rows, ctx.world_size)[ctx.rank]
 

@@ -9,7 +9,7 @@ clipping (global norm, before the optimizer step); periodic dev evaluation throu
 best-checkpoint selection and early stopping (``patience`` evaluations without improvement); tqdm
 progress; and the run's outputs (``outputs.py``): an output folder with its metrics log, resumable
 checkpoints (``resume.py``), the selected encoder and the manifest, or, without one, all of it in
-memory. Either way the module ends the run holding the selected weights.
+memory, the selected weights put back into the module.
 
 Data-parallel runs (``options.nproc`` > 1, started by torchrun; ``data_parallel.py``): each process
 trains on its contiguous slice of every global batch, DDP averages the gradients; rank 0 alone
@@ -397,8 +397,9 @@ def _finish(
     precision: str,
 ) -> tuple[RunManifest, list[dict[str, Any]]]:
     """The end of a completed run (rank 0's): the final encoder when there was no dev selection,
-    else the selected weights back in the module; the manifest, and the run's files when it has a
-    folder (the checkpoint removed unless kept). Returns the manifest and the metrics log."""
+    else the selected weights (back in the module for a run in memory); the manifest, and the run's
+    files when it has a folder (the checkpoint removed unless kept). Returns the manifest and the
+    metrics log."""
     if options.eval_every is None or dev is None:
         output.save_final(method)  # no dev selection: the final weights are the encoder
         if dev is not None:

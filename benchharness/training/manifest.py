@@ -117,7 +117,7 @@ def build_manifest(
         "base_model": source.name,
         "base_revision": source.revision,
         "base_weights_sha256": source.weights_sha256,
-        "data": data,
+        "data": {**data, "data_root": str(context.data.root)},  # where the corpus and the dev split were read
         "hyperparameters": hyper,
         "code_version": code_version(),
         "dev_task": dev_task if state["dev_curve"] else None,

@@ -133,7 +133,9 @@ class TrainingContext:
 
 @dataclass
 class TrainedRun:
-    """One trained encoder: the module with its selected weights, its tokenizer, its record.
+    """One trained encoder: its module, its tokenizer, its record. In memory the module holds the
+    selected weights; with an output folder it holds the run's final weights and ``<out>/model`` the
+    selected ones (:func:`selected_encoder` reads them).
 
     ``manifest`` is None for a run paused by ``stop_after`` (and on the ranks > 0 of a data-parallel
     run); ``metrics`` is the training log; ``files`` are a method's other outputs by file name
@@ -149,6 +151,15 @@ class TrainedRun:
     best_step: int | None
     best_dev: float | None
     files: dict[str, bytes] = field(default_factory=dict)
+
+
+def selected_encoder(run: TrainedRun) -> PreTrainedModel:
+    """The encoder a run selected: the module itself in memory, else the model its folder holds."""
+    if run.out is None or run.manifest is None or run.manifest["selection"]["rule"] == "final weights":
+        return run.encoder
+    from benchharness.encoders.checkpoint import load_complete
+
+    return load_complete(run.out / "model", str(run.out))
 
 
 OptionsT = TypeVar("OptionsT", bound=TrainingOptions)

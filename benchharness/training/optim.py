@@ -34,7 +34,7 @@ from benchharness.core.errors import InvalidInputError
 
 #: the optimizer step of the Hugging Face ``Trainer`` (transformers 4.2.1) with its defaults, through
 #: which SimCSE and PaSeR train: legacy AdamW with bias correction, eps 1e-8, no weight decay, the
-#: gradient norm clipped at 1.0 (``max_grad_norm``); ``TrainConfig`` settings, for their presets
+#: gradient norm clipped at 1.0 (``max_grad_norm``); shared options, for the methods' presets
 HF_TRAINER_STEP: dict[str, Any] = {
     "optimizer": "adamw-legacy",
     "correct_bias": True,

@@ -2,9 +2,10 @@
 
 The loop hands every output to one of these: its metrics, the best encoder so far, its checkpoints,
 the finished run's record. :class:`FolderOutput` writes the folder that ``benchharness train --out``
-leaves (resumable, registered by its manifest); :class:`MemoryOutput` keeps what the run needs in
-memory and writes nothing, for ``benchharness.train()`` without ``out=``. Either way the module ends
-the run holding the selected weights, so the caller gets the same encoder from both::
+leaves (resumable, registered by its manifest), whose ``model/`` holds the selected weights while
+the module, on every rank of a data-parallel run alike, ends with its final ones;
+:class:`MemoryOutput` keeps what the run needs in memory and writes nothing, for
+``benchharness.train()`` without ``out=``, and puts the selected weights back into the module::
 
     <out>/model/          encoder weights + tokenizer (save_pretrained), a sentence-transformers model too
     <out>/manifest.json   the run's typed record (``manifest.py``), which makes the folder an encoder
@@ -76,8 +77,7 @@ class MemoryOutput:
 class FolderOutput(MemoryOutput):
     """Outputs written to the run's folder as they come: the metrics log line by line, the best
     encoder whenever the dev score improves, resumable checkpoints, then the sentence-transformers
-    files and the manifest. A kept copy of the best weights spares reading them back; after a
-    resumption whose best came before it, they are read from ``model/``."""
+    files and the manifest."""
 
     def __init__(self, out: Path) -> None:
         super().__init__()
@@ -98,17 +98,12 @@ class FolderOutput(MemoryOutput):
 
     def keep_best(self, method: TrainingMethod) -> None:
         save_encoder(method, self.folder)
-        super().keep_best(method)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> None:
         save_checkpoint(self.folder, *args, **kwargs)
 
     def restore_best(self, method: TrainingMethod) -> None:
-        if self._best is None and (self.folder / MODEL_DIR).is_dir():
-            from benchharness.encoders.checkpoint import load_complete
-
-            self._best = load_complete(self.folder / MODEL_DIR, str(self.folder)).state_dict()
-        super().restore_best(method)
+        """The selected weights are ``model/``'s; the module keeps its final ones."""
 
     def save_final(self, method: TrainingMethod) -> None:
         save_encoder(method, self.folder)

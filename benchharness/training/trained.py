@@ -15,7 +15,7 @@ from typing import Any
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.manifests import RunManifest
 from benchharness.encoders.in_memory import TransformersModelEncoder
-from benchharness.training.method import TrainedRun
+from benchharness.training.method import TrainedRun, selected_encoder
 
 
 class TrainedEncoder(TransformersModelEncoder):
@@ -27,7 +27,8 @@ class TrainedEncoder(TransformersModelEncoder):
         if run.manifest is None:
             raise InvalidInputError(f"{name}: the run stopped before its end and has no trained encoder")
         spec = run.manifest["encoder"]
-        super().__init__(name, run.encoder, run.tokenizer, spec["pooling"], max_length=spec["max_length"])
+        encoder = selected_encoder(run)
+        super().__init__(name, encoder, run.tokenizer, spec["pooling"], max_length=spec["max_length"])
         self.manifest: RunManifest = run.manifest
         self.metrics = run.metrics
         self.files = run.files

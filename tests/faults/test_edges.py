@@ -343,14 +343,13 @@ def test_the_command_train_out_prints_works_when_pasted(project, capsys, tiny_be
 
 
 def test_editing_a_training_file_makes_another_recipe(tmp_path, tiny_bert):
-    from benchharness.training.recipes import derive, method_parser
+    from benchharness.training.recipes import derive
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a man is playing a guitar .\nthe red car hit a bus\n")
 
     def key() -> str:
-        args = method_parser("simcse").parse_args(["--data", f"text:{corpus}", "--base", str(tiny_bert)])
-        return derive("simcse", args).key
+        return derive("simcse", {"data": f"text:{corpus}"}, base=str(tiny_bert)).key
 
     first = key()
     assert key() == first  # the same content, the same recipe

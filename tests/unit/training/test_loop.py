@@ -191,6 +191,30 @@ def test_selection_and_early_stopping(tiny_bert, tmp_path):
         torch.testing.assert_close(v, snapshot[k], msg=k)
 
 
+def test_in_memory_a_run_writes_nothing_and_its_module_ends_with_the_selected_weights(tiny_bert, tmp_path):
+    scores = iter([50.0, 60.0, 55.0, 58.0])  # the best is the first trained evaluation
+    method, source = _simcse(tiny_bert)
+    snapshot: dict[str, torch.Tensor] = {}
+
+    def dev(encoder):
+        score = next(scores)
+        if score == 60.0:
+            snapshot.update({k: v.detach().clone() for k, v in encoder.state_dict().items()})
+        return score
+
+    options, context = _config(tmp_path, max_steps=6, eval_every=2, eval_at_start=True)
+    from dataclasses import replace
+
+    result = run_loop(method, TEXTS, options, replace(context, out=None), data={}, base_source=source, dev=dev)
+    assert not (tmp_path / "run").exists() and result.out is None
+    assert result.manifest["selection"]["best_step"] == 2 and result.manifest["dev_curve"][-1] == [6, 58.0]
+    assert [r["step"] for r in result.metrics if "dev_spearman" in r] == [0, 2, 4, 6]
+    for k, v in method.encoder.state_dict().items():
+        torch.testing.assert_close(v, snapshot[k], rtol=0, atol=0, msg=k)
+    with pytest.raises(ValueError, match="stop_after pauses a run"):
+        run_loop(method, TEXTS, options, replace(context, out=None, stop_after=1), data={}, base_source=source, dev=dev)
+
+
 def test_no_dev_selection_keeps_final_weights(tiny_bert, tmp_path):
     method, source = _simcse(tiny_bert)
     result = run_loop(

@@ -80,7 +80,9 @@ def test_method_names_resolve_to_their_recipes():
     cpu = PRESETS["cpu"]
     for key in ("batch_size", "lr", "max_steps", "max_length", "top_k", "decoder_layers", "data"):
         assert paser.options[key] == cpu[key], key
-    assert paser.options["seed"] == 42 and paser.options["weight_decay"] == 0.0  # TrainConfig's defaults, filled in
+    assert (
+        paser.options["seed"] == 42 and paser.options["weight_decay"] == 0.0
+    )  # the shared options' defaults, filled in
     assert {"device", "out", "threads", "name"}.isdisjoint(paser.options)
     for method in ("consert", "simcse", "defsent-plus"):
         assert book.get(method).method == method

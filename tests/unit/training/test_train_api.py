@@ -61,6 +61,7 @@ def test_train_returns_an_encoder_that_evaluate_takes_and_that_saves_as_train_ou
     assert model.recipe["method"] == "simcse" and model.recipe["options"]["seed"] == 1
     assert model.recipe["command"] is None  # sentences held in memory: no command trains it again
     assert model.manifest["data"]["n_examples"] == len(SENTENCES)
+    assert model.manifest["data"]["data_root"] == str(data_dir)  # where the dev split would be read
 
     folder = model.save(tmp_path / "saved")
     assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
@@ -122,6 +123,20 @@ def test_without_out_nothing_is_written_nothing_printed_and_the_process_is_as_fo
     assert files_under(*watched) == before_files and not runs.exists()
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
+
+
+@needs_data("senteval/STS/STSBenchmark/sts-dev.csv")
+def test_with_out_the_returned_encoder_is_the_folders_selected_one(tiny_bert, tmp_path):
+    from transformers import AutoModel
+
+    settings = {**TINY, "eval_every": 1, "max_steps": 3}
+    model = benchharness.train("simcse", base=str(tiny_bert), sentences=SENTENCES, out=tmp_path / "run", **settings)
+    best = model.manifest["selection"]["best_step"]
+    assert best in (1, 2, 3) and (tmp_path / "run" / "manifest.json").is_file()
+    assert_same_weights(weights(model.model), weights(AutoModel.from_pretrained(tmp_path / "run" / "model")))
+    in_memory = benchharness.train("simcse", base=str(tiny_bert), sentences=SENTENCES, **settings)
+    assert in_memory.manifest["selection"]["best_step"] == best
+    assert_same_weights(weights(model.model), weights(in_memory.model))
 
 
 def test_options_are_the_methods_declared_ones_checked_in_one_line(tiny_bert):

@@ -1,2 +1,2 @@
-"""ConSERT: contrastive learning over augmented views (Yan et al., 2021): ``model.py`` the method,
-``command.py`` its command."""
+"""ConSERT: contrastive learning over augmented views (Yan et al., 2021): ``model.py`` the module,
+``method.py`` its declaration."""

@@ -1,2 +1,2 @@
-"""DefSent+: sentence embeddings from dictionary definitions, in rounds: ``model.py`` the method,
-``command.py`` its command."""
+"""DefSent+: sentence embeddings from dictionary definitions, in rounds: ``model.py`` the module,
+``method.py`` its declaration and rounds."""

@@ -40,7 +40,13 @@ from benchharness.training.methods.defsent_plus.entry_space import (
     ica_transform,
     plot_entry_space,
 )
-from benchharness.training.methods.defsent_plus.model import TRAINING_POOLINGS, DefSentPlus, prepare_pooler, round_lrs
+from benchharness.training.methods.defsent_plus.model import (
+    DEFAULTS,
+    TRAINING_POOLINGS,
+    DefSentPlus,
+    prepare_pooler,
+    round_lrs,
+)
 from benchharness.training.options import TrainingOptions, option, shared_option
 
 if TYPE_CHECKING:
@@ -66,23 +72,23 @@ def _learning_rates(text: str) -> str:
 
 @dataclass(frozen=True)
 class DefSentPlusOptions(TrainingOptions):
-    """The protocol's training settings (the official ``TrainEncoder.py``: the legacy AdamW with eps
-    1e-6, gradient norm clipped at 1.0, one epoch, no warmup, the last partial batch kept, final
-    weights), then the dictionary and the rounds."""
+    """The protocol's training settings (``model.DEFAULTS``, the official ``TrainEncoder.py``: the
+    legacy AdamW with eps 1e-6, gradient norm clipped at 1.0, one epoch, no warmup, the last partial
+    batch kept, final weights), then the dictionary and the rounds."""
 
-    batch_size: int = shared_option("batch_size", 32)  # the paper's for WordNet+Oxford (16 for smaller ones)
-    max_length: int = shared_option("max_length", 150)  # the official max_seq_length (no definition is longer)
-    optimizer: str = shared_option("optimizer", "adamw-legacy")
-    correct_bias: bool = shared_option("correct_bias", True)
-    weight_decay: float = shared_option("weight_decay", 0.0)
-    adam_eps: float = shared_option("adam_eps", 1e-6)
-    grad_clip: float | None = shared_option("grad_clip", 1.0)
-    epochs: int = shared_option("epochs", 1)
-    warmup_ratio: float = shared_option("warmup_ratio", 0.0)
-    drop_last: bool = shared_option("drop_last", False)  # the official RandomSampler keeps the last batch
-    eval_every: int | None = shared_option("eval_every", None)
-    eval_at_start: bool = shared_option("eval_at_start", False)
-    seed: int = shared_option("seed", 42)
+    batch_size: int = shared_option("batch_size", DEFAULTS["batch_size"])
+    max_length: int = shared_option("max_length", DEFAULTS["max_length"])
+    optimizer: str = shared_option("optimizer", DEFAULTS["optimizer"])
+    correct_bias: bool = shared_option("correct_bias", DEFAULTS["correct_bias"])
+    weight_decay: float = shared_option("weight_decay", DEFAULTS["weight_decay"])
+    adam_eps: float = shared_option("adam_eps", DEFAULTS["adam_eps"])
+    grad_clip: float | None = shared_option("grad_clip", DEFAULTS["grad_clip"])
+    epochs: int = shared_option("epochs", DEFAULTS["epochs"])
+    warmup_ratio: float = shared_option("warmup_ratio", DEFAULTS["warmup_ratio"])
+    drop_last: bool = shared_option("drop_last", DEFAULTS["drop_last"])
+    eval_every: int | None = shared_option("eval_every", DEFAULTS["eval_every"])
+    eval_at_start: bool = shared_option("eval_at_start", DEFAULTS["eval_at_start"])
+    seed: int = shared_option("seed", DEFAULTS["seed"])
     dictionary: str = option(
         DICTIONARY,
         "comma list of sources merged into one dictionary: wordnet, oxford-train, oxford-valid, "
@@ -173,7 +179,7 @@ def _read_dictionary(options: DefSentPlusOptions, data: DataRoot) -> list[Dictio
 
 
 def _dictionary(
-    options: DefSentPlusOptions, parts: list[Dictionary], tokenizer: Any, data: DataRoot
+    options: DefSentPlusOptions, parts: list[Dictionary], tokenizer: Any
 ) -> tuple[Dictionary, dict[str, Any]]:
     """The merged and subset dictionary, with Table-1-like statistics for the manifest."""
     full = merge(*parts) if len(parts) > 1 else parts[0]
@@ -194,7 +200,6 @@ def _dictionary(
         "subset": chosen.sources[-1] if chosen is not full else None,
         "n_examples": chosen.n_definitions,
         "n_entries": len(chosen),
-        "data_root": str(data.root),
     }
     return chosen, info
 
@@ -207,7 +212,7 @@ def describe_data(options: DefSentPlusOptions, context: TrainingContext) -> str:
 
     parts = _read_dictionary(options, context.data)
     tokenizer = AutoTokenizer.from_pretrained(str(hub.resolve(context.base, context.hub).path))
-    return format_statistics(_dictionary(options, parts, tokenizer, context.data)[1]["statistics"])
+    return format_statistics(_dictionary(options, parts, tokenizer)[1]["statistics"])
 
 
 def _plot(run: TrainedRun, key: str, name: str, matrix: torch.Tensor, title: str) -> None:
@@ -234,7 +239,7 @@ def train(options: DefSentPlusOptions, context: TrainingContext) -> list[Trained
 
     encoder: PreTrainedModel | None
     encoder, tokenizer, source = base_model(options, context)
-    dictionary, data = _dictionary(options, sources, tokenizer, context.data)
+    dictionary, data = _dictionary(options, sources, tokenizer)
     logger.info("DefSent+ dictionary:\n%s", format_statistics(data["statistics"]))
     texts, labels = dictionary.pairs()
     examples = list(zip(texts, labels))

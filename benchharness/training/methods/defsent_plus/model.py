@@ -57,7 +57,7 @@ TRAINING_POOLINGS = ("cls", "mean")
 #: the paper's BERT-base learning rates for the 1st, 2nd, 3rd round (Appendix A, Table 5)
 PAPER_LRS = (5e-5, 4e-5, 3e-5)
 
-#: the protocol's training settings (``TrainConfig`` fields) under the shared flags
+#: the protocol's training settings: DefSent+'s defaults of the shared options (``method.py``)
 DEFAULTS: dict[str, Any] = {
     "batch_size": 32,  # the paper's batch for its WordNet+Oxford dictionary (16 for smaller ones)
     "max_length": 150,  # the official max_seq_length (no definition is longer: Table 1 max 138)

@@ -1,1 +1,1 @@
-"""PaSeR: paraphrase-augmented sentence representations: ``model.py`` the method, ``command.py`` its command."""
+"""PaSeR: paraphrase-augmented sentence representations: ``model.py`` the module, ``method.py`` its declaration."""

@@ -1,2 +1,2 @@
-"""unsupervised SimCSE: dropout views, InfoNCE (Gao et al., 2021): ``model.py`` the method,
-``command.py`` its command."""
+"""unsupervised SimCSE: dropout views, InfoNCE (Gao et al., 2021): ``model.py`` the module,
+``method.py`` its declaration."""

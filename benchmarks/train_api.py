@@ -1,0 +1,257 @@
+"""Training as a library, measured: ``benchharness.train`` against ``benchharness train`` on the same
+settings, what a call leaves behind, on-demand training on another data root, and a plugin method.
+
+1. **Python against the command line.** In a fresh interpreter, in a folder with no
+   ``benchharness.toml``: ``m = benchharness.train("simcse", sentences=<the first N STS-B train
+   sentences>, max_steps=S, device="cpu", seed=1)``, then ``benchharness.evaluate(m,
+   "STSBenchmark-dev")``; and ``benchharness train simcse --data <those sentences as a file>
+   --max-steps S --device cpu --seed 1 --out <folder>``, then ``benchharness run --encoders <folder>
+   --tasks STSBenchmark-dev``. Both weights hashes (sha256 over the encoder's tensors) and both scores.
+2. **What the call leaves behind.** The files under the working folder, the temporary folder, the
+   user cache and the runs folder, ``os.environ`` and torch's threads, before and after ``train()``.
+3. **On-demand training on another data root.** ``evaluate("simcse", "SICKRelatedness-trial",
+   data_dir=X)`` with an empty runs folder, X the shared data without STS12: the error and its time.
+4. **A plugin method.** ``docs/examples/align-uniform-method`` installed into a folder of its own,
+   trained from Python and from the command line on the same sentences: weights hashes and dev scores.
+
+    python benchmarks/train_api.py [--sentences 2000] [--steps 20] [--out results/benchmarks/train_api.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+#: runs in a fresh interpreter: train in memory, note what changed, evaluate; prints one JSON line
+PYTHON_SIDE = r"""
+import json, os, sys, tempfile, time
+from pathlib import Path
+
+def files(*folders):
+    return sorted(str(p) for f in folders if f.exists() for p in f.rglob("*"))
+
+watched = [Path.cwd(), Path(tempfile.gettempdir()), Path.home() / ".cache" / "benchharness",
+           Path(os.environ["BENCHHARNESS_RUNS"])]
+import torch
+before = {"files": files(*watched), "environ": dict(os.environ), "threads": torch.get_num_threads()}
+import benchharness
+sentences = [l.strip() for l in Path(sys.argv[1]).read_text().splitlines()]
+started = time.perf_counter()
+model = benchharness.train(__METHOD__, sentences=sentences, max_steps=int(sys.argv[2]), device="cpu", seed=1,
+                           data_dir=sys.argv[3], **json.loads(sys.argv[4]))
+seconds = time.perf_counter() - started
+after = {"files": files(*watched), "environ": dict(os.environ), "threads": torch.get_num_threads()}
+sys.path.insert(0, sys.argv[5])
+from train_hashes import hash_of
+score = benchharness.evaluate(model, "STSBenchmark-dev", data_dir=sys.argv[3], intervals=False).results[0].main_score
+print(json.dumps({
+    "weights": hash_of(model.model.state_dict()),
+    "score": score,
+    "train_seconds": round(seconds, 1),
+    "files_created": sorted(set(after["files"]) - set(before["files"])),
+    "files_removed": sorted(set(before["files"]) - set(after["files"])),
+    "environ_changed": sorted(k for k in set(before["environ"]) | set(after["environ"])
+                              if before["environ"].get(k) != after["environ"].get(k)),
+    "threads": [before["threads"], after["threads"]],
+    "key": model.recipe["key"],
+}))
+"""
+
+
+def sentences_file(folder: Path, n: int) -> Path:
+    """The first ``n`` sentences of the STS-B train split (both sides of each pair, in order)."""
+    from benchharness.core.data_root import DataRoot
+    from benchharness.data.corpora import load_corpus
+
+    path = folder / "stsb-train.txt"
+    path.write_text("".join(f"{s}\n" for s in load_corpus("stsb-train", DataRoot(SHARED / "data"))[:n]))
+    return path
+
+
+def environment(runs: Path) -> dict[str, str]:
+    """A user's environment outside the checkout: the shared Hugging Face cache, offline, an empty
+    runs folder; the data root is given explicitly (``data_dir=``, ``--data-dir``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHHARNESS_")}
+    env.update(HF_HUB_CACHE=str(SHARED / "hf" / "hub"), HF_HUB_OFFLINE="1", BENCHHARNESS_RUNS=str(runs))
+    return env
+
+
+def python_side(method: str, corpus: Path, steps: int, env: dict[str, str], cwd: Path, options: dict) -> dict:
+    script = PYTHON_SIDE.replace("__METHOD__", repr(method))
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(corpus), str(steps), str(SHARED / "data"), json.dumps(options)]
+        + [str(Path(__file__).resolve().parent)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"python side failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def command_side(method: str, corpus: Path, steps: int, env: dict[str, str], cwd: Path, flags: list[str]) -> dict:
+    from train_hashes import hash_of
+    from transformers import AutoModel
+
+    out = cwd / f"cli-{method}"
+    started = time.perf_counter()
+    train = [
+        sys.executable,
+        "-m",
+        "benchharness.cli",
+        "train",
+        method,
+        "--data",
+        str(corpus),
+        "--max-steps",
+        str(steps),
+    ]
+    train += ["--device", "cpu", "--seed", "1", "--out", str(out), "-q", *flags]
+    done = subprocess.run(
+        train,
+        cwd=cwd,
+        env={**env, "BENCHHARNESS_DATA": str(SHARED / "data")},
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"benchharness train failed:\n{done.stderr[-3000:]}")
+    seconds = time.perf_counter() - started
+    results = cwd / f"results-{method}"
+    run = [sys.executable, "-m", "benchharness.cli", "run", "--encoders", str(out), "--tasks", "STSBenchmark-dev"]
+    run += ["--data-dir", str(SHARED / "data"), "--results-dir", str(results), "--no-cache", "-q"]
+    done = subprocess.run(run, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"benchharness run failed:\n{done.stderr[-3000:]}")
+    [stored] = results.glob("*/STSBenchmark-dev.json")
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {
+        "weights": hash_of(AutoModel.from_pretrained(out / "model").state_dict()),
+        "score": json.loads(stored.read_text())["main_score"],
+        "train_seconds": round(seconds, 1),
+        "key": manifest["recipe"]["key"],
+    }
+
+
+def data_root_without_sts12(folder: Path) -> Path:
+    """The shared data as symbolic links, STS12's folder left out."""
+    data = SHARED / "data"
+    root = folder / "data-without-sts12"
+    for child in data.iterdir():
+        if child.name != "senteval":
+            (root / child.name).parent.mkdir(parents=True, exist_ok=True)
+            (root / child.name).symlink_to(child)
+    for child in (data / "senteval").iterdir():
+        if child.name != "STS":
+            (root / "senteval" / child.name).parent.mkdir(parents=True, exist_ok=True)
+            (root / "senteval" / child.name).symlink_to(child)
+    for child in (data / "senteval" / "STS").iterdir():
+        if not child.name.startswith("STS12"):
+            (root / "senteval" / "STS" / child.name).parent.mkdir(parents=True, exist_ok=True)
+            (root / "senteval" / "STS" / child.name).symlink_to(child)
+    return root
+
+
+def on_demand(env: dict[str, str], cwd: Path) -> dict:
+    root = data_root_without_sts12(cwd)
+    script = f"""
+import time, benchharness
+started = time.perf_counter()
+try:
+    benchharness.evaluate("simcse", "SICKRelatedness-trial", data_dir={str(root)!r}, device="cpu")
+except benchharness.EvaluationFailedError as exc:
+    print(round(time.perf_counter() - started, 1)); print(str(exc))
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    lines = done.stdout.strip().splitlines()
+    runs = Path(env["BENCHHARNESS_RUNS"])
+    return {
+        "seconds": float(lines[0]),
+        "error": "\n".join(lines[1:]).replace(str(cwd), "<tmp>"),
+        "model_loaded": "Loading weights" in done.stderr,
+        "runs_folder_left": sorted(str(p.relative_to(runs)) for p in runs.rglob("*")) if runs.exists() else [],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    from machine import header
+
+    lines = [header()]
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+        env = environment(cwd / "runs")
+        corpus = sentences_file(cwd, args.sentences)
+        mine = python_side("simcse", corpus, args.steps, env, cwd, {})
+        theirs = command_side("simcse", corpus, args.steps, env, cwd, [])
+        lines += [
+            f"1. simcse, {args.sentences} STS-B train sentences, {args.steps} steps, seed 1, cpu",
+            (
+                f"   benchharness.train + evaluate: weights {mine['weights']}  STSBenchmark-dev {mine['score']:.4f}"
+                f"  ({mine['train_seconds']} s training; recipe {mine['key']})"
+            ),
+            (
+                f"   benchharness train + run:      weights {theirs['weights']}  STSBenchmark-dev {theirs['score']:.4f}"
+                f"  ({theirs['train_seconds']} s the command; recipe {theirs['key']})"
+            ),
+            f"   equal: weights {mine['weights'] == theirs['weights']}, score {mine['score'] == theirs['score']}",
+            (
+                "2. train() without out=: files created "
+                f"{mine['files_created'] or 'none'}, removed {mine['files_removed'] or 'none'}; os.environ changed: "
+                f"{mine['environ_changed'] or 'none'}; torch threads before/after {mine['threads']}"
+            ),
+        ]
+        demand = on_demand(env, cwd)
+        lines += [
+            (
+                "3. evaluate('simcse', 'SICKRelatedness-trial', data_dir=X without STS12), empty runs folder: "
+                f"{demand['seconds']} s, a model loaded: {demand['model_loaded']}"
+            ),
+            *(f"   {line}" for line in demand["error"].splitlines()),
+            f"   left in the runs folder: {demand['runs_folder_left']}",
+        ]
+        site = cwd / "site"
+        example = ROOT / "docs" / "examples" / "align-uniform-method"
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site)]
+            + [str(example)],
+            check=True,
+            capture_output=True,
+        )
+        plugin_env = {**env, "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")])}
+        base = "sentence-transformers/paraphrase-MiniLM-L3-v2"
+        mine = python_side("align-uniform", corpus, args.steps, plugin_env, cwd, {"base": base})
+        theirs = command_side("align-uniform", corpus, args.steps, plugin_env, cwd, ["--base", base])
+        lines += [
+            f"4. the plugin method align-uniform on {base}, the same sentences and steps",
+            f"   benchharness.train: weights {mine['weights']}  STSBenchmark-dev {mine['score']:.4f}",
+            f"   benchharness train: weights {theirs['weights']}  STSBenchmark-dev {theirs['score']:.4f}",
+            f"   equal: weights {mine['weights'] == theirs['weights']}, score {mine['score'] == theirs['score']}",
+        ]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
