@@ -27,11 +27,12 @@ from pathlib import Path
 #: glibc's mallopt parameters (malloc.h), as benchharness.cli.process sets them
 M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -3, -1
 THREADS = 2
-#: smoke mode (``BENCHMARK_SMOKE=1``, as ``machine.py`` reads it; this script stands alone): two steps,
-#: one round, a short evaluation: bf16 without native support is emulated, about 14 s a step on an AVX2 CPU
+#: smoke mode (``BENCHMARK_SMOKE=1``, as ``machine.py`` reads it; this script stands alone): two steps of
+#: 8 sequences, one round, a short evaluation: bf16 without native support is emulated, and a step of 64
+#: sequences took about 14 s on an AVX2 CPU
 SMOKE = os.environ.get("BENCHMARK_SMOKE") == "1"
 STEPS, WARM = (2, 1) if SMOKE else (16, 4)
-ROUNDS, EVALUATED = (1, 256) if SMOKE else (3, 3000)
+ROUNDS, EVALUATED, BATCH = (1, 256, 8) if SMOKE else (3, 3000, 64)
 
 
 def child(evaluate_first: bool, keep_freed_memory: bool) -> dict[str, object]:
@@ -68,12 +69,12 @@ def child(evaluate_first: bool, keep_freed_memory: bool) -> dict[str, object]:
     times = []
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(STEPS):
-        ids = torch.randint(1000, 2000, (64, int(torch.randint(20, 33, (1,), generator=g))), generator=g)
+        ids = torch.randint(1000, 2000, (BATCH, int(torch.randint(20, 33, (1,), generator=g))), generator=g)
         t0 = time.perf_counter()
         with torch.autocast("cpu", dtype=torch.bfloat16):
             h = model(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state.mean(1).float()
-        a, b = F.normalize(h[:32], dim=-1), F.normalize(h[32:], dim=-1)
-        loss = F.cross_entropy(a @ b.T / 0.1, torch.arange(32))
+        a, b = F.normalize(h[: BATCH // 2], dim=-1), F.normalize(h[BATCH // 2 :], dim=-1)
+        loss = F.cross_entropy(a @ b.T / 0.1, torch.arange(BATCH // 2))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

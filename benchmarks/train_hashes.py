@@ -11,8 +11,9 @@ In smoke mode (``BENCHMARK_SMOKE=1``) it trains this checkout's simcse for one s
 
 ``benchharness train <recipe> --stop-after N --out <tmp>`` stops a recipe's own run (its schedule,
 its dev evaluation at step 0) after step N and leaves the resumable checkpoint, which holds all of
-it. The runs and Hugging Face settings are each checkout's ``benchharness.toml``; nothing is
-written outside a temporary folder. Prints one row per recipe and checkout, and whether they agree.
+it. The runs and Hugging Face settings are each checkout's ``benchharness.toml``; training writes
+only into a temporary folder. Prints one row per recipe and checkout, and whether they agree, and
+keeps them in ``results/benchmarks/train_hashes.txt``.
 """
 
 from __future__ import annotations
@@ -102,7 +103,10 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=1 if SMOKE else 12)
     args = parser.parse_args()
     args.checkout = args.checkout or [Path(__file__).resolve().parents[1]]
+    from machine import header, report
+
     recipes = [r.strip() for r in args.recipes.split(",") if r.strip()]
+    lines = [header()]
     rows: dict[str, list[tuple[str, dict[str, str]]]] = {}
     for recipe in recipes:
         for checkout in args.checkout:
@@ -118,9 +122,10 @@ def main() -> int:
             ).stdout.strip()
             label = f"{checkout} @ {label}{'+dirty' if dirty else ''}"
             rows.setdefault(recipe, []).append((label, hashes))
-            print(f"{recipe:14s} {label}: " + " ".join(f"{k} {v}" for k, v in hashes.items()), flush=True)
+            lines.append(f"{recipe:14s} {label}: " + " ".join(f"{k} {v}" for k, v in hashes.items()))
     agree = all(len({tuple(h.items()) for _, h in found}) == 1 for found in rows.values())
-    print(f"after {args.steps} steps: {'equal' if agree else 'DIFFERENT'} across {len(args.checkout)} checkouts")
+    lines.append(f"after {args.steps} steps: {'equal' if agree else 'DIFFERENT'} across {len(args.checkout)} checkouts")
+    report("train_hashes", lines)
     return 0 if agree else 1
 
 
