@@ -54,10 +54,15 @@ def training_sentences(options: TrainingOptions, context: TrainingContext) -> tu
 
         sentences = load_sentences(options.data, context.data)
         data = {"name": options.data, "kind": "unlabeled sentences", "n_examples": len(sentences)}
+    return limited(sentences, data, options)
+
+
+def limited(examples: list[Any], data: dict[str, Any], options: TrainingOptions) -> tuple[list[Any], dict[str, Any]]:
+    """The first ``options.limit`` examples (all without a limit); the record notes the limit."""
     if options.limit:
-        sentences = sentences[: options.limit]
+        examples = examples[: options.limit]
         data["limit"] = options.limit
-    return sentences, data
+    return examples, data
 
 
 def base_model(options: TrainingOptions, context: TrainingContext) -> tuple[PreTrainedModel, Any, hub.ModelSource]:

@@ -35,6 +35,7 @@ from benchharness.training.recipes import (
     command,
     load_book,
     method_named,
+    round_recipe,
     stored_recipe,
     with_round,
 )
@@ -309,12 +310,7 @@ def train_into(
         return runs
     for r, folder in enumerate(output_folders(recipe, out), 1):
         if (folder / "manifest.json").is_file():
-            named = (
-                recipe
-                if recipe.rounds is None
-                else with_round(recipe, r, f"{recipe.run_name}-r{r}" if recipe.name is not None else None)
-            )
-            update_manifest(folder, recipe=named.record())
+            update_manifest(folder, recipe=round_recipe(recipe, r).record())
     return runs
 
 

@@ -464,6 +464,14 @@ def stored_recipe(store: RunStore, key: str, book: RecipeBook | None = None) -> 
     return None if record is None else from_record(record, book)
 
 
+def round_recipe(recipe: Recipe, round: int) -> Recipe:
+    """The recipe of one round's encoder of a run (itself for a run without rounds), as that round's
+    manifest records it: a named recipe's round is named ``<run name>-r<k>``."""
+    if recipe.rounds is None:
+        return recipe
+    return with_round(recipe, round, f"{recipe.run_name}-r{round}" if recipe.name is not None else None)
+
+
 def with_round(recipe: Recipe, round: int, name: str | None) -> Recipe:
     if recipe.rounds is None:
         raise RecipeError(f"{recipe.display_name}: a {recipe.method} run has no rounds")

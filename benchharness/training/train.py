@@ -209,14 +209,8 @@ def _in_memory_base(recipe: Any) -> str:
 
 def _record(recipe: Any, runs: list[Any]) -> None:
     """Each trained run's manifest records its recipe, as a run folder's does."""
-    from benchharness.training.recipes import with_round
+    from benchharness.training.recipes import round_recipe
 
     for r, run in enumerate(runs, 1):
-        if run.manifest is None:
-            continue
-        named = (
-            recipe
-            if recipe.rounds is None
-            else with_round(recipe, r, f"{recipe.run_name}-r{r}" if recipe.name is not None else None)
-        )
-        run.manifest["recipe"] = named.record()
+        if run.manifest is not None:
+            run.manifest["recipe"] = round_recipe(recipe, r).record()

@@ -9,7 +9,7 @@ from typing import Any
 from benchharness.core.data_root import DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import fraction, non_negative_float, positive_float
-from benchharness.training.launch import base_model, preflight, run_method, training_sentences
+from benchharness.training.launch import base_model, limited, preflight, run_method, training_sentences
 from benchharness.training.method import Method, TrainedRun, TrainingContext
 from benchharness.training.methods.consert.model import AUGMENTATIONS, OBJECTIVES, PRESETS, ConSERT
 from benchharness.training.options import TrainingOptions, option
@@ -76,10 +76,9 @@ def train(options: ConSERTOptions, context: TrainingContext) -> list[TrainedRun]
         examples, data = training_sentences(options, context)
     else:
         examples = load_nli(options.data, context.data)
-        data = {"name": options.data, "kind": "NLI pairs", "n_examples": len(examples)}
-        if options.limit:
-            examples = examples[: options.limit]
-            data["limit"] = options.limit
+        examples, data = limited(
+            examples, {"name": options.data, "kind": "NLI pairs", "n_examples": len(examples)}, options
+        )
     preflight(options, context, len(examples))
     encoder, tokenizer, source = base_model(options, context)  # training-only heads are drawn at construction
     method = ConSERT(
