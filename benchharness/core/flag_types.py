@@ -13,13 +13,18 @@ import math
 from collections.abc import Callable
 
 
+class BadValue(argparse.ArgumentTypeError, ValueError):
+    """A value a validator refuses: argparse prints it after the flag's name, and code that checks a
+    value given in Python (a training option) catches it as the ``ValueError`` it also is."""
+
+
 def _number(cast: Callable[[str], float], text: str, what: str) -> float:
     try:
         value = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        raise BadValue(f"must be {what}, got {text!r}") from None
     if isinstance(value, float) and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        raise BadValue(f"must be {what}, got {text!r}")
     return value
 
 
@@ -27,7 +32,7 @@ def positive_int(text: str) -> int:
     """An integer >= 1 (counts, sizes, step numbers)."""
     value = int(_number(int, text, "a positive integer"))
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+        raise BadValue(f"must be a positive integer, got {value}")
     return value
 
 
@@ -35,7 +40,7 @@ def non_negative_int(text: str) -> int:
     """An integer >= 0 (seeds; intervals where 0 means "none")."""
     value = int(_number(int, text, "an integer >= 0"))
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+        raise BadValue(f"must be an integer >= 0, got {value}")
     return value
 
 
@@ -43,7 +48,7 @@ def positive_float(text: str) -> float:
     """A finite number > 0 (learning rates, temperatures, clipping norms)."""
     value = _number(float, text, "a positive number")
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {value:g}")
+        raise BadValue(f"must be a positive number, got {value:g}")
     return value
 
 
@@ -51,7 +56,7 @@ def non_negative_float(text: str) -> float:
     """A finite number >= 0 (loss weights, weight decay)."""
     value = _number(float, text, "a number >= 0")
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {value:g}")
+        raise BadValue(f"must be a number >= 0, got {value:g}")
     return value
 
 
@@ -59,7 +64,7 @@ def fraction(text: str) -> float:
     """A number in [0, 1) (warmup ratio, dropout and cutoff rates)."""
     value = _number(float, text, "a number in [0, 1)")
     if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value:g}")
+        raise BadValue(f"must be in [0, 1), got {value:g}")
     return value
 
 
@@ -67,5 +72,5 @@ def probability(text: str) -> float:
     """A number in [0, 1] (augmentation ratios)."""
     value = _number(float, text, "a number in [0, 1]")
     if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value:g}")
+        raise BadValue(f"must be in [0, 1], got {value:g}")
     return value

@@ -16,7 +16,6 @@ never changes the key of a recipe that does not use it.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import types
 import typing
@@ -53,7 +52,8 @@ Recorded = Literal["always", "when-set"]
 class Option:
     """What a field of an options class declares besides its type and default.
 
-    ``parse`` turns a command-line word into a value and refuses one out of range; ``check``
+    ``parse`` turns a command-line word into a value and refuses one out of range (raising
+    ``core.flag_types.BadValue``, a ``ValueError`` that argparse also reads); ``check``
     refuses a value given from Python or a recipe file (default: ``parse`` applied to the value's
     text, so one rule serves both). ``flag`` is the option's command-line flag (None: not on the
     command line); a switch (a bool) may have an ``off_flag`` that sets it False."""
@@ -210,7 +210,7 @@ class TrainingOptions:
             if rule is not None and not isinstance(value, bool):
                 try:
                     rule(repr(value) if isinstance(value, float) else str(value))
-                except argparse.ArgumentTypeError as exc:
+                except ValueError as exc:  # flag_types.BadValue: the rule's own words
                     raise InvalidInputError(f"{name} {exc}") from None
             if float in allowed and isinstance(value, int) and not isinstance(value, bool):
                 object.__setattr__(self, name, float(value))

@@ -7,7 +7,6 @@ being the method's. The module, pooler, frozen entry head and loss are ``model.p
 
 from __future__ import annotations
 
-import argparse
 import logging
 import time
 from collections.abc import Mapping
@@ -21,7 +20,7 @@ from benchharness.core.cpu_share import kept_threads
 from benchharness.core.data_root import DataRoot
 from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.flag_types import non_negative_float, non_negative_int, positive_int
+from benchharness.core.flag_types import BadValue, non_negative_float, non_negative_int, positive_int
 from benchharness.training import data_parallel
 from benchharness.training.launch import base_model, preflight, run_method
 from benchharness.training.manifest import update_manifest
@@ -65,7 +64,7 @@ def _learning_rates(text: str) -> str:
     that progressive separate training restarts every round from it."""
     for value in (v.strip() for v in text.split(",")):
         if not value:
-            raise argparse.ArgumentTypeError(f"empty value in {text!r}; expected e.g. 5e-5,4e-5,3e-5")
+            raise BadValue(f"empty value in {text!r}; expected e.g. 5e-5,4e-5,3e-5")
         non_negative_float(value)
     return text
 
