@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from machine import SMOKE
+from machine import SMOKE, data_root
 
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
 HUB_IDS = {
@@ -41,12 +41,11 @@ def sts_sentences(limit: int, seed: int = 0) -> list[str]:
     import numpy as np
 
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
 
     unique: dict[str, None] = {}
     for name in STS:
         task = tasks.get(name)
-        task.load(DataRoot())
+        task.load(data_root())
         unique.update(dict.fromkeys(task.sentences()))
     sentences = list(unique)
     if 0 < limit < len(sentences):

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from machine import SMOKE, header, report
+from machine import SMOKE, data_root, header, report
 from stsb_beir import encoded_once, exact_ties, pytrec_per_query, write_stsb_beir
 
 TASK = "beir-stsb"
@@ -39,12 +39,11 @@ def main() -> None:
     apply_environment(load_config())  # this script owns its process: the offline hub cache, before the hub loads
     import benchharness
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
     from benchharness.evaluation.resolver import Resolver
     from benchharness.tasks.from_files import register_file_task
 
     stsb = tasks.get("STSBenchmark")
-    stsb.load(DataRoot())
+    stsb.load(data_root())
     ((first, second, gold),) = stsb.subsets.values()
     if SMOKE:
         first, second, gold = first[:80], second[:80], gold[:80]
@@ -70,7 +69,7 @@ def main() -> None:
             t0 = time.perf_counter()
             [result] = benchharness.evaluate(name, TASK)
             task = tasks.get(TASK)
-            task.load(DataRoot())
+            task.load(data_root())
             embed = encoded_once(Resolver().get(name), task)
             ours = task.evaluate_items(embed, 0).items
             scores, ids = task.search(embed)

@@ -24,7 +24,7 @@ import statistics
 import time
 
 import numpy as np
-from machine import SMOKE, header
+from machine import SMOKE, data_root, header
 
 
 def main() -> None:
@@ -43,11 +43,10 @@ def main() -> None:
 
     import benchharness
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
 
     task = tasks.get("STSBenchmark-dev")  # (not benchharness.get_task: the script also times older checkouts)
 
-    task.load(DataRoot())
+    task.load(data_root())
     ((first, second, gold),) = task.subsets.values()
     gold = np.asarray(gold, dtype=np.float64)
     sentences = list(dict.fromkeys([*first, *second]))

@@ -50,7 +50,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import SMOKE, header, report
+from machine import SMOKE, data_root, header, report
 
 #: the encoders and tasks of the command (smoke mode: glove-50d on STS-B, nothing trained)
 ENCODERS = ("glove-50d",) if SMOKE else ("paser", "consert")
@@ -229,14 +229,13 @@ def work_floor(checkout: Path, work: dict[str, dict[str, object]]) -> dict[str, 
     from transformers import AutoModel, AutoTokenizer
 
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
     from benchharness.encoders import hub
     from benchharness.encoders.inference import TOKEN_BUDGET, TOKENS_PER_SENTENCE
     from benchharness.training.dev_eval import DEV_TASK
 
     python = str(checkout / ".venv" / "bin" / "python")
     parts: dict[str, float] = {}
-    data = DataRoot()
+    data = data_root()
     suite: dict[str, None] = {}
     for name in STS:
         task = tasks.get(name)

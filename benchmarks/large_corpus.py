@@ -33,9 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import SMOKE, header, report  # noqa: E402
-
-from benchharness.core.data_root import default_root  # noqa: E402
+from machine import SMOKE, data_root, header, report  # noqa: E402
 
 
 def vocabulary(data: Path, size: int = 20000) -> list[str]:
@@ -96,7 +94,7 @@ def run(data: Path, work: Path, label: str, memory_mib: float | None) -> dict:
     if memory_mib is not None:
         command += ["--embedding-memory", str(memory_mib)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    glove = default_root() / "glove"
+    glove = data_root().root / "glove"
     (data / "glove").exists() or (data / "glove").symlink_to(glove)
     out = {}
     for phase in ("cold", "warm"):
@@ -126,7 +124,7 @@ def main() -> None:
         parser.set_defaults(rows=2000, subset=500, dup_every=50)
     args = parser.parse_args()
     lines = [header()]
-    words = vocabulary(default_root())
+    words = vocabulary(data_root().root)
     with tempfile.TemporaryDirectory(prefix="large-corpus-") as scratch:
         work = Path(scratch)
         runs = {}

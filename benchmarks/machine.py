@@ -1,6 +1,7 @@
 """What every benchmark's output shares: a head line naming the command, the commit, the date, the
 machine and whether it was idle (load average under 0.5) when the measurement started; where the
-lines are kept (``results/benchmarks/<name>.txt``); and the smoke mode.
+lines are kept (``results/benchmarks/<name>.txt``); the smoke mode; and the configuration (each
+script owns its process, so reads ``benchharness.toml`` once, as the command line does).
 
 Smoke mode (``BENCHMARK_SMOKE=1``, set by ``tests/unit/test_benchmarks_smoke.py``): every script
 runs its whole code path on a tiny input in seconds (a few sentences, one step, one repeat, glove-50d
@@ -16,10 +17,34 @@ import sys
 import tempfile
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import Config
+
+_CONFIG: Config | None = None
 
 #: the environment variable that turns smoke mode on, and the one that redirects ``report``
 SMOKE_ENV, RESULTS_ENV = "BENCHMARK_SMOKE", "BENCHMARK_RESULTS_DIR"
 SMOKE = os.environ.get(SMOKE_ENV) == "1"
+
+
+def config() -> Config:
+    """The configuration of this checkout (``benchharness.toml``), read once per script."""
+    global _CONFIG
+    if _CONFIG is None:
+        from benchharness.core.settings import load_config
+
+        _CONFIG = load_config()
+    return _CONFIG
+
+
+def data_root() -> DataRoot:
+    """The data root the configuration names (``$BENCHHARNESS_DATA`` first)."""
+    from benchharness.core.data_root import DataRoot
+
+    return DataRoot(config().data_root())
 
 
 def header() -> str:

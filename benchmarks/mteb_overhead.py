@@ -46,6 +46,7 @@ from benchharness.core.data_root import DataRoot  # noqa: E402
 from benchharness.core.encoder import Encoder  # noqa: E402
 from benchharness.evaluation.embeddings import unique_sentences  # noqa: E402
 from benchharness.evaluation.resolver import Resolver  # noqa: E402
+from benchharness.evaluation.run_settings import RunSettings  # noqa: E402
 from benchharness.mteb_bridge.evaluate import run_task  # noqa: E402
 from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
 
@@ -99,7 +100,7 @@ def main() -> None:
     for task in loaded:
         task.load(data)
     n_unique = len(unique_sentences(loaded))
-    registry = Resolver({"data_dir": data.root})
+    registry = Resolver(settings=RunSettings(data_dir=data.root))
     print(f"STS suite: {', '.join(STS)}; {n_unique} unique sentences; median of {args.repeats} runs")
     print(
         f"{'encoder':12s} {'direct s':>9s} {'mteb s':>9s} {'ratio':>6s} {'encoded direct':>15s} {'encoded mteb':>13s}"

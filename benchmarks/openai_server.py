@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the server launcher the tests use
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the STS-B-as-BEIR builder
 
-from embedding_server import MODEL, EmbeddingServer, missing_reason, server_env
-from machine import SMOKE, header, report
+from machine import SMOKE, data_root, header, report
+
+from tests.embedding_server import MODEL, EmbeddingServer, missing_reason, server_env
 
 #: the task scored and whose unique sentences are timed (smoke mode: SICK-R's 500 trial pairs)
 TASK = "SICKRelatedness-trial" if SMOKE else "STSBenchmark"
@@ -67,11 +68,10 @@ def stsb_retrieval(spec: str, scratch: Path) -> str:
 
     import benchharness
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
     from benchharness.tasks.from_files import register_file_task
 
     stsb = tasks.get("STSBenchmark")
-    stsb.load(DataRoot())
+    stsb.load(data_root())
     ((first, second, gold),) = stsb.subsets.values()
     if SMOKE:
         first, second, gold = first[:80], second[:80], gold[:80]

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import SMOKE
+from machine import SMOKE, data_root
 
 
 def main() -> None:
@@ -41,18 +41,18 @@ def main() -> None:
 
     apply_environment(load_config())
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
     from benchharness.data.corpora import load_corpus
     from benchharness.evaluation.resolver import Resolver
+    from benchharness.evaluation.run_settings import RunSettings
 
-    data = DataRoot()
+    data = data_root()
     task = tasks.get("STSBenchmark")
     task.load(data)
     sentences = list(dict.fromkeys(task.sentences()))[: args.n]
     fit_file = Path(tempfile.mkdtemp()) / "fit.txt"
     fit_file.write_text("\n".join(load_corpus("stsb-train", data, unique=True)[: args.fit_sentences]) + "\n")
 
-    registry = Resolver({"data_dir": data.root})  # no embedding cache: every encode is real work
+    registry = Resolver(settings=RunSettings(data_dir=data.root))  # no embedding cache: every encode is real work
     base = registry.get(args.encoder)
     repal = registry.get(f"{args.encoder}+repal(fit=text:{fit_file})")
     base.encode(sentences[:8])  # load weights outside the timings

@@ -18,7 +18,7 @@ import argparse
 import os
 import time
 
-from machine import SMOKE, header, report
+from machine import SMOKE, data_root, header, report
 
 FOUR = ("SST5", "SICKEntailment", "SICKRelatedness-sup", "STSBenchmark-sup")
 SEVEN = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
@@ -31,9 +31,9 @@ NOT_OFFERED = {
 def availability() -> list[str]:
     """One row per SentEval task: whether its files are here, else the first line of why not."""
     from benchharness import tasks
-    from benchharness.core.data_root import DataError, DataRoot
+    from benchharness.core.data_root import DataError
 
-    data = DataRoot()
+    data = data_root()
     rows = []
     for name in [*tasks.resolve("senteval-all"), *NOT_OFFERED]:
         if name in NOT_OFFERED:

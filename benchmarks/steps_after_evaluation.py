@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import SMOKE, header, report
+from machine import SMOKE, config, data_root, header, report
 
 
 class SkippedDev:
@@ -44,8 +44,6 @@ def one_run(recipe_name: str, steps: int, precision: str, evaluate_first: bool) 
 
     import torch
 
-    from benchharness.core.data_root import DataRoot
-    from benchharness.core.settings import hub_settings
     from benchharness.training import launch
     from benchharness.training.dev_eval import for_training
     from benchharness.training.method import TrainingContext
@@ -70,8 +68,8 @@ def one_run(recipe_name: str, steps: int, precision: str, evaluate_first: bool) 
     recipe = replace(recipe, typed=replace(recipe.typed, precision=precision))
     context = TrainingContext(
         base="",
-        data=DataRoot(),
-        hub=hub_settings(),
+        data=data_root(),
+        hub=config().hub(),
         stop_after=steps,
         dev=lambda method, options, context: SkippedDev(),
     )

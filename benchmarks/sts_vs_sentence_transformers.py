@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from machine import SMOKE
+from machine import SMOKE, data_root
 
 from benchharness.core.resources import peak_rss_mib
 from benchharness.evaluation.resolver import MINILMS as HUB_IDS
@@ -56,13 +56,12 @@ def worker_sentence_transformers(model: str) -> dict[str, float]:
         from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
 
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
 
     st = SentenceTransformer(HUB_IDS[model], device="cpu")
     scores = {}
     for name in STS:
         task = tasks.get(name)
-        task.load(DataRoot())
+        task.load(data_root())
         s1 = [s for a, _, _ in task.subsets.values() for s in a]
         s2 = [s for _, b, _ in task.subsets.values() for s in b]
         gold = np.concatenate([g for _, _, g in task.subsets.values()]).tolist()

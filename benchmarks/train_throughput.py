@@ -45,7 +45,7 @@ from datetime import date
 from pathlib import Path
 
 import torch
-from machine import SMOKE
+from machine import SMOKE, config, data_root
 from torch import nn
 
 from benchharness.cli.process import configure
@@ -425,8 +425,6 @@ def main() -> None:
 
     from dataclasses import replace
 
-    from benchharness.core.data_root import DataRoot
-    from benchharness.core.settings import hub_settings
     from benchharness.training.method import TrainingContext
     from benchharness.training.on_demand import device_kind, train_into
     from benchharness.training.recipes import load_book
@@ -438,8 +436,8 @@ def main() -> None:
         recipe = replace(recipe, typed=replace(recipe.typed, precision=args.precision))
     context = TrainingContext(
         base="",
-        data=DataRoot(),
-        hub=hub_settings(),
+        data=data_root(),
+        hub=config().hub(),
         device=args.device,
         threads=args.threads,
         stop_after=args.steps,

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 import torch
-from machine import SMOKE
+from machine import SMOKE, data_root
 
 REFERENCE_SECONDS = 18 * 60  # original SentEval on CPU, MR, default config, glove 50d
 
@@ -34,7 +34,6 @@ def main() -> int:
         torch.set_num_threads(args.threads)
 
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
     from benchharness.core.settings import apply_environment, load_config
     from benchharness.evaluation.resolver import Resolver
     from benchharness.tasks.senteval_classifier import inner_kfold
@@ -42,7 +41,7 @@ def main() -> int:
 
     apply_environment(load_config())
     task = tasks.get("MR")
-    task.load(DataRoot())
+    task.load(data_root())
     sentences, labels = task.sentences(), np.asarray(task.labels)
     if 0 < args.sample < len(sentences):
         pick = np.sort(np.random.default_rng(0).choice(len(sentences), args.sample, replace=False))

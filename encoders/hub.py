@@ -21,7 +21,7 @@ from pathlib import Path
 from benchharness.core.digests import remembered, update_with_file
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.local_paths import check_local_path
-from benchharness.core.settings import HubSettings, hub_settings
+from benchharness.core.settings import Config, HubSettings
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -37,21 +37,16 @@ class ModelSource:
         return weights_fingerprint(str(self.path))
 
 
-def offline() -> bool:
-    """Whether downloads are off (``HF_HUB_OFFLINE``, else the config's ``hf_offline`` where its cache exists)."""
-    return hub_settings().offline
-
-
 def cached_snapshot(repo_id: str, cache: Path | None = None) -> Path | None:
     """The folder ``snapshot_download(repo_id, local_files_only=True)`` returns, found by the same
     two reads (``refs/main``, then the ``snapshots/<commit>`` folder) without importing
     huggingface_hub's download machinery (0.3 s of every run); None whenever that function would do
     more, so that the caller asks it: no such ref or snapshot, or a cached tree listing
     (``trees/<commit>.json``) against which it checks that the snapshot is complete. ``cache``:
-    the hub cache to look in (default: ``hub_settings().cache``)."""
+    the hub cache to look in (default: the environment's, ``HF_HUB_CACHE`` or huggingface_hub's own)."""
     from huggingface_hub import constants  # names only: milliseconds
 
-    cache = (cache or hub_settings().cache).resolve()
+    cache = (cache or Config().hub().cache).resolve()
     storage = cache / constants.REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
     try:
         commit = (storage / "refs" / constants.DEFAULT_REVISION).read_text()  # read as is, as it does
@@ -67,12 +62,12 @@ def cached_snapshot(repo_id: str, cache: Path | None = None) -> Path | None:
 
 def resolve(name_or_path: str, settings: HubSettings | None = None) -> ModelSource:
     """Find a model locally, downloading it only when the hub is reachable and allowed;
-    ``settings``: the hub cache and offline mode (default: ``hub_settings()``)."""
+    ``settings``: the hub cache and offline mode (default: the environment's, with no configuration file)."""
     p = Path(name_or_path).expanduser()
     if p.is_dir():
         return ModelSource(name_or_path, p.resolve(), None)
     check_local_path(name_or_path, "model")  # a missing folder, not a hub id: say so
-    settings = settings or hub_settings()
+    settings = settings or Config().hub()
     cached = cached_snapshot(name_or_path, settings.cache)
     if cached is not None:
         return ModelSource(name_or_path, cached, cached.name)

@@ -16,8 +16,9 @@ from benchharness.core.devices import autocast
 from benchharness.core.encoder import length_sorted_batches
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
-from benchharness.core.specs import Defaults, EncoderSpec, Family, Params
-from benchharness.encoders import hub
+from benchharness.core.settings import HubSettings
+from benchharness.core.specs import BuildContext, EncoderSpec, Family, Params
+from benchharness.encoders import hub as hub_files
 from benchharness.encoders.backends import BACKENDS, REFERENCE, changes_outputs
 from benchharness.encoders.checkpoint import load_complete, refuse_missing_tokenizer, refuse_random_pooler
 from benchharness.encoders.first_token import FIRST_TOKEN_POOLINGS
@@ -58,13 +59,14 @@ class HFEncoder(TransformerEncoder):
         tokenizer: str | None = None,
         model_name: str | None = None,
         backend: str | None = None,
+        hub: HubSettings | None = None,
     ) -> None:
         super().__init__(name, batch_size, device, precision, backend)
         if pooling not in POOLINGS:
             raise InvalidInputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
-        self.source = hub.resolve(model)
+        self.source = hub_files.resolve(model, hub)
         refuse_random_pooler(self.source.path, pooling, self.source.name)
-        self.tokenizer_source = hub.resolve(tokenizer) if tokenizer is not None else None
+        self.tokenizer_source = hub_files.resolve(tokenizer, hub) if tokenizer is not None else None
         vocabulary = self.tokenizer_source or self.source
         refuse_missing_tokenizer(vocabulary.path, vocabulary.name)
         if model_name is not None:
@@ -223,9 +225,8 @@ class HFEncoder(TransformerEncoder):
         }
 
 
-def build(name: str, spec: Params, defaults: Defaults) -> HFEncoder:
-    allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
-    return HFEncoder(name, **{**allowed, **spec})
+def build(name: str, spec: Params, context: BuildContext) -> HFEncoder:
+    return HFEncoder(name, **{**context.sizes(), **spec}, hub=context.hub)
 
 
 def check(spec: EncoderSpec) -> None:

@@ -49,7 +49,7 @@ import numpy as np
 from benchharness.core.encoder import Encoder, length_sorted_batches
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
-from benchharness.core.specs import Defaults, EncoderSpec, Family, Params
+from benchharness.core.specs import BuildContext, EncoderSpec, Family, Params
 from benchharness.encoders.openai_client import Client, EmbeddingServerError, decode_embedding, host_of, shown_url
 
 logger = logging.getLogger(__name__)
@@ -380,7 +380,7 @@ class OpenAIEncoder(Encoder):
         return f"OpenAIEncoder({self.name!r}, model={self.model!r}, server={host_of(self.base_url)!r})"
 
 
-def build(name: str, spec: Params, defaults: Defaults) -> OpenAIEncoder:
+def build(name: str, spec: Params, context: BuildContext) -> OpenAIEncoder:
     """The resolver's ``batch_size`` and ``device`` are a local model's: a server has its own."""
     return OpenAIEncoder(name, **spec)
 

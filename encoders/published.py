@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import MissingFileError
-from benchharness.core.specs import Catalogue, Family, Resolved
+from benchharness.core.settings import Config
+from benchharness.core.specs import BuildContext, Catalogue, Family, Resolved
 from benchharness.encoders import hub
 from benchharness.encoders.download import download, drive_file_id
 from benchharness.encoders.huggingface import HFEncoder
@@ -243,8 +244,9 @@ def published_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "benchharness" / "published"
 
 
-def archive_folder(url: str, cache: Path | None = None) -> Path:
-    """The converted model of the archive at ``url``: downloaded, unpacked and converted once.
+def archive_folder(url: str, cache: Path | None = None, offline: bool | None = None) -> Path:
+    """The converted model of the archive at ``url``: downloaded, unpacked and converted once;
+    ``offline`` forbids the download (None: as the environment says).
 
     ``<cache>/<key>/archive`` holds the download (a browser download saved there works as well),
     ``<cache>/<key>/model`` the converted folder; ``key`` is the Drive file id or a URL hash.
@@ -256,7 +258,7 @@ def archive_folder(url: str, cache: Path | None = None) -> Path:
         return model
     folder.mkdir(parents=True, exist_ok=True)
     if not archive.is_file():
-        if hub.offline():
+        if Config().hub().offline if offline is None else offline:
             raise MissingFileError(
                 f"the archive {url} is not in the published cache ({archive}) and HF_HUB_OFFLINE is set, "
                 f"so it cannot be downloaded. Download it in a browser and save it as {archive}, or "
@@ -281,12 +283,13 @@ class ArchiveEncoder(HFEncoder):
         self.source = hub.ModelSource(url, self.source.path, None)
 
 
-def build_archive(name: str, spec: dict[str, Any], defaults: dict[str, Any] | None = None) -> ArchiveEncoder:
+def build_archive(name: str, spec: dict[str, Any], context: BuildContext | None = None) -> ArchiveEncoder:
     """The ``st-archive`` family: ``{"type": "st-archive", "url": ..., "pooling": ...}``; the
     truncation of sentence-transformers 0.3.x is kept unless ``max_length`` is given."""
-    options = {k: v for k, v in (defaults or {}).items() if k in ("batch_size", "device") and v is not None}
+    context = context or BuildContext()
+    options: dict[str, Any] = {**context.sizes(), "hub": context.hub}
     options.update({k: v for k, v in spec.items() if k not in ("type", "url")})
-    folder = archive_folder(spec["url"])
+    folder = archive_folder(spec["url"], offline=context.hub.offline)
     options.setdefault("max_length", converted_max_length(folder))
     return ArchiveEncoder(name, spec["url"], folder, **options)
 

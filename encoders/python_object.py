@@ -13,7 +13,7 @@ from typing import Any
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import load_object
-from benchharness.core.specs import MODULE_ATTRIBUTE, Defaults, Family, Params
+from benchharness.core.specs import MODULE_ATTRIBUTE, BuildContext, Family, Params
 
 
 def load_target(target: str) -> Any:
@@ -25,7 +25,7 @@ def load_target(target: str) -> Any:
         raise InvalidInputError(f"cannot load encoder {target!r}: {exc}") from None
 
 
-def build(name: str, spec: Params, defaults: Defaults) -> Encoder:
+def build(name: str, spec: Params, context: BuildContext) -> Encoder:
     target = spec["object"]
     obj = load_target(target)
     encoder = obj if isinstance(obj, Encoder) else obj(name) if callable(obj) else None

@@ -13,8 +13,9 @@ import numpy as np
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
 from benchharness.core.prompts import Prompts
-from benchharness.core.specs import Defaults, Family, Params
-from benchharness.encoders import hub
+from benchharness.core.settings import HubSettings
+from benchharness.core.specs import BuildContext, Family, Params
+from benchharness.encoders import hub as hub_files
 from benchharness.encoders.backends import REFERENCE, changes_outputs
 from benchharness.encoders.checkpoint import load_complete, quiet_loading
 from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
@@ -92,9 +93,10 @@ class SentenceTransformerEncoder(TransformerEncoder):
         device: str | None = None,
         precision: str = "fp32",
         backend: str | None = None,
+        hub: HubSettings | None = None,
     ) -> None:
         super().__init__(name, batch_size, device, precision, backend)
-        self.source = hub.resolve(model)
+        self.source = hub_files.resolve(model, hub)
         self._model = None
         self.prompts = configured_prompts(self.source.path, name)
 
@@ -195,9 +197,8 @@ class SentenceTransformerEncoder(TransformerEncoder):
         }
 
 
-def build(name: str, spec: Params, defaults: Defaults) -> SentenceTransformerEncoder:
-    allowed = {k: v for k, v in defaults.items() if k in ("batch_size", "device")}
-    return SentenceTransformerEncoder(name, **{**allowed, **spec})
+def build(name: str, spec: Params, context: BuildContext) -> SentenceTransformerEncoder:
+    return SentenceTransformerEncoder(name, **{**context.sizes(), **spec}, hub=context.hub)
 
 
 FAMILY = Family.of("st", build, accepts=SentenceTransformerEncoder, takes_prompts=True)

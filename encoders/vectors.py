@@ -43,7 +43,7 @@ from benchharness.core.digests import remembered, sha256_file
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, MissingFileError, UserError
 from benchharness.core.prompts import DEFAULT, ROLE_NAMES, Role
-from benchharness.core.specs import Defaults, EncoderSpec, Family, Params
+from benchharness.core.specs import BuildContext, EncoderSpec, Family, Params
 from benchharness.core.task import EncoderDrivenTask, Task
 from benchharness.data.readers import undecodable_message
 
@@ -483,7 +483,7 @@ class PrecomputedVectors(Encoder):
         return {**super().metadata, "pooling": "computed elsewhere", "base_model": self.path.name}
 
 
-def build(name: str, spec: Params, defaults: Defaults) -> PrecomputedVectors:
+def build(name: str, spec: Params, context: BuildContext) -> PrecomputedVectors:
     return PrecomputedVectors(name, spec["path"])
 
 

@@ -1,9 +1,10 @@
 """Tasks by name: the selection language of ``--tasks`` over every installed ``tasks`` plugin.
 
 Each task-family module here (``sts``, ``transfer``, ``qqp``, ``askubuntu``) exposes a
-:class:`~benchharness.core.task.TaskProvider` (or a function returning one, re-read at each
-lookup: tasks declared in the configuration); they, and any other package's, are found through the
-plugin registry (``benchharness.core.plugins``), so this package imports none of its own modules.
+:class:`~benchharness.core.task.TaskProvider`, or a function of the run's configuration returning
+one, called at each lookup (tasks declared in the configuration's ``[tasks.*]``); they, and any
+other package's, are found through the plugin registry (``benchharness.core.plugins``), so this
+package imports none of its own modules.
 A selection is a comma list of task names, group names (``sts``, ``transfer``) and aliases
 (``STS-B``), expanded in order without repeats; unknown names fail with the close matches.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from benchharness.core.errors import UserError
 from benchharness.core.plugins import PLUGINS
+from benchharness.core.settings import Config
 from benchharness.core.task import Task, TaskProvider
 
 logger = logging.getLogger(__name__)
@@ -56,8 +58,9 @@ class TaskTable:
         return None
 
 
-def catalogue() -> TaskTable:
-    """Every task provider that loads. A broken one (its plugin fails to import, its provider
+def catalogue(config: Config | None = None) -> TaskTable:
+    """Every task provider that loads; a provider function is given ``config`` (None: the
+    configuration declares no task). A broken one (its plugin fails to import, its provider
     function raises, or it gives no ``TaskProvider``) breaks only its own names: it is left out
     with a warning, once per process and problem, and named in the unknown-task error."""
     providers: dict[str, TaskProvider] = {}
@@ -65,7 +68,7 @@ def catalogue() -> TaskTable:
     broken = {name: str(exc) for name, exc in PLUGINS.broken("tasks").items()}
     for name, plugin in loaded.items():
         try:
-            provider = plugin() if callable(plugin) else plugin
+            provider = plugin(config) if callable(plugin) else plugin
         except Exception as exc:
             broken[name] = f"tasks plugin {name!r}: {' '.join(f'{type(exc).__name__}: {exc}'.split())}"
             warn_once(f"{broken[name]}; its tasks are unavailable")
@@ -89,24 +92,24 @@ def warn_once(message: str) -> None:
         logger.warning("%s", message)
 
 
-def names() -> list[str]:
+def names(config: Config | None = None) -> list[str]:
     """Every task name, in the providers' order."""
-    return list(catalogue().factories)
+    return list(catalogue(config).factories)
 
 
-def groups() -> dict[str, list[str]]:
-    return catalogue().groups
+def groups(config: Config | None = None) -> dict[str, list[str]]:
+    return catalogue(config).groups
 
 
-def resolve(selection: str | list[str]) -> list[str]:
+def resolve(selection: str | list[str], config: Config | None = None) -> list[str]:
     """Expand a comma list of task and group names, keeping order, failing with suggestions."""
-    return _expand(catalogue(), selection)
+    return _expand(catalogue(config), selection)
 
 
-def select(selection: str | list[str]) -> list[Task]:
+def select(selection: str | list[str], config: Config | None = None) -> list[Task]:
     """New, unloaded tasks of a selection, in order: every name expanded and built against one
     reading of the installed providers."""
-    cat = catalogue()
+    cat = catalogue(config)
     return [_build(cat, name) for name in _expand(cat, selection)]
 
 
@@ -143,9 +146,9 @@ def _expand(cat: TaskTable, selection: str | list[str]) -> list[str]:
     return out
 
 
-def get(name: str) -> Task:
-    """A new, unloaded task by name (or alias)."""
-    cat = catalogue()
+def get(name: str, config: Config | None = None) -> Task:
+    """A new, unloaded task by name (or alias); ``config``: whose ``[tasks.*]`` are known too."""
+    cat = catalogue(config)
     return _build(cat, _expand(cat, name)[0])
 
 

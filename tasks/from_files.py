@@ -92,7 +92,7 @@ from benchharness.core.data_root import DataError
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.results import SLUG_MAX
-from benchharness.core.settings import load_config
+from benchharness.core.settings import Config
 from benchharness.core.task import Embed, Task, TaskProvider
 from benchharness.tasks import sts, warn_once
 from benchharness.tasks.file_base import GROUP, TEXT, Declaration, FileTask, Row, sentence
@@ -258,19 +258,19 @@ def register_file_task(name: str, file: str | Path, kind: str = "pairs", **optio
     REGISTERED[name] = declare(name, entry, origin)
 
 
-def provider() -> TaskProvider:
-    """The ``files`` task plugin, rebuilt at every lookup (the configuration can change between
-    two): the configuration's ``[tasks.*]``, then those declared from Python.
+def provider(config: Config | None = None) -> TaskProvider:
+    """The ``files`` task plugin of a configuration: its ``[tasks.*]`` (none without one), then
+    those declared from Python.
 
     A table named as another plugin's task (``[tasks.STSBenchmark]``, perhaps written before that
     plugin was installed) is left out with a warning naming both: the name keeps meaning the
     built-in task, whose stored results and leaderboard rows it names, and every other task and
     command still works. An invalid table (a bad name, kind, key) fails the whole plugin, before any
     work: ``benchharness.tasks.catalogue`` then leaves the file tasks out and names the error."""
-    cfg = load_config()
     declared: dict[str, Declaration] = {}
-    for name, entry in cfg.tasks.items():
-        origin = f"{cfg.file}: [tasks.{name}]"
+    tables, file = (config.tasks, config.file) if config is not None else ({}, None)
+    for name, entry in tables.items():
+        origin = f"{file}: [tasks.{name}]"
         clash = _clash(name)
         if clash is not None:
             warn_once(f"{origin} is left out: {name!r} is taken by {clash}; rename the table to run its file")

@@ -6,19 +6,24 @@ the shared cache or tiny randomly initialised BERTs built from a config with the
 
 from __future__ import annotations
 
+import inspect
 import os
+import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from types import CodeType
+from typing import TYPE_CHECKING
 
 import pytest
 
-#: the Ray tests' session cluster and hang guard (tests/ray_fixtures.py), started only when asked for
-pytest_plugins = ["ray_fixtures"]
+from tests.helpers import DATA, HF_CACHE, SLOW_HELPERS, make_tiny_bert
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("BENCHHARNESS_SHARED", ROOT.parent / "shared"))
-DATA = Path(os.environ.get("BENCHHARNESS_DATA", SHARED / "data"))
-HF_CACHE = Path(os.environ.get("HF_HUB_CACHE", SHARED / "hf" / "hub"))
+if TYPE_CHECKING:
+    from benchharness.core.data_root import DataRoot
+
+#: the Ray tests' session cluster and hang guard (tests/ray_fixtures.py), started only when asked for
+pytest_plugins = ["tests.ray_fixtures"]
 
 # no per-user configuration of the machine running the tests leaks into them
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="benchharness-tests-config-")
@@ -29,13 +34,84 @@ os.environ.setdefault("HF_HUB_CACHE", str(HF_CACHE))
 os.environ.setdefault("BENCHHARNESS_DATA", str(DATA))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-MINILM_L6 = "sentence-transformers/all-MiniLM-L6-v2"
-MINILM_L3 = "sentence-transformers/paraphrase-MiniLM-L3-v2"
+#: fixtures that make a test slow wherever it asks for them: a Ray cluster, the full training corpora
+SLOW_FIXTURES = frozenset({"ray_cluster", "training_corpora"})
 
 
-def needs_data(*rels: str):
-    missing = [r for r in rels if not (DATA / r).exists()]
-    return pytest.mark.skipif(bool(missing), reason=f"shared data missing: {missing}")
+def _names(code: CodeType) -> set[str]:
+    """The global names a function's code refers to, nested functions and comprehensions included."""
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            found |= _names(const)
+    return found
+
+
+def _strings(code: CodeType) -> set[str]:
+    """The string constants of a function's code, nested functions and comprehensions included."""
+    found = {c for c in code.co_consts if isinstance(c, str)}
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            found |= _strings(const)
+    return found
+
+
+def names_a_checkpoint(value: object) -> bool:
+    """A string that names a MiniLM (a hub id, a resolver name such as ``minilm-l3``, a spec)."""
+    return isinstance(value, str) and "minilm" in value.lower()
+
+
+def _uses_slow_helper(func: Callable[..., object], seen: set[int]) -> str | None:
+    """The slow helper ``func`` reaches: by name, or through a function of its own module it calls."""
+    code = getattr(func, "__code__", None)
+    if code is None or id(code) in seen:
+        return None
+    seen.add(id(code))
+    scope = getattr(func, "__globals__", {})
+    if any(names_a_checkpoint(text) for text in _strings(code)):
+        return "a MiniLM checkpoint"
+    names = _names(code)
+    for name in names:
+        value = scope.get(name)
+        if name in SLOW_HELPERS and (value is SLOW_HELPERS[name] or "tests.helpers" in names):
+            return name  # imported at the top of the module, or inside the function
+        if name == "subprocess" or value is subprocess or value is subprocess.run or value is subprocess.Popen:
+            return "a subprocess"  # imported at the top of the module, or inside the function
+        if names_a_checkpoint(value):
+            return "a MiniLM checkpoint"
+        if inspect.isfunction(value) and value.__module__ == func.__module__:
+            reached = _uses_slow_helper(value, seen)
+            if reached:
+                return reached
+    return None
+
+
+def slow_because(item: pytest.Item) -> str | None:
+    """Why a collected test is slow (what it uses), or None."""
+    if not isinstance(item, pytest.Function):
+        return None
+    asked = SLOW_FIXTURES.intersection(item.fixturenames)
+    if asked:
+        return f"the {sorted(asked)[0]} fixture"
+    seen: set[int] = set()
+    funcs = [item.function]
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        funcs.extend(d.func for d in defs if getattr(d.func, "__module__", None) == item.function.__module__)
+    for func in funcs:
+        reached = _uses_slow_helper(func, seen)
+        if reached:
+            return reached
+    params = getattr(item, "callspec", None)
+    if params is not None and any(names_a_checkpoint(v) for v in params.params.values()):
+        return "a MiniLM checkpoint"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that uses what makes a test slow (``SLOW_HELPERS``, ``SLOW_FIXTURES``)."""
+    for item in items:
+        if slow_because(item) is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -45,28 +121,13 @@ def data_dir() -> Path:
     return DATA
 
 
-def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 32, dropout: float = 0.1) -> Path:
-    """A randomly initialised BERT with the MiniLM (bert-base-uncased) vocabulary, saved to ``folder``
-    (``dropout``: its hidden and attention dropout probabilities, BERT's 0.1 by default)."""
-    import torch
-    from huggingface_hub import snapshot_download
-    from transformers import AutoTokenizer, BertConfig, BertModel
+@pytest.fixture(scope="session")
+def training_corpora(data_dir) -> DataRoot:
+    """The shared data root, for a test that reads a recipe's whole training corpus (all of SNLI and
+    MNLI, the dictionaries): tens of seconds, so the test is ``slow``."""
+    from benchharness.core.data_root import DataRoot
 
-    tokenizer = AutoTokenizer.from_pretrained(snapshot_download(MINILM_L3, local_files_only=True))
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        intermediate_size=2 * hidden,
-        max_position_embeddings=128,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-    )
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return DataRoot(data_dir)
 
 
 @pytest.fixture(scope="session")
@@ -99,23 +160,3 @@ def register_plugin():
     yield add
     for kind, name in added:
         PLUGINS.unregister(kind, name)
-
-
-#: the settings of ``TrainingContext`` that ``training`` takes besides the options
-CONTEXT_KEYS = ("name", "device", "threads", "stop_after", "overwrite", "keep_checkpoint", "progress", "dev")
-
-
-def training(base, out=None, options_class=None, **settings):
-    """``(options, context)`` of one run of the training loop: ``settings`` split between the
-    method's options (``options_class``, default: the shared ones) and the context (the shared data
-    root and Hugging Face cache); ``out`` None trains in memory."""
-    from benchharness.core.data_root import DataRoot
-    from benchharness.core.settings import hub_settings
-    from benchharness.training.method import TrainingContext
-    from benchharness.training.options import TrainingOptions
-
-    context = {k: settings.pop(k) for k in CONTEXT_KEYS if k in settings}
-    options = (options_class or TrainingOptions)(**settings)
-    return options, TrainingContext(
-        base=str(base), data=DataRoot(DATA), hub=hub_settings(), out=None if out is None else Path(out), **context
-    )

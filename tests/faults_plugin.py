@@ -26,13 +26,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from fakes import HashEncoder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakes, as the tests import it
 
 from benchharness.core import results
 from benchharness.core.plugins import PLUGINS
-from benchharness.core.specs import Defaults, EncoderSpec, Family
+from benchharness.core.specs import BuildContext, EncoderSpec, Family
+from tests.fakes import HashEncoder
 
 
 class SlowHashEncoder(HashEncoder):
@@ -46,7 +45,7 @@ class SlowHashEncoder(HashEncoder):
         return {"family": "faults-hash", "dim": self.dim}
 
 
-def build(name: str, spec: EncoderSpec, defaults: Defaults) -> SlowHashEncoder:
+def build(name: str, spec: EncoderSpec, context: BuildContext) -> SlowHashEncoder:
     return SlowHashEncoder(name, dim=int(spec["dim"]))  # type: ignore[typeddict-item]
 
 

@@ -35,8 +35,8 @@ def ray_cluster():
     from ray.cluster_utils import Cluster
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    tests = str(RAY_TESTS.parents[1])  # workers import fakes and ray_fakes as the tests do
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(RAY_TESTS), tests, os.environ.get("PYTHONPATH")) if p)
+    root = str(RAY_TESTS.parents[2])  # workers import tests.fakes and ray_fakes as the tests do
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(RAY_TESTS), root, os.environ.get("PYTHONPATH")) if p)
     cluster = Cluster(
         initialize_head=True,
         head_node_args={

@@ -5,12 +5,12 @@ the vectors, so that served rows identical to the fake's give scores identical t
 from __future__ import annotations
 
 import numpy as np
-from fakes import HashEncoder
 from scipy.stats import spearmanr
 
 from benchharness.core.prompts import DEFAULT, DOCUMENT, Role
 from benchharness.core.task import Task, TaskMetadata, TaskProvider
 from benchharness.scoring.metrics import paired_cosine
+from tests.fakes import HashEncoder
 
 PAIRS = [
     ("a man plays a guitar", "a man is playing the guitar", 4.8),

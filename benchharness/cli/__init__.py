@@ -18,7 +18,6 @@ disk); any other exception keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -41,7 +40,7 @@ from benchharness.cli import (
 from benchharness.cli.messages import messages
 from benchharness.cli.process import configure
 from benchharness.core.errors import UserError
-from benchharness.core.settings import CONFIG_ENV
+from benchharness.core.settings import load_config
 from benchharness.core.version import __version__
 
 #: command name -> its module
@@ -89,9 +88,9 @@ def build_parser(expand: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _use_config(argv: list[str]) -> None:
-    """``--config FILE`` (before the command) is read before anything else, as the environment
-    variable it sets: every layer finds the configuration the same way."""
+def config_path(argv: list[str]) -> Path | None:
+    """The file ``--config FILE`` (before the command) names, else None; read before anything else,
+    since the process's settings depend on it."""
     for i, arg in enumerate(argv):
         value = (
             arg.split("=", 1)[1]
@@ -99,21 +98,25 @@ def _use_config(argv: list[str]) -> None:
             else (argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
         )
         if value is not None:
-            os.environ[CONFIG_ENV] = str(Path(value).expanduser().resolve())
-            return
+            path = Path(value).expanduser()
+            if not path.is_file():
+                raise UserError(f"configuration file {path} (--config) does not exist")
+            return path.resolve()
         if not arg.startswith("-"):
-            return  # the command: its own flags follow
+            return None  # the command: its own flags follow
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        _use_config(argv)
-        configure(argv)  # the process's settings, the one place they are made; a broken config is a user error
+        config = load_config(config_path(argv))  # read once, here: every command takes it from args.configuration
+        configure(argv, config)  # the process's settings, the one place they are made; a broken config is a user error
         command = next(
             (a for i, a in enumerate(argv) if not a.startswith("-") and (i == 0 or argv[i - 1] != "--config")), None
         )
         args = build_parser(expand=command if command in PLUGIN_COMMANDS else None).parse_args(argv)
+        args.configuration = config
         with messages(args.verbose, args.quiet):
             return COMMANDS[args.command].main(args)
     except UserError as exc:

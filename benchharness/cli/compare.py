@@ -21,6 +21,8 @@ def main(args: argparse.Namespace) -> int:
     from benchharness.cli.options import result_store
     from benchharness.reporting.compare import compare_stored, render
 
-    rows = compare_stored(result_store(args), args.a, args.b, tasks.resolve(args.tasks), args.resamples, args.seed)
+    rows = compare_stored(
+        result_store(args), args.a, args.b, tasks.resolve(args.tasks, args.configuration), args.resamples, args.seed
+    )
     print(render(rows, args.a, args.b))
     return 0

@@ -8,7 +8,6 @@ import argparse
 from pathlib import Path
 
 from benchharness.cli.options import add_data_options, check_output, results_root
-from benchharness.core.settings import load_config
 
 HELP = "show or download evaluation data; migrate old results and embedding caches"
 
@@ -25,7 +24,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.action == "migrate":
         return migrate(args)
-    data = DataRoot(args.data_dir)
+    data = DataRoot(args.configuration.data_root(args.data_dir))
     if args.action == "status":
         from tabulate import tabulate
 
@@ -49,7 +48,7 @@ def migrate(args: argparse.Namespace) -> int:
     from benchharness.evaluation.migrate import migrate as run_migration
 
     cache_dir = check_output(
-        Path(args.cache_dir) if args.cache_dir else load_config().cache_dir, "folder", "--cache-dir"
+        Path(args.cache_dir) if args.cache_dir else args.configuration.cache_dir, "folder", "--cache-dir"
     )
     report = run_migration(check_output(results_root(args), "folder", "--results-dir"), cache_dir)
     for identity, rows in report.imported_rows.items():

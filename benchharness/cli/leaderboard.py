@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
     from benchharness.core.results import ResultStore
+    from benchharness.core.settings import Config
 
 HELP = "leaderboard of stored results beside published numbers (md, csv, latex, html)"
 
@@ -114,14 +115,14 @@ def results_label(root: Path) -> str:
         return f"{os.path.normpath(root)}/"
 
 
-def task_selection(selection: list[str], stored: set[str]) -> set[str]:
+def task_selection(selection: list[str], stored: set[str], config: Config) -> set[str]:
     """Task and group names expanded; a stored task no provider knows (an mteb or file task) as is."""
     from benchharness import tasks
 
     out: set[str] = set()
     for item in selection:
         try:
-            out.update(tasks.resolve(item))
+            out.update(tasks.resolve(item, config))
         except tasks.UnknownTaskError:
             if item not in stored:
                 raise
@@ -145,7 +146,7 @@ def main(args: argparse.Namespace) -> int:
         from benchharness.reporting.leaderboard import GROUPS
 
         groups = (groups or set(GROUPS)) - {"published"}
-    tasks = task_selection(args.tasks, {r.task for r in store}) if args.tasks else None
+    tasks = task_selection(args.tasks, {r.task for r in store}, args.configuration) if args.tasks else None
     board = build(
         store,
         published,

@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     if args.what == "encoders":
         from benchharness.evaluation.resolver import Resolver, families
 
-        rows = Resolver().describe()
+        rows = Resolver(config=args.configuration).describe()
         if args.long:
             print(
                 tabulate(
@@ -71,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     from benchharness import tasks
 
-    table = tasks.catalogue()
+    table = tasks.catalogue(args.configuration)
     groups: dict[str, str] = {}
     for group, names in table.groups.items():  # a task's first group: senteval-all holds the others' tasks too
         for name in names:

@@ -8,8 +8,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchharness.core.settings import load_config
-
 if TYPE_CHECKING:
     from benchharness.core.data_root import DataRoot
     from benchharness.core.results import ResultStore
@@ -88,19 +86,19 @@ def _unwritable(folder: Path) -> str | None:
 
 
 def results_root(args: argparse.Namespace) -> Path:
-    return Path(args.results_dir) if getattr(args, "results_dir", None) else load_config().results_dir
+    return Path(args.results_dir) if getattr(args, "results_dir", None) else args.configuration.results_dir
 
 
 def result_store(args: argparse.Namespace) -> ResultStore:
     from benchharness.core.results import ResultStore
 
-    return ResultStore(results_root(args))
+    return ResultStore(results_root(args), configured=args.configuration.results_dir)
 
 
 def data_root(args: argparse.Namespace) -> DataRoot:
     from benchharness.core.data_root import DataRoot
 
-    return DataRoot(args.data_dir, verify=not args.no_verify)
+    return DataRoot(args.configuration.data_root(args.data_dir), verify=not args.no_verify)
 
 
 def resolver(args: argparse.Namespace, data: DataRoot, train_missing: bool = True) -> Resolver:
@@ -108,11 +106,15 @@ def resolver(args: argparse.Namespace, data: DataRoot, train_missing: bool = Tru
     every encoder it builds unless ``--no-cache``."""
     from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
     from benchharness.evaluation.resolver import Resolver
+    from benchharness.evaluation.run_settings import RunSettings
 
-    folder = Path(args.cache_dir) if args.cache_dir else load_config().cache_dir
+    folder = Path(args.cache_dir) if args.cache_dir else args.configuration.cache_dir
     cache = None if args.no_cache else EmbeddingCache(folder)
-    return Resolver(
-        {"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
-        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)),
-        train_missing=train_missing,
+    settings = RunSettings(
+        device=args.device,
+        batch_size=args.batch_size,
+        data_dir=data.root,
+        train=train_missing,
+        config=args.configuration,
     )
+    return Resolver(wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)), settings=settings)

@@ -37,7 +37,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from benchharness.core.settings import apply_environment, load_config
+from benchharness.core.settings import Config, apply_environment
 
 ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY = "ONEDNN_PRIMITIVE_CACHE_CAPACITY", "1"
 #: glibc's mallopt parameters (malloc.h) and the size up to which blocks come from the reused heap
@@ -50,11 +50,10 @@ def asks_for_bf16(argv: Sequence[str]) -> bool:
     return any("bf16" in arg for arg in argv)
 
 
-def configure(argv: Sequence[str]) -> None:
-    """Set up this process for the command ``argv`` (after ``--config`` took effect), without
-    overriding what the user's environment already says. A broken benchharness.toml raises the
-    user error ``load_config`` gives."""
-    apply_environment(load_config())
+def configure(argv: Sequence[str], config: Config) -> None:
+    """Set up this process for the command ``argv`` and its configuration, without overriding what
+    the user's environment already says."""
+    apply_environment(config)
     if not asks_for_bf16(argv):  # read by oneDNN at its first kernel: before anything computes
         os.environ.setdefault(ONEDNN_CACHE_ENV, ONEDNN_CACHE_CAPACITY)
     keep_freed_memory()

@@ -31,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
         raise InvalidInputError("--stage-only needs --stage FOLDER to leave the assembled folder in")
     if args.stage:
         check_output(args.stage, "folder", "--stage")
-    folder = run_folder(dict(Resolver(train_missing=False).spec_for(args.encoder)))
+    folder = run_folder(dict(Resolver(train_missing=False, config=args.configuration).spec_for(args.encoder)))
     with tempfile.TemporaryDirectory() as scratch:
         staged = stage(
             args.encoder, folder, result_store(args), Path(args.stage or Path(scratch) / "upload"), args.repo_id

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from benchharness.cli.options import add_data_options, check_output, result_store, results_root
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import non_negative_int, positive_float, positive_int
-from benchharness.core.settings import load_config
 
 if TYPE_CHECKING:
     from benchharness.core.task import Task
@@ -100,7 +99,9 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
         raise InvalidInputError("--encode-actors fills the embedding cache; leave out --no-cache")
     results_dir = None if args.verify else check_output(results_root(args), "folder", "--results-dir")
     cache_dir = (
-        None if args.no_cache or args.verify else (Path(args.cache_dir) if args.cache_dir else load_config().cache_dir)
+        None
+        if args.no_cache or args.verify
+        else (Path(args.cache_dir) if args.cache_dir else args.configuration.cache_dir)
     )
     return RunSettings(
         device=args.device,
@@ -117,6 +118,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
         embedding_memory_mib=args.embedding_memory or DEFAULT_MEMORY_MIB,
         encode_actors=args.encode_actors or 0,
         ray_address=args.address,
+        config=args.configuration,
     )
 
 
@@ -136,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
             "(see `benchharness list tasks`)"
         )
     settings = settings_from(args)
-    selected = resolve_tasks(args.tasks)
+    selected = resolve_tasks(args.tasks, settings.config)
     if args.verify:
         return _verify(encoder_names, selected, settings, args)
     if args.executor == "ray":
@@ -151,11 +153,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _sweep(encoder_names: list[str], selected: list[Task], settings: RunSettings) -> Results:
     """``--executor ray``: the names checked here, before any worker starts, then the sweep."""
-    from benchharness.core.data_root import DataRoot
     from benchharness.evaluation.run_resolver import resolver_for
     from benchharness.evaluation.sweep import sweep
 
-    data = DataRoot(settings.data_dir, verify=False)
+    data = settings.data(verify=False)
     resolver = resolver_for(settings, data)
     for name in encoder_names:
         resolver.check(name)

@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
             f"{target} exists; give --overwrite to replace it (the vectors of the old lines in "
             f"{out / VECTORS} must then be computed again)"
         )
-    tasks = resolve_tasks(args.tasks)
+    tasks = resolve_tasks(args.tasks, args.configuration)
     data = data_root(args)
     for task in tasks:
         task.load(data)

@@ -168,21 +168,27 @@ def recipe_of(args: argparse.Namespace) -> Recipe:
 
     given = given_options(args)
     _world_size(given)
-    return recipes.derive(args.method, given, recipe=args.recipe, base=args.base, preset=getattr(args, "preset", None))
+    return recipes.derive(
+        args.method,
+        given,
+        recipe=args.recipe,
+        base=args.base,
+        preset=getattr(args, "preset", None),
+        book=recipes.load_book(config=args.configuration),
+    )
 
 
 def context_of(args: argparse.Namespace) -> TrainingContext:
     """How and where the flags say to train: the configured data root and Hugging Face settings, the
     run-time flags, the harness's dev evaluation; the recipe sets the base and output folder."""
     from benchharness.core.data_root import DataRoot
-    from benchharness.core.settings import hub_settings
     from benchharness.training.dev_eval import for_training
     from benchharness.training.method import TrainingContext
 
     return TrainingContext(
         base="",
-        data=DataRoot(),
-        hub=hub_settings(),
+        data=DataRoot(args.configuration.data_root()),
+        hub=args.configuration.hub(),
         name=args.name,
         device=args.device,
         threads=args.threads,
@@ -210,12 +216,15 @@ def _train_one(args: argparse.Namespace) -> int:
     if getattr(args, "stats_only", None):
         method = recipes.method_named(recipe.method)
         assert method.describe_data is not None and recipe.typed is not None  # the flag exists only then
-        print(method.describe_data(recipe.typed, replace(context, base=base_folder(recipe.base))))
+        base = base_folder(recipe.base, args.configuration.runs_dir)
+        print(method.describe_data(recipe.typed, replace(context, base=base)))
         return 0
     nproc = recipe.options.get("nproc", 1)
     if nproc > 1 and launched_world_size() == 1:  # the same command, in nproc processes that torchrun starts
         runtime = {k: getattr(args, k) for k in PASSED_ON if getattr(args, k, None) not in (None, False)}
         words = recipes.command_words(recipe, out=args.out, **runtime)
+        if args.configuration.file is not None:  # the processes read the configuration this one read
+            words = ["--config", str(args.configuration.file), *words]
         status = launch(nproc, __package__, words)  # python -m benchharness.cli
         if status != 0:
             raise InvalidInputError(
@@ -224,16 +233,16 @@ def _train_one(args: argparse.Namespace) -> int:
             )
         return 0
     if args.out is not None:
-        runs = on_demand.train_into(recipe, args.out, context=context)
+        runs = on_demand.train_into(recipe, args.out, context=context, store=RunStore(args.configuration.runs_dir))
         for run in runs:
             if run.completed and run.manifest is not None and run.out is not None and is_main():
-                logger.info("%s", resolvable_as(run.out, run.manifest["name"]))
+                logger.info("%s", resolvable_as(run.out, run.manifest["name"], args.configuration.runs_dir))
         return 0
     if args.name is not None:
         raise InvalidInputError(
             f"--name names a run in an --out folder; a run-store run is named by its recipe ({recipe.display_name})"
         )
-    store = RunStore()
+    store = RunStore(args.configuration.runs_dir)
     if store.finished(recipe) and not args.overwrite:
         print(
             f"{recipe.display_name} (recipe {recipe.key}) is already trained: {store.encoder_folder(recipe)}; "
@@ -256,15 +265,14 @@ def _train_one(args: argparse.Namespace) -> int:
     return 0
 
 
-def resolvable_as(out: Path, name: str) -> str:
+def resolvable_as(out: Path, name: str, runs_dir: Path) -> str:
     """What ``run --encoders`` accepts for a finished run: its name when the runs folder registers
     it under that name (``registered_runs``), else its folder, absolute (a folder resolves by its manifest.json
     from anywhere; a name only where ``registered_runs`` finds it, directly under the runs folder)."""
     from benchharness.core.manifests import registered_runs
-    from benchharness.core.settings import load_config
 
     folder = out.resolve()
-    registered = registered_runs(load_config().runs_dir).get(name)
+    registered = registered_runs(runs_dir).get(name)
     if registered is not None and registered.resolve() == folder:
         return (
             f"encoder registered: {name} (in {folder}); evaluate it with: benchharness run --encoders "
@@ -303,12 +311,11 @@ def check_outputs(args: argparse.Namespace, seeds: list[int] | None) -> None:
     """Every folder the command will train into (each seed's ``--out`` folder, else the runs
     folder), checked before the first model loads; ``--show`` writes nothing."""
     from benchharness.cli.options import check_output
-    from benchharness.core.settings import load_config
 
     if getattr(args, "show", False):
         return
     if getattr(args, "out", None) is None:
-        check_output(load_config().runs_dir, "folder", "the runs folder")
+        check_output(args.configuration.runs_dir, "folder", "the runs folder")
         return
     each: list[int | None] = list(seeds) if seeds else [None]
     for seed in each:

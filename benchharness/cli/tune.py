@@ -21,10 +21,9 @@ def main(args: argparse.Namespace) -> int:
     """A tuner's ``main`` returns its output, printed here (or, as commands do, an exit code). The
     runs folder it registers the winner in is checked first, before the grid's work."""
     from benchharness.cli.options import check_output
-    from benchharness.core.settings import load_config
 
     raise_unavailable(args)
-    check_output(load_config().runs_dir, "folder", "the runs folder")
+    check_output(args.configuration.runs_dir, "folder", "the runs folder")
     out = PLUGINS.get("tuners", args.post).main(args)
     if isinstance(out, str):
         print(out)

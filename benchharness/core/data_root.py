@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tarfile
 import tempfile
@@ -24,8 +23,9 @@ from typing import BinaryIO
 
 from benchharness.core.atomic import atomic_file
 from benchharness.core.errors import UserError
+from benchharness.core.settings import DATA_ENV as ENV_VAR
+from benchharness.core.settings import Config
 
-ENV_VAR = "BENCHHARNESS_DATA"
 #: download chunk size and the seconds a connection may stay silent
 CHUNK = 1 << 20
 TIMEOUT_S = 60
@@ -112,16 +112,6 @@ class DataError(UserError):
     """Missing or corrupt evaluation data; the message says which file and how to get it."""
 
 
-def default_root() -> Path:
-    """``$BENCHHARNESS_DATA``, else the project config's ``data_dir``, else ``./data``."""
-    if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR]).expanduser()
-    from benchharness.core.settings import load_config
-
-    cfg = load_config()
-    return cfg.data_dir if cfg.data_dir is not None else Path("data")
-
-
 @lru_cache(maxsize=4096)
 def _sha256(path: str, size: int, mtime: float) -> str:
     digest = hashlib.sha256()
@@ -137,6 +127,12 @@ def file_sha256(path: Path) -> str:
     return _sha256(str(path), st.st_size, st.st_mtime)
 
 
+def default_data(verify: bool = True) -> DataRoot:
+    """The data root of a call given none: ``$BENCHHARNESS_DATA``, else ``./data``. Below the entry
+    points no configuration file is read: a run passes its own data root down."""
+    return DataRoot(Config().data_root(), verify)
+
+
 #: how results name the data root: a machine's own path never goes into a committed file; the
 #: files (relative to the root) and their sha256 identify the data
 DATA_ROOT_LABEL = "$BENCHHARNESS_DATA"
@@ -145,8 +141,8 @@ DATA_ROOT_LABEL = "$BENCHHARNESS_DATA"
 class DataRoot:
     """A folder laid out like ``../shared/data``: ``senteval/``, ``glove/``, ``askubuntu/``, ..."""
 
-    def __init__(self, root: str | Path | None = None, verify: bool = True) -> None:
-        self.root = Path(root).expanduser() if root is not None else default_root()
+    def __init__(self, root: str | Path, verify: bool = True) -> None:
+        self.root = Path(root).expanduser()
         self.verify = verify
 
     def path(self, rel: str, source: str) -> Path:

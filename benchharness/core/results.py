@@ -184,10 +184,14 @@ class MemoryStore:
 
 
 class ResultStore:
-    """Result files under ``root``, one JSON per (encoder, task) with its per-item outputs beside it."""
+    """Result files under ``root``, one JSON per (encoder, task) with its per-item outputs beside it.
 
-    def __init__(self, root: str | Path) -> None:
+    ``configured``: the results folder a bare ``benchharness run`` writes to (the configuration's),
+    so that a command this store prints names ``--results-dir`` only when it is another."""
+
+    def __init__(self, root: str | Path, configured: str | Path = "results") -> None:
         self.root = Path(root)
+        self.configured = Path(configured)
         #: per-item outputs already read, by file and digest: the leaderboard's marks, the report's
         #: significance matrix and the protocol spread each ask for the same ones
         self._items: dict[tuple[Path, str], Evaluation] = {}
@@ -255,11 +259,9 @@ class ResultStore:
         """The command that (re)computes ``encoder`` on ``task`` into this store, ready to paste."""
         import shlex
 
-        from benchharness.core.settings import load_config
-
         quoted = f"'{encoder}'" if "'" not in encoder else shlex.quote(encoder)  # a spec holds ?, & and ()
         command = " ".join(["benchharness run --encoders", quoted, "--tasks", shlex.quote(task), *flags])
-        if self.root.absolute() != load_config().results_dir.absolute():
+        if self.root.absolute() != self.configured.absolute():
             command += f" --results-dir {shlex.quote(str(self.root))}"
         return command
 

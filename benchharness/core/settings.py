@@ -1,4 +1,4 @@
-"""The configuration file: ``$BENCHHARNESS_CONFIG`` (what ``--config`` sets), else
+"""The configuration file: the one named (``--config FILE``, ``config=``, ``$BENCHHARNESS_CONFIG``), else
 ``benchharness.toml`` in the working directory or a parent (a project's own), else the per-user
 ``$XDG_CONFIG_HOME/benchharness/config.toml`` (``~/.config/...``); without any, the defaults.
 
@@ -28,6 +28,11 @@ Environment variables win over the file (``BENCHHARNESS_DATA``, ``HF_HUB_CACHE``
 Trained runs go outside the checkout by default (``$XDG_DATA_HOME/benchharness/runs``, else
 ``~/.local/share/benchharness/runs``), so every checkout of the machine shares them and a recipe
 is trained once (``benchharness.training.runstore``); ``[paths] runs_dir`` or ``BENCHHARNESS_RUNS`` move them.
+
+The configuration is read once, at the edge: by the command line (``--config`` is an argument), by
+``benchharness.evaluate`` and ``benchharness.train`` (``config=``: a path or a loaded ``Config``), or
+when a ``RunSettings`` is made without one. From there it travels as this frozen value, inside
+``RunSettings``; nothing below reads the file again.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from benchharness.core.errors import InvalidInputError
 
 CONFIG_NAME = "benchharness.toml"
 CONFIG_ENV = "BENCHHARNESS_CONFIG"
+#: the data root, above the configuration file
+DATA_ENV = "BENCHHARNESS_DATA"
 RUNS_ENV = "BENCHHARNESS_RUNS"
 #: a path setting's default: a path, or None where the setting may stay unset
 _Default = TypeVar("_Default", bound=Path | None)
@@ -54,7 +61,10 @@ def user_config() -> Path:
 
 
 def default_runs_dir() -> Path:
-    """Where trained runs live when neither the environment nor the config file says."""
+    """Where trained runs live when the config file does not say: ``$BENCHHARNESS_RUNS``, else the
+    per-user data folder."""
+    if os.environ.get(RUNS_ENV):
+        return Path(os.environ[RUNS_ENV]).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(data_home) / "benchharness" / "runs"
 
@@ -77,8 +87,35 @@ class Config:
     #: tasks declared from files, by name (``file`` made absolute)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    def data_root(self, given: str | Path | None = None) -> Path:
+        """The data root: ``given``, else ``$BENCHHARNESS_DATA``, else ``[paths] data_dir``, else ``./data``."""
+        if given is not None:
+            return Path(given).expanduser()
+        if os.environ.get(DATA_ENV):
+            return Path(os.environ[DATA_ENV]).expanduser()
+        return self.data_dir if self.data_dir is not None else Path("data")
+
+    def hub(self) -> HubSettings:
+        """The Hugging Face cache and offline mode of this configuration (``hub_settings``)."""
+        return hub_settings(self)
+
+
+def configuration(config: Config | str | Path | None = None) -> Config:
+    """The configuration an entry point runs with: ``config`` itself when loaded, the file it names,
+    else the one ``find_config`` finds. The one place a library entry point reads the file."""
+    if isinstance(config, Config):
+        return config
+    if config is not None:
+        path = Path(config).expanduser()
+        if not path.is_file():
+            raise InvalidInputError(f"configuration file {path} (config=) does not exist")
+        return load_config(path.resolve())
+    return load_config()
+
 
 def find_config(start: Path | None = None) -> Path | None:
+    """``$BENCHHARNESS_CONFIG``, else ``benchharness.toml`` here or in a parent folder, else the
+    per-user file, else None."""
     if os.environ.get(CONFIG_ENV):
         path = Path(os.environ[CONFIG_ENV]).expanduser()
         if not path.is_file():
@@ -94,14 +131,12 @@ def find_config(start: Path | None = None) -> Path | None:
 
 def load_config(path: Path | None = None) -> Config:
     """The configuration ``path`` (else the one ``find_config`` finds) holds, or the defaults when
-    there is none.
-
-    Read afresh at every call (a quarter of a millisecond): what it finds depends on the working
-    directory and the environment, and a remembered answer went stale under a ``chdir``, a changed
-    variable or an edited file."""
+    there is none. Called by the entry points only (``configuration``, the command line,
+    ``RunSettings``): what it finds depends on the working directory and the environment at that
+    moment, and the value it returns is what the rest of the call uses."""
     path = path or find_config()
     if path is None:
-        return Config(runs_dir=Path(os.environ[RUNS_ENV]).expanduser()) if os.environ.get(RUNS_ENV) else Config()
+        return Config()
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -196,14 +231,13 @@ class HubSettings:
         return {"cache_dir": str(self.cache), "local_files_only": self.offline}
 
 
-def hub_settings(cfg: Config | None = None) -> HubSettings:
-    """The Hugging Face cache and offline mode of this configuration, read at each call.
+def hub_settings(cfg: Config) -> HubSettings:
+    """The Hugging Face cache and offline mode of this configuration.
 
     The environment wins, as it does for huggingface_hub itself (``HF_HUB_CACHE``, then the
     configured ``hf_hub_cache``, then ``$HF_HOME/hub``, ``~/.cache/huggingface/hub``;
     ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` when set, else ``hf_offline``). The configured
     cache and offline mode apply only where that cache exists (``offline_cache_missing``)."""
-    cfg = cfg or load_config()
     usable = not offline_cache_missing(cfg)
     env_cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
     if env_cache:
@@ -222,7 +256,7 @@ def apply_environment(cfg: Config) -> None:
     """Export the Hugging Face settings for the whole process, before transformers or
     huggingface_hub are imported (they read them once, at import), without overriding the user's
     environment. For the owner of the process only (the command line, a benchmark script): library
-    code passes ``hub_settings()`` to each call and leaves ``os.environ`` as it found it.
+    code passes ``hub_settings(config)`` to each call and leaves ``os.environ`` as it found it.
 
     Offline mode, and the cache it relies on, apply only where the configured cache exists."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -11,11 +11,13 @@ import inspect
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Required, TypedDict
 from urllib.parse import parse_qsl
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import UserError
+from benchharness.core.settings import Config, HubSettings
 
 #: spec type of a name that stands for a composition string (a tuned post-processor chain)
 COMPOSE = "compose"
@@ -44,11 +46,26 @@ class EncoderSpec(TypedDict, total=False):
     max_length: int
 
 
-#: the defaults the resolver hands every family builder: device, batch_size, data_dir (None = unset)
-Defaults = dict[str, Any]
+@dataclass(frozen=True)
+class BuildContext:
+    """What the run that builds an encoder says about where and how, beside the spec: the device
+    and batch size (None: the encoder's own default), the data root (files a spec names by a
+    short name, such as ``glove-50d``) and where Hugging Face models are found. Never part of an
+    encoder's identity."""
+
+    device: str | None = None
+    batch_size: int | None = None
+    data_root: Path = Path("data")
+    hub: HubSettings = field(default_factory=lambda: Config().hub())
+
+    def sizes(self) -> dict[str, Any]:
+        """The device and batch size the run sets, as keyword arguments of an encoder."""
+        return {k: v for k, v in (("device", self.device), ("batch_size", self.batch_size)) if v is not None}
+
+
 #: what a family builder is given of a spec: its parameters, without ``type`` and the prompt keys
 Params = dict[str, Any]
-Builder = Callable[[str, Params, Defaults], Encoder]
+Builder = Callable[[str, Params, BuildContext], Encoder]
 
 
 @dataclass(frozen=True)
@@ -90,7 +107,7 @@ class Family:
         if accepts is None or isinstance(accepts, Collection):
             params = None if accepts is None else tuple(accepts)
         else:
-            params = tuple(p for p in inspect.signature(accepts).parameters if p not in ("self", "name"))
+            params = tuple(p for p in inspect.signature(accepts).parameters if p not in ("self", "name", "hub"))
         return cls(name, build, target, usage or f"{name}:<{target}>", params, check, runs_code, takes_prompts)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.data_root import DataError, DataRoot, default_data
 from benchharness.data.readers import (
     SICK_COLUMNS,
     STS_YEARS,
@@ -72,7 +72,7 @@ CORPORA: dict[str, tuple[str, Callable[[DataRoot], list[str]]]] = {
 
 def load_corpus(name: str, data: DataRoot | None = None, unique: bool = False) -> list[str]:
     """Sentences of a named corpus (or ``text:<path>``), optionally de-duplicated in first-seen order."""
-    data = data or DataRoot()
+    data = data or default_data()
     if name.startswith("text:"):
         path = Path(name[5:]).expanduser()
         if not path.exists():

@@ -42,11 +42,10 @@ class EncoderActor:
     """Holds one encoder built from its name; made a Ray actor by ``ActorPools``."""
 
     def __init__(self, name: str, settings: RunSettings, folder: str, identity: str) -> None:
-        from benchharness.core.data_root import DataRoot
         from benchharness.evaluation.run_resolver import resolver_for
 
         enter_driver_folder(folder)
-        data = DataRoot(settings.data_dir, verify=False)
+        data = settings.data(verify=False)
         self.encoder = resolver_for(settings.but(train=False), data).get(name)
         if self.encoder.identity != identity:
             raise IdentityMismatchError(

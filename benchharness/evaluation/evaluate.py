@@ -23,6 +23,7 @@ from benchharness.core.environment import kept_environment
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import progress_shown
 from benchharness.core.results import ResultStore
+from benchharness.core.settings import Config, configuration
 from benchharness.core.task import Task
 from benchharness.evaluation.models import ModelLike, as_encoder, check_call, is_transformers_model
 from benchharness.evaluation.results import EvaluationFailedError, Results
@@ -38,9 +39,10 @@ TaskLike = Any  # a name, a group, a comma list of them, or a Task object
 ERRORS = ("raise", "keep")
 
 
-def resolve_tasks(tasks: TaskLike | Sequence[TaskLike]) -> list[Task]:
+def resolve_tasks(tasks: TaskLike | Sequence[TaskLike], config: Config | None = None) -> list[Task]:
     """The Task objects of a selection, each name resolved once (given Task objects are used as
-    they are); duplicates are dropped, order kept."""
+    they are); duplicates are dropped, order kept. ``config``: the configuration whose ``[tasks.*]``
+    are known by name (None: none are)."""
     if tasks is None or isinstance(tasks, (bytes, int, float)):
         raise InvalidInputError(
             f"tasks={tasks!r}: give task or group names (see `benchharness list tasks`) or Task objects"
@@ -51,7 +53,7 @@ def resolve_tasks(tasks: TaskLike | Sequence[TaskLike]) -> list[Task]:
         if isinstance(item, Task):
             selected.setdefault(item.name, item)
         elif isinstance(item, str):
-            for task in task_registry.select(item):
+            for task in task_registry.select(item, config):
                 selected.setdefault(task.name, task)
         else:
             raise InvalidInputError(f"tasks: {item!r} is neither a task name nor a Task object")
@@ -101,6 +103,8 @@ def evaluate(
     encode_actors: int = 0,
     ray_address: str | None = None,
     errors: str = "raise",
+    config: Config | str | Path | None = None,
+    settings: RunSettings | None = None,
 ) -> Results:
     """Evaluate ``model`` on ``tasks`` and return the results.
 
@@ -120,13 +124,29 @@ def evaluate(
     lacks with that many Ray actors (needs ``cache_dir``), at ``ray_address`` or on a local Ray.
     Messages go to the ``benchharness`` logger; ``show_progress`` shows progress bars.
 
+    ``config``: the configuration (a ``benchharness.toml`` path or a loaded ``Config``; default: the
+    one found from the working directory, read once for the whole call). ``settings``: a whole
+    ``RunSettings`` instead of the keywords above (given both, the keywords are refused).
+
     A pair (model, task) that fails does not stop the others. Once all are done, ``errors="raise"``
     (the default) raises ``EvaluationFailedError`` naming each failed pair and its cause (the
     results computed are on the error, and already stored when ``results_dir`` is given);
     ``errors="keep"`` returns them, failures included (``failed``; rows of ``to_pandas()`` with a
     NaN score and their ``message``).
     """
-    _check_keywords(locals())  # the keywords only: nothing else is bound yet
+    given = locals()  # the keywords only: nothing else is bound yet
+    if settings is not None:
+        return evaluate_with(
+            _settings_alone(settings, given),
+            model,
+            tasks,
+            name=name,
+            tokenizer=tokenizer,
+            pooling=pooling,
+            identity=identity,
+            errors=errors,
+        )
+    _check_keywords(given)
     device = _device_name(device)
     settings = RunSettings(
         device=device,
@@ -144,10 +164,45 @@ def evaluate(
         embedding_memory_mib=embedding_memory_mib,
         encode_actors=encode_actors,
         ray_address=ray_address,
+        config=configuration(config),
     )
     return evaluate_with(
         settings, model, tasks, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity, errors=errors
     )
+
+
+#: the keywords of ``evaluate`` that ``settings=`` replaces, with their defaults
+_SETTINGS_KEYWORDS = {
+    "batch_size": None,
+    "device": None,
+    "seed": DEFAULT_SEED,
+    "overwrite": "reuse",
+    "results_dir": None,
+    "cache_dir": None,
+    "data_dir": None,
+    "verify_data": True,
+    "train": True,
+    "add_items": False,
+    "show_progress": False,
+    "intervals": True,
+    "embedding_memory_mib": DEFAULT_MEMORY_MIB,
+    "encode_actors": 0,
+    "ray_address": None,
+    "config": None,
+}
+
+
+def _settings_alone(settings: RunSettings, given: dict[str, Any]) -> RunSettings:
+    """``settings=`` stands for every run keyword: one given beside it is refused (which should win
+    would be a guess)."""
+    if not isinstance(settings, RunSettings):
+        raise InvalidInputError(f"settings={settings!r}: give a benchharness.RunSettings")
+    both = [k for k, default in _SETTINGS_KEYWORDS.items() if given[k] is not default and given[k] != default]
+    if both:
+        raise InvalidInputError(
+            f"settings= holds the run's settings; leave out {', '.join(both)} (or set them on it: settings.but(...))"
+        )
+    return settings
 
 
 def _folder(value: str | Path | None) -> Path | None:
@@ -196,7 +251,7 @@ def evaluate_with(
     and keeps failures: ``errors="keep"``)."""
     if errors not in ERRORS:
         raise InvalidInputError(f"errors={errors!r}: must be one of {', '.join(map(repr, ERRORS))}")
-    selected = resolve_tasks(tasks)
+    selected = resolve_tasks(tasks, settings.config)
     models = _models(model)
     check_call(models, name=name, tokenizer=tokenizer, pooling=pooling, identity=identity)
     if settings.device is not None:  # before any model loads: a typo or a missing GPU fails here
@@ -205,7 +260,7 @@ def evaluate_with(
         pick_device(settings.device)
     if settings.results_dir is not None and settings.results_dir.exists() and not settings.results_dir.is_dir():
         raise InvalidInputError(f"results folder {settings.results_dir} is a file; give a folder")
-    data = DataRoot(settings.data_dir, verify=settings.verify_data)
+    data = settings.data()
     cache = None if settings.cache_dir is None else cache_at(settings.cache_dir)
     pools = None
     if settings.encode_actors:
@@ -294,7 +349,7 @@ def _evaluate(
     store = None
     if settings.results_dir is not None:
         if pinned:
-            store = ResultStore(settings.results_dir)
+            store = ResultStore(settings.results_dir, configured=settings.config.results_dir)
         else:
             logger.warning(
                 "a model without identity (a callable without identity=) is evaluated but not stored: "

@@ -107,7 +107,10 @@ def as_encoder(
     name = name or default_name(model)
     sizes: dict[str, Any] = {} if batch_size is None else {"batch_size": batch_size}  # else the encoder's default
     if isinstance(model, str):
-        resolver = resolver or Resolver({"device": device, "batch_size": batch_size})
+        if resolver is None:
+            from benchharness.evaluation.run_settings import RunSettings
+
+            resolver = Resolver(settings=RunSettings(device=device, batch_size=batch_size))
         resolver.check(model)
         return resolver.get(model)
     if isinstance(model, Encoder):

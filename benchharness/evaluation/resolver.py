@@ -37,12 +37,12 @@ from benchharness.core.local_paths import check_local_path
 from benchharness.core.manifests import RunManifest, manifest_spec, read_manifest, registered_runs
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.prompts import NO_PROMPTS, PROMPT_KEYS
-from benchharness.core.settings import load_config
+from benchharness.core.settings import Config
 from benchharness.core.specs import (
     COMPOSE,
     MODULE_ATTRIBUTE,
+    BuildContext,
     Catalogue,
-    Defaults,
     EncoderSpec,
     Family,
     UnknownEncoderError,
@@ -171,12 +171,13 @@ def spec_prompts(name: str, spec: EncoderSpec) -> dict[str, str]:
     return given
 
 
-def build(name: str, spec: EncoderSpec, defaults: Defaults | None = None) -> Encoder:
-    """Instantiate an encoder from a spec dict ``{"type": ..., **params}``; prompts given in the
-    spec replace those the model configures for the same role."""
+def build(name: str, spec: EncoderSpec, context: BuildContext | None = None) -> Encoder:
+    """Instantiate an encoder from a spec dict ``{"type": ..., **params}`` in the run's ``context``
+    (default: no device or batch size set, the environment's data root and hub cache); prompts
+    given in the spec replace those the model configures for the same role."""
     family = check_spec(name, spec)
     params = {k: v for k, v in spec.items() if k != "type" and k not in PROMPT_KEYS}
-    encoder = family.build(name, params, {k: v for k, v in (defaults or {}).items() if v is not None})
+    encoder = family.build(name, params, context or BuildContext(data_root=Config().data_root()))
     given = spec_prompts(name, spec) if family.takes_prompts else {}
     if given:
         encoder.prompts = encoder.prompts.but(**given)
@@ -205,27 +206,36 @@ def _refuse_cycle(name: str, chain: tuple[str, ...], config_file: Path | None) -
 
 
 class Resolver:
-    """Resolves names to encoders; ``defaults`` (device, batch_size, data_dir) apply to all.
+    """Resolves names to encoders, with the run's ``settings`` (its configuration: encoders
+    registered in benchharness.toml, the runs folder; its device, batch size, data root and hub
+    cache, handed to every family as a ``BuildContext``).
 
-    ``wrap`` is applied to the base encoder and to every post-processor stage (the runner passes
-    the embedding cache). ``train_missing`` lets a recipe catalogue train a recipe that has no run
-    yet (else it fails with the command that trains it), with the run's ``settings`` (its device and
-    data root).
+    ``settings`` None: a default run's (``RunSettings()``, which reads the configuration), or of
+    ``config`` when given. ``wrap`` is applied to the base encoder and to every post-processor
+    stage (the runner passes the embedding cache). ``train_missing`` lets a recipe catalogue train a
+    recipe that has no run yet (else it fails with the command that trains it), with the run's
+    settings.
     """
 
     def __init__(
         self,
-        defaults: Defaults | None = None,
         wrap: Callable[[Encoder], Encoder] | None = None,
         train_missing: bool = True,
         settings: RunSettings | None = None,
+        config: Config | None = None,
     ) -> None:
-        self.config = load_config()
-        self.train_missing = train_missing
+        from benchharness.evaluation.run_settings import RunSettings
+
+        if settings is None:
+            settings = RunSettings() if config is None else RunSettings(config=config)
+        elif config is not None:
+            raise ValueError("give the resolver settings= or config=, not both: the settings hold their config")
         self.settings = settings
+        self.config = settings.config
+        self.train_missing = train_missing
         #: registered run names passed over because they are compositions (warned about once)
         self._passed_over: set[str] = set()
-        self.defaults = defaults or {}
+        self.context = BuildContext(settings.device, settings.batch_size, settings.data().root, settings.hub)
         self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
 
     def known_names(self) -> list[str]:
@@ -346,7 +356,7 @@ class Resolver:
             encoder = self.get(spec["spec"], chain)
             prefix = spec["spec"]
         else:
-            built = build(base_name, spec, self.defaults)
+            built = build(base_name, spec, self.context)
             if manifest is not None:
                 built.provenance = {k: v for k, v in manifest.items() if k != "encoder"}
             encoder = self.wrap(built)
@@ -355,7 +365,7 @@ class Resolver:
             factory, params = self._stage(name, part)
             prefix = f"{prefix}+{part}"
             if "data_dir" in inspect.signature(factory).parameters:  # fit corpora live under the data root
-                params["data_dir"] = self.defaults.get("data_dir")
+                params["data_dir"] = self.context.data_root
             encoder = self.wrap(factory(encoder, name=prefix, **params))
         return encoder
 

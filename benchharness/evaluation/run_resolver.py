@@ -18,7 +18,6 @@ def resolver_for(settings: RunSettings, data: DataRoot, cache: Any = None, pools
     """The resolver of a run with these settings: its encoders go through ``cache`` (the run's one
     ``EmbeddingCache``) when there is one, base encoders' missing chunks through ``pools``."""
     return Resolver(
-        {"device": settings.device, "batch_size": settings.batch_size, "data_dir": data.root},
         wrap=None if cache is None else caching(cache, pools),
         train_missing=settings.train,
         settings=settings.but(data_dir=data.root, verify_data=data.verify),

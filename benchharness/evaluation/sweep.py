@@ -100,10 +100,9 @@ def _identity_in_driver(settings: RunSettings) -> Callable[[str], str | None]:
     """An encoder's identity as the driver can tell it without training or loading a model (the
     hf and st families fingerprint weight files; a recipe resolves only once trained); None when it
     cannot."""
-    from benchharness.core.data_root import DataRoot
     from benchharness.evaluation.run_resolver import resolver_for
 
-    resolver = resolver_for(settings.but(train=False), DataRoot(settings.data_dir, verify=False))
+    resolver = resolver_for(settings.but(train=False), settings.data(verify=False))
 
     def identity_of(name: str) -> str | None:
         try:
@@ -137,7 +136,6 @@ def run_unit(
 ) -> tuple[list[Outcome], list[LogLine]]:
     """A unit on a worker: the runner on its stored results, in memory; returns its outcomes (the
     computed and reused results in them) and its messages."""
-    from benchharness.core.data_root import DataRoot
     from benchharness.evaluation.evaluate import resolve_tasks
     from benchharness.evaluation.run_resolver import cache_at, resolver_for
     from benchharness.evaluation.runner import run
@@ -150,13 +148,18 @@ def run_unit(
     previous_level = root.level
     root.setLevel(logging.INFO)
     try:
-        data_root = DataRoot(settings.data_dir, verify=settings.verify_data)
+        data_root = settings.data()
         cache = None if settings.cache_dir is None else cache_at(settings.cache_dir)
         resolver = resolver_for(settings, data_root, cache)
         remember = contextlib.nullcontext() if settings.cache_dir is None else digests.remembering(settings.cache_dir)
         with identity_scope(), remember:
             summary = run(
-                unit.encoders, resolve_tasks(task_names), resolver.get, data_root, MemoryStore(unit.stored), settings
+                unit.encoders,
+                resolve_tasks(task_names, settings.config),
+                resolver.get,
+                data_root,
+                MemoryStore(unit.stored),
+                settings,
             )
     finally:
         root.removeHandler(recorder)
@@ -183,7 +186,7 @@ def sweep(encoder_names: list[str], tasks: list[Task], settings: RunSettings) ->
     ``settings.ray_address`` or on a local Ray; results are stored in ``settings.results_dir``."""
     if settings.results_dir is None:
         raise ValueError("a Ray sweep stores its results: give it a results folder")
-    store = ResultStore(settings.results_dir)
+    store = ResultStore(settings.results_dir, configured=settings.config.results_dir)
     task_names = [t.name for t in tasks]
     with identity_scope():
         units, outcomes = plan(

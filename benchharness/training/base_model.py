@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 
-def base_folder(base: str, runs_dir: Path | None = None) -> str:
+def base_folder(base: str, runs_dir: Path) -> str:
     """The model folder a base name stands for; hub ids and plain model folders pass unchanged.
 
     A run folder gives the model its manifest's encoder spec points to; a name that is not a path
-    but names a run under the runs folder (``runs_dir``, default: the configured one) gives that
+    but names a run under the runs folder ``runs_dir`` gives that
     run's model.
     """
     folder = Path(base).expanduser()
@@ -36,10 +36,6 @@ def base_folder(base: str, runs_dir: Path | None = None) -> str:
         return base
     from benchharness.core.manifests import registered_runs
 
-    if runs_dir is None:
-        from benchharness.core.settings import load_config
-
-        runs_dir = load_config().runs_dir
     run = registered_runs(runs_dir).get(base)
     if run is not None:
         return str(_run_model(run, run / "manifest.json"))
@@ -66,7 +62,8 @@ def _run_model(folder: Path, manifest: Path) -> Path:
 def load_base(base: str, settings: HubSettings | None = None) -> tuple[PreTrainedModel, Any, hub.ModelSource]:
     """The base encoder (``AutoModel``), its tokenizer and where they came from. ``base`` is a hub
     id or a model folder (:func:`base_folder` turns a run's folder or name into its model folder
-    first); ``settings``: the Hugging Face cache and offline mode (default: ``hub_settings()``).
+    first); ``settings``: the Hugging Face cache and offline mode (default: the environment's, with
+    no configuration file).
 
     Loaded by the rule every encoder loads by (``checkpoint.load_complete``): a base without a
     tokenizer, or with encoder weights transformers would initialise at random, is refused before

@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from benchharness.core.specs import Catalogue, Resolved
-from benchharness.training.on_demand import recipe_for, trained_encoder
+from benchharness.training.on_demand import names_a_recipe, trained_encoder
 from benchharness.training.recipes import load_book
 
 if TYPE_CHECKING:
     from benchharness.evaluation.run_settings import RunSettings
 
 
-def _resolve(name: str, *, train: bool = True, settings: RunSettings | None = None) -> Resolved | None:
+def _resolve(name: str, *, settings: RunSettings, train: bool = True) -> Resolved | None:
     """The recipe's encoder, trained first with the run's ``settings`` (device, data root) when missing."""
     found = trained_encoder(name, train=train, settings=settings)
     return None if found is None else Resolved(*found)
@@ -37,4 +37,4 @@ def _rows() -> list[dict[str, str]]:
     return rows
 
 
-CATALOGUE = Catalogue(resolve=_resolve, rows=_rows, on_demand=lambda name: recipe_for(name) is not None, order=100)
+CATALOGUE = Catalogue(resolve=_resolve, rows=_rows, on_demand=names_a_recipe, order=100)

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from benchharness import tasks
-from benchharness.core.data_root import DataRoot
+from benchharness.core.data_root import DataRoot, default_data
 from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.encoders.in_memory import TransformersModelEncoder
@@ -50,7 +50,7 @@ class DevEvaluator:
             raise InvalidInputError("dev evaluation with pooling 'prompt' is not supported by the training loop")
         self.task_name = task_name
         self.task = tasks.get(task_name)
-        self.data = data or DataRoot()
+        self.data = data or default_data()
         self.task.load(self.data)
         self.sentences = list(dict.fromkeys(self.task.sentences()))
         self.tokenizer, self.pooling, self.max_length = tokenizer, pooling, max_length

@@ -14,12 +14,14 @@ at each call), in memory, so the numbers are those of the one evaluation code pa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 # where sentence-transformers >= 5.2 keeps its evaluators (pyproject requires >= 6.0)
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from transformers import TrainerCallback
 
+from benchharness.core.settings import Config, configuration
 from benchharness.core.task import Task
 from benchharness.evaluation.evaluate import evaluate, resolve_tasks
 from benchharness.evaluation.results import Results
@@ -60,10 +62,13 @@ class STSEvaluator(SentenceEvaluator):
         batch_size: int | None = None,
         data_dir: str | None = None,
         seed: int | None = None,
+        config: Config | str | Path | None = None,
     ) -> None:
         super().__init__()
         self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
         self.name, self.batch_size, self.data_dir, self.seed = name, batch_size, data_dir, seed
+        #: the configuration, read once here for every evaluation (``benchharness.evaluate``'s ``config``)
+        self.config = configuration(config)
         #: the tasks, resolved once and loaded at the first evaluation, reused by every later one
         self._selected: list[Task] | None = None
         self.primary_metric = f"{self.tasks[0]}_main"
@@ -76,7 +81,7 @@ class STSEvaluator(SentenceEvaluator):
     ) -> dict[str, float]:
         options: dict[str, Any] = {} if self.seed is None else {"seed": self.seed}  # else evaluate's default
         if self._selected is None:
-            self._selected = resolve_tasks(self.tasks)
+            self._selected = resolve_tasks(self.tasks, self.config)
         results = evaluate(
             model,
             self._selected,
@@ -84,6 +89,7 @@ class STSEvaluator(SentenceEvaluator):
             batch_size=self.batch_size,
             data_dir=self.data_dir,
             intervals=False,
+            config=self.config,
             **options,
         )
         self.history.append((steps, results))
@@ -109,16 +115,19 @@ class EvaluationCallback(TrainerCallback):
         every_steps: int | None = None,
         batch_size: int | None = None,
         data_dir: str | None = None,
+        config: Config | str | Path | None = None,
     ) -> None:
         self.tokenizer, self.pooling = tokenizer, pooling
         self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
         self.every_steps, self.batch_size, self.data_dir = every_steps, batch_size, data_dir
+        #: the configuration, read once here for every evaluation (``benchharness.evaluate``'s ``config``)
+        self.config = configuration(config)
         self.history: list[tuple[int, Results]] = []
         self._selected: list[Task] | None = None
 
     def score(self, model: Any, step: int) -> dict[str, float]:
         if self._selected is None:
-            self._selected = resolve_tasks(self.tasks)
+            self._selected = resolve_tasks(self.tasks, self.config)
         results = evaluate(
             model,
             self._selected,
@@ -128,6 +137,7 @@ class EvaluationCallback(TrainerCallback):
             batch_size=self.batch_size,
             data_dir=self.data_dir,
             intervals=False,
+            config=self.config,
         )
         self.history.append((step, results))
         return {f"benchharness_{k}": v for k, v in metrics_of(results).items()}

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchharness.core.data_root import DataRoot
+from benchharness.core.data_root import DataRoot, default_data
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.specs import EncoderSpec
 from benchharness.training.recipes import (
@@ -77,19 +77,26 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def recipe_for(name: str, book: RecipeBook | None = None, store: RunStore | None = None) -> Recipe | None:
+def names_a_recipe(name: str) -> bool:
+    """Whether ``name`` stands for a training recipe (a name of the recipe file, or
+    ``recipe:<key>[-r<k>]``), without building it or looking in a run store."""
+    if name.startswith(RECIPE_PREFIX):
+        return re.fullmatch(rf"{RECIPE_PREFIX}([0-9a-f]+)(?:-r(\d+))?", name) is not None
+    return load_book().lookup(name) is not None
+
+
+def recipe_for(name: str, book: RecipeBook, store: RunStore) -> Recipe | None:
     """The recipe an encoder name stands for: a name of the recipe file (``paser``,
     ``defsent-plus-r2``) or ``recipe:<key>[-r<k>]`` of a run in the store; None otherwise."""
-    book = book or load_book()
     if not name.startswith(RECIPE_PREFIX):
         return book.lookup(name)
     m = re.fullmatch(rf"{RECIPE_PREFIX}([0-9a-f]+)(?:-r(\d+))?", name)
     if m is None:
         return None
-    recipe = stored_recipe(store or RunStore(), m.group(1), book)
+    recipe = stored_recipe(store, m.group(1), book)
     if recipe is None:
         raise NotTrainedError(
-            f"no run in the run store {(store or RunStore()).root} has key {m.group(1)}; "
+            f"no run in the run store {store.root} has key {m.group(1)}; "
             "a recipe derived from flags is known by key only once `benchharness train` has "
             "started it"
         )
@@ -108,13 +115,13 @@ def _root_base(recipe: Recipe) -> str:
 
 def count_examples(recipe: Recipe, data: DataRoot | None = None) -> int | None:
     """Training examples the run will see per epoch (per round for DefSent+), from the data root
-    ``data`` (default: the configured one); None if the data is not there."""
+    ``data`` (default: the environment's, ``default_data``); None if the data is not there."""
     from benchharness.core.data_root import DataError
 
     o = recipe.options
     assert recipe.typed is not None  # every recipe is built with its typed options
     try:
-        n = method_named(recipe.method).count_examples(recipe.typed, data or DataRoot())
+        n = method_named(recipe.method).count_examples(recipe.typed, data or default_data())
     except (DataError, FileNotFoundError, LookupError):
         return None
     return min(n, o["limit"]) if o.get("limit") and recipe.rounds is None else n
@@ -256,9 +263,9 @@ def output_folders(recipe: Recipe, out: Path) -> list[Path]:
     return [out.with_name(f"{out.name}-r{r}") for r in range(1, recipe.rounds + 1)]
 
 
-def _check_revision(recipe: Recipe) -> None:
+def _check_revision(recipe: Recipe, hub_cache: Path) -> None:
     if recipe.base_recipe is None and recipe.base_revision is not None:
-        cached = cached_revision(recipe.base)
+        cached = cached_revision(recipe.base, hub_cache)
         if cached is not None and cached != recipe.base_revision:
             raise InvalidInputError(
                 f"recipe {recipe.display_name} pins {recipe.base} at revision "
@@ -272,27 +279,25 @@ def _check_revision(recipe: Recipe) -> None:
 def context_for(settings: RunSettings, data: DataRoot) -> TrainingContext:
     """The training context of an evaluation run: its device, its data root (the one its tasks read),
     the Hugging Face settings, its progress switch, and the harness's dev evaluation."""
-    from benchharness.core.settings import hub_settings
     from benchharness.training.dev_eval import for_training
     from benchharness.training.method import TrainingContext
 
     return TrainingContext(
         base="",
         data=data,
-        hub=hub_settings(),
+        hub=settings.hub,
         device=settings.device,
         dev=for_training,
         progress=settings.show_progress,
     )
 
 
-def train_into(
-    recipe: Recipe, out: Path, *, context: TrainingContext, store: RunStore | None = None
-) -> list[TrainedRun]:
+def train_into(recipe: Recipe, out: Path, *, context: TrainingContext, store: RunStore) -> list[TrainedRun]:
     """Train ``recipe`` into the output folder ``out`` with its method's ``train``, then record the
     recipe in every manifest it wrote (rank 0's job in a data-parallel run). A base that is another
-    recipe is trained first when missing. ``context`` says how and where (its base, output folder
-    and name are the recipe's to set; its ``name`` stands, when given, for the recipe's run name)."""
+    recipe is trained first when missing, into ``store``. ``context`` says how and where (its base,
+    output folder and name are the recipe's to set; its ``name`` stands, when given, for the
+    recipe's run name)."""
     from benchharness.training import data_parallel
     from benchharness.training.base_model import base_folder
     from benchharness.training.manifest import update_manifest
@@ -300,11 +305,9 @@ def train_into(
     base = recipe.base
     if recipe.base_recipe is not None:
         base = str(ensure_trained(recipe.base_recipe, train=True, context=context, store=store))
-    _check_revision(recipe)
+    _check_revision(recipe, context.hub.cache)
     assert recipe.typed is not None
-    run_context = replace(
-        context, base=base_folder(base, store.root if store else None), out=out, name=context.name or recipe.run_name
-    )
+    run_context = replace(context, base=base_folder(base, store.root), out=out, name=context.name or recipe.run_name)
     runs = method_named(recipe.method).train(recipe.typed, run_context)
     if not data_parallel.is_main():
         return runs
@@ -318,14 +321,13 @@ def train_in_store(
     recipe: Recipe,
     *,
     context: TrainingContext,
-    store: RunStore | None = None,
+    store: RunStore,
     book: RecipeBook | None = None,
 ) -> Path:
     """Train ``recipe`` into its run-store folder unless it is there (``context.overwrite`` retrains):
     announce it with the time estimate, hold the recipe's lock, resume an interrupted run."""
     from benchharness.training import data_parallel
 
-    store = store or RunStore()
     if not data_parallel.is_main():
         # a rank > 0 of a data-parallel run: rank 0 holds the lock and keeps the store's records, and
         # this rank trains beside it (the loop waits for rank 0 to have prepared the output folder)
@@ -354,13 +356,12 @@ def ensure_trained(
     recipe: Recipe,
     *,
     train: bool = True,
-    context: TrainingContext | None = None,
-    store: RunStore | None = None,
+    context: TrainingContext,
+    store: RunStore,
     book: RecipeBook | None = None,
 ) -> Path:
-    """The encoder folder of ``recipe``, trained now if missing and ``train`` allows it (in
-    ``context``, default: the configured data root and device, with the harness's dev evaluation)."""
-    store = store or RunStore()
+    """The encoder folder of ``recipe`` in ``store``, trained now in ``context`` if missing and
+    ``train`` allows it."""
     if store.finished(recipe):
         return store.encoder_folder(recipe)
     if not train:
@@ -368,7 +369,8 @@ def ensure_trained(
         raise NotTrainedError(
             f"encoder {recipe.display_name!r} is the training recipe {recipe.key} ({recipe.summary()}) and has no "
             f"finished run in {where}; --no-train forbids training it now. Train it with:\n"
-            f"    {command(recipe)}\n({estimate(recipe, book)}), or run again without --no-train to train it first."
+            f"    {command(recipe)}\n({estimate(recipe, book, data=context.data)}), or run again without "
+            "--no-train to train it first."
         )
     nproc = recipe.options.get("nproc", 1)
     if nproc > 1:
@@ -379,10 +381,6 @@ def ensure_trained(
                 f"encoder {recipe.display_name!r} is the data-parallel recipe {recipe.key} "
                 f"({nproc} processes), which only `benchharness train` launches: {command(recipe)}"
             )
-    if context is None:
-        from benchharness.evaluation.run_settings import RunSettings
-
-        context = context_for(RunSettings(), DataRoot())
     # a base recipe trained on the way is trained to the end, under its own name
     context = replace(context, overwrite=False, name=None, stop_after=None)
     folder = train_in_store(recipe, context=context, store=store, book=book)
@@ -392,20 +390,18 @@ def ensure_trained(
 
 
 def trained_encoder(
-    name: str, *, train: bool = True, store: RunStore | None = None, settings: RunSettings | None = None
+    name: str, *, settings: RunSettings, train: bool = True, store: RunStore | None = None
 ) -> tuple[EncoderSpec, dict[str, Any]] | None:
     """For the recipe catalogue: the encoder spec and portable manifest of the recipe ``name`` names,
-    trained first when missing, with the run's ``settings`` (device, data root, progress); None when
-    ``name`` is no recipe."""
-    recipe = recipe_for(name, store=store)
+    trained first when missing, with the run's ``settings`` (configuration, device, data root,
+    progress; ``store`` default: the configured runs folder); None when ``name`` is no recipe."""
+    store = store or RunStore(settings.config.runs_dir)
+    book = load_book(config=settings.config)
+    recipe = recipe_for(name, book, store)
     if recipe is None:
         return None
-    store = store or RunStore()
-    from benchharness.evaluation.run_settings import RunSettings
-
-    settings = settings or RunSettings()
-    data = DataRoot(settings.data_dir, verify=settings.verify_data)
-    folder = ensure_trained(recipe, train=train, context=context_for(settings, data), store=store)
+    data = settings.data()
+    folder = ensure_trained(recipe, train=train, context=context_for(settings, data), store=store, book=book)
     from benchharness.core.manifests import manifest_spec, read_manifest
 
     manifest = read_manifest(folder)

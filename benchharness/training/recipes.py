@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from benchharness.core.encoder import stable_hash
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
+from benchharness.core.settings import Config
 from benchharness.training.runstore import RunStore
 
 if TYPE_CHECKING:
@@ -203,11 +204,13 @@ class Recipe:
 
 @dataclass(frozen=True)
 class RecipeBook:
-    """The recipe file: raw entries by name, and the throughput measurements."""
+    """The recipe file: raw entries by name, and the throughput measurements; ``config`` says where
+    a recipe's base is looked up (the runs folder, the Hugging Face cache) when it is built."""
 
     path: Path
     entries: dict[str, dict[str, Any]]
     throughput: tuple[Throughput, ...]
+    config: Config = field(default_factory=Config, compare=False, repr=False)
 
     def names(self) -> list[str]:
         return list(self.entries)
@@ -322,14 +325,16 @@ def _cached_book(path: Path, mtime: float) -> RecipeBook:
     return read_book(path)
 
 
-def load_book(path: Path | None = None) -> RecipeBook:
-    """The recipe file (``RECIPES_FILE`` by default), re-read when it changes."""
+def load_book(path: Path | None = None, config: Config | None = None) -> RecipeBook:
+    """The recipe file (``RECIPES_FILE`` by default), re-read when it changes, whose recipes find
+    their bases where ``config`` says (None: the defaults and the environment)."""
     path = path or RECIPES_FILE
     try:
         mtime = path.stat().st_mtime
     except FileNotFoundError:
         raise RecipeError(f"recipe file {path} not found") from None
-    return _cached_book(path, mtime)
+    book = _cached_book(path, mtime)
+    return book if config is None else replace(book, config=config)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -361,11 +366,9 @@ def resolve_options(method: str, given: dict[str, Any], preset: str | None) -> t
     return value, record
 
 
-def cached_revision(hub_id: str) -> str | None:
-    """The revision the Hugging Face cache holds for a hub id (``refs/main``), or None."""
-    from benchharness.core.settings import hub_settings
-
-    ref = hub_settings().cache / f"models--{hub_id.replace('/', '--')}" / "refs" / "main"
+def cached_revision(hub_id: str, cache: Path) -> str | None:
+    """The revision the Hugging Face cache ``cache`` holds for a hub id (``refs/main``), or None."""
+    ref = cache / f"models--{hub_id.replace('/', '--')}" / "refs" / "main"
     return ref.read_text().strip() if ref.is_file() else None
 
 
@@ -389,6 +392,7 @@ def build(
     identified by its weights, not its path, so its key is the same on every machine.
     ``data_digest`` pins data the options cannot name (sentences held in memory).
     """
+    book = book or load_book()
     flags = {k.replace("-", "_"): v for k, v in flags.items()}
     runtime = sorted(set(flags) & RUNTIME_FLAGS)
     if runtime:
@@ -396,19 +400,19 @@ def build(
     base_recipe = None
     fingerprint = None
     if base.startswith(RECIPE_PREFIX):
-        base_recipe = base_recipe_named(base[len(RECIPE_PREFIX) :], book or load_book(), bases)
+        base_recipe = base_recipe_named(base[len(RECIPE_PREFIX) :], book, bases)
         revision = None
     else:
         from benchharness.training.base_model import base_folder
 
-        folder = base_folder(base)
+        folder = base_folder(base, book.config.runs_dir)
         if Path(folder).expanduser().is_dir():
             from benchharness.encoders.hub import weights_fingerprint
 
             fingerprint = weights_fingerprint(str(Path(folder).expanduser().resolve()))
             revision = None
         elif revision is None:
-            revision = cached_revision(base)
+            revision = cached_revision(base, book.config.hub().cache)
     declared = method_named(method)
     if declared.presets and preset is None:
         preset = declared.default_preset
@@ -452,7 +456,7 @@ def training_files_digest(data: Any) -> str | None:
 
 def base_recipe_named(name: str, book: RecipeBook, bases: tuple[str, ...] = ()) -> Recipe:
     """The recipe a ``recipe:<name>`` base names: a recipe of the file, else a key in the run store."""
-    recipe = book.lookup(name, bases) or stored_recipe(RunStore(), name, book)
+    recipe = book.lookup(name, bases) or stored_recipe(RunStore(book.config.runs_dir), name, book)
     if recipe is None:
         raise RecipeError(f"base recipe:{name} is neither a recipe of {book.path} nor a key in the run store")
     return recipe

@@ -64,11 +64,7 @@ class Recipe(Protocol):
 class RunStore:
     """The trained runs of recipes under one runs root."""
 
-    def __init__(self, root: Path | None = None) -> None:
-        if root is None:
-            from benchharness.core.settings import load_config
-
-            root = load_config().runs_dir
+    def __init__(self, root: str | Path) -> None:
         self.root = Path(root).expanduser()
 
     def folder(self, recipe: Recipe) -> Path:

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.settings import Config
+from benchharness.training.recipes import RecipeBook
+from benchharness.training.runstore import RunStore
 from benchharness.training.trained import TrainedEncoder
 
 
@@ -34,6 +37,7 @@ def train(
     out: str | Path | None = None,
     overwrite: bool = False,
     show_progress: bool = False,
+    config: Config | str | Path | None = None,
     **options: Any,
 ) -> TrainedEncoder:
     """Train ``recipe_or_method`` and return the trained encoder.
@@ -47,7 +51,9 @@ def train(
     declaration. ``device``: where to train. ``data_dir``: the data root the corpus and the dev
     split are read from (default: the configured one). ``out``: a folder to train into, as
     ``benchharness train --out`` does (resumable; ``overwrite`` retrains a finished one); without
-    it nothing is written.
+    it nothing is written. ``config``: the configuration (a ``benchharness.toml`` path or a loaded
+    ``Config``; default: the one found from the working directory, read once): the runs folder, the
+    data root and the Hugging Face cache.
 
     DefSent+ trains in rounds: the encoder returned is the last round's, and ``.rounds`` holds
     every round's.
@@ -58,7 +64,7 @@ def train(
     from benchharness.core.environment import kept_environment
     from benchharness.core.progress import progress_shown
     from benchharness.core.seeding import kept_random_state
-    from benchharness.core.settings import hub_settings
+    from benchharness.core.settings import configuration
     from benchharness.training import recipes
     from benchharness.training.base_model import base_folder
     from benchharness.training.dev_eval import for_training
@@ -67,7 +73,9 @@ def train(
 
     _check_keywords(recipe_or_method, device, data_dir, out, overwrite, show_progress)
     device = None if device is None else str(device)
-    method, start = _what(recipe_or_method)
+    cfg = configuration(config)
+    book = recipes.load_book(config=cfg)
+    method, start = _what(recipe_or_method, book)
     preset = options.pop("preset", None)
     given = dict(options)
     for key, value in (("max_steps", max_steps), ("seed", seed)):
@@ -86,22 +94,23 @@ def train(
             given["data"] = IN_MEMORY
             digest = stable_hash(list(held))
     try:
-        recipe = recipes.derive(method, given, recipe=start, base=base, preset=preset, data_digest=digest)
+        recipe = recipes.derive(method, given, recipe=start, base=base, preset=preset, book=book, data_digest=digest)
         refusal = None if sentences is None or recipe.typed is None else recipe.typed.sentence_data()
     except InvalidInputError:  # a method that takes other data may refuse sentences as its data
-        refusal = _sentence_refusal(method, start, base, preset, given) if sentences is not None else None
+        refusal = _sentence_refusal(method, start, base, preset, given, book) if sentences is not None else None
         if refusal is None:
             raise
         raise InvalidInputError(refusal) from None
     if refusal is not None:
         raise InvalidInputError(refusal)
     assert recipe.typed is not None  # every recipe is built with its typed options
-    data = DataRoot(data_dir)
+    data = DataRoot(cfg.data_root(data_dir))
+    store = RunStore(cfg.runs_dir)
     with kept_environment(), kept_threads(), kept_random_state(), progress_shown(show_progress):
         context = TrainingContext(
             base="",
             data=data,
-            hub=hub_settings(),
+            hub=cfg.hub(),
             device=device,
             overwrite=overwrite,
             dev=for_training,
@@ -111,10 +120,11 @@ def train(
         if out is not None:
             from benchharness.training.on_demand import train_into
 
-            runs = train_into(recipe, Path(out).expanduser(), context=context)
+            runs = train_into(recipe, Path(out).expanduser(), context=context, store=store)
         else:
             runs = recipes.method_named(recipe.method).train(
-                recipe.typed, replace(context, base=base_folder(_in_memory_base(recipe)), name=recipe.run_name)
+                recipe.typed,
+                replace(context, base=base_folder(_in_memory_base(recipe, store), cfg.runs_dir), name=recipe.run_name),
             )
             _record(recipe, runs)
     trained = [
@@ -140,12 +150,10 @@ def _check_keywords(name: Any, device: Any, data_dir: Any, out: Any, overwrite: 
             raise InvalidInputError(f"{key}={value!r}: must be True or False")
 
 
-def _what(name: str) -> tuple[str, str | None]:
+def _what(name: str, book: RecipeBook) -> tuple[str, str | None]:
     """The method a name trains and the recipe it starts from (None: the method's own)."""
     from benchharness.core.plugins import PLUGINS
-    from benchharness.training.recipes import load_book
 
-    book = load_book()
     recipe = book.lookup(name)
     if recipe is not None:
         return recipe.method, name
@@ -161,7 +169,7 @@ def _what(name: str) -> tuple[str, str | None]:
 
 
 def _sentence_refusal(
-    method: str, start: str | None, base: str | None, preset: str | None, given: dict[str, Any]
+    method: str, start: str | None, base: str | None, preset: str | None, given: dict[str, Any], book: RecipeBook
 ) -> str | None:
     """Why the method, with the other options given, takes no sentences (None: it does, or the
     options are refused for another reason)."""
@@ -169,7 +177,7 @@ def _sentence_refusal(
 
     others = {k: v for k, v in given.items() if k != "data"}
     try:
-        recipe = recipes.derive(method, others, recipe=start, base=base, preset=preset)
+        recipe = recipes.derive(method, others, recipe=start, base=base, preset=preset, book=book)
     except InvalidInputError:
         return None
     return None if recipe.typed is None else recipe.typed.sentence_data()
@@ -190,15 +198,13 @@ def _sentences(sentences: Sequence[str]) -> tuple[str, ...]:
     return kept
 
 
-def _in_memory_base(recipe: Any) -> str:
+def _in_memory_base(recipe: Any, store: RunStore) -> str:
     """The model a recipe starts from; a base that is another recipe's run must be in the run store
     already (training in memory writes nothing, so it trains no base there)."""
     if recipe.base_recipe is None:
         return str(recipe.base)
     from benchharness.training.recipes import command
-    from benchharness.training.runstore import RunStore
 
-    store = RunStore()
     if not store.finished(recipe.base_recipe):
         raise InvalidInputError(
             f"{recipe.display_name} continues the run of {recipe.base_recipe.display_name}, which is not trained: "

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.data_root import DataError, DataRoot, default_data
 from benchharness.data.corpora import CORPORA, load_corpus
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -124,7 +124,7 @@ def load_nli(spec: str, data: DataRoot | None = None) -> list[NLIPair]:
     for part in spec.split("+"):
         part = part.strip()
         if part.startswith("senteval-snli:"):
-            root = (data or DataRoot()).root
+            root = (data or default_data()).root
             pairs += read_senteval_snli(root / "senteval" / "SNLI", part.split(":", 1)[1])
             continue
         path = Path(part).expanduser()

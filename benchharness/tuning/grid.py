@@ -87,16 +87,14 @@ class DevScorer:
 
 def setup(args: argparse.Namespace) -> tuple[Resolver, DataRoot]:
     """(resolver, data root) configured like ``benchharness run`` (same cache, same defaults)."""
-    from benchharness.core.settings import load_config
     from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+    from benchharness.evaluation.run_settings import RunSettings
 
-    cfg = load_config()
-    data = DataRoot(args.data_dir, verify=not args.no_verify)
+    cfg = args.configuration
+    data = DataRoot(cfg.data_root(args.data_dir), verify=not args.no_verify)
     cache = None if args.no_cache else EmbeddingCache(cfg.cache_dir)
-    registry = Resolver(
-        {"device": args.device, "batch_size": args.batch_size, "data_dir": data.root},
-        wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)),
-    )
+    settings = RunSettings(device=args.device, batch_size=args.batch_size, data_dir=data.root, config=cfg)
+    registry = Resolver(wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)), settings=settings)
     return registry, data
 
 
@@ -131,11 +129,10 @@ def register(
     scored: list[dict[str, Any]],
     best: dict[str, Any],
     extra: dict[str, Any],
+    runs_dir: Path,
 ) -> Path:
-    """Write the run manifest that makes ``name`` resolve to ``spec``."""
-    from benchharness.core.settings import load_config
-
-    path = load_config().runs_dir / name / MANIFEST
+    """Write the run manifest that makes ``name`` resolve to ``spec``, in ``runs_dir``."""
+    path = runs_dir / name / MANIFEST
     manifest: RunManifest = {
         "name": name,
         "encoder": {"type": COMPOSE, "spec": spec},

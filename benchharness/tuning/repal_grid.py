@@ -76,6 +76,7 @@ def main(args: argparse.Namespace) -> str:
         scored,
         best,
         {"base_score": bare, "keywords": args.keywords, "fit": args.fit, "tfidf": args.tfidf},
+        args.configuration.runs_dir,
     )
     logger.info(
         "registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",

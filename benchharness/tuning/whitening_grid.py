@@ -44,7 +44,9 @@ def main(args: argparse.Namespace) -> str:
     params = ",".join(p for p in (f"k={best['k']}" if best["k"] != dim else "", fit) if p)
     spec = f"{args.encoder}+whitening({params})" if params else f"{args.encoder}+whitening"
     name = args.name or f"{args.encoder}+whitening-tuned"
-    path = tuning.register(name, spec, "whitening", args.encoder, args.task, scored, best, {"fit": args.fit})
+    path = tuning.register(
+        name, spec, "whitening", args.encoder, args.task, scored, best, {"fit": args.fit}, args.configuration.runs_dir
+    )
     logger.info(
         "registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
         name,

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.data_root import DataError, DataRoot, default_data
 from benchharness.core.encoder import Encoder, WrappingEncoder
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import DEFAULT, Role
@@ -44,7 +44,7 @@ class FitCorpus:
         if not (name in CORPORA or name.startswith("text:")):
             raise InvalidInputError(f"unknown fit corpus {name!r}; known: {', '.join(CORPORA)}, or text:<path>")
         self.name = name
-        self.data = DataRoot(data_dir)
+        self.data = DataRoot(data_dir) if data_dir is not None else default_data()
 
     @cached_property
     def sentences(self) -> list[str]:

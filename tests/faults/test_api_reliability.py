@@ -9,20 +9,18 @@ import hashlib
 import json
 import math
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import MINILM_L3
-from fakes import BrokenTask, HashEncoder
 from scipy.stats import spearmanr
 
 import benchharness
 from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.evaluation.models import as_encoder
+from tests.fakes import BrokenTask, HashEncoder
+from tests.helpers import MINILM_L3, cli
 
 TASK = "STSBenchmark-dev"
 SMALL = "SICKRelatedness-trial"
@@ -44,17 +42,6 @@ def spearman_of(results, task: str) -> float:
     result = results.get(results.encoders[0], task)
     items = results.items(result).items
     return 100 * spearmanr(items["cosine"], items["gold"])[0]
-
-
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchharness.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 # ---- 1. a transformers model loaded by hub id ----------------------------------------------------

@@ -6,36 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from benchharness.core.errors import InvalidInputError
+from tests.helpers import cli, cli_process, one_line_error
 
 TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
-
-
-def cli(cwd: Path, *args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
-    """``benchharness ARGS`` run as a user would, in ``cwd``, with this test's environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "benchharness.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **env},
-    )
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> str:
-    errors = [line for line in done.stderr.splitlines() if line.startswith("benchharness: error:")]
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert len(errors) == 1 and all(n in errors[0] for n in needles), done.stderr
-    return errors[0]
 
 
 @pytest.fixture
@@ -106,7 +85,7 @@ def test_a_manifest_of_the_wrong_shape_is_one_line_and_list_still_works(shared_r
 def test_an_unreachable_ray_address_is_a_one_line_error_within_seconds(project):
     pytest.importorskip("ray", reason="the 'distributed' extra (ray) is not installed")
     start = time.monotonic()
-    done = cli(
+    done = cli_process(
         project,
         "run",
         "--encoders",
@@ -123,7 +102,7 @@ def test_an_unreachable_ray_address_is_a_one_line_error_within_seconds(project):
     one_line_error(done, "cannot reach a Ray cluster at '127.0.0.1:1'", "within 10 s")
     assert time.monotonic() - start < 100  # ray's import is most of it; no connection is retried
     one_line_error(
-        cli(
+        cli_process(
             project,
             "run",
             "--encoders",
@@ -162,7 +141,7 @@ def test_an_address_where_something_else_answers_is_a_one_line_error(project):
 
     threading.Thread(target=answer_http, daemon=True).start()
     try:
-        done = cli(
+        done = cli_process(
             project,
             "run",
             "--encoders",
@@ -238,10 +217,10 @@ def test_a_run_under_the_runs_folder_is_announced_by_its_registered_name(shared_
     (shared_runs / "folder-1" / "manifest.json").write_text(
         json.dumps({"name": "my-run", "encoder": {"type": "compose", "spec": "glove-50d+whitening"}})
     )
-    message = resolvable_as(Path("runs/folder-1"), "my-run")
+    message = resolvable_as(Path("runs/folder-1"), "my-run", shared_runs)
     assert message.startswith("encoder registered: my-run (in ") and "--encoders my-run --tasks" in message
     assert Resolver().spec_for("my-run") == {"type": "compose", "spec": "glove-50d+whitening"}  # it resolves
-    elsewhere = resolvable_as(Path("runs/folder-1"), "another-name")  # not the name the folder registers
+    elsewhere = resolvable_as(Path("runs/folder-1"), "another-name", shared_runs)  # not the name the folder registers
     assert elsewhere.startswith(f"encoder saved in {(shared_runs / 'folder-1').resolve()} ")
 
 
@@ -266,19 +245,23 @@ def broken_plugins(project: Path) -> dict[str, str]:
 
 
 def test_a_broken_plugin_breaks_only_its_own_names(project, broken_plugins):
-    listed = cli(project, "list", "tasks", **broken_plugins)
+    listed = cli_process(project, "list", "tasks", env=broken_plugins)
     assert listed.returncode == 0 and "| STSBenchmark " in listed.stdout, listed.stderr
     warnings = [line for line in listed.stderr.splitlines() if "'broken'" in line]
     assert len(warnings) == 1 and "RuntimeError: the plugin author broke this" in warnings[0], listed.stderr
-    assert cli(project, "list", "encoders", **broken_plugins).returncode == 0
-    done = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", "--quiet", **broken_plugins)
+    assert cli_process(project, "list", "encoders", env=broken_plugins).returncode == 0
+    done = cli_process(
+        project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", "--quiet", env=broken_plugins
+    )
     assert done.returncode == 0 and "computed" in done.stdout and TASK in done.stdout, done.stderr
     one_line_error(
-        cli(project, "run", "--encoders", "ghost:x", "--tasks", TASK, "--no-cache", **broken_plugins),
+        cli_process(project, "run", "--encoders", "ghost:x", "--tasks", TASK, "--no-cache", env=broken_plugins),
         "families plugin 'ghost' = 'bh_no_such_module:FAMILY' (from bh-broken) cannot be loaded",
     )
     one_line_error(
-        cli(project, "run", "--encoders", "glove-50d", "--tasks", "BrokenTask", "--no-cache", **broken_plugins),
+        cli_process(
+            project, "run", "--encoders", "glove-50d", "--tasks", "BrokenTask", "--no-cache", env=broken_plugins
+        ),
         "unknown task 'BrokenTask'",
         "unavailable: tasks plugin 'broken'",
     )
@@ -288,13 +271,13 @@ def test_a_broken_plugin_breaks_only_its_own_names(project, broken_plugins):
 
 
 def test_a_broken_method_plugin_named_by_train_gives_its_load_error_not_argparse_usage(project, broken_plugins):
-    done = cli(project, "train", "ghostly", "--base", "x", "--out", "run", **broken_plugins)
+    done = cli_process(project, "train", "ghostly", "--base", "x", "--out", "run", env=broken_plugins)
     assert done.returncode == 2 and "usage:" not in done.stderr, done.stderr
     assert (
         "benchharness: error: methods plugin 'ghostly' = 'bh_no_such_method' (from bh-broken) cannot be loaded"
         in done.stderr
     )
-    assert cli(project, "train", "--help", **broken_plugins).returncode == 0  # the other methods still list
+    assert cli_process(project, "train", "--help", env=broken_plugins).returncode == 0  # the other methods still list
 
 
 def test_a_file_task_named_as_a_builtin_stops_no_command(project):

@@ -18,6 +18,7 @@ import pytest
 from benchharness.cli import main
 from benchharness.core.results import ResultStore
 from benchharness.training.recipes import RecipeError, read_book
+from tests.helpers import cli, one_line_error
 
 HOSTILE = [
     "..",
@@ -358,19 +359,6 @@ def test_editing_a_training_file_makes_another_recipe(tmp_path, tiny_bert):
 
 
 # ---- through the real command line, in a subprocess ------------------------------------------------
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    """``benchharness ARGS`` run as a user would, in ``cwd``, with this test's environment."""
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
-
-
-def one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
-    errors = [line for line in done.stderr.splitlines() if line.startswith("benchharness: error:")]
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert len(errors) == 1 and all(n in errors[0] for n in needles), done.stderr
 
 
 def _train_tiny(project: Path, tiny_bert: Path, out: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,6 @@ import urllib.request
 
 import numpy as np
 import pytest
-from fakes import HashEncoder
 
 from benchharness import tasks
 from benchharness.cli import main
@@ -22,6 +21,7 @@ from benchharness.core.results import SLUG_MAX, ResultMismatchError, ResultStore
 from benchharness.core.specs import Family
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
+from tests.fakes import HashEncoder
 
 TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
 

@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 
 from benchharness.core.results import ResultStore
-from tests.conftest import DATA, HF_CACHE, MINILM_L3, ROOT, needs_data
 from tests.fakes import HashEncoder
+from tests.helpers import DATA, HF_CACHE, MINILM_L3, ROOT, needs_data
 
 STSB = "senteval/STS/STSBenchmark/sts-test.csv"
 PLUGIN = ROOT / "tests" / "faults_plugin.py"

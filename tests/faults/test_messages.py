@@ -12,14 +12,10 @@ import json
 import math
 import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, needs_data
-from fakes import BrokenTask, HashEncoder
 
 from benchharness import tasks
 from benchharness.core.data_root import DataError, DataRoot
@@ -29,27 +25,15 @@ from benchharness.data.readers import STSB_COLUMNS, read_scored_tsv
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 from benchharness.scoring.metrics import UndefinedCorrelationError, correlations
+from tests.fakes import BrokenTask, HashEncoder
+from tests.helpers import DATA, cli, cli_process, needs_data
 
 TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
 GLOVE_SUBSET = "glove/glove.6B.50d.subset.txt.gz"
 
 
-def cli(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 600) -> tuple[int, str]:
-    """``benchharness <args>`` in a fresh process; its exit status and stdout + stderr."""
-    out = subprocess.run(
-        [sys.executable, "-m", "benchharness.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
-        check=False,
-    )
-    return out.returncode, out.stdout + out.stderr
-
-
-def one_line_error(rc: int, out: str) -> str:
-    """The message of a command that failed as a user error: exit 2, one line, no traceback."""
+def only_error_line(rc: int, out: str) -> str:
+    """The message of a command that failed as a user error: exit 2, one line in all it printed, no traceback."""
     assert rc == 2, out
     assert "Traceback" not in out, out
     lines = [line for line in out.splitlines() if line.strip()]
@@ -81,7 +65,7 @@ def test_a_pairs_file_with_constant_gold_scores_fails_in_one_line_naming_it(proj
         "sentence1,sentence2,score\n" + "".join(f"a man walks {i},a man runs {i},3.0\n" for i in range(30))
     )
     (project / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[tasks.flat]\nfile = "flat.csv"\n')
-    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", "flat", "--no-cache")
+    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", "flat", "--no-cache").outcome
     assert rc == 1, out
     assert f"gold scores are all 3.0 in {pairs}: a correlation with a constant is undefined" in out
     assert "encoding" not in out  # refused when the task loads, before any sentence is encoded
@@ -96,7 +80,7 @@ def test_an_encoder_giving_every_sentence_the_same_vector_is_named_as_such(proje
     words = sorted({w for s in task.sentences() for w in s.lower().split()})
     vectors = project / "same.txt"
     vectors.write_text("".join(f"{w} 0.5 0.5\n" for w in words))  # every sentence averages to (0.5, 0.5)
-    rc, out = cli(project, "run", "--encoders", f"glove:{vectors}", "--tasks", TASK, "--no-cache")
+    rc, out = cli(project, "run", "--encoders", f"glove:{vectors}", "--tasks", TASK, "--no-cache").outcome
     assert rc == 1, out
     assert (
         f"the cosines are all 1 on {TASK}: the encoder scores every pair alike (the same vector for every "
@@ -142,11 +126,11 @@ def test_a_nan_metric_fails_its_task_alone_and_is_never_reported_or_stored(data_
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "1e999"])
 def test_a_stored_non_finite_main_score_is_recomputed_not_reused(project, value):
-    assert cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache")[0] == 0
+    assert cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache").outcome[0] == 0
     path = project / "results" / "glove-50d" / f"{TASK}.json"
     good = json.loads(path.read_text())["main_score"]
     path.write_text(path.read_text().replace(f'"main_score": {json.dumps(good)}', f'"main_score": {value}'))
-    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache")
+    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache").outcome
     assert rc == 0, out
     assert str(path) in out and "recomputing" in out and "Traceback" not in out
     assert json.loads(path.read_text())["main_score"] == good  # the same code computes the same score
@@ -168,14 +152,14 @@ def test_a_deeply_nested_result_file_is_named_in_one_line(project):
     path = project / "results" / "glove-50d" / f"{TASK}.json"
     path.parent.mkdir(parents=True)
     path.write_text("[" * 200_000 + "]" * 200_000)
-    line = one_line_error(*cli(project, "compare", "glove-50d", "glove-50d", "--tasks", TASK))
+    line = only_error_line(*cli(project, "compare", "glove-50d", "glove-50d", "--tasks", TASK).outcome)
     assert str(path) in line and "nested too deeply" in line
 
 
 @needs_data(GLOVE_SUBSET)
 def test_an_object_array_items_file_is_refused_naming_it_and_never_unpickled(project, data_dir):
     other = f"glove:{data_dir / GLOVE_SUBSET}"
-    assert cli(project, "run", "--encoders", f"glove-50d,{other}", "--tasks", TASK, "--no-cache")[0] == 0
+    assert cli(project, "run", "--encoders", f"glove-50d,{other}", "--tasks", TASK, "--no-cache").outcome[0] == 0
     path = project / "results" / "glove-50d" / f"{TASK}.json"
     record = json.loads(path.read_text())
     items = path.with_name(record["items"]["file"])
@@ -185,7 +169,7 @@ def test_an_object_array_items_file_is_refused_naming_it_and_never_unpickled(pro
     items.write_bytes(buffer.getvalue())
     record["items"]["sha256"] = hashlib.sha256(buffer.getvalue()).hexdigest()
     path.write_text(json.dumps(record))
-    line = one_line_error(*cli(project, "compare", "glove-50d", other, "--tasks", TASK))
+    line = only_error_line(*cli(project, "compare", "glove-50d", other, "--tasks", TASK).outcome)
     assert str(items) in line and "Object arrays cannot be loaded" in line
     assert not marker.exists()
 
@@ -196,7 +180,7 @@ def _two_stored_encoders(project) -> tuple[str, Path, dict]:
     with gzip.open(DATA / GLOVE_SUBSET, "rt", encoding="utf8") as fh:
         (project / "small.txt").write_text("".join(next(fh) for _ in range(3000)))
     other = f"glove:{project / 'small.txt'}"
-    assert cli(project, "run", "--encoders", f"glove-50d,{other}", "--tasks", TASK, "--no-cache")[0] == 0
+    assert cli(project, "run", "--encoders", f"glove-50d,{other}", "--tasks", TASK, "--no-cache").outcome[0] == 0
     path = project / "results" / "glove-50d" / f"{TASK}.json"
     return other, path, json.loads(path.read_text())
 
@@ -210,7 +194,7 @@ def test_a_damaged_items_record_is_named_in_one_line(project, key, value):
     other, path, record = _two_stored_encoders(project)
     record["items"][key] = value
     path.write_text(json.dumps(record))
-    line = one_line_error(*cli(project, "compare", "glove-50d", other, "--tasks", TASK))
+    line = only_error_line(*cli(project, "compare", "glove-50d", other, "--tasks", TASK).outcome)
     assert f"{path}: its items record is damaged ({key!r} is {json.dumps(value)})" in line
 
 
@@ -233,7 +217,7 @@ def test_items_arrays_that_benchharness_never_writes_are_refused_naming_the_file
     items.write_bytes(buffer.getvalue())
     record["items"]["sha256"] = hashlib.sha256(buffer.getvalue()).hexdigest()
     path.write_text(json.dumps(record))
-    line = one_line_error(*cli(project, "compare", "glove-50d", other, "--tasks", TASK))
+    line = only_error_line(*cli(project, "compare", "glove-50d", other, "--tasks", TASK).outcome)
     assert f"{items}: not per-item outputs benchharness wrote ({expected}" in line
 
 
@@ -245,9 +229,11 @@ def test_a_fifo_in_place_of_a_result_manifest_or_digest_store_does_not_hang_a_ru
     result = project / "results" / "glove-50d" / f"{TASK}.json"
     for fifo in (result, runs / "fifo" / "manifest.json", project / ".cache" / "digests.json"):
         os.mkfifo(fifo)
-    rc, out = cli(
+    # a fresh process: a read that blocked on a fifo would hang it, not the test session
+    done = cli_process(
         project, "run", "--encoders", "glove-50d", "--tasks", TASK, env={"BENCHHARNESS_RUNS": str(runs)}, timeout=120
     )
+    rc, out = done.returncode, done.stdout + done.stderr
     assert rc == 0 and f"{result}: not a regular file; delete it to recompute; recomputing" in out, out
     assert json.loads(result.read_text())["task"] == TASK
 
@@ -261,7 +247,7 @@ def test_a_fifo_in_place_of_a_result_manifest_or_digest_store_does_not_hang_a_ru
 )
 def test_a_config_file_that_is_not_utf8_or_nested_too_deeply_is_one_line(project, content, expected):
     (project / "benchharness.toml").write_bytes(content)
-    line = one_line_error(*cli(project, "list", "tasks"))
+    line = only_error_line(*cli(project, "list", "tasks").outcome)
     assert f"{project / 'benchharness.toml'}: {expected}" in line
 
 
@@ -270,9 +256,9 @@ def test_a_deeply_nested_run_manifest_breaks_only_its_own_name(project):
     (runs / "deep").mkdir(parents=True)
     (runs / "deep" / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
     env = {"BENCHHARNESS_RUNS": str(runs)}
-    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", env=env)
+    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", env=env).outcome
     assert rc == 0 and "Traceback" not in out, out
-    line = one_line_error(*cli(project, "run", "--encoders", str(runs / "deep"), "--tasks", TASK, env=env))
+    line = only_error_line(*cli(project, "run", "--encoders", str(runs / "deep"), "--tasks", TASK, env=env).outcome)
     assert f"{runs / 'deep' / 'manifest.json'}: not a benchharness run manifest" in line
 
 
@@ -297,14 +283,14 @@ def test_a_word2vec_header_is_read_as_one_and_checked_against_the_body(project):
     plain.write_text("".join(lines))
     w2v.write_text("5000 50\n" + "".join(line.rstrip("\n") + " \n" for line in lines))  # the C tool's spaces
     short.write_text("6000 50\n" + "".join(lines))
-    rc, out = cli(project, "run", "--encoders", f"glove:{plain},glove:{w2v}", "--tasks", TASK, "--no-cache")
+    rc, out = cli(project, "run", "--encoders", f"glove:{plain},glove:{w2v}", "--tasks", TASK, "--no-cache").outcome
     assert rc == 0, out
     scores = {
         p: json.loads(next((project / "results").glob(f"*{p.stem}*/{TASK}.json")).read_text())["main_score"]
         for p in (plain, w2v)
     }
     assert scores[plain] == scores[w2v]
-    rc, out = cli(project, "run", "--encoders", f"glove:{short}", "--tasks", TASK, "--no-cache")
+    rc, out = cli(project, "run", "--encoders", f"glove:{short}", "--tasks", TASK, "--no-cache").outcome
     assert rc == 1 and f"{short}:5001: 5000 vectors, but the word2vec header on line 1 says 6000" in out, out
     assert "Traceback" not in out
 
@@ -339,8 +325,8 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(projec
     adir.mkdir()
     subs = {"FILE": str(afile), "DIR": str(adir)}
     args = [next((w.replace(k, v) for k, v in subs.items() if k in w), w) for w in words]
-    rc, out = cli(project, *args, env={"BENCHHARNESS_RUNS": str(afile)})
-    line = one_line_error(rc, out)
+    rc, out = cli(project, *args, env={"BENCHHARNESS_RUNS": str(afile)}).outcome
+    line = only_error_line(rc, out)
     assert expected.replace("FILE", str(afile)).replace("DIR", str(adir)) in line
     assert afile.read_text() == "a file" and not any(adir.iterdir())
     assert not (project / "results").exists() and not (project / ".cache").exists()
@@ -355,7 +341,7 @@ def test_an_output_under_a_folder_no_file_can_be_created_in_is_refused_before_an
         parent.mkdir(mode=0o555)
         if os.geteuid() == 0:
             pytest.skip("root writes in a folder without write permission")
-    line = one_line_error(*cli(project, "analyze", "glove-50d", "--out", str(parent / "benchharness-out")))
+    line = only_error_line(*cli(project, "analyze", "glove-50d", "--out", str(parent / "benchharness-out")).outcome)
     assert f"--out {parent / 'benchharness-out'}: cannot write it, {parent} is not writable (" in line
     assert not (project / ".cache").exists()  # refused before any encoding
 
@@ -365,8 +351,8 @@ def test_an_output_under_a_folder_no_file_can_be_created_in_is_refused_before_an
 
 def test_run_with_a_results_dir_that_is_a_file_stops_before_encoding(project):
     (project / "afile").write_text("")
-    line = one_line_error(
-        *cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", "--results-dir", "afile")
+    line = only_error_line(
+        *cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--no-cache", "--results-dir", "afile").outcome
     )
     assert "--results-dir afile is a file; give a folder" in line
 
@@ -377,32 +363,32 @@ def test_the_compare_hint_run_literally_computes_every_missing_result(project):
         (project / "small.txt").write_text("".join(next(fh) for _ in range(5000)))
     other = f"glove:{project / 'small.txt'}"
     compare = ("compare", "glove-50d", other, "--tasks", f"STS13,{TASK}")
-    line = one_line_error(*cli(project, *compare))
+    line = only_error_line(*cli(project, *compare).outcome)
     assert f"glove-50d on STS13, {other} on STS13, glove-50d on {TASK}, {other} on {TASK}" in line
     hint = shlex.split(line.partition("produce them with: ")[2])
-    assert hint[0] == "benchharness" and cli(project, *hint[1:])[0] == 0
-    rc, out = cli(project, *compare)
+    assert hint[0] == "benchharness" and cli(project, *hint[1:]).outcome[0] == 0
+    rc, out = cli(project, *compare).outcome
     assert rc == 0 and "Traceback" not in out, out
 
 
 def test_run_verify_leaves_the_project_and_the_user_cache_untouched(project, tmp_path):
     env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    assert cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, env=env)[0] == 0
+    assert cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, env=env).outcome[0] == 0
     remembered = [p for f in (project, tmp_path / "xdg") if f.exists() for p in f.rglob("digests.json")]
     assert remembered  # a run with a cache remembers digests
     for path in remembered:  # a cache cleared since, or results stored elsewhere: verify must not remember them
         path.unlink()
     before = snapshot(project, tmp_path / "xdg")
-    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--verify", env=env)
+    rc, out = cli(project, "run", "--encoders", "glove-50d", "--tasks", TASK, "--verify", env=env).outcome
     assert rc == 0 and "reproduced" in out, out
     assert snapshot(project, tmp_path / "xdg") == before
 
 
 def test_the_sts_evaluator_logs_the_pair_count_as_a_count(data_dir):
-    from conftest import MINILM_L3
     from sentence_transformers import SentenceTransformer
 
     from benchharness.training.evaluators import STSEvaluator
+    from tests.helpers import MINILM_L3
 
     metrics = STSEvaluator(data_dir=str(data_dir))(SentenceTransformer(MINILM_L3, device="cpu"))
     assert metrics["benchharness_STSBenchmark-dev_n"] == 1500

@@ -6,10 +6,10 @@ encodes only the rest and scores what the uninterrupted encoder scored."""
 from __future__ import annotations
 
 import pytest
-from conftest import needs_data
-from embedding_server import MODEL, EmbeddingServer, missing_reason
 
 import benchharness
+from tests.embedding_server import MODEL, EmbeddingServer, missing_reason
+from tests.helpers import needs_data
 
 pytestmark = [
     pytest.mark.slow,

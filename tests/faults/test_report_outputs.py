@@ -21,22 +21,10 @@ import pytest
 
 from benchharness.core.results import Result, ResultStore
 from benchharness.reporting.leaderboard import SECTIONS
+from tests.helpers import cli, one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
 STS = SECTIONS[0]
-
-
-def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchharness.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
-    )
-
-
-def one_line_error(done: subprocess.CompletedProcess, *needles: str) -> str:
-    errors = [line for line in done.stderr.splitlines() if line.startswith("benchharness: error:")]
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert len(errors) == 1 and all(n in errors[0] for n in needles), done.stderr
-    return errors[0]
 
 
 def result(encoder: str, task: str, score: float, confidence: dict | None = None) -> Result:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, HF_CACHE, ROOT, needs_data
+from tests.helpers import DATA, HF_CACHE, ROOT, needs_data
 
 DEV = "senteval/STS/STSBenchmark/sts-dev.csv"
 TEST = "senteval/STS/STSBenchmark/sts-test.csv"

@@ -184,7 +184,7 @@ def run_project_steps(
     and return each step's batch and the torch RNG state at the start of its forward pass."""
     # the loop under test, as the authoring module re-exports it
     from benchharness.training.authoring import run_loop
-    from tests.conftest import training
+    from tests.helpers import training
 
     seen: list[Observed] = []
 

@@ -14,7 +14,7 @@ from benchharness.core.data_root import DataRoot
 from benchharness.tasks import from_files
 from benchharness.tasks.from_files import register_file_task
 from benchmarks.stsb_beir import encoded_once, pytrec_per_query, write_stsb_beir
-from tests.conftest import DATA, needs_data
+from tests.helpers import DATA, needs_data
 
 pytest.importorskip("pytrec_eval")
 

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from shared_steps import (
+
+from benchharness.training.methods.consert.model import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
+from tests.fidelity.shared_steps import (
     APART,
     TOL,
     AdamW,
@@ -43,8 +45,6 @@ from shared_steps import (
     run_project_steps,
     trainable,
 )
-
-from benchharness.training.methods.consert.model import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
 
 SENTENCES = [
     "a man is playing a guitar on stage .",

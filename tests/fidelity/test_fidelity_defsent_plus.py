@@ -18,7 +18,16 @@ import json
 
 import pytest
 import torch
-from shared_steps import (
+
+from benchharness.core.data_root import DataRoot
+from benchharness.core.settings import Config
+from benchharness.training.method import TrainingContext
+from benchharness.training.methods.defsent_plus import model as defsent_plus
+from benchharness.training.methods.defsent_plus.dictionary import Dictionary
+from benchharness.training.methods.defsent_plus.entry_space import entry_embeddings
+from benchharness.training.methods.defsent_plus.method import METHOD
+from benchharness.training.options import resolve
+from tests.fidelity.shared_steps import (
     APART,
     TOL,
     AdamW,
@@ -36,16 +45,7 @@ from shared_steps import (
     run_project_steps,
     trainable,
 )
-
-from benchharness.core.data_root import DataRoot
-from benchharness.core.settings import hub_settings
-from benchharness.training.method import TrainingContext
-from benchharness.training.methods.defsent_plus import model as defsent_plus
-from benchharness.training.methods.defsent_plus.dictionary import Dictionary
-from benchharness.training.methods.defsent_plus.entry_space import entry_embeddings
-from benchharness.training.methods.defsent_plus.method import METHOD
-from benchharness.training.options import resolve
-from tests.conftest import DATA
+from tests.helpers import DATA
 
 TOY = [
     ("revitalize", "give new life or vigor to"),
@@ -218,7 +218,7 @@ def test_pst_round_two_trains_the_original_weights_against_round_one_entries(tin
         {"dictionary": str(dictionary), "rounds": 2, "batch_size": 32, "round_lrs": "1e-2,0", "no_final_space": True},
         METHOD.adjust,
     )
-    runs = METHOD.train(options, TrainingContext(base=str(base), data=DataRoot(DATA), hub=hub_settings(), out=out))
+    runs = METHOD.train(options, TrainingContext(base=str(base), data=DataRoot(DATA), hub=Config().hub(), out=out))
     assert [run.completed for run in runs] == [True, True]
     r1, r2 = out.with_name("toy-r1"), out.with_name("toy-r2")
     original, _ = load_tiny(base)

@@ -33,8 +33,10 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import DATA
-from shared_steps import (
+
+from benchharness.training.methods.paser.model import PRESETS, PaSeR, mlm_mask
+from benchharness.training.methods.paser.rake import rake
+from tests.fidelity.shared_steps import (
     APART,
     TOL,
     AdamW,
@@ -51,9 +53,7 @@ from shared_steps import (
     run_project_steps,
     trainable,
 )
-
-from benchharness.training.methods.paser.model import PRESETS, PaSeR, mlm_mask
-from benchharness.training.methods.paser.rake import rake
+from tests.helpers import DATA
 
 SENTENCES = [
     "the quick brown fox jumps over the lazy dog",

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from shared_steps import (
+
+from benchharness.training.methods.simcse.model import PRESETS, SimCSE
+from tests.fidelity.shared_steps import (
     APART,
     TOL,
     AdamW,
@@ -35,8 +37,6 @@ from shared_steps import (
     run_project_steps,
     trainable,
 )
-
-from benchharness.training.methods.simcse.model import PRESETS, SimCSE
 
 SENTENCES = [
     "a man is playing a guitar .",

@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests.conftest import DATA, needs_data
+from tests.helpers import DATA, needs_data
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, needs_data
-from embedding_server import MODEL, EmbeddingServer, missing_reason
 from scipy.stats import spearmanr
 
 import benchharness
 from benchharness.core.errors import UserError
 from benchharness.evaluation.models import as_encoder
+from tests.embedding_server import MODEL, EmbeddingServer, missing_reason
+from tests.helpers import ROOT, needs_data
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason()))]
 

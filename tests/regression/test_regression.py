@@ -29,7 +29,7 @@ def test_stored_sts_results_reproduce(encoder, data_dir, tmp_path):
     summary = run(
         [encoder],
         [tasks.get(n) for n in names],
-        Resolver({"data_dir": data_dir}).get,
+        Resolver(settings=RunSettings(data_dir=data_dir)).get,
         DataRoot(data_dir),
         fresh_store,
         RunSettings(),

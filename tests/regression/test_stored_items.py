@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from benchharness.core.results import RESERVED_FOLDERS
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 RESULTS = sorted(p for p in (ROOT / "results").glob("*/*.json") if p.parent.name not in RESERVED_FOLDERS)
 

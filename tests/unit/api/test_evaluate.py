@@ -12,6 +12,7 @@ import torch
 import benchharness
 from benchharness.encoders.in_memory import module_fingerprint
 from benchharness.evaluation.models import as_encoder
+from tests.helpers import DATA
 
 TASK = "STSBenchmark-dev"
 
@@ -77,7 +78,7 @@ def test_the_harness_batches_for_a_callable(isolated):
 
     benchharness.evaluate(fn, TASK, batch_size=100, identity="chars")
     dev = benchharness.tasks.get(TASK)
-    dev.load(benchharness.core.data_root.DataRoot())
+    dev.load(benchharness.core.data_root.DataRoot(DATA))
     n = len(dict.fromkeys(dev.sentences()))
     assert sizes == [100] * (n // 100) + ([n % 100] if n % 100 else [])
 

@@ -14,7 +14,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import HF_CACHE, MINILM_L3, ROOT, needs_data
+
+from tests.helpers import HF_CACHE, MINILM_L3, ROOT, needs_data
 
 #: what the checks compare before and after each library call. The third-party libraries a call
 #: loads are imported first: some set variables of their own at import (sklearn the KMP_* of
@@ -64,7 +65,7 @@ print(json.dumps({{"before": before, "after": snapshot(), "tasks": [r.task for r
 def test_a_hub_encoder_loads_offline_from_the_configured_cache_and_leaves_the_process_as_found(offline_checkout):
     got = run_in_checkout(f"""
 from benchharness.core.errors import MissingFileError
-from benchharness.core.settings import hub_settings
+from benchharness.core.settings import load_config
 from benchharness.encoders import hub
 from benchharness.evaluation.resolver import Resolver
 torch.set_num_threads(1)
@@ -72,12 +73,12 @@ before = snapshot()
 vectors = Resolver().get("minilm-l3").encode(["a man plays a guitar .", "a dog runs ."])
 via_hf = Resolver().get("hf:{MINILM_L3}?pooling=avg").encode(["a man plays a guitar ."])
 try:
-    hub.resolve("fake-org/not-in-any-cache")
+    hub.resolve("fake-org/not-in-any-cache", load_config().hub())
     missing = "downloaded?"
 except MissingFileError as exc:
     missing = str(exc)
 print(json.dumps({{"before": before, "after": snapshot(), "shape": list(vectors.shape),
-                   "hf_shape": list(via_hf.shape), "cache": str(hub_settings().cache), "missing": missing}}))
+                   "hf_shape": list(via_hf.shape), "cache": str(load_config().hub().cache), "missing": missing}}))
 """)
     assert got["shape"] == [2, 384] and got["hf_shape"] == [1, 384]
     assert got["cache"] == str(HF_CACHE.resolve())  # benchharness.toml's hf_hub_cache, not ~/.cache

@@ -8,22 +8,23 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
 
 from benchharness.cli import process
+from benchharness.core.settings import Config
+from tests.helpers import ROOT
 
 
 def test_one_onednn_kernel_cache_entry_unless_bf16_is_asked_for_or_the_user_chose(monkeypatch):
     monkeypatch.setattr(process, "keep_freed_memory", lambda: False)  # not in the test process
     monkeypatch.delenv(process.ONEDNN_CACHE_ENV, raising=False)
-    process.configure(["run", "--encoders", "minilm-l3", "--tasks", "sts"])
+    process.configure(["run", "--encoders", "minilm-l3", "--tasks", "sts"], Config())
     assert os.environ[process.ONEDNN_CACHE_ENV] == "1"
     for argv in (["train", "paser", "--precision", "bf16"], ["run", "--encoders", "hf:x?precision=bf16"]):
         monkeypatch.delenv(process.ONEDNN_CACHE_ENV, raising=False)
-        process.configure(argv)  # bf16 autocast needs oneDNN's many kernels: its default stays
+        process.configure(argv, Config())  # bf16 autocast needs oneDNN's many kernels: its default stays
         assert process.ONEDNN_CACHE_ENV not in os.environ
     monkeypatch.setenv(process.ONEDNN_CACHE_ENV, "64")
-    process.configure(["run", "--encoders", "minilm-l3"])
+    process.configure(["run", "--encoders", "minilm-l3"], Config())
     assert os.environ[process.ONEDNN_CACHE_ENV] == "64"
 
 

@@ -7,12 +7,12 @@ import json
 
 import numpy as np
 import pytest
-from vector_fakes import DOCUMENTS, PAIRS, PROVIDER, QUERIES, RoleHashEncoder
 
 import benchharness
 from benchharness.cli import main
 from benchharness.core.prompts import Role, parse_role
 from benchharness.core.task import EncoderDrivenTask, TaskMetadata, TaskProvider
+from tests.vector_fakes import DOCUMENTS, PAIRS, PROVIDER, QUERIES, RoleHashEncoder
 
 
 @pytest.fixture

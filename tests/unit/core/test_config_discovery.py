@@ -3,6 +3,8 @@ benchharness.toml (here or in a parent), else the per-user file; and where resul
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from benchharness.cli import main
@@ -50,11 +52,12 @@ def test_config_names_the_file_on_the_command_line(fresh, monkeypatch, capsys):
     assert main(["--config", str(chosen), "list", "encoders"]) == 0
     names = [line.split("|")[1].strip() for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert "g" in names and "h" not in names
+    assert os.environ["BENCHHARNESS_CONFIG"] == ""  # an argument, not exported to the environment
     assert main(["--config", str(fresh / "missing.toml"), "list", "tasks"]) == 2
-    assert "missing.toml (--config / $BENCHHARNESS_CONFIG) does not exist" in capsys.readouterr().err
+    assert "missing.toml (--config) does not exist" in capsys.readouterr().err
 
 
 def test_a_missing_data_root_is_named_with_how_to_get_it(fresh, monkeypatch):
     monkeypatch.chdir(fresh)
     with pytest.raises(DataError, match=r"the data root .*/data does not exist: point --data-dir, \$BENCHHARNESS_DATA"):
-        DataRoot().path("senteval/STS/x.txt", "senteval")
+        DataRoot(settings.load_config().data_root()).path("senteval/STS/x.txt", "senteval")

@@ -44,7 +44,7 @@ def test_encoders_and_training_follow_the_rule_of_core_devices(
     accept: there is no second copy of the rule."""
     from benchharness.encoders.huggingface import HFEncoder
     from benchharness.training.launch import preflight
-    from tests.conftest import training
+    from tests.helpers import training
 
     config = training(tiny_bert, tmp_path / "run", precision="bf16", device="cpu")
     monkeypatch.setattr(devices, "has_native_bf16", lambda: False)

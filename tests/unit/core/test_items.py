@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-from fakes import HashEncoder
 from scipy.stats import spearmanr
 from sklearn.model_selection import StratifiedKFold
 from unit.tasks.test_transfer import TINY, _write_binary
@@ -16,6 +15,7 @@ from benchharness.core.results import ResultStore
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 from benchharness.tasks.transfer import BinaryTask
+from tests.fakes import HashEncoder
 
 
 def _run(data_dir, store, encoder, names, **kw):

@@ -11,6 +11,7 @@ import pytest
 
 from benchharness.core.plugins import KINDS, PLUGINS, PluginError
 from benchharness.evaluation.resolver import Resolver
+from benchharness.evaluation.run_settings import RunSettings
 
 
 @pytest.fixture
@@ -72,7 +73,7 @@ def test_a_plugin_of_another_distribution_is_found_and_loaded_only_when_asked_fo
     entry = PLUGINS.entry("postprocessors", "double")
     assert entry is not None and entry.source == "bh-outside-plugin" and not entry.loaded
     assert "bh_outside_plugin" not in sys.modules  # listing names imports nothing
-    resolver = Resolver({"data_dir": data_dir})
+    resolver = Resolver(settings=RunSettings(data_dir=data_dir))
     base, doubled = resolver.get("glove-50d"), resolver.get("glove-50d+double")
     sentences = ["a dog runs", "the cat sleeps"]
     np.testing.assert_array_equal(doubled.encode(sentences), 2 * base.encode(sentences))

@@ -8,7 +8,6 @@ import shutil
 
 import numpy as np
 import pytest
-from fakes import HashEncoder
 
 from benchharness.core.data_root import DataRoot
 from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Prompts, Role
@@ -18,6 +17,7 @@ from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 from benchharness.evaluation.resolver import Resolver
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
+from tests.fakes import HashEncoder
 
 QUERIES = ["how do cats sleep", "shared text"]
 DOCUMENTS = ["shared text", "cats sleep a lot"]

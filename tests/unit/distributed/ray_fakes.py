@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from fakes import HashEncoder
+from tests.fakes import HashEncoder
 
 
 class SlowHash(HashEncoder):

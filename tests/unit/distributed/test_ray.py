@@ -15,7 +15,7 @@ from benchharness.cli import main
 from benchharness.core.results import ResultStore
 from benchharness.evaluation.cache import EmbeddingCache, sentence_key
 from benchharness.evaluation.run_settings import RunSettings
-from tests.conftest import needs_data
+from tests.helpers import DATA, needs_data
 
 pytestmark = [
     pytest.mark.distributed,
@@ -179,14 +179,13 @@ def _task_sentences(name: str) -> list[str]:
     from benchharness.core.data_root import DataRoot
 
     task = tasks.get(name)
-    task.load(DataRoot())
+    task.load(DataRoot(DATA))
     return task.sentences()
 
 
 def test_an_actor_that_builds_another_identity_is_refused(ray_project):
-    from fakes import HashEncoder
-
     from benchharness.evaluation.encode_pool import ActorPools, IdentityMismatchError
+    from tests.fakes import HashEncoder
 
     impostor = HashEncoder("glove-50d")  # what the driver holds under the name; the actors build GloVe
     pools = ActorPools(RunSettings(encode_actors=1, cache_dir=ray_project / "cache"))
@@ -213,10 +212,9 @@ def test_asking_for_more_actors_than_slots_is_refused_not_left_waiting(ray_proje
 
 
 def test_a_killed_actor_loses_only_its_chunks_in_flight(ray_project, ray_cluster, tmp_path):
-    from fakes import HashEncoder
-
     from benchharness.evaluation.encode_pool import ActorPools
     from benchharness.evaluation.resolver import Resolver
+    from tests.fakes import HashEncoder
 
     ray, _ = ray_cluster
     marks = tmp_path / "marks"

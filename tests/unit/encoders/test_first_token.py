@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import MINILM_L3
 
 from benchharness.encoders import first_token
 from benchharness.encoders.backends import EagerBackend
 from benchharness.encoders.huggingface import HFEncoder
+from tests.helpers import MINILM_L3
 
 SENTENCES = [
     "a man is playing a guitar .",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import MINILM_L3
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 
@@ -14,6 +13,7 @@ import benchharness.core.devices as devices
 from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.inference import Tokens, encode_tokens, token_batches, tokenize
 from benchharness.encoders.sbert import SentenceTransformerEncoder
+from tests.helpers import MINILM_L3
 
 SENTENCES = [
     "a man is playing a guitar .",

@@ -13,16 +13,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import needs_data
 from scipy.stats import spearmanr
 from sklearn.decomposition import PCA
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from benchharness.core.encoder import Encoder
+from benchharness.core.settings import load_config
 from benchharness.core.specs import UnknownEncoderError
 from benchharness.encoders.postprocess.repal import RepAL
 from benchharness.encoders.postprocess.whitening import Whitening
 from benchharness.evaluation.resolver import Resolver
+from tests.helpers import needs_data
 
 WORDS = [
     "man",
@@ -354,6 +355,7 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
             "tiny-tuned",
         ]
     )
+    args.configuration = load_config()  # what the command line reads once and hands every command
     output = tune_repal.main(args)  # the command's output: the grid and the best point
     assert "| l1=0.5 " in output and "-> best" in output
     manifest = json.loads((tmp_path / "runs/tiny-tuned/manifest.json").read_text())

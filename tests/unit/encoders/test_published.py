@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import MINILM_L3, make_tiny_bert
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertModel, RobertaConfig, RobertaForMaskedLM
 
 from benchharness.encoders import download as download_mod
@@ -30,6 +29,7 @@ from benchharness.encoders import published
 from benchharness.encoders.checkpoint import checkpoint_keys, load_complete
 from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.pooling import POOLINGS
+from tests.helpers import MINILM_L3, make_tiny_bert
 
 SENTENCES = [
     "a man is playing a guitar .",

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import HF_CACHE, MINILM_L3
 from scipy.stats import spearmanr
 
 from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
 from benchharness.evaluation.resolver import Resolver
+from tests.helpers import HF_CACHE, MINILM_L3
 
 SENTENCES = [
     "a man is playing a guitar .",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
-from tests.conftest import MINILM_L3, MINILM_L6
+from tests.helpers import MINILM_L3, MINILM_L6
 
 
 def write(folder: Path, name: str, data: object) -> None:

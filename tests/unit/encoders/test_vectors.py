@@ -9,8 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from fakes import HashEncoder
-from vector_fakes import DOCUMENTS, PAIRS, QUERIES, PairTask, RoleHashEncoder, SearchTask
 
 import benchharness
 from benchharness.core.digests import sha256_file
@@ -24,6 +22,8 @@ from benchharness.encoders.vectors import (
     jsonl_line,
     sentence_records,
 )
+from tests.fakes import HashEncoder
+from tests.vector_fakes import DOCUMENTS, PAIRS, QUERIES, PairTask, RoleHashEncoder, SearchTask
 
 
 def write_folder(folder, tasks, encoder) -> list[dict]:

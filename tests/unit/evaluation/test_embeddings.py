@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import HashEncoder
 
 from benchharness.evaluation import embeddings
 from benchharness.evaluation.embeddings import DEFAULT_MEMORY_MIB, PassMemory, RowFile, SpillError, encode_pass
+from tests.fakes import HashEncoder
 
 
 def test_row_file_reads_and_writes_like_an_array(tmp_path):

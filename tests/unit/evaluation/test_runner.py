@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-from fakes import BrokenTask, HashEncoder
 
 from benchharness import tasks
 from benchharness.core.data_root import DataRoot
@@ -14,6 +13,7 @@ from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 from benchharness.scoring.metrics import correlations, paired_cosine
+from tests.fakes import BrokenTask, HashEncoder
 
 
 @pytest.fixture

@@ -4,14 +4,13 @@ sequential run (no Ray is started here: ``plan`` is the driver's decision alone)
 
 from __future__ import annotations
 
-from fakes import HashEncoder
-
 from benchharness import tasks
 from benchharness.core.data_root import DataRoot
 from benchharness.core.results import ResultStore
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 from benchharness.evaluation.sweep import plan
+from tests.fakes import HashEncoder
 
 TASKS = ["SICKRelatedness-trial"]
 

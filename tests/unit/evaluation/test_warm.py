@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import DATA, ROOT, needs_data
+from tests.helpers import DATA, ROOT, needs_data
 
 TASK = "SICKRelatedness-trial"  # 500 pairs: the smallest STS task
 HEAVY = ("torch", "transformers", "sentence_transformers", "scipy", "sklearn")
@@ -90,9 +90,10 @@ def fill_cache(project: Path, spec: str) -> str:
     from benchharness.evaluation.cache import EmbeddingCache
     from benchharness.evaluation.embeddings import unique_sentences
     from benchharness.evaluation.resolver import Resolver
+    from benchharness.evaluation.run_settings import RunSettings
 
     with digests.remembering(project / ".cache"):  # as the run that filled the cache would have
-        identity = Resolver({"data_dir": DATA}).get(spec).identity
+        identity = Resolver(settings=RunSettings(data_dir=DATA)).get(spec).identity
     task = tasks.get(TASK)
     task.load(DataRoot(DATA))
     sentences = unique_sentences([task])

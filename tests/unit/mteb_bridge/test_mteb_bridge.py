@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -207,7 +207,7 @@ def in_memory_tasks(monkeypatch):
 
 def _glove_cosines(first, second):
     from benchharness.encoders.glove import WordVectorAverage
-    from tests.conftest import DATA
+    from tests.helpers import DATA
 
     glove = WordVectorAverage("glove-50d", DATA / "glove/glove.6B.50d.subset.txt.gz")
     a, b = glove.encode(first).astype(np.float64), glove.encode(second).astype(np.float64)

@@ -10,7 +10,7 @@ import pytest
 from scipy.spatial.distance import pdist
 
 from benchharness.reporting import analysis
-from tests.conftest import SHARED
+from tests.helpers import SHARED
 
 
 def test_alignment_by_hand():

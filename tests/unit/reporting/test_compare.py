@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from fakes import HashEncoder
 from scipy.stats import spearmanr
 
 from benchharness import tasks
@@ -24,6 +23,7 @@ from benchharness.scoring.stats import (
     paired_spearman,
     steiger_spearman,
 )
+from tests.fakes import HashEncoder
 
 TASKS = ["STS12", "STSBenchmark"]
 

@@ -15,7 +15,7 @@ import pytest
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.tasks.askubuntu import AskUbuntu, Query, read_annotations
-from tests.conftest import DATA, needs_data
+from tests.helpers import DATA, needs_data
 
 pytestmark = needs_data("askubuntu/dev.txt", "askubuntu/test.txt")
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import HashEncoder
 from scipy.stats import pearsonr, spearmanr
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_score
@@ -27,6 +26,7 @@ from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX
 from benchharness.reporting.table_formats import markdown_leaderboard as render
 from benchharness.tasks import from_files
 from benchharness.tasks.from_files import register_file_task
+from tests.fakes import HashEncoder
 
 #: common English words, so that GloVe knows them; gold scores graded, never a perfect ranking
 PAIRS = [

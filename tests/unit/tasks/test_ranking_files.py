@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import HashEncoder
 from sklearn.metrics import average_precision_score
 
 import benchharness
@@ -22,6 +21,7 @@ from benchharness.core.prompts import Prompts
 from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX
 from benchharness.tasks import from_files
 from benchharness.tasks.from_files import register_file_task
+from tests.fakes import HashEncoder
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -31,7 +31,7 @@ from benchharness.tasks.senteval_config import CONFIGS, NOREG_GRID, ClassifierCo
 from benchharness.tasks.senteval_mlp import mlp_split_select
 from benchharness.tasks.senteval_split import SST5, SICKEntailment, read_sst_fine
 from benchharness.tasks.snli import SNLI
-from tests.conftest import DATA, needs_data
+from tests.helpers import DATA, needs_data
 
 SENTEVAL = DATA / "senteval"
 TINY = ClassifierConfig("tiny", kfold=3, optim="rmsprop", batch_size=16, tenacity=2, epoch_size=2, max_epoch=40)

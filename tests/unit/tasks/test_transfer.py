@@ -10,7 +10,7 @@ from benchharness import tasks
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.tasks.senteval_classifier import ClassifierConfig
 from benchharness.tasks.transfer import BinaryTask, read_binary_file, read_mrpc, read_trec, sorted_samples
-from tests.conftest import DATA, needs_data
+from tests.helpers import DATA, needs_data
 
 SENTEVAL = DATA / "senteval"
 TINY = ClassifierConfig("tiny", kfold=3, optim="rmsprop", batch_size=16, tenacity=3, epoch_size=10, max_epoch=100)

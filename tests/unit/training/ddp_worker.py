@@ -112,8 +112,8 @@ def gradients(model: Path, out: Path) -> None:
 
 
 def train(model: Path, out: Path) -> None:
-    from benchharness.core.data_root import DataRoot
-    from benchharness.core.settings import hub_settings
+    from benchharness.core.data_root import default_data
+    from benchharness.core.settings import Config
     from benchharness.training import data_parallel
     from benchharness.training.authoring import TrainingContext, TrainingOptions, run_loop
 
@@ -141,7 +141,7 @@ def train(model: Path, out: Path) -> None:
             patience=1,
             log_every=1,
         )
-        context = TrainingContext(base=str(model), data=DataRoot(), hub=hub_settings(), out=out / name, **settings)
+        context = TrainingContext(base=str(model), data=default_data(), hub=Config().hub(), out=out / name, **settings)
         result = run_loop(method, sentences, options, context, data={"name": "test sentences"}, dev=dev)
         torch.save({"steps": result.steps, "parameters": method.state_dict()}, out / f"{name}-rank{rank}.pt")
         return result

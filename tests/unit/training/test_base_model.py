@@ -8,7 +8,6 @@ import json
 import pytest
 
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.settings import Config
 from benchharness.training.base_model import base_folder
 
 
@@ -18,27 +17,28 @@ def _run(folder, encoder, name=None):
     return folder
 
 
-def test_plain_names_pass_unchanged(tmp_path, monkeypatch):
-    monkeypatch.setattr("benchharness.core.settings.load_config", lambda: Config(runs_dir=tmp_path / "runs"))
-    assert base_folder("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+def test_plain_names_pass_unchanged(tmp_path):
+    assert (
+        base_folder("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "runs")
+        == "sentence-transformers/all-MiniLM-L6-v2"
+    )
     (tmp_path / "plain").mkdir()
-    assert base_folder(str(tmp_path / "plain")) == str(tmp_path / "plain")
+    assert base_folder(str(tmp_path / "plain"), tmp_path / "runs") == str(tmp_path / "plain")
 
 
-def test_run_folder_and_registered_name_give_the_model(tmp_path, monkeypatch):
+def test_run_folder_and_registered_name_give_the_model(tmp_path):
     run = _run(tmp_path / "runs" / "sup-stage", {"type": "hf", "model": "model", "pooling": "avg"}, name="stage-1")
-    monkeypatch.setattr("benchharness.core.settings.load_config", lambda: Config(runs_dir=tmp_path / "runs"))
-    assert base_folder(str(run)) == str(run / "model")
-    assert base_folder("stage-1") == str(run / "model")  # the name the manifest declares
+    assert base_folder(str(run), tmp_path / "runs") == str(run / "model")
+    assert base_folder("stage-1", tmp_path / "runs") == str(run / "model")  # the name the manifest declares
 
 
 def test_a_run_without_a_trained_model_is_refused(tmp_path):
     run = _run(tmp_path / "tuned", {"type": "compose", "spec": "minilm-l3+whitening(k=95)"})
     with pytest.raises(ValueError, match="not a trained Hugging Face model"):
-        base_folder(str(run))
+        base_folder(str(run), tmp_path / "runs")
     (run / "manifest.json").write_text('{"encoder": ')
     with pytest.raises(ValueError, match="invalid JSON at line 1"):
-        base_folder(str(run))
+        base_folder(str(run), tmp_path / "runs")
 
 
 # --------------------------------------------------------------------------- loading: one checked rule
@@ -90,11 +90,10 @@ def test_a_base_without_a_tokenizer_is_refused_before_loading(tiny_bert, tmp_pat
 
 
 def test_a_pooler_less_checkpoint_loads_where_the_pooler_is_unused():
-    from conftest import MINILM_L3
-
     from benchharness.encoders.checkpoint import checkpoint_keys
     from benchharness.encoders.huggingface import HFEncoder
     from benchharness.training.base_model import load_base
+    from tests.helpers import MINILM_L3
 
     encoder = HFEncoder("t", MINILM_L3, pooling="avg")
     assert not any("pooler" in k for k in checkpoint_keys(encoder.source.path))  # the case at hand

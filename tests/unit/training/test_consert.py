@@ -18,7 +18,7 @@ from benchharness.training.methods.consert.model import (
     nt_xent_directions,
 )
 from benchharness.training.train_data import NLIPair
-from tests.conftest import training
+from tests.helpers import training
 
 SENTENCES = [
     "a man is playing a guitar on the street .",

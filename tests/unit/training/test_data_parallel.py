@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import ROOT, make_tiny_bert, needs_data
+from tests.helpers import DATA, ROOT, make_tiny_bert, needs_data
 from tests.unit.training import ddp_worker
 
 WORKER = Path(ddp_worker.__file__)
@@ -136,12 +136,15 @@ def test_a_data_parallel_run_refuses_to_start_outside_torchrun_and_in_a_world_of
 
 
 def test_training_on_demand_names_the_command_that_launches_a_data_parallel_recipe(tmp_path):
+    from benchharness.core.data_root import DataRoot
+    from benchharness.evaluation.run_settings import RunSettings
     from benchharness.training import on_demand, recipes
     from benchharness.training.runstore import RunStore
 
     recipe = recipes.derive("simcse", {"nproc": 2})
+    context = on_demand.context_for(RunSettings(), DataRoot(DATA))
     with pytest.raises(on_demand.NotTrainedError, match=r"only `benchharness train` launches: .*--nproc 2"):
-        on_demand.ensure_trained(recipe, store=RunStore(tmp_path / "runs"))
+        on_demand.ensure_trained(recipe, context=context, store=RunStore(tmp_path / "runs"))
 
 
 # ----------------------------------------------------------------------------------------------

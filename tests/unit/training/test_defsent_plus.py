@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import make_tiny_bert
 
 from benchharness.training.authoring import load_base, make_optimizer, run_loop, seed_everything
 from benchharness.training.methods.defsent_plus import method as defsent_plus_method
@@ -22,7 +21,7 @@ from benchharness.training.methods.defsent_plus.entry_space import (
     plot_entry_space,
     project_2d,
 )
-from tests.conftest import training
+from tests.helpers import make_tiny_bert, training
 
 TOY = [
     ("revitalize", "give new life or vigor to"),

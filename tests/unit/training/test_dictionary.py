@@ -6,7 +6,6 @@ from __future__ import annotations
 import statistics as stats
 
 import pytest
-from conftest import DATA, needs_data
 
 from benchharness.training.methods.defsent_plus.dictionary import (
     Dictionary,
@@ -20,6 +19,7 @@ from benchharness.training.methods.defsent_plus.dictionary import (
     statistics,
     subsample,
 )
+from tests.helpers import DATA, needs_data
 
 
 def test_normalize_entry():

@@ -6,9 +6,9 @@ import random
 from collections import Counter
 
 import pytest
-from conftest import needs_data
 
 from benchharness.training.methods.paser.eda import Augmenter, random_deletion, random_swap, synonym_replacement
+from tests.helpers import needs_data
 
 STOP = frozenset({"the", "a", "is"})
 LEXICON = {"car": ("automobile",), "red": ("crimson red",), "fast": ("quick",)}

@@ -20,7 +20,7 @@ from benchharness.training.authoring import (
     seed_everything,
 )
 from benchharness.training.methods.simcse.model import SimCSE
-from tests.conftest import needs_data, training
+from tests.helpers import DATA, needs_data, training
 
 TEXTS = [
     f"sentence {i} talks about {w} and {v} ."
@@ -279,14 +279,14 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     from benchharness.core.data_root import DataRoot
 
     task = tasks.get(task_name)
-    task.load(DataRoot())
+    task.load(DataRoot(DATA))
     sentences = list(dict.fromkeys(task.sentences()))
     vectors = encoder.encode(sentences)
     row = {s: i for i, s in enumerate(sentences)}
     score = task.evaluate(lambda xs: vectors[[row[s] for s in xs]], seed=0)["spearman"]
     assert score == pytest.approx(result.best_dev, abs=1e-3)
     # a run folder can be the base of another run (ConSERT sup-unsup, joint-unsup): its model/
-    assert Path(base_folder(str(tmp_path / "simcse-tiny"))) == tmp_path / "simcse-tiny" / "model"
+    assert Path(base_folder(str(tmp_path / "simcse-tiny"), tmp_path / "runs")) == tmp_path / "simcse-tiny" / "model"
     # and the in-loop evaluator pools exactly as the registered encoder does
     evaluator = DevEvaluator(method.tokenizer, "cls_before_pooler", 512, 64, torch.device("cpu"), "fp32")
     saved, _, _ = load_base(str(tmp_path / "simcse-tiny" / "model"))

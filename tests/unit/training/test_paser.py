@@ -8,7 +8,8 @@ import math
 
 import pytest
 import torch
-from conftest import needs_data
+
+from tests.helpers import needs_data
 
 STOPWORDS = "nltk_data/corpora/stopwords/english"
 pytestmark = needs_data(STOPWORDS)

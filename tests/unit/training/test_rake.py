@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import needs_data
 
 from benchharness.training.methods.paser.rake import candidate_phrases, rake
+from tests.helpers import needs_data
 
 STOP = frozenset({"the", "and", "a", "of", "over", "in", "for", "do", "i"})
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.core.settings import load_config
+from benchharness.core.settings import Config, load_config
 from benchharness.training import on_demand, recipes
 from benchharness.training.runstore import RunStore
-from tests.conftest import MINILM_L3, ROOT
+from tests.helpers import MINILM_L3, ROOT
 
 L3_REVISION = "4d59d8028bd304f4cf32dd5ae1c35482ebe16c83"  # refs/main of the shared cache
 
@@ -36,7 +36,7 @@ def quiet(**settings):
     no progress bar."""
     from dataclasses import replace
 
-    from tests.conftest import training
+    from tests.helpers import training
 
     return replace(training("", dev=constant_dev)[1], **settings)
 
@@ -284,7 +284,7 @@ def test_the_runs_root_honours_environment_and_config(tmp_path, monkeypatch):
     assert load_config(tmp_path / "b" / "benchharness.toml").runs_dir == tmp_path / "b" / "trained"
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "env"))
     assert load_config(tmp_path / "b" / "benchharness.toml").runs_dir == tmp_path / "env"
-    assert RunStore().root == tmp_path / "env"
+    assert Config().runs_dir == tmp_path / "env"  # without a configuration file too
 
 
 def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatch):
@@ -352,19 +352,19 @@ def test_bf16_training_is_a_recipe_of_its_own():
     assert recipes.derive("simcse", **_flags("simcse", ["--precision", "fp32"]), book=book).key == simcse.key
 
 
-def test_the_estimate_adds_the_dev_evaluations_the_loop_will_make(monkeypatch):
+def test_the_estimate_adds_the_dev_evaluations_the_loop_will_make(monkeypatch, training_corpora):
     """consert: eval at step 0, then every 30 of 150 steps (5) = 6 evaluations; paser: step 0, 50,
     100 = 3; defsent-plus evaluates nothing unless --dev, then before and after each of 3 rounds."""
-    book = recipes.load_book()
-    assert on_demand.planned_evaluations(book.get("consert")) == 6
-    assert on_demand.planned_evaluations(book.get("paser")) == 3
-    assert on_demand.planned_evaluations(book.get("defsent-plus")) == 0
-    assert on_demand.planned_evaluations(book.get("defsent-plus-l6-10k")) == 6
+    book, data = recipes.load_book(), training_corpora
+    assert on_demand.planned_evaluations(book.get("consert"), data) == 6
+    assert on_demand.planned_evaluations(book.get("paser"), data) == 3
+    assert on_demand.planned_evaluations(book.get("defsent-plus"), data) == 0
+    assert on_demand.planned_evaluations(book.get("defsent-plus-l6-10k"), data) == 6
     monkeypatch.setattr(on_demand, "cpu_kind", lambda: "avx512-bf16")
     consert = book.get("consert")
     per_step, row, _ = on_demand.measured(consert, book, "cpu")
     assert row.seconds_per_evaluation is not None
-    est = on_demand.estimate(consert, book, "cpu")
+    est = on_demand.estimate(consert, book, "cpu", data)
     setup = row.seconds_setup or 0.0
     assert est.seconds == pytest.approx(150 * per_step + 6 * row.seconds_per_evaluation + setup)
     assert "6 dev evaluations" in str(est)
@@ -399,7 +399,7 @@ def test_a_row_without_a_timed_evaluation_scales_another_kinds_by_the_step_times
     assert on_demand.evaluation_seconds(other, book) is None
 
 
-def test_a_defsent_plus_estimate_counts_its_setup_once_for_all_rounds(monkeypatch):
+def test_a_defsent_plus_estimate_counts_its_setup_once_for_all_rounds(monkeypatch, training_corpora):
     """DefSent+ reads its dictionary once and trains every round from it: three rounds of 49 steps
     (1,000 entries, 1,567 definitions, batch 32) and the measured setup once, not once a round."""
     monkeypatch.setattr(on_demand, "cpu_kind", lambda: "avx512-bf16")
@@ -407,7 +407,7 @@ def test_a_defsent_plus_estimate_counts_its_setup_once_for_all_rounds(monkeypatc
     defsent = book.get("defsent-plus")
     per_step, row, _ = on_demand.measured(defsent, book, "cpu")
     assert row.seconds_setup is not None and defsent.rounds == 3
-    est = on_demand.estimate(defsent, book, "cpu")
+    est = on_demand.estimate(defsent, book, "cpu", training_corpora)
     assert est.steps == 3 * 49
     assert est.seconds == pytest.approx(3 * 49 * per_step + row.seconds_setup)
     assert "a round" not in est.basis

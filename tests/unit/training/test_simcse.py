@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 
 from benchharness.training.authoring import load_base, run_loop
 from benchharness.training.methods.simcse.model import SimCSE, info_nce
-from tests.conftest import training
+from tests.helpers import training
 
 
 def numpy_info_nce(z1: np.ndarray, z2: np.ndarray, t: float) -> float:

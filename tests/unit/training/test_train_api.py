@@ -20,7 +20,7 @@ import torch
 
 import benchharness
 from benchharness.core.errors import InvalidInputError
-from tests.conftest import MINILM_L3, needs_data
+from tests.helpers import MINILM_L3, needs_data
 
 SENTENCES = [
     f"sentence {i} talks about {w} and {v} ."

@@ -10,7 +10,7 @@ import pytest
 from benchharness.cli import main as cli_main
 from benchharness.core.data_root import DataError
 from benchharness.training.train_data import NLI_LABELS, load_nli, load_sentences, read_senteval_snli
-from tests.conftest import DATA, needs_data
+from tests.helpers import DATA, needs_data
 
 E, N, C = (NLI_LABELS.index(x) for x in ("entailment", "neutral", "contradiction"))
 

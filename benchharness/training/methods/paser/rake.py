@@ -41,9 +41,9 @@ def nltk_data_dir(data_root: Path | None = None) -> Path:
     ``nltk.data.path``; never downloads (these machines are offline)."""
     import nltk
 
-    from benchharness.core.data_root import SOURCES, DataError, DataRoot
+    from benchharness.core.data_root import SOURCES, DataError, default_data
 
-    folder = (Path(data_root) if data_root is not None else DataRoot().root) / "nltk_data"
+    folder = (Path(data_root) if data_root is not None else default_data().root) / "nltk_data"
     if not folder.is_dir():
         src = SOURCES["nltk"]
         raise DataError(

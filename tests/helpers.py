@@ -1,0 +1,175 @@
+"""What the tests share besides fixtures: where the shared data and checkpoints are, tiny random
+BERTs, the training loop's inputs, and the command line run in this process or in a fresh one.
+
+Imported as ``tests.helpers`` everywhere (never ``conftest``): one module object, one name.
+
+The names in ``SLOW_HELPERS`` make a test slow wherever a test (or a function or fixture of its
+module) refers to them: ``conftest.py`` marks such a test ``slow`` at collection, so the fast tier
+(``pytest -m "not slow"``) follows from what a test uses, not from a mark written by hand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import subprocess
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("BENCHHARNESS_SHARED", ROOT.parent / "shared"))
+DATA = Path(os.environ.get("BENCHHARNESS_DATA", SHARED / "data"))
+HF_CACHE = Path(os.environ.get("HF_HUB_CACHE", SHARED / "hf" / "hub"))
+
+MINILM_L6 = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_L3 = "sentence-transformers/paraphrase-MiniLM-L3-v2"
+
+
+def needs_data(*rels: str) -> pytest.MarkDecorator:
+    missing = [r for r in rels if not (DATA / r).exists()]
+    return pytest.mark.skipif(bool(missing), reason=f"shared data missing: {missing}")
+
+
+def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 32, dropout: float = 0.1) -> Path:
+    """A randomly initialised BERT with the MiniLM (bert-base-uncased) vocabulary, saved to ``folder``
+    (``dropout``: its hidden and attention dropout probabilities, BERT's 0.1 by default)."""
+    import torch
+    from huggingface_hub import snapshot_download
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(snapshot_download(MINILM_L3, local_files_only=True))
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=128,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+#: the settings of ``TrainingContext`` that ``training`` takes besides the options
+CONTEXT_KEYS = ("name", "device", "threads", "stop_after", "overwrite", "keep_checkpoint", "progress", "dev")
+
+
+def training(base, out=None, options_class=None, **settings):
+    """``(options, context)`` of one run of the training loop: ``settings`` split between the
+    method's options (``options_class``, default: the shared ones) and the context (the shared data
+    root and Hugging Face cache); ``out`` None trains in memory."""
+    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import hub_settings, load_config
+    from benchharness.training.method import TrainingContext
+    from benchharness.training.options import TrainingOptions
+
+    context = {k: settings.pop(k) for k in CONTEXT_KEYS if k in settings}
+    options = (options_class or TrainingOptions)(**settings)
+    return options, TrainingContext(
+        base=str(base),
+        data=DataRoot(DATA),
+        hub=hub_settings(load_config()),
+        out=None if out is None else Path(out),
+        **context,
+    )
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one command printed and returned (the fields of ``subprocess.CompletedProcess`` the tests read)."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def outcome(self) -> tuple[int, str]:
+        """The exit status and all that was printed (standard output, then standard error)."""
+        return self.returncode, self.stdout + self.stderr
+
+
+def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
+    """``benchharness ARGS`` in ``cwd``, run in this process by ``benchharness.cli.main``: what a
+    user's shell would show (exit status, standard output and error, a traceback for a crash)
+    without a fresh interpreter's start-up. ``env`` adds variables for the call.
+
+    The process is put back as found (working directory, environment, torch's threads, the
+    ``benchharness`` logger). Where the process boundary is the point (a signal, start-up cost,
+    what a fresh interpreter imports), use ``cli_process``."""
+    from benchharness.cli import main
+
+    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
+    logger = logging.getLogger("benchharness")
+    saved_logger = (list(logger.handlers), logger.level, logger.propagate)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.chdir(cwd)
+        os.environ.update(env or {})
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("default")  # a fresh interpreter's filters: each warning printed once
+            warnings.showwarning = _print_warning
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors and --help
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if isinstance(exc.code, str):
+                    print(exc.code, file=sys.stderr)
+            except Exception:  # what an uncaught exception prints in a fresh process
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        if threads is not None and torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        logger.handlers[:], logger.level, logger.propagate = saved_logger
+    return Ran(tuple(args), code, out.getvalue(), err.getvalue())
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Print a warning to the standard error of the moment, as a fresh interpreter would."""
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def cli_process(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 300, head: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``benchharness ARGS`` in a fresh interpreter (``python -m benchharness.cli``, or ``python
+    *head`` such as a wrapper script), in ``cwd``, with this process's environment plus ``env``."""
+    return subprocess.run(
+        [sys.executable, *(head or ("-m", "benchharness.cli")), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def one_line_error(done: Ran | subprocess.CompletedProcess[str], *needles: str) -> str:
+    """The one error line of a command that failed on bad input: exit 2, no traceback, every needle in it."""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("benchharness: error:")]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(errors) == 1 and all(n in errors[0] for n in needles), done.stderr
+    return errors[0]
+
+
+#: what makes a test slow (a test, or a function or fixture of its module, that names one is
+#: marked ``slow``): a MiniLM checkpoint, a fresh interpreter
+SLOW_HELPERS = {"MINILM_L3": MINILM_L3, "MINILM_L6": MINILM_L6, "cli_process": cli_process}
