@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.embedding_server import EmbeddingServer
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("BENCHHARNESS_SHARED", ROOT.parent / "shared"))
 DATA = Path(os.environ.get("BENCHHARNESS_DATA", SHARED / "data"))
@@ -170,6 +172,18 @@ def one_line_error(done: Ran | subprocess.CompletedProcess[str], *needles: str) 
     return errors[0]
 
 
+def run_example(code: str, filename: str, namespace: dict[str, object]) -> None:
+    """Run a documentation example (its lines numbered as in ``filename``) in ``namespace``: the
+    examples load MiniLM models, train, and build, so a test that runs them is slow."""
+    exec(compile(code, filename, "exec"), namespace)
+
+
 #: what makes a test slow (a test, or a function or fixture of its module, that names one is
-#: marked ``slow``): a MiniLM checkpoint, a fresh interpreter
-SLOW_HELPERS = {"MINILM_L3": MINILM_L3, "MINILM_L6": MINILM_L6, "cli_process": cli_process}
+#: marked ``slow``): a MiniLM checkpoint, a fresh interpreter, the embeddings server, the docs' examples
+SLOW_HELPERS = {
+    "MINILM_L3": MINILM_L3,
+    "MINILM_L6": MINILM_L6,
+    "cli_process": cli_process,
+    "EmbeddingServer": EmbeddingServer,
+    "run_example": run_example,
+}

@@ -12,7 +12,6 @@ from tests.embedding_server import MODEL, EmbeddingServer, missing_reason
 from tests.helpers import needs_data
 
 pytestmark = [
-    pytest.mark.slow,
     needs_data("senteval/STS/STSBenchmark"),
     pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason())),
 ]

@@ -19,7 +19,6 @@ from tests.helpers import DATA, needs_data
 pytest.importorskip("pytrec_eval")
 
 
-@pytest.mark.slow
 @needs_data("senteval/STS/STSBenchmark/sts-test.csv")
 def test_stsb_as_beir_scores_pytrec_evals_values_for_minilm_l3(tmp_path, monkeypatch):
     from benchharness.evaluation.resolver import Resolver

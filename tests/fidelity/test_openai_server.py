@@ -19,7 +19,7 @@ from benchharness.evaluation.models import as_encoder
 from tests.embedding_server import MODEL, EmbeddingServer, missing_reason
 from tests.helpers import ROOT, needs_data
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason()))]
+pytestmark = pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason()))
 
 TASK = "STSBenchmark"
 SENTENCES = [

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_example
+
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "docs" / "hooks"
 #: the most examples that may be marked as not run, over README.md and docs/
@@ -128,7 +130,6 @@ def test_every_python_example_compiles(block):
     compile("\n" * (block.line - 1) + block.code, str(block.path), "exec")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", DOCUMENTS_WITH_PYTHON, ids=rel)
 def test_the_python_examples_run(path, project):
     """A document's examples run in order in one namespace (a later one may use an earlier one's
@@ -141,7 +142,7 @@ def test_the_python_examples_run(path, project):
         if block.skip is not None:
             continue
         # padded so that a traceback's line numbers are the document's
-        exec(compile("\n" * (block.line - 1) + block.code, str(path), "exec"), namespace)
+        run_example("\n" * (block.line - 1) + block.code, str(path), namespace)
         ran += 1
     assert ran or all(b.skip is not None for b in python_blocks(path))
 

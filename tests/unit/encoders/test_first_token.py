@@ -111,7 +111,6 @@ def test_cls_encoders_take_the_first_position_path_and_keep_their_vectors(poolin
     assert not calls  # a pooling that reads every position never takes it
 
 
-@pytest.mark.slow
 def test_minilm_l3_cls_vectors_on_sts_sentences(data_dir):
     """paraphrase-MiniLM-L3-v2 pooled at [CLS] (the PaSeR and SimCSE recipes' evaluation pooling):
     first position only against the whole model on 300 STS-B sentences, within 1e-5."""

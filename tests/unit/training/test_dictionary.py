@@ -117,10 +117,9 @@ def test_shared_oxford_splits_counted_independently():
     )
 
 
-@pytest.mark.slow
 @needs_data("nltk_data/corpora/wordnet")
-def test_wordnet_glosses_match_the_paper_example():
-    d = read_wordnet(DATA / "nltk_data")
+def test_wordnet_glosses_match_the_paper_example(training_corpora):
+    d = read_wordnet(training_corpora.root / "nltk_data")
     # the paper's section 3.1 example gloss "give new life or vigor to" is WordNet's revitalize.v.02;
     # the lemma also belongs to regenerate.v.09 ("restore strength")
     defs = d.definitions[d.entries.index("revitalize")]
