@@ -11,6 +11,7 @@ module) refers to them: ``conftest.py`` marks such a test ``slow`` at collection
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import logging
 import os
@@ -18,8 +19,10 @@ import subprocess
 import sys
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import CodeType
 
 import pytest
 
@@ -37,6 +40,14 @@ MINILM_L3 = "sentence-transformers/paraphrase-MiniLM-L3-v2"
 def needs_data(*rels: str) -> pytest.MarkDecorator:
     missing = [r for r in rels if not (DATA / r).exists()]
     return pytest.mark.skipif(bool(missing), reason=f"shared data missing: {missing}")
+
+
+def needs_extra(module: str, extra: str) -> pytest.MarkDecorator:
+    """Skip, saying which extra to install, where the optional ``module`` is absent (``.[test]`` alone)."""
+    import importlib.util
+
+    missing = importlib.util.find_spec(module) is None
+    return pytest.mark.skipif(missing, reason=f"needs the {extra!r} extra ({module} is not installed)")
 
 
 def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 32, dropout: float = 0.1) -> Path:
@@ -187,3 +198,76 @@ SLOW_HELPERS = {
     "EmbeddingServer": EmbeddingServer,
     "run_example": run_example,
 }
+
+#: fixtures that make a test slow wherever it asks for them: a Ray cluster, the full training corpora
+SLOW_FIXTURES = frozenset({"ray_cluster", "training_corpora"})
+
+
+def _names(code: CodeType) -> set[str]:
+    """The global names a function's code refers to, nested functions and comprehensions included."""
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            found |= _names(const)
+    return found
+
+
+def _strings(code: CodeType) -> set[str]:
+    """The string constants of a function's code, nested functions and comprehensions included."""
+    found = {c for c in code.co_consts if isinstance(c, str)}
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            found |= _strings(const)
+    return found
+
+
+def names_a_checkpoint(value: object) -> bool:
+    """A string that names a MiniLM (a hub id, a resolver name such as ``minilm-l3``, a spec)."""
+    return isinstance(value, str) and "minilm" in value.lower()
+
+
+def uses_slow_helper(func: Callable[..., object], seen: set[int] | None = None) -> str | None:
+    """The slow helper ``func`` reaches: by name, or through a function of its own module it calls."""
+    seen = set() if seen is None else seen
+    code = getattr(func, "__code__", None)
+    if code is None or id(code) in seen:
+        return None
+    seen.add(id(code))
+    scope = getattr(func, "__globals__", {})
+    if any(names_a_checkpoint(text) for text in _strings(code)):
+        return "a MiniLM checkpoint"
+    names = _names(code)
+    for name in names:
+        value = scope.get(name)
+        if name in SLOW_HELPERS and (value is SLOW_HELPERS[name] or "tests.helpers" in names):
+            return name  # imported at the top of the module, or inside the function
+        if name == "subprocess" or value is subprocess or value is subprocess.run or value is subprocess.Popen:
+            return "a subprocess"  # imported at the top of the module, or inside the function
+        if names_a_checkpoint(value):
+            return "a MiniLM checkpoint"
+        if inspect.isfunction(value) and value.__module__ == func.__module__:
+            reached = uses_slow_helper(value, seen)
+            if reached:
+                return reached
+    return None
+
+
+def slow_because(item: pytest.Item) -> str | None:
+    """Why a collected test is slow (what it uses), or None."""
+    if not isinstance(item, pytest.Function):
+        return None
+    asked = SLOW_FIXTURES.intersection(item.fixturenames)
+    if asked:
+        return f"the {sorted(asked)[0]} fixture"
+    seen: set[int] = set()
+    funcs = [item.function]
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        funcs.extend(d.func for d in defs if getattr(d.func, "__module__", None) == item.function.__module__)
+    for func in funcs:
+        reached = uses_slow_helper(func, seen)
+        if reached:
+            return reached
+    params = getattr(item, "callspec", None)
+    if params is not None and any(names_a_checkpoint(v) for v in params.params.values()):
+        return "a MiniLM checkpoint"
+    return None

@@ -18,7 +18,7 @@ import pytest
 from benchharness.cli import main
 from benchharness.core.results import ResultStore
 from benchharness.training.recipes import RecipeError, read_book
-from tests.helpers import cli, one_line_error
+from tests.helpers import cli, needs_extra, one_line_error
 
 HOSTILE = [
     "..",
@@ -388,6 +388,7 @@ def _train_tiny(project: Path, tiny_bert: Path, out: str) -> subprocess.Complete
     )
 
 
+@needs_extra("mteb", "mteb")  # export mteb needs it before it looks at --out
 def test_exports_to_a_full_or_read_only_folder_are_one_line_and_keep_what_was_there(project):
     (project / "frozen").mkdir()
     (project / "frozen" / "LEADERBOARD.md").write_text("kept\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -319,6 +320,8 @@ OUTPUTS = [  # (command words, with FILE a file and DIR a folder; the words the 
 
 @pytest.mark.parametrize(("words", "expected"), OUTPUTS, ids=[" ".join(w) for w, _ in OUTPUTS])
 def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(project, words, expected):
+    if words[:2] == ["export", "mteb"] and importlib.util.find_spec("mteb") is None:
+        pytest.skip("needs the 'mteb' extra: export mteb asks for it before it looks at --out")
     afile, adir = project / "afile", project / "adir"
     afile.write_text("a file")
     (project / "afile-s1").write_text("a file")

@@ -65,36 +65,35 @@ def test_seeded_augmentation_is_reproducible():
 
 
 @needs_data("nltk_data/corpora/wordnet")
-def test_wordnet_synonyms_match_nltk(data_dir):
+def test_wordnet_synonyms_match_nltk(training_corpora):  # all of WordNet: slow
     from benchharness.training.methods.paser.eda import _wordnet, synonyms
 
-    wn = _wordnet(str(data_dir))
+    wn = _wordnet(str(training_corpora.root))
     expected = set()
     for synset in wn.synsets("car"):
         for name in synset.lemma_names():
             clean = name.replace("_", " ").replace("-", " ").lower()
             if clean != "car":
                 expected.add(clean)
-    got = synonyms("car", str(data_dir))
+    got = synonyms("car", str(training_corpora.root))
     assert set(got) == expected and "automobile" in got and len(got) == len(set(got))
-    out = Augmenter("sr", 0.5, str(data_dir))("the car", random.Random(0))
+    out = Augmenter("sr", 0.5, str(training_corpora.root))("the car", random.Random(0))
     assert out.startswith("the ") and out != "the car"
 
 
 @needs_data("nltk_data/corpora/wordnet")
-def test_synonyms_read_from_the_data_files_equal_nltks_synsets_for_real_words(data_dir):
+def test_synonyms_read_from_the_data_files_equal_nltks_synsets_for_real_words(training_corpora):  # all of WordNet: slow
     """``synonyms`` reads lemma names straight from WordNet's data files; for every distinct word of
     1,500 STS-B dev sentences (inflected forms, adjectives with satellites and syntactic markers,
     words without synsets), the tuple, order included, equals the one built from NLTK's own
     ``wordnet.synsets(word)`` and ``lemma.name()``."""
     from benchharness import tasks
-    from benchharness.core.data_root import DataRoot
     from benchharness.training.methods.paser.eda import _LETTERS, _wordnet, synonyms
 
     task = tasks.get("STSBenchmark-dev")
-    task.load(DataRoot(data_dir))
+    task.load(training_corpora)
     words = dict.fromkeys(w.lower() for s in task.sentences()[:1500] for w in s.split())
-    wn = _wordnet(str(data_dir))
+    wn = _wordnet(str(training_corpora.root))
 
     def nltk_synonyms(word: str) -> tuple[str, ...]:
         out: dict[str, None] = {}
@@ -107,6 +106,6 @@ def test_synonyms_read_from_the_data_files_equal_nltks_synsets_for_real_words(da
         return tuple(out)
 
     assert len(words) > 2000
-    mismatched = [w for w in words if synonyms(w, str(data_dir)) != nltk_synonyms(w)]
+    mismatched = [w for w in words if synonyms(w, str(training_corpora.root)) != nltk_synonyms(w)]
     assert not mismatched, mismatched[:5]
-    assert synonyms("galore", str(data_dir)) == nltk_synonyms("galore") != ()  # an "(ip)" marker
+    assert synonyms("galore", str(training_corpora.root)) == nltk_synonyms("galore") != ()  # an "(ip)" marker
