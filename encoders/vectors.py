@@ -45,7 +45,7 @@ from benchharness.core.errors import InvalidInputError, MissingFileError, UserEr
 from benchharness.core.prompts import DEFAULT, ROLE_NAMES, Role
 from benchharness.core.specs import BuildContext, EncoderSpec, Family, Params
 from benchharness.core.task import EncoderDrivenTask, Task
-from benchharness.data.readers import undecodable_message
+from benchharness.data.readers import json_lines
 
 SENTENCES = "sentences.jsonl"
 VECTORS = "vectors.npy"
@@ -161,26 +161,13 @@ class VectorTable:
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, JSON object) of each line of a JSON-lines file; blank lines are refused (a row
-    of vectors.npy belongs to each line), as is anything but an object."""
-    lineno = 0
-    try:
-        # newline="\n": a line ends at "\n" only (json escapes it within a string)
-        with open(path, encoding="utf-8-sig", newline="\n") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    raise InvalidInputError(f"{path}:{lineno}: empty line; every line is one JSON object")
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidInputError(f"{path}:{lineno}: not JSON ({exc.msg}, column {exc.colno})") from None
-                if not isinstance(record, dict):
-                    raise InvalidInputError(f"{path}:{lineno}: a JSON object is expected, not {type(record).__name__}")
-                yield lineno, record
-    except UnicodeDecodeError as exc:
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as again:
-            raise InvalidInputError(undecodable_message(path, again, exc)) from None
-    if lineno == 0:
+    """(line number, JSON object) of each line of a JSON-lines file (``data.readers.json_lines``'s
+    rules: a BOM accepted, blank lines skipped); a file with none is refused."""
+    found = False
+    for lineno, record in json_lines(path, InvalidInputError):
+        found = True
+        yield lineno, record
+    if not found:
         raise InvalidInputError(f"{path}: no lines; write the sentences with `benchharness sentences`")
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -21,7 +20,7 @@ from typing import Any
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.task import Task, TaskMetadata
-from benchharness.data.readers import undecodable_message
+from benchharness.data.readers import json_lines, undecodable_message
 from benchharness.tasks.senteval_config import ClassifierConfig
 
 GROUP = "files"
@@ -53,6 +52,9 @@ def read_rows(decl: Declaration) -> list[Row]:
     """The records of a declared file with their line numbers (1-based; a CSV/TSV header is line
     1), each holding every declared column."""
     path = decl.path
+    columns = list(decl.columns.values())
+    if decl.fmt == "jsonl":
+        return _json_rows(path, columns, decl.name)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -60,8 +62,7 @@ def read_rows(decl: Declaration) -> list[Row]:
         raise DataError(undecodable_message(path, lines, exc)) from None
     except OSError as exc:  # missing, a folder, unreadable
         raise DataError(f"{path}: {exc.strerror or exc} (the file of task {decl.name!r})") from None
-    columns = list(decl.columns.values())
-    return _json_rows(path, text, columns) if decl.fmt == "jsonl" else _delimited_rows(path, text, decl.fmt, columns)
+    return _delimited_rows(path, text, decl.fmt, columns)
 
 
 def _delimited_rows(path: Path, text: str, fmt: str, columns: list[str]) -> list[Row]:
@@ -84,19 +85,13 @@ def _delimited_rows(path: Path, text: str, fmt: str, columns: list[str]) -> list
     return rows
 
 
-def _json_rows(path: Path, text: str, columns: list[str]) -> list[Row]:
+def _json_rows(path: Path, columns: list[str], task: str) -> list[Row]:
+    try:
+        path.open("rb").close()
+    except OSError as exc:  # missing, a folder, unreadable: named with the task, as for the other formats
+        raise DataError(f"{path}: {exc.strerror or exc} (the file of task {task!r})") from None
     rows: list[Row] = []
-    for line_no, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"{path}:{line_no}: not JSON ({exc.msg}); a JSON lines file holds one object per line"
-            ) from None
-        if not isinstance(record, dict):
-            raise DataError(f"{path}:{line_no}: a JSON {type(record).__name__}; expected one object per line")
+    for line_no, record in json_lines(path):
         require(path, line_no, record, columns, "key")
         rows.append((line_no, record))
     return rows

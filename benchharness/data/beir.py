@@ -28,7 +28,6 @@ qrels lines giving one pair different scores.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchharness.core.data_root import DataError
-from benchharness.data.readers import undecodable_message
+from benchharness.data.readers import json_lines, undecodable_message
 
 CORPUS, QUERIES, QRELS = "corpus.jsonl", "queries.jsonl", "qrels"
 QRELS_HEADER = ["query-id", "corpus-id", "score"]
@@ -169,24 +168,6 @@ def qrels_lines(path: Path) -> Iterator[tuple[int, str, str, int]]:
         yield line, query_id, doc_id, int(written)
     if not header:
         raise DataError(f"{path}:1: empty file; its first line must be the header {' '.join(QRELS_HEADER)}")
-
-
-def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line of a JSON lines file, read as a stream (a
-    corpus may be large)."""
-    with _opened(path) as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"{path}:{line_no}: not JSON ({exc.msg}); a JSON lines file holds one object per line"
-                ) from None
-            if not isinstance(record, dict):
-                raise DataError(f"{path}:{line_no}: a JSON {type(record).__name__}; expected one object per line")
-            yield line_no, record
 
 
 def _tsv_lines(path: Path) -> Iterator[tuple[int, list[str]]]:

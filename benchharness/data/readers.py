@@ -9,7 +9,10 @@ corpus; results record it):
   empty is not scored (SentEval drops it) but is still a sentence pair of the input file;
 - STS-B (SentEval's ``sts-<split>.csv``, tab-separated despite the name, no header; or the raw
   original under ``stsbenchmark/``): gold in column 4, sentences in columns 5 and 6;
-- SICK (``SICK_<split>.txt``, a header line): sentences in columns 1 and 2, relatedness in 3.
+- SICK (``SICK_<split>.txt``, a header line): sentences in columns 1 and 2, relatedness in 3;
+- JSON lines (``json_lines``): the one reader of every JSON-lines format (BEIR corpora and
+  queries, tasks declared from ``.jsonl`` files, ``vectors:`` files, NLI training data), with one
+  set of rules.
 
 Text is SentEval's: the line split on whitespace and re-joined with single spaces
 (``senteval_text``), except where a caller asks for the raw text.
@@ -17,13 +20,16 @@ Text is SentEval's: the line split on whitespace and re-joined with single space
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from benchharness.core.data_root import DataError
+from benchharness.core.errors import UserError
 
 #: STS12-16: SentEval's subset files of each year, in SentEval's order
 STS_YEARS: dict[str, tuple[str, ...]] = {
@@ -78,6 +84,36 @@ def undecodable_message(path: Path | str, lines: Iterable[str], exc: UnicodeDeco
         f"{path}:{max(lineno, 1)}: byte {byte!r} is not valid {exc.encoding} ({exc.reason}); "
         "the file is damaged or in another encoding"
     )
+
+
+def json_lines(path: Path, error: type[UserError] = DataError) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line of a JSON-lines file, read as a stream (a
+    corpus may be large). The rules of every JSON-lines format here: a UTF-8 byte-order mark is
+    accepted, blank lines are skipped, a line ends at ``\n`` only (JSON text may hold U+2028, at
+    which ``splitlines`` would split), and a line that cannot be decoded, is not JSON or is not
+    one object raises ``error`` naming the file and the line."""
+    try:
+        fh = open(path, encoding="utf-8-sig", newline="\n")  # noqa: SIM115 (closed by the ``with`` below)
+    except OSError as exc:  # missing, a folder, unreadable
+        raise error(f"{path}: {exc.strerror or exc}") from None
+    with fh:
+        try:
+            for line_no, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise error(
+                        f"{path}:{line_no}: not JSON ({exc.msg}, column {exc.colno}); a JSON lines file holds "
+                        "one object per line"
+                    ) from None
+                if not isinstance(record, dict):
+                    raise error(f"{path}:{line_no}: a JSON {type(record).__name__}; expected one object per line")
+                yield line_no, record
+        except UnicodeDecodeError as exc:
+            with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="\n") as again:
+                raise error(undecodable_message(path, again, exc)) from None
 
 
 def read_lines(path: Path) -> list[str]:

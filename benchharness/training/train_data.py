@@ -17,12 +17,12 @@ NLI pairs (supervised variants), one :class:`NLIPair` per premise/hypothesis:
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchharness.core.data_root import DataError, DataRoot, default_data
 from benchharness.data.corpora import CORPORA, load_corpus
+from benchharness.data.readers import json_lines
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 #: the ``data`` option of a run whose sentences a caller holds in memory (``benchharness.train(sentences=[...])``):
@@ -59,22 +59,16 @@ def load_sentences(spec: str, data: DataRoot | None = None, unique: bool = False
 def read_nli_jsonl(path: Path) -> list[NLIPair]:
     """SNLI/MNLI ``.jsonl``: one object per line with sentence1, sentence2, gold_label."""
     pairs = []
-    with open(path, encoding="utf8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                premise, hypothesis = row["sentence1"], row["sentence2"]
-                label = _label(row["gold_label"], f"{path}:{lineno}")
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
-            except KeyError as exc:
-                raise DataError(
-                    f"{path}:{lineno}: missing field {exc.args[0]!r} (need sentence1, sentence2, gold_label)"
-                ) from None
-            if label is not None:
-                pairs.append(NLIPair(premise.strip(), hypothesis.strip(), label))
+    for lineno, row in json_lines(path):
+        try:
+            premise, hypothesis = row["sentence1"], row["sentence2"]
+            label = _label(row["gold_label"], f"{path}:{lineno}")
+        except KeyError as exc:
+            raise DataError(
+                f"{path}:{lineno}: missing field {exc.args[0]!r} (need sentence1, sentence2, gold_label)"
+            ) from None
+        if label is not None:
+            pairs.append(NLIPair(premise.strip(), hypothesis.strip(), label))
     return pairs
 
 

@@ -172,9 +172,8 @@ def test_wrong_row_count_nan_and_bad_arrays_are_refused_naming_the_file(tmp_path
         ('{"text": "a", "role": "queries"}', "role 'queries'; use default, query or document"),
         ('{"text": 3}', "'text' must be a string, not int"),
         ('{"text": "a", "role": "document", "instruction": "x"}', "an instruction is given to a query only"),
-        ('["a"]', "a JSON object is expected, not list"),
+        ('["a"]', "a JSON list; expected one object per line"),
         ('{"text": "a"', "not JSON"),
-        ("", "empty line"),
     ],
 )
 def test_a_bad_line_is_named_by_file_and_line(tmp_path, line, problem):
