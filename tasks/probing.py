@@ -24,11 +24,16 @@ import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.tasks.senteval_base import sorted_samples
-from benchharness.tasks.senteval_config import PROBING_DROPOUT, PROBING_NHID, PROBING_TASKS, ClassifierConfig
+from benchharness.tasks.senteval_config import (
+    PROBING_DROPOUT,
+    PROBING_GROUP,
+    PROBING_NHID,
+    PROBING_TASKS,
+    ClassifierConfig,
+)
 from benchharness.tasks.senteval_split import SPLITS, SentenceSplitTask, file_lines
 
 SPLIT_TOKENS = {"tr": "train", "va": "dev", "te": "test"}
-GROUP = "probing"
 #: per config: the (nhid values, dropout values) the dev set chooses from
 MLP_POINTS: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {
     "default": (PROBING_NHID, PROBING_DROPOUT),
@@ -87,7 +92,7 @@ class ProbingTask(SentenceSplitTask):
                 "data": f"probing/{self.file} (SentEval data/probing)",
                 "labels": "ids of the train split's sorted distinct labels",
             },
-            group=GROUP,
+            group=PROBING_GROUP,
             family="probing",
             protocol="senteval-probing",
         )

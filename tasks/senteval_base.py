@@ -14,7 +14,7 @@ import numpy as np
 from benchharness.core.data_root import DataError
 from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata
 from benchharness.data.readers import undecodable_message
-from benchharness.tasks.senteval_config import ClassifierConfig
+from benchharness.tasks.senteval_config import TRANSFER_GROUP, ClassifierConfig
 
 REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"
 
@@ -41,7 +41,7 @@ class TransferTask(Task):
         config: ClassifierConfig,
         nclasses: int,
         extra: dict[str, Any] | None = None,
-        group: str = "transfer",
+        group: str = TRANSFER_GROUP,
         family: str = "transfer",
         protocol: str = "senteval-logreg",
     ) -> None:

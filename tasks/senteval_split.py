@@ -31,13 +31,11 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.task import Embed
 from benchharness.data.readers import undecodable_message
 from benchharness.tasks.senteval_base import TransferTask, sorted_samples
-from benchharness.tasks.senteval_config import L2_GRID, ClassifierConfig
+from benchharness.tasks.senteval_config import EXTRA_GROUP, L2_GRID, ClassifierConfig
 
 SPLITS = ("train", "dev", "test")
 SICK_LABELS = {"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2}
 SICK_SPLIT_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
-#: the groups of the tasks beyond the seven (``transfer`` keeps meaning what papers mean by it)
-EXTRA_GROUP = "senteval-extra"
 
 
 def file_lines(path: Path, encoding: str = "utf-8") -> list[str]:

@@ -40,7 +40,16 @@ from benchharness.core.task import Embed, Task, TaskProvider
 from benchharness.tasks.probing import ProbingTask
 from benchharness.tasks.relatedness import RelatednessTask
 from benchharness.tasks.senteval_base import TransferTask, read_lines, sorted_samples
-from benchharness.tasks.senteval_config import CONFIGS, PAPER_NAMES, PROBING_TASKS, ClassifierConfig
+from benchharness.tasks.senteval_config import (
+    ALL_GROUP,
+    CONFIGS,
+    EXTRA_GROUP,
+    PAPER_NAMES,
+    PROBING_GROUP,
+    PROBING_TASKS,
+    TRANSFER_GROUP,
+    ClassifierConfig,
+)
 from benchharness.tasks.senteval_split import SST5, SICKEntailment
 from benchharness.tasks.snli import SNLI
 
@@ -279,7 +288,7 @@ def factories() -> dict[str, tuple[Callable[[], Task], tuple[str, ...]]]:
     out: dict[str, tuple[Callable[[], Task], tuple[str, ...]]] = {}
     for cfg in CONFIGS.values():
         suffix = "" if cfg.name == "default" else f"-{cfg.name}"
-        group = ("transfer" + suffix,)
+        group = (TRANSFER_GROUP + suffix,)
         for name, (files, n, desc) in BINARY.items():
             out[name + suffix] = (partial(BinaryTask, name, files, n, cfg, desc), group)
         for name, cls in (("SST2", SST2), ("TREC", TREC), ("MRPC", MRPC)):
@@ -287,11 +296,11 @@ def factories() -> dict[str, tuple[Callable[[], Task], tuple[str, ...]]]:
         for name, extra in EXTRA.items():
             if name in UNCONFIGURED:
                 if cfg.name == "default":
-                    out[name] = (partial(extra, name), ("senteval-extra",))
+                    out[name] = (partial(extra, name), (EXTRA_GROUP,))
             else:
-                out[name + suffix] = (partial(extra, cfg), ("senteval-extra" + suffix,))
+                out[name + suffix] = (partial(extra, cfg), (EXTRA_GROUP + suffix,))
         for name in PROBING_TASKS:
-            out[name + suffix] = (partial(ProbingTask, name, cfg), ("probing" + suffix,))
+            out[name + suffix] = (partial(ProbingTask, name, cfg), (PROBING_GROUP + suffix,))
     return out
 
 
@@ -303,12 +312,12 @@ def _groups(table: dict[str, tuple[Callable[[], Task], tuple[str, ...]]]) -> dic
     for cfg in CONFIGS.values():
         suffix = "" if cfg.name == "default" else f"-{cfg.name}"
         extra = [name if name in UNCONFIGURED else name + suffix for name in EXTRA]
-        groups["senteval-extra" + suffix] = extra
-        groups["senteval-all" + suffix] = [
+        groups[EXTRA_GROUP + suffix] = extra
+        groups[ALL_GROUP + suffix] = [
             *STS_YEARS,
-            *groups["transfer" + suffix],
+            *groups[TRANSFER_GROUP + suffix],
             *extra,
-            *groups["probing" + suffix],
+            *groups[PROBING_GROUP + suffix],
         ]
     return groups
 
