@@ -25,7 +25,7 @@ import time
 from machine import SMOKE, data_root
 
 from benchharness.core.resources import peak_rss_mib
-from benchharness.evaluation.resolver import MINILMS as HUB_IDS
+from benchharness.encoders.builtins import MINILMS as HUB_IDS
 
 #: the STS suite (smoke mode: SICK-R's 500 trial pairs)
 STS = (
@@ -37,11 +37,12 @@ STS = (
 
 def worker_benchharness(model: str, backend: str | None) -> dict[str, float]:
     import benchharness
-    from benchharness.evaluation.resolver import BUILTINS, Resolver, build
+    from benchharness.encoders.builtins import BUILTINS
+    from benchharness.evaluation.resolver import Resolver, build
 
     chosen: object = model
     if backend:  # the built-in definition with another backend, built as the resolver builds it
-        chosen = build(model, {**BUILTINS[model].spec, "backend": backend}, Resolver().defaults)
+        chosen = build(model, {**BUILTINS[model].spec, "backend": backend}, Resolver().context)
     # no embedding cache and nothing stored: every sentence is encoded
     return {r.task: r.main_score for r in benchharness.evaluate(chosen, STS)}
 

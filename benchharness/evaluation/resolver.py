@@ -4,15 +4,16 @@ A name is resolved in this order:
 
 1. a composition ``base+post(k=v,...)+post`` (``postprocessors`` plugins wrap the encoder on their
    left);
-2. a built-in name (``minilm-l6``, ``minilm-l3``, ``glove-50d``);
-3. an encoder registered in ``benchharness.toml`` (``[encoders.NAME] spec = "..."``), which may
-   itself stand for a composition, or be ``module:attribute`` (an encoder defined in Python);
-4. a name of a ``catalogues`` plugin, in their order: trained recipes (``paser``, ``recipe:<key>``,
-   trained on first use), then published checkpoints;
-5. a trained or tuned run: a folder holding ``manifest.json``, or the name a manifest under the
+2. a name of a ``catalogues`` plugin, in their order: the built-in names (``minilm-l6``,
+   ``minilm-l3``, ``glove-50d``, e5, bge, gte: ``benchharness.encoders.builtins``), then, at
+   ``CONFIG_ORDER``, an encoder registered in ``benchharness.toml`` (``[encoders.NAME] spec =
+   "..."``, which may itself stand for a composition, or be ``module:attribute``: an encoder
+   defined in Python), then trained recipes (``paser``, ``recipe:<key>``, trained on first use),
+   then published checkpoints;
+3. a trained or tuned run: a folder holding ``manifest.json``, or the name a manifest under the
    configured runs folder declares; a manifest may stand for a composition too (what ``benchharness
    tune`` registers), and such a registered name may itself contain ``+``;
-6. an ad-hoc spec ``<family>:<target>?k=v&k=v`` of a ``families`` plugin:
+4. an ad-hoc spec ``<family>:<target>?k=v&k=v`` of a ``families`` plugin:
    ``hf:<id or path>?pooling=avg&max_length=64``, ``st:<id or path>``, ``glove:<path>``.
 
 Anything else fails with the close matches among the known names. Checking a name
@@ -27,7 +28,6 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -53,65 +53,11 @@ from benchharness.core.specs import (
 if TYPE_CHECKING:
     from benchharness.evaluation.run_settings import RunSettings
 
-#: hub ids of the MiniLMs every comparison here starts from (one place for the resolver and benchmarks)
-MINILMS: dict[str, str] = {
-    "minilm-l6": "sentence-transformers/all-MiniLM-L6-v2",
-    "minilm-l3": "sentence-transformers/paraphrase-MiniLM-L3-v2",
-}
-
 logger = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class BuiltIn:
-    spec: EncoderSpec
-    description: str
-
-
-BUILTINS: dict[str, BuiltIn] = {
-    "minilm-l6": BuiltIn(
-        {"type": "st", "model": MINILMS["minilm-l6"]},
-        "all-MiniLM-L6-v2 as sentence-transformers defines it (mean pooling, normalize)",
-    ),
-    "minilm-l3": BuiltIn(
-        {"type": "st", "model": MINILMS["minilm-l3"]},
-        "paraphrase-MiniLM-L3-v2 as sentence-transformers defines it (mean pooling)",
-    ),
-    "glove-50d": BuiltIn(
-        {"type": "glove", "file": "glove-50d"},
-        "average of GloVe 6B 50d vectors (lowercased whitespace tokens, OOV skipped)",
-    ),
-}
-
-#: the e5 model cards: "query: " on queries and on symmetric tasks (STS), "passage: " on documents
-E5_PROMPTS = {"prompt": "query: ", "query_prompt": "query: ", "document_prompt": "passage: "}
-#: the bge v1.5 model cards: the retrieval instruction on queries only, nothing elsewhere
-BGE_PROMPTS = {"query_prompt": "Represent this sentence for searching relevant passages: "}
-
-
-def _published(model: str, prompts: dict[str, str], card: str) -> BuiltIn:
-    spec: EncoderSpec = {"type": "st", "model": model, **prompts}  # type: ignore[typeddict-item]
-    shown = ", ".join(f"{k}={v!r}" for k, v in prompts.items()) or "no prompts"
-    return BuiltIn(spec, f"{model} with its documented prompts ({shown}; {card})")
-
-
-#: published embedders of today, by their model cards' prompts (downloaded from the hub when first used)
-BUILTINS.update(
-    {
-        **{
-            f"e5-{size}-v2": _published(f"intfloat/e5-{size}-v2", E5_PROMPTS, "e5 model card")
-            for size in ("small", "base", "large")
-        },
-        **{
-            f"bge-{size}-en-v1.5": _published(f"BAAI/bge-{size}-en-v1.5", BGE_PROMPTS, "bge model card")
-            for size in ("small", "base", "large")
-        },
-        **{
-            f"gte-{size}": _published(f"thenlper/gte-{size}", {}, "gte model card: no instruction")
-            for size in ("small", "base", "large")
-        },
-    }
-)
+#: where the configuration's ``[encoders.*]`` stand among the catalogues: after the built-in names
+#: (order 0), before the trained recipes (100) and the published checkpoints (200)
+CONFIG_ORDER = 50
 
 
 def families() -> dict[str, Family]:
@@ -239,8 +185,8 @@ class Resolver:
         self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
 
     def known_names(self) -> list[str]:
-        published = [row["name"] for c in catalogues() for row in c.rows()]
-        return [*BUILTINS, *self.config.encoders, *registered_runs(self.config.runs_dir), *published]
+        listed = [row["name"] for c in catalogues() for row in c.rows()]
+        return [*self.config.encoders, *registered_runs(self.config.runs_dir), *listed]
 
     def spec_for(self, name: str) -> EncoderSpec:
         """The spec dict behind a single (uncomposed) name."""
@@ -252,29 +198,13 @@ class Resolver:
         """The spec behind a single name, the run manifest it comes from (None if not a run), and
         the config entries followed to get there. ``chain`` holds those followed before, to refuse
         an entry that refers to itself (a cycle would otherwise recurse without end)."""
-        if name in BUILTINS:
-            return dict(BUILTINS[name].spec), None, chain  # type: ignore[return-value]
-        if name in self.config.encoders:
-            _refuse_cycle(name, chain, self.config.file)
-            entry = dict(self.config.encoders[name])
-            if "spec" in entry:
-                spec = entry["spec"]
-                if MODULE_ATTRIBUTE.fullmatch(spec) and PLUGINS.entry("families", spec.split(":")[0]) is None:
-                    return {"type": "python", "object": spec}, None, (*chain, name)
-                if len(split_composition(entry["spec"])) > 1:
-                    return {"type": COMPOSE, "spec": entry["spec"]}, None, (*chain, name)
-                return self._resolve(entry["spec"], (*chain, name))
-            entry.pop("description", None)
-            if "type" not in entry:
-                close = difflib.get_close_matches(next(iter(entry), ""), ["spec", "type", "description"], n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close and entry else ""
-                raise UnknownEncoderError(
-                    f"{self.config.file or 'benchharness.toml'}: [encoders.{name}] needs "
-                    f'spec = "..." or a family type = "..."; it has '
-                    f"{', '.join(sorted(entry)) or 'nothing'}{hint}"
-                )
-            return entry, None, (*chain, name)  # type: ignore[return-value]
+        configured_seen = False
         for catalogue in catalogues():
+            if not configured_seen and catalogue.order > CONFIG_ORDER:
+                configured_seen = True
+                configured = self._configured(name, chain)
+                if configured is not None:
+                    return configured
             takes_settings = "settings" in inspect.signature(catalogue.resolve).parameters
             found = (
                 catalogue.resolve(name, train=self.train_missing, settings=self.settings)
@@ -283,6 +213,10 @@ class Resolver:
             )
             if found is not None:
                 return found.spec, found.manifest, chain  # type: ignore[return-value]
+        if not configured_seen:
+            configured = self._configured(name, chain)
+            if configured is not None:
+                return configured
         folder = Path(name).expanduser()
         run = folder if (folder / "manifest.json").is_file() else registered_runs(self.config.runs_dir).get(name)
         if run is not None:
@@ -299,6 +233,32 @@ class Resolver:
             f"unknown encoder {name!r}.{hint} 'benchharness list encoders' lists every name; or give a run "
             f"folder with manifest.json, or <family>:<target> ({', '.join(PLUGINS.names('families'))})"
         )
+
+    def _configured(
+        self, name: str, chain: tuple[str, ...]
+    ) -> tuple[EncoderSpec, RunManifest | None, tuple[str, ...]] | None:
+        """The spec an ``[encoders.<name>]`` table of the configuration gives, or None."""
+        if name not in self.config.encoders:
+            return None
+        _refuse_cycle(name, chain, self.config.file)
+        entry = dict(self.config.encoders[name])
+        if "spec" in entry:
+            spec = entry["spec"]
+            if MODULE_ATTRIBUTE.fullmatch(spec) and PLUGINS.entry("families", spec.split(":")[0]) is None:
+                return {"type": "python", "object": spec}, None, (*chain, name)
+            if len(split_composition(entry["spec"])) > 1:
+                return {"type": COMPOSE, "spec": entry["spec"]}, None, (*chain, name)
+            return self._resolve(entry["spec"], (*chain, name))
+        entry.pop("description", None)
+        if "type" not in entry:
+            close = difflib.get_close_matches(next(iter(entry), ""), ["spec", "type", "description"], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close and entry else ""
+            raise UnknownEncoderError(
+                f"{self.config.file or 'benchharness.toml'}: [encoders.{name}] needs "
+                f'spec = "..." or a family type = "..."; it has '
+                f"{', '.join(sorted(entry)) or 'nothing'}{hint}"
+            )
+        return entry, None, (*chain, name)  # type: ignore[return-value]
 
     def _registered_whole(self, name: str) -> bool:
         """A registered name may itself contain ``+`` (``minilm-l6+repal-tuned``). A run in the runs
@@ -398,21 +358,21 @@ class Resolver:
 
     def describe(self) -> list[dict[str, str]]:
         """Rows for ``benchharness list encoders``: every name with its source and settings."""
-        rows = [
-            {"name": n, "source": "built-in", "settings": json.dumps(b.spec), "description": b.description}
-            for n, b in BUILTINS.items()
+        configured = [
+            {
+                "name": n,
+                "source": str(self.config.file),
+                "settings": entry.get("spec", json.dumps(entry)),
+                "description": entry.get("description", ""),
+            }
+            for n, entry in self.config.encoders.items()
         ]
-        for n, entry in self.config.encoders.items():
-            rows.append(
-                {
-                    "name": n,
-                    "source": str(self.config.file),
-                    "settings": entry.get("spec", json.dumps(entry)),
-                    "description": entry.get("description", ""),
-                }
-            )
+        rows: list[dict[str, str]] = []
         for catalogue in catalogues():
+            if configured and catalogue.order > CONFIG_ORDER:
+                rows, configured = rows + configured, []
             rows.extend(catalogue.rows())
+        rows.extend(configured)
         for n, folder in registered_runs(self.config.runs_dir).items():
             try:  # one broken run folder is listed as such, not a failed listing of every name
                 m = read_manifest(folder)

@@ -539,8 +539,8 @@ def test_catalogue_names_resolve_through_the_registry():
 
 def test_no_name_is_both_a_recipe_and_a_published_checkpoint():
     """A recipe name trains on demand, a catalogue name downloads: one name must mean one thing."""
+    from benchharness.encoders.builtins import BUILTINS
     from benchharness.encoders.published import PUBLISHED
-    from benchharness.evaluation.resolver import BUILTINS
     from benchharness.training.recipes import load_book
 
     recipes = set(load_book().names())
