@@ -34,7 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 
-from machine import SMOKE
+from machine import SMOKE, config
 
 from benchharness.core.settings import apply_environment, load_config
 
@@ -95,7 +95,7 @@ def main() -> None:
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         parser.set_defaults(repeats=1)
     args = parser.parse_args()
-    data = DataRoot(args.data_dir)
+    data = DataRoot(config().data_root(args.data_dir))
     loaded = [tasks.get(name) for name in STS]
     for task in loaded:
         task.load(data)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the server launcher the tests use
+sys.path.insert(0, str(ROOT))  # tests.embedding_server: the server launcher the tests use
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the STS-B-as-BEIR builder
 
 from machine import SMOKE, data_root, header, report
@@ -42,11 +42,10 @@ LEVELS = (1, 2) if SMOKE else (1, 2, 4, 8)
 
 
 def unique_sentences(task_name: str) -> list[str]:
-    from benchharness.core.data_root import DataRoot
     from benchharness.evaluation.evaluate import resolve_tasks
 
     (task,) = resolve_tasks(task_name)
-    task.load(DataRoot(None))
+    task.load(data_root())
     return list(dict.fromkeys(task.sentences()))
 
 

@@ -39,7 +39,7 @@ def one_run(recipe_name: str, steps: int, precision: str, evaluate_first: bool) 
     """In this process: the recipe's first ``steps`` steps, after one dev evaluation or not."""
     from benchharness.cli import process
 
-    process.configure(["train", "--precision", precision])
+    process.configure(["train", "--precision", precision], config())
     from dataclasses import replace
 
     import torch
@@ -49,6 +49,7 @@ def one_run(recipe_name: str, steps: int, precision: str, evaluate_first: bool) 
     from benchharness.training.method import TrainingContext
     from benchharness.training.on_demand import train_into
     from benchharness.training.recipes import load_book
+    from benchharness.training.runstore import RunStore
 
     inner = launch.run_loop
     found: dict[str, object] = {}
@@ -75,7 +76,7 @@ def one_run(recipe_name: str, steps: int, precision: str, evaluate_first: bool) 
     )
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        train_into(recipe, out, context=context)
+        train_into(recipe, out, context=context, store=RunStore(config().runs_dir))
         folder = out if recipe.rounds is None else out.with_name("run-r1")
         state = torch.load(folder / "checkpoint" / "state.pt", map_location="cpu", weights_only=True)["state"]
     return {

@@ -421,13 +421,14 @@ def main() -> None:
         return
     if not args.recipe:
         parser.error("--recipe or --table is required")
-    configure(sys.argv)  # as `benchharness train` sets up its process: the runs must be alike
+    configure(sys.argv, config())  # as `benchharness train` sets up its process: the runs must be alike
 
     from dataclasses import replace
 
     from benchharness.training.method import TrainingContext
     from benchharness.training.on_demand import device_kind, train_into
     from benchharness.training.recipes import load_book
+    from benchharness.training.runstore import RunStore
 
     recipe = load_book().get(args.recipe)
     if recipe.base_recipe is not None:
@@ -469,7 +470,7 @@ def main() -> None:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        train_into(recipe, out, context=context)
+        train_into(recipe, out, context=context, store=RunStore(config().runs_dir))
         state_file = (out if recipe.rounds is None else out.with_name("run-r1")) / "checkpoint" / "state.pt"
         state = torch.load(state_file, map_location="cpu", weights_only=True)["state"]
         wall = time.perf_counter() - started

@@ -24,6 +24,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertModel, RobertaConfig, RobertaForMaskedLM
 
+from benchharness.core.specs import BuildContext
 from benchharness.encoders import download as download_mod
 from benchharness.encoders import published
 from benchharness.encoders.checkpoint import checkpoint_keys, load_complete
@@ -361,7 +362,7 @@ def test_consert_archive_in_the_cache(tmp_path, monkeypatch, tokenizer_dir, cons
     pack(st039_folder(tmp_path / "src", tokenizer_dir, module, consert_model, 6), tmp_path / f"a.{fmt}")
     shutil.copy(tmp_path / f"a.{fmt}", target)
 
-    enc = published.build_archive("consert-unsup-base", spec, {"batch_size": 3})
+    enc = published.build_archive("consert-unsup-base", spec, BuildContext(batch_size=3))
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
 
     def st039_tokens(text: str) -> list[int]:
