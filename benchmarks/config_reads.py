@@ -61,6 +61,12 @@ def counted_reads(action) -> int:
     return reads[0]
 
 
+def _commit(checkout: Path) -> str:
+    """The commit a checkout is at (a path of this machine never goes into a results file)."""
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "an unknown commit"
+
+
 def measure(checkout: Path) -> list[str]:
     """The counts for the benchharness this interpreter imports, and the call sites of ``checkout``."""
     import benchharness
@@ -83,8 +89,9 @@ def measure(checkout: Path) -> list[str]:
     run()  # imports and first-use caches out of the way: the counts are of a second call
     reads_run, reads_evaluate = counted_reads(run), counted_reads(evaluate)
     sites = call_sites(checkout)
+    own = Path(benchharness.__file__).is_relative_to(checkout)
     return [
-        f"checkout {checkout.name} at {benchharness.__file__.rsplit('/', 2)[0]}:",
+        f"checkout at {_commit(checkout)} (benchharness imported from it: {own}):",
         f"  `benchharness {' '.join(RUN)}` reads benchharness.toml {reads_run} times",
         f"  `benchharness.evaluate('glove-50d', 'SICKRelatedness-trial')` reads it {reads_evaluate} times",
         f"  load_config( / hub_settings( calls in the package's source: {len(sites)}",
