@@ -27,15 +27,14 @@ qrels lines giving one pair different scores.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from benchharness.core.data_root import DataError
-from benchharness.data.readers import json_lines, undecodable_message
+from benchharness.data.readers import json_lines, text_stream
 
 CORPUS, QUERIES, QRELS = "corpus.jsonl", "queries.jsonl", "qrels"
 QRELS_HEADER = ["query-id", "corpus-id", "score"]
@@ -172,27 +171,11 @@ def qrels_lines(path: Path) -> Iterator[tuple[int, str, str, int]]:
 
 def _tsv_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     """(line number, tab-separated fields) for each non-blank line."""
-    with _opened(path) as fh:
+    with text_stream(path) as fh:
         for line_no, line in enumerate(fh, 1):
             text = line.rstrip("\r\n")
             if text.strip() or line_no == 1:
                 yield line_no, text.split("\t")
-
-
-@contextlib.contextmanager
-def _opened(path: Path) -> Iterator[IO[str]]:
-    """A text file opened for streaming, whose decoding error becomes a DataError naming the line;
-    lines end at ``\\n`` only (JSON text may hold U+2028, which ``splitlines`` would split at)."""
-    try:
-        fh = open(path, encoding="utf-8-sig", newline="\n")  # noqa: SIM115 (closed by the ``with`` below)
-    except OSError as exc:  # missing, a folder, unreadable
-        raise DataError(f"{path}: {exc.strerror or exc}") from None
-    with fh:
-        try:
-            yield fh
-        except UnicodeDecodeError as exc:
-            with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="\n") as again:
-                raise DataError(undecodable_message(path, again, exc)) from None
 
 
 def _id(path: Path, line: int, record: dict[str, Any], seen: dict[str, int]) -> str:

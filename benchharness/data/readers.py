@@ -20,13 +20,14 @@ Text is SentEval's: the line split on whitespace and re-joined with single space
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from benchharness.core.data_root import DataError
 from benchharness.core.errors import UserError
@@ -86,34 +87,41 @@ def undecodable_message(path: Path | str, lines: Iterable[str], exc: UnicodeDeco
     )
 
 
-def json_lines(path: Path, error: type[UserError] = DataError) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of each non-blank line of a JSON-lines file, read as a stream (a
-    corpus may be large). The rules of every JSON-lines format here: a UTF-8 byte-order mark is
-    accepted, blank lines are skipped, a line ends at ``\n`` only (JSON text may hold U+2028, at
-    which ``splitlines`` would split), and a line that cannot be decoded, is not JSON or is not
-    one object raises ``error`` naming the file and the line."""
+@contextlib.contextmanager
+def text_stream(path: Path, error: type[UserError] = DataError) -> Iterator[IO[str]]:
+    """A UTF-8 text file opened for streaming (a byte-order mark accepted; lines end at ``\n``
+    only: JSON text may hold U+2028, at which ``splitlines`` would split); a file that cannot be
+    opened, or a decoding error while it is read, raises ``error`` naming the file (and the line)."""
     try:
         fh = open(path, encoding="utf-8-sig", newline="\n")  # noqa: SIM115 (closed by the ``with`` below)
     except OSError as exc:  # missing, a folder, unreadable
         raise error(f"{path}: {exc.strerror or exc}") from None
     with fh:
         try:
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise error(
-                        f"{path}:{line_no}: not JSON ({exc.msg}, column {exc.colno}); a JSON lines file holds "
-                        "one object per line"
-                    ) from None
-                if not isinstance(record, dict):
-                    raise error(f"{path}:{line_no}: a JSON {type(record).__name__}; expected one object per line")
-                yield line_no, record
+            yield fh
         except UnicodeDecodeError as exc:
             with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="\n") as again:
                 raise error(undecodable_message(path, again, exc)) from None
+
+
+def json_lines(path: Path, error: type[UserError] = DataError) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line of a JSON-lines file, read as a stream (a
+    corpus may be large). The rules of every JSON-lines format here: ``text_stream``'s, blank lines
+    skipped, and a line that is not JSON or not one object raises ``error`` naming the file and line."""
+    with text_stream(path, error) as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise error(
+                    f"{path}:{line_no}: not JSON ({exc.msg}, column {exc.colno}); a JSON lines file holds "
+                    "one object per line"
+                ) from None
+            if not isinstance(record, dict):
+                raise error(f"{path}:{line_no}: a JSON {type(record).__name__}; expected one object per line")
+            yield line_no, record
 
 
 def read_lines(path: Path) -> list[str]:
