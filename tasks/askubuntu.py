@@ -36,10 +36,11 @@ import numpy as np
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import DOCUMENT, Role
-from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
+from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
 from benchharness.scoring.metrics import paired_cosine
 from benchharness.scoring.ranking import means, per_query_metrics, ranked_relevance
+from benchharness.tasks import boards
 
 REFERENCE = "Lei et al. 2016 (taolei87/askubuntu); useb/TSDAE (Wang et al. 2021); mteb AskUbuntuDupQuestions"
 TEXTS = ("askubuntu/text_tokenized.txt.gz", "askubuntu/text_tokenized.txt")
@@ -128,6 +129,12 @@ class AskUbuntu(Task):
             reference=REFERENCE,
             groups=("askubuntu",) if useb else (),
             n_samples=186 if useb else 361,
+            board=boards.RANKING,
+            board_columns=(
+                BoardColumn("AskUbuntu MAP", "map", "AskUbuntu_MAP"),
+                BoardColumn("AskUbuntu MRR@10", "mrr@10", "AskUbuntu_MRR10"),
+            ),
+            on_board=useb,
             protocol_details={
                 "text": "question titles (tokenized file)",
                 "similarity": "cosine (zero vector -> 0)",

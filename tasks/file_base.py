@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.core.task import Task, TaskMetadata
+from benchharness.core.task import BoardColumn, Task, TaskMetadata
 from benchharness.data.readers import json_lines, undecodable_message
+from benchharness.tasks import boards
 from benchharness.tasks.senteval_config import ClassifierConfig
 
 GROUP = "files"
@@ -137,7 +138,13 @@ class FileTask(Task):
     def metadata(self, value: TaskMetadata) -> None:
         """What the protocol family declares (its constructor sets it), before the data are read;
         the declaration's instruction, if any, goes to the query side of prompted models."""
-        self._declared = replace(value, instruction=self.decl.instruction)
+        self._declared = replace(
+            value, instruction=self.decl.instruction, board=boards.FILES, board_columns=(BoardColumn(),), on_board=True
+        )
+
+    @property
+    def declared(self) -> TaskMetadata:
+        return self._declared
 
     @cached_property
     def content(self) -> Any:

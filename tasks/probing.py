@@ -25,6 +25,7 @@ import numpy as np
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.tasks.senteval_base import sorted_samples
 from benchharness.tasks.senteval_config import (
+    PAPER_NAMES,
     PROBING_DROPOUT,
     PROBING_GROUP,
     PROBING_NHID,
@@ -95,6 +96,7 @@ class ProbingTask(SentenceSplitTask):
             group=PROBING_GROUP,
             family="probing",
             protocol="senteval-probing",
+            header={task: short for short, task in PAPER_NAMES.items()}.get(name),  # the paper's short name
         )
 
     def _load(self, data: DataRoot) -> None:

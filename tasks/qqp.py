@@ -34,10 +34,11 @@ import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.prompts import DOCUMENT, Role
-from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
+from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
 from benchharness.scoring.ranking import average_precision, reciprocal_rank
 from benchharness.scoring.top_k import top_k
+from benchharness.tasks import boards
 
 REL = "qqp/quora_duplicate_questions.tsv"
 HEADER = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
@@ -98,6 +99,8 @@ class QQP(Task):
             protocol="paser-qqp-retrieval",
             reference="PaSeR (Wu et al.); Quora Question Pairs (Iyer et al. 2017)",
             groups=("qqp",),
+            board=boards.RANKING,
+            board_columns=(BoardColumn("QQP MAP", "map", "QQP_MAP"), BoardColumn("QQP MRR@10", "mrr@10", "QQP_MRR10")),
             protocol_details={
                 "corpus": "unique question2 texts (strip, exact match dedup)",
                 "queries": "unique question1 texts with at least one duplicate question2 of a different text",

@@ -37,9 +37,9 @@ import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata
+from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata
 from benchharness.data.readers import SICK_COLUMNS, STSB_COLUMNS, read_scored_tsv, sick_file, stsb_file
-from benchharness.tasks.senteval_config import EXTRA_GROUP, RELATEDNESS, RelatednessConfig
+from benchharness.tasks.senteval_config import BOARDS, EXTRA_GROUP, RELATEDNESS, RelatednessConfig
 from benchharness.tasks.senteval_split import SPLITS, abs_diff_prod, sorted_pairs
 
 if TYPE_CHECKING:
@@ -185,6 +185,8 @@ class RelatednessRegressor:
         return RegressionFit(best, best_epoch, self.nepoch, checks)
 
 
+#: the leaderboard's column headers: "sup." tells them from the unsupervised STS columns
+BOARD_HEADERS = {"SICKRelatedness-sup": "SICK-R sup.", "STSBenchmark-sup": "STS-B sup."}
 #: per dataset: SentEval's files (train, dev, test), score columns, header, published split sizes
 DATASETS = {
     "SICKRelatedness-sup": (
@@ -236,6 +238,8 @@ class RelatednessTask(Task):
                 "scores": "test Pearson x100 (main), Spearman x100, MSE; dev Pearson x100 as devpearson",
                 "per_item": "the 'cosine' array holds the regressor's predicted score p . [1..5]",
             },
+            board=BOARDS[EXTRA_GROUP],
+            board_columns=(BoardColumn(BOARD_HEADERS[name]),),
         )
 
     def _load(self, data: DataRoot) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.data_root import DataError
-from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata
+from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata
 from benchharness.data.readers import undecodable_message
-from benchharness.tasks.senteval_config import TRANSFER_GROUP, ClassifierConfig
+from benchharness.tasks.senteval_config import BOARDS, TRANSFER_GROUP, ClassifierConfig
 
 REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"
 
@@ -44,9 +44,11 @@ class TransferTask(Task):
         group: str = TRANSFER_GROUP,
         family: str = "transfer",
         protocol: str = "senteval-logreg",
+        header: str | None = None,
     ) -> None:
         """``group``, ``family`` and ``protocol`` name the suite a task belongs to (``transfer``, the
-        seven the papers report, by default); the config's name is appended to group and protocol."""
+        seven the papers report, by default); the config's name is appended to group and protocol.
+        ``header``: the task's column header on the leaderboard (None: its name)."""
         super().__init__()
         self.config = config
         self.nclasses = nclasses
@@ -70,6 +72,9 @@ class TransferTask(Task):
                 "accuracy": "test accuracy % (dev accuracy recorded as devacc)",
                 **(extra or {}),
             },
+            board=BOARDS[group],
+            board_columns=(BoardColumn(header, published=name if BOARDS[group].published_csv else None),),
+            on_board=config.name == "default",
         )
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:

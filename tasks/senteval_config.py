@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-#: SentEval's grid for the PyTorch classifier: 10**t for t in -5..-2
+from benchharness.tasks import boards
+
 #: the SentEval groups, declared here once: ``transfer`` is the seven the papers report (what
 #: papers mean by it), ``senteval-extra`` the tasks beyond them, ``probing`` the ten probing tasks,
 #: ``senteval-all`` STS12-16 and every one of those; a config other than the default appends its name
 TRANSFER_GROUP, EXTRA_GROUP, PROBING_GROUP, ALL_GROUP = "transfer", "senteval-extra", "probing", "senteval-all"
+#: the leaderboard's table of each group (the default config's tasks: a prototyping config is not
+#: comparable to papers, so its tasks are not on the board)
+BOARDS = {TRANSFER_GROUP: boards.TRANSFER, EXTRA_GROUP: boards.SENTEVAL_FURTHER, PROBING_GROUP: boards.PROBING}
+#: SentEval's grid for the PyTorch classifier: 10**t for t in -5..-2
 L2_GRID: tuple[float, ...] = tuple(10.0**t for t in range(-5, -1))
 VALIDATION_SPLIT = 0.05
 

@@ -217,6 +217,7 @@ class SICKEntailment(PairSplitTask):
             3,
             {"features": "[|u-v|, u*v]", "labels": dict(SICK_LABELS)},
             group=EXTRA_GROUP,
+            header="SICK-E",
         )
 
     def _load(self, data: DataRoot) -> None:

@@ -35,7 +35,15 @@ import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.task import Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
+from benchharness.core.task import (
+    BoardColumn,
+    Embed,
+    Evaluation,
+    Metrics,
+    Task,
+    TaskMetadata,
+    TaskProvider,
+)
 from benchharness.data.readers import (
     SICK_COLUMNS,
     STS_YEARS,
@@ -49,6 +57,7 @@ from benchharness.data.readers import (
     stsb_file,
 )
 from benchharness.scoring.metrics import constant_value, correlations, paired_cosine
+from benchharness.tasks import boards
 
 PROTOCOL = "senteval-unsup-cosine"
 #: scored pairs per year, from the task papers (and docs/PROTOCOLS.md)
@@ -137,6 +146,8 @@ class STSYear(PairTask):
             reference=REFERENCE,
             groups=("sts",),
             n_samples=PAIRS[year],
+            board=boards.STS,
+            board_columns=(BoardColumn(published=year),),
             protocol_details={
                 "similarity": "cosine (zero vector -> 0)",
                 "text": "SentEval tokenized+lowercased, whitespace re-joined",
@@ -219,7 +230,9 @@ def _pair_meta(
     groups: tuple[str, ...],
     protocol: str = PROTOCOL,
     text: str = "SentEval tokenized, whitespace re-joined",
+    column: BoardColumn | None = None,
 ) -> TaskMetadata:
+    """A pair set's metadata; ``column``: its column of the STS table, None: a variant not on the board."""
     return TaskMetadata(
         name=name,
         family="sts",
@@ -231,6 +244,9 @@ def _pair_meta(
         groups=groups,
         n_samples=n,
         protocol_details={"similarity": "cosine (zero vector -> 0)", "text": text},
+        board=boards.STS,
+        board_columns=(column,) if column else (),
+        on_board=column is not None,
     )
 
 
@@ -247,6 +263,7 @@ def stsb(split: str = "test", raw: bool = False) -> CsvPairTask:
         groups,
         protocol=PROTOCOL + ("-rawtext" if raw else ""),
         text="original cased text (mteb-style)" if raw else "SentEval tokenized+lowercased",
+        column=BoardColumn("STS-B", published="STSB") if groups else None,
     )
     return CsvPairTask(meta, (stsb_file(split, raw),), STSB_COLUMNS, header=False, raw=raw)
 
@@ -260,6 +277,7 @@ def sick(split: str = "test") -> CsvPairTask:
         split,
         n,
         ("sts",) if split == "test" else (),
+        column=BoardColumn("SICK-R", published="SICKR") if split == "test" else None,
     )
     return CsvPairTask(meta, (sick_file(split),), SICK_COLUMNS, header=True)
 

@@ -155,6 +155,7 @@ def main(args: argparse.Namespace) -> int:
         tasks=tasks,
         groups=groups,
         results_label=results_label(store.root),
+        config=args.configuration,
     )
     intervals = args.intervals if args.intervals is not None else fmt != "latex"
     text = render(board, fmt, intervals)

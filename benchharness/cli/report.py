@@ -44,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
         encoders=args.encoders,
         tasks=tasks,
         groups=set(GROUPS) if args.no_published else None,
+        config=args.configuration,
     )
     print(f"written: {path}")
     return 0

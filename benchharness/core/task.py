@@ -75,6 +75,31 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
+class BoardSection:
+    """A table of the leaderboard, declared by the tasks that are its columns (``TaskMetadata.board``):
+    the tables are built from the installed tasks' metadata, so a task from a plugin gets its column
+    without the reporting code knowing it. Sections are shown by ``order``, columns in the task
+    catalogue's order."""
+
+    title: str
+    order: int = 100
+    #: whether a row's mean over the columns means anything (one metric of one kind of task)
+    average: bool = False
+    #: the papers' numbers for this table, a CSV among ``benchharness/reporting/published/``
+    published_csv: str | None = None
+
+
+@dataclass(frozen=True)
+class BoardColumn:
+    """One column a task gives its section: a header (None: the task's name), a metric (None: the
+    task's main score) and the column of the section's published CSV holding the papers' numbers."""
+
+    header: str | None = None
+    metric: str | None = None
+    published: str | None = None
+
+
+@dataclass(frozen=True)
 class TaskMetadata:
     name: str
     family: str
@@ -88,9 +113,21 @@ class TaskMetadata:
     #: given to the query side of a model that takes instructions (``[tasks.x] instruction = "..."``)
     instruction: str | None = None
     protocol_details: dict[str, Any] = field(default_factory=dict)
+    #: the leaderboard table this task is a column of; None: a table of its family's own
+    #: (``family_board``); a task that only varies one on the board (a dev split, a fast protocol)
+    #: sets ``on_board=False`` instead
+    board: BoardSection | None = None
+    board_columns: tuple[BoardColumn, ...] = (BoardColumn(),)
+    on_board: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def family_board(family: str) -> BoardSection:
+    """The leaderboard table of the tasks of ``family`` that name none: their main scores, no average
+    (tasks of one family may still score different metrics)."""
+    return BoardSection(f"{family} tasks (main score x100)")
 
 
 class Task(ABC):
@@ -103,6 +140,12 @@ class Task(ABC):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    @property
+    def declared(self) -> TaskMetadata:
+        """The metadata as declared, before any data is read: what the leaderboard places a task by.
+        ``metadata`` itself, but for a task that completes its metadata from its data."""
+        return self.metadata
 
     def load(self, data: DataRoot) -> None:
         """Read the task's files (once); ``self.files`` lists every file read, for checksums."""

@@ -2,12 +2,16 @@
 of tables (``build``) that ``reporting.table_formats`` prints as Markdown, CSV, LaTeX or HTML.
 
 Each section is a table of encoders x tasks (+ Avg. when a row has every column, as the papers
-average). Measured rows come from ``results/<encoder>/<task>.json``; published rows from
+average). The sections are those the installed tasks declare in their metadata
+(``TaskMetadata.board``: a table, its columns, whether an average means anything; a task naming
+none gets a table of its family's), so a task from a plugin is shown like a built-in one. Results of
+mteb tasks run through the bridge (``mteb:<Name>``) get a section of their own, a column per task
+present; the results of a task this process does not know keep a column, in the files' table
+when their protocol says they came from a file task, else in a table of other tasks.
+Measured rows come from ``results/<encoder>/<task>.json``; published rows from
 the package's tables (``benchharness/reporting/published/*.csv``, package data, so an installed
 wheel has them too) and are marked ``published`` with paper and table, so nobody mistakes
-a number copied from a paper for one measured here. Results of mteb tasks run through the bridge
-(``mteb:<Name>``) get a section of their own, a column per task present, and so do the results of
-tasks declared from files (``benchharness.tasks.from_files``), which no built-in section knows.
+a number copied from a paper for one measured here.
 
 Rows are grouped (the Source column): base encoders, post-processed (a ``+`` chain), trained (the
 result records training provenance, or its model is a local checkpoint), then published; within a
@@ -41,6 +45,7 @@ import csv
 import fnmatch
 import io
 import json
+import logging
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -53,6 +58,11 @@ from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
+
+    from benchharness.core.settings import Config
+    from benchharness.core.task import BoardSection
+
+logger = logging.getLogger(__name__)
 
 #: the papers' numbers (see its README for sources): package data, read through importlib.resources so
 #: that a wheel installed anywhere shows them as the checkout does; ``--published-dir`` overrides it
@@ -75,101 +85,56 @@ class Section:
     average: bool = True
 
 
-SECTIONS = (
-    Section(
-        "STS (Spearman x100; STS12-16 'all' aggregation)",
-        tuple(
-            Column(h, t, None, p)
-            for h, t, p in (
-                ("STS12", "STS12", "STS12"),
-                ("STS13", "STS13", "STS13"),
-                ("STS14", "STS14", "STS14"),
-                ("STS15", "STS15", "STS15"),
-                ("STS16", "STS16", "STS16"),
-                ("STS-B", "STSBenchmark", "STSB"),
-                ("SICK-R", "SICKRelatedness", "SICKR"),
-            )
-        ),
-        "sts.csv",
-    ),
-    Section(
-        "SentEval transfer (test accuracy %)",
-        tuple(Column(t, t, None, t) for t in ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")),
-        "transfer.csv",
-    ),
-    Section(
-        "Retrieval and reranking (x100)",
-        (
-            Column("QQP MAP", "QQP", "map", "QQP_MAP"),
-            Column("QQP MRR@10", "QQP", "mrr@10", "QQP_MRR10"),
-            Column("AskUbuntu MAP", "AskUbuntu", "map", "AskUbuntu_MAP"),
-            Column("AskUbuntu MRR@10", "AskUbuntu", "mrr@10", "AskUbuntu_MRR10"),
-        ),
-        "ranking.csv",
-        average=False,
-    ),
-    # SentEval's other tasks: metrics differ between columns (accuracy, Pearson), hence no average
-    Section(
-        "SentEval, further tasks (test accuracy %; SICK-R and STS-B supervised: test Pearson x100)",
-        (
-            Column("SST5", "SST5"),
-            Column("SICK-E", "SICKEntailment"),
-            Column("SICK-R sup.", "SICKRelatedness-sup"),
-            Column("STS-B sup.", "STSBenchmark-sup"),
-            Column("SNLI", "SNLI"),
-        ),
-        None,
-        average=False,
-    ),
-    Section(
-        "SentEval probing (test accuracy %)",
-        tuple(
-            Column(h, t)
-            for h, t in (
-                ("SentLen", "Length"),
-                ("WC", "WordContent"),
-                ("TreeDepth", "Depth"),
-                ("TopConst", "TopConstituents"),
-                ("BShift", "BigramShift"),
-                ("Tense", "Tense"),
-                ("SubjNum", "SubjNumber"),
-                ("ObjNum", "ObjNumber"),
-                ("SOMO", "OddManOut"),
-                ("CoordInv", "CoordinationInversion"),
-            )
-        ),
-        None,
-        average=False,
-    ),
-)
-
-
-def mteb_section(results: list[Result]) -> Section | None:
-    """One column per mteb task that has a stored result, main score x100 (mteb's main metric,
-    which differs from task type to task type, hence no average)."""
-    names = sorted({r.task for r in results if r.task.startswith(MTEB_PREFIX)})
-    if not names:
-        return None
-    return Section(
-        "mteb tasks (mteb's own evaluation, main score x100)",
-        tuple(Column(n[len(MTEB_PREFIX) :], n) for n in names),
-        None,
-        average=False,
-    )
-
-
+#: the table of tasks with stored results that no installed task plugin knows (a plugin
+#: uninstalled since, a Python task): a column each, its main score, no average
+OTHER_TITLE = "Other tasks (not installed here; main score x100)"
 #: the protocol variants of tasks declared from files (``benchharness.tasks.from_files``) start with
-#: this; the leaderboard reads results without importing the tasks (nor numpy), hence the prefix
+#: this: their results keep their table when the configuration declaring them is not the current one
 FILE_PROTOCOL_PREFIX = "file-"
 
 
-def file_section(results: list[Result]) -> Section | None:
-    """One column per task declared from a file that has a stored result, main score x100 (the
-    Spearman of a pair file, the accuracy of a labelled one: no average over unrelated tasks)."""
-    names = sorted({r.task for r in results if str(r.protocol.get("variant", "")).startswith(FILE_PROTOCOL_PREFIX)})
-    if not names:
-        return None
-    return Section("Tasks from files (main score x100)", tuple(Column(n, n) for n in names), None, average=False)
+def sections(results: list[Result], config: Config | None = None) -> list[Section]:
+    """The board's tables, from the installed tasks' metadata (``TaskMetadata.board``, read as
+    declared: no task's data is read), in the tables' order, columns in the catalogue's order;
+    then a table of the mteb tasks with results, and the results of tasks this process does not
+    know, under the table their results record (a task from files) or in ``OTHER_TITLE``."""
+    from benchharness import tasks
+    from benchharness.core.task import family_board
+    from benchharness.tasks.boards import FILES
+
+    placed: dict[BoardSection, list[Column]] = {}
+    known: set[str] = set()
+    for name, factory in tasks.catalogue(config).factories.items():
+        try:
+            meta = factory().declared  # type: ignore[operator]
+        except Exception as exc:  # a plugin's broken task: its results are shown as unknown
+            logger.debug("task %s gives no metadata (%s: %s)", name, type(exc).__name__, exc)
+            continue
+        known.add(name)
+        if meta.on_board:
+            placed.setdefault(meta.board or family_board(meta.family), []).extend(
+                Column(c.header or name, name, c.metric, c.published) for c in meta.board_columns
+            )
+    unknown = sorted({r.task for r in results if r.task not in known and not r.task.startswith(MTEB_PREFIX)})
+    from_files = [n for n in unknown if _variant(results, n).startswith(FILE_PROTOCOL_PREFIX)]
+    if from_files:
+        placed.setdefault(FILES, []).extend(Column(n, n) for n in from_files)
+    out = [
+        Section(board.title, tuple(columns), board.published_csv, board.average)
+        for board, columns in sorted(placed.items(), key=lambda item: item[0].order)
+    ]
+    mteb = sorted({r.task for r in results if r.task.startswith(MTEB_PREFIX)})
+    if mteb:
+        # mteb's main metric differs from task type to task type, hence no average
+        title = "mteb tasks (mteb's own evaluation, main score x100)"
+        out.append(Section(title, tuple(Column(n[len(MTEB_PREFIX) :], n) for n in mteb), None, average=False))
+    if other := [n for n in unknown if n not in from_files]:
+        out.append(Section(OTHER_TITLE, tuple(Column(n, n) for n in other), None, average=False))
+    return out
+
+
+def _variant(results: list[Result], task: str) -> str:
+    return next(str(r.protocol.get("variant", "")) for r in results if r.task == task)
 
 
 def _fmt(value: float | str | None) -> str:
@@ -594,17 +559,18 @@ def build(
     tasks: set[str] | None = None,
     groups: set[str] | None = None,
     results_label: str | None = None,
+    config: Config | None = None,
 ) -> Board:
     """Every table of the leaderboard, filtered: ``encoders`` are names or shell patterns
     (``minilm-*``), ``tasks`` task names, ``groups`` row groups (``ROW_GROUPS``). ``published_dir``:
-    the published tables (``PUBLISHED_DIR``, the package's), None for none."""
+    the published tables (``PUBLISHED_DIR``, the package's), None for none; ``config``: the
+    configuration whose tasks (``[tasks.*]``) are known besides the installed ones."""
     if groups is not None and (unknown := sorted(groups - set(ROW_GROUPS))):
         raise InvalidInputError(f"unknown row group(s) {', '.join(unknown)}; choose from {', '.join(ROW_GROUPS)}")
     results = [r for r in store if encoders is None or any(fnmatch.fnmatchcase(r.encoder, e) for e in encoders)]
     show_published = (groups is None or "published" in groups) and encoders is None
     tables = []
-    extra = [s for s in (mteb_section(results), file_section(results)) if s is not None]
-    for full in (*SECTIONS, *extra):
+    for full in sections(results, config):
         section = _select(full, tasks)
         if section is None:
             continue

@@ -20,7 +20,7 @@ from typing import Any
 from benchharness.core.manifests import RunManifest
 from benchharness.core.results import Result, ResultStore
 from benchharness.reporting.escape import md_code, one_line
-from benchharness.reporting.leaderboard import SECTIONS, build, ci_text
+from benchharness.reporting.leaderboard import build, ci_text
 from benchharness.reporting.table_formats import md_prompt_notes
 
 #: task -> (model-index task type, dataset name as the hub knows it)
@@ -78,7 +78,7 @@ def model_index(name: str, results: list[Result], transductive: str | None = Non
 
 
 def _tables(store: ResultStore, name: str) -> list[str]:
-    board = build(store, None, encoders=[name], tasks={c.task for s in SECTIONS[:2] for c in s.columns})
+    board = build(store, None, encoders=[name], tasks=set(_TASK_TYPES))
     parts = []
     for table in board.tables:
         line = next(line for line in table.lines if line.encoder == name)

@@ -20,11 +20,12 @@ from pathlib import Path
 import pytest
 
 from benchharness.core.results import Result, ResultStore
-from benchharness.reporting.leaderboard import SECTIONS
+from benchharness.reporting.leaderboard import sections
+from benchharness.tasks import boards
 from tests.helpers import cli, one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
-STS = SECTIONS[0]
+STS = next(s for s in sections([]) if s.title == boards.STS.title)
 
 
 def result(encoder: str, task: str, score: float, confidence: dict | None = None) -> Result:

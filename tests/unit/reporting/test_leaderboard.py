@@ -8,11 +8,12 @@ from scipy.stats import spearmanr
 
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.task import Evaluation
-from benchharness.reporting.leaderboard import SECTIONS
+from benchharness.reporting.leaderboard import sections
 from benchharness.reporting.table_formats import markdown_leaderboard as render
 from benchharness.scoring.stats import steiger_spearman
+from benchharness.tasks import boards
 
-STS = SECTIONS[0]
+STS = next(s for s in sections([]) if s.title == boards.STS.title)
 
 
 def _result(encoder, task, score, metadata=None, identity=None, confidence=None):

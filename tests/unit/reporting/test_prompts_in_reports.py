@@ -18,10 +18,11 @@ import pytest
 from test_leaderboard import STS, _result, _training
 
 from benchharness.core.results import Result, ResultStore
-from benchharness.reporting.leaderboard import SECTIONS, build
+from benchharness.reporting.leaderboard import build, sections
 from benchharness.reporting.table_formats import html_tables, latex, markdown, to_csv
+from benchharness.tasks import boards
 
-RANKING = SECTIONS[2]
+RANKING = next(s for s in sections([]) if s.title == boards.RANKING.title)
 #: every character some format reads as markup: a pipe, a tag, a quote of each kind, a backtick, a line break
 HOSTILE = {
     "query_prompt": "query: a|b <script>alert(\"x\")</script>\nnext 'q' `tick`",
