@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
     from benchharness.evaluation.run_settings import RunSettings
     from benchharness.reporting.compare import Comparison, compare
     from benchharness.tasks import get as get_task
-    from benchharness.tasks.from_files import register_file_task
+    from benchharness.tasks.files.declarations import register_file_task
     from benchharness.training.evaluators import EvaluationCallback, STSEvaluator
     from benchharness.training.train import train
     from benchharness.training.trained import TrainedEncoder
@@ -71,7 +71,7 @@ _EXPORTS = {
     "EvaluationCallback": "benchharness.training.evaluators",
     # writing a task or an encoder
     "get_task": "benchharness.tasks",
-    "register_file_task": "benchharness.tasks.from_files",
+    "register_file_task": "benchharness.tasks.files.declarations",
     "Task": "benchharness.core.task",
     "TaskMetadata": "benchharness.core.task",
     "TaskProvider": "benchharness.core.task",

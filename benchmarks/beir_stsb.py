@@ -40,7 +40,7 @@ def main() -> None:
     import benchharness
     from benchharness import tasks
     from benchharness.evaluation.resolver import Resolver
-    from benchharness.tasks.from_files import register_file_task
+    from benchharness.tasks.files.declarations import register_file_task
 
     stsb = tasks.get("STSBenchmark")
     stsb.load(data_root())

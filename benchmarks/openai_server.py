@@ -67,7 +67,7 @@ def stsb_retrieval(spec: str, scratch: Path) -> str:
 
     import benchharness
     from benchharness import tasks
-    from benchharness.tasks.from_files import register_file_task
+    from benchharness.tasks.files.declarations import register_file_task
 
     stsb = tasks.get("STSBenchmark")
     stsb.load(data_root())

@@ -70,7 +70,7 @@ def measure(encoder: str, names: list[str]) -> list[str]:
     import scipy.stats  # noqa: F401
 
     import benchharness
-    import benchharness.tasks.senteval_classifier
+    import benchharness.tasks.senteval.classifier
 
     t0 = time.perf_counter()
     results = benchharness.evaluate(encoder, names)
@@ -99,8 +99,8 @@ def probing_cost(dims: tuple[int, ...], steps: int = 300) -> list[str]:
     hidden size and dropout, and what one check (4 passes of 1,563 batches of 64) then costs."""
     import numpy as np
 
-    from benchharness.tasks.senteval_config import CONFIGS, L2_GRID, PROBING_DROPOUT, PROBING_NHID
-    from benchharness.tasks.senteval_mlp import BatchedMLP
+    from benchharness.tasks.senteval.config import CONFIGS, L2_GRID, PROBING_DROPOUT, PROBING_NHID
+    from benchharness.tasks.senteval.mlp import BatchedMLP
 
     rng = np.random.default_rng(0)
     lines = [

@@ -36,8 +36,8 @@ def main() -> int:
     from benchharness import tasks
     from benchharness.core.settings import apply_environment, load_config
     from benchharness.evaluation.resolver import Resolver
-    from benchharness.tasks.senteval_classifier import inner_kfold
-    from benchharness.tasks.senteval_config import CONFIGS
+    from benchharness.tasks.senteval.classifier import inner_kfold
+    from benchharness.tasks.senteval.config import CONFIGS
 
     apply_environment(load_config())
     task = tasks.get("MR")

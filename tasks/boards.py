@@ -18,5 +18,5 @@ SENTEVAL_FURTHER = BoardSection(
 )
 #: the ten probing tasks: probes of different properties, no average
 PROBING = BoardSection("SentEval probing (test accuracy %)", order=50)
-#: a researcher's own tasks declared from files (``tasks.from_files``): unrelated tasks, no average
+#: a researcher's own tasks declared from files (``tasks.files``): unrelated tasks, no average
 FILES = BoardSection("Tasks from files (main score x100)", order=70)

@@ -30,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from benchharness.cli.options import check_output, data_root
     from benchharness.core.atomic import atomic_file
-    from benchharness.encoders.vectors import SENTENCES, VECTORS, jsonl_line, sentence_records
+    from benchharness.encoders.vectors.layout import SENTENCES, VECTORS
+    from benchharness.encoders.vectors.writer import jsonl_line, sentence_records
     from benchharness.evaluation.evaluate import resolve_tasks
 
     if not args.tasks.strip(" ,"):

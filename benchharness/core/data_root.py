@@ -93,7 +93,7 @@ SOURCES: dict[str, Source] = {
 }
 
 
-#: the files of SentEval's data/probing folder, one per probing task (``benchharness.tasks.probing``)
+#: the files of SentEval's data/probing folder, one per probing task (``benchharness.tasks.senteval.probing``)
 PROBING_FILES = (
     "sentence_length.txt",
     "word_content.txt",

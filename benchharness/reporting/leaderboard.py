@@ -88,7 +88,7 @@ class Section:
 #: the table of tasks with stored results that no installed task plugin knows (a plugin
 #: uninstalled since, a Python task): a column each, its main score, no average
 OTHER_TITLE = "Other tasks (not installed here; main score x100)"
-#: the protocol variants of tasks declared from files (``benchharness.tasks.from_files``) start with
+#: the protocol variants of tasks declared from files (``benchharness.tasks.files.declarations``) start with
 #: this: their results keep their table when the configuration declaring them is not the current one
 FILE_PROTOCOL_PREFIX = "file-"
 

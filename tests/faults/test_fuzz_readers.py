@@ -174,7 +174,7 @@ def test_sick_txt(data: bytes) -> None:
 @SETTINGS
 @given(data=content(SENTENCE))
 def test_binary_classification_files(data: bytes) -> None:
-    from benchharness.tasks.transfer import read_binary_file
+    from benchharness.tasks.senteval.transfer import read_binary_file
 
     out = check(read_binary_file, {"rt-polarity.pos": data})
     assert out is not None and len(out) == len(data.decode("latin-1").splitlines())  # latin-1 decodes any byte
@@ -183,7 +183,7 @@ def test_binary_classification_files(data: bytes) -> None:
 @SETTINGS
 @given(data=content(st.tuples(SENTENCE, st.sampled_from(["0", "1", "2"])).map("\t".join)))
 def test_sst_files(data: bytes) -> None:
-    from benchharness.tasks.transfer import read_sst
+    from benchharness.tasks.senteval.transfer import read_sst
 
     out = check(read_sst, {"sentiment-test": data})
     if out is not None:
@@ -198,7 +198,7 @@ TREC_LINE = st.tuples(
 @SETTINGS
 @given(data=content(TREC_LINE))
 def test_trec_files(data: bytes) -> None:
-    from benchharness.tasks.transfer import read_trec
+    from benchharness.tasks.senteval.transfer import read_trec
 
     out = check(read_trec, {"TREC_10.label": data})
     if out is not None:
@@ -211,7 +211,7 @@ MRPC_LINE = st.tuples(st.sampled_from(["0", "1", "x"]), st.just("1"), st.just("2
 @SETTINGS
 @given(data=content(MRPC_LINE, header="\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String"))
 def test_mrpc_files(data: bytes) -> None:
-    from benchharness.tasks.transfer import read_mrpc
+    from benchharness.tasks.senteval.transfer import read_mrpc
 
     out = check(read_mrpc, {"msr_paraphrase_test.txt": data})
     if out is not None:

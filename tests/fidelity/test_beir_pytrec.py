@@ -11,8 +11,8 @@ import pytest
 
 from benchharness import tasks
 from benchharness.core.data_root import DataRoot
-from benchharness.tasks import from_files
-from benchharness.tasks.from_files import register_file_task
+from benchharness.tasks.files import declarations
+from benchharness.tasks.files.declarations import register_file_task
 from benchmarks.stsb_beir import encoded_once, pytrec_per_query, write_stsb_beir
 from tests.helpers import DATA, needs_data
 
@@ -23,7 +23,7 @@ pytest.importorskip("pytrec_eval")
 def test_stsb_as_beir_scores_pytrec_evals_values_for_minilm_l3(tmp_path, monkeypatch):
     from benchharness.evaluation.resolver import Resolver
 
-    monkeypatch.setattr(from_files, "REGISTERED", {})
+    monkeypatch.setattr(declarations, "REGISTERED", {})
     stsb = tasks.get("STSBenchmark")
     stsb.load(DataRoot(DATA))
     ((first, second, gold),) = stsb.subsets.values()

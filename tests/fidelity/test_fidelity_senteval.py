@@ -19,10 +19,10 @@ import pytest
 import torch
 from scipy.stats import pearsonr
 
-from benchharness.tasks.relatedness import RelatednessRegressor, soft_targets
-from benchharness.tasks.senteval_classifier import split_select
-from benchharness.tasks.senteval_config import CONFIGS, NOREG_GRID, ClassifierConfig, RelatednessConfig
-from benchharness.tasks.senteval_mlp import BatchedMLP, mlp_split_select
+from benchharness.tasks.senteval.classifier import split_select
+from benchharness.tasks.senteval.config import CONFIGS, NOREG_GRID, ClassifierConfig, RelatednessConfig
+from benchharness.tasks.senteval.mlp import BatchedMLP, mlp_split_select
+from benchharness.tasks.senteval.relatedness import RelatednessRegressor, soft_targets
 from tests.unit.tasks.test_transfer_classifier import ReferenceLogReg
 
 ATOL = 1e-5

@@ -14,7 +14,7 @@ from benchharness.core.items import MissingItemsError
 from benchharness.core.results import ResultStore
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
-from benchharness.tasks.transfer import BinaryTask
+from benchharness.tasks.senteval.transfer import BinaryTask
 from tests.fakes import HashEncoder
 
 

@@ -14,14 +14,9 @@ import benchharness
 from benchharness.core.digests import sha256_file
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role, parse_role
-from benchharness.encoders.vectors import (
-    SENTENCES,
-    VECTORS,
-    MissingVectorsError,
-    PrecomputedVectors,
-    jsonl_line,
-    sentence_records,
-)
+from benchharness.encoders.vectors.encoder import MissingVectorsError, PrecomputedVectors
+from benchharness.encoders.vectors.layout import SENTENCES, VECTORS
+from benchharness.encoders.vectors.writer import jsonl_line, sentence_records
 from tests.fakes import HashEncoder
 from tests.vector_fakes import DOCUMENTS, PAIRS, QUERIES, PairTask, RoleHashEncoder, SearchTask
 
@@ -289,7 +284,7 @@ def test_the_spec_is_checked_before_anything_is_read(tmp_path):
 def test_the_check_reads_the_array_a_block_at_a_time_in_any_layout(tmp_path, monkeypatch, layout):
     """Blocks of two rows (8-d float32): a NaN in a late block is found at its row, whatever the
     array's order or float width; the rows served are the array's."""
-    import benchharness.encoders.vectors as module
+    import benchharness.encoders.vectors.readers as module
 
     monkeypatch.setattr(module, "CHECK_BYTES", 64)
     records = write_folder(tmp_path, [PairTask()], HashEncoder())

@@ -24,8 +24,9 @@ from benchharness.core.results import Result, ResultStore
 from benchharness.core.task import Evaluation
 from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX
 from benchharness.reporting.table_formats import markdown_leaderboard as render
-from benchharness.tasks import from_files
-from benchharness.tasks.from_files import register_file_task
+from benchharness.tasks.files import declarations
+from benchharness.tasks.files.declarations import register_file_task
+from benchharness.tasks.files.pairs import PAIRS_PROTOCOL
 from tests.fakes import HashEncoder
 
 #: common English words, so that GloVe knows them; gold scores graded, never a perfect ranking
@@ -54,7 +55,7 @@ TRICKY = [('well, he said "yes"', "she said no, twice", 1.5), ('the "old" house'
 @pytest.fixture(autouse=True)
 def no_registrations(monkeypatch):
     """Each test starts and ends with no task declared from Python."""
-    monkeypatch.setattr(from_files, "REGISTERED", {})
+    monkeypatch.setattr(declarations, "REGISTERED", {})
 
 
 @pytest.fixture
@@ -317,7 +318,7 @@ def test_leaderboard_shows_file_tasks_even_where_no_paired_test_is_defined(tmp_p
             main_score=score,
             main_metric="spearman",
             metrics={"spearman": score},
-            protocol={"variant": from_files.PAIRS_PROTOCOL},
+            protocol={"variant": PAIRS_PROTOCOL},
             encoder_identity={"hash": encoder},
             encoder_metadata={},
             data={"sha256": encoder, "root": "", "files": ["pairs.csv"], "verified": True},

@@ -13,11 +13,11 @@ import pytest
 from benchharness import tasks
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError, UserError
-from benchharness.data.beir import read_corpus, read_queries
 from benchharness.data.readers import json_lines
-from benchharness.encoders.vectors import read_jsonl
-from benchharness.tasks import from_files
-from benchharness.tasks.from_files import register_file_task
+from benchharness.encoders.vectors.readers import read_jsonl
+from benchharness.tasks.files import declarations
+from benchharness.tasks.files.beir import read_corpus, read_queries
+from benchharness.tasks.files.declarations import register_file_task
 from benchharness.training.train_data import read_nli_jsonl
 from tests.helpers import DATA
 
@@ -76,7 +76,7 @@ def test_a_line_that_is_not_one_object_is_named_by_file_and_line(tmp_path, name,
 
 
 def test_a_declared_task_file_reads_by_the_same_rules(tmp_path, monkeypatch):
-    monkeypatch.setattr(from_files, "REGISTERED", {})
+    monkeypatch.setattr(declarations, "REGISTERED", {})
     pairs = [{"sentence1": f"a {i}", "sentence2": f"b {i}", "score": float(i)} for i in range(5)]
     register_file_task("plain-pairs", write(tmp_path / "plain.jsonl", pairs))
     register_file_task("marked-pairs", write(tmp_path / "marked.jsonl", pairs, bom=True, blanks=True))

@@ -19,8 +19,8 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import Prompts
 from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX
-from benchharness.tasks import from_files
-from benchharness.tasks.from_files import register_file_task
+from benchharness.tasks.files import declarations
+from benchharness.tasks.files.declarations import register_file_task
 from tests.fakes import HashEncoder
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -29,7 +29,7 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 @pytest.fixture(autouse=True)
 def no_registrations(monkeypatch):
     """Each test starts and ends with no task declared from Python."""
-    monkeypatch.setattr(from_files, "REGISTERED", {})
+    monkeypatch.setattr(declarations, "REGISTERED", {})
 
 
 def write_beir(folder: Path, corpus, queries, qrels, split: str = "test") -> Path:

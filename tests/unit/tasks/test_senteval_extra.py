@@ -24,13 +24,13 @@ from benchharness.reporting.html_report import write_report
 from benchharness.reporting.leaderboard import build
 from benchharness.scoring.confidence import column_test_p
 from benchharness.scoring.stats import steiger_z
-from benchharness.tasks.probing import ProbingTask, read_probing
-from benchharness.tasks.relatedness import RelatednessTask, soft_targets
-from benchharness.tasks.senteval_classifier import split_select
-from benchharness.tasks.senteval_config import CONFIGS, NOREG_GRID, ClassifierConfig
-from benchharness.tasks.senteval_mlp import mlp_split_select
-from benchharness.tasks.senteval_split import SST5, SICKEntailment, read_sst_fine
-from benchharness.tasks.snli import SNLI
+from benchharness.tasks.senteval.classifier import split_select
+from benchharness.tasks.senteval.config import CONFIGS, NOREG_GRID, ClassifierConfig
+from benchharness.tasks.senteval.mlp import mlp_split_select
+from benchharness.tasks.senteval.probing import ProbingTask, read_probing
+from benchharness.tasks.senteval.relatedness import RelatednessTask, soft_targets
+from benchharness.tasks.senteval.snli import SNLI
+from benchharness.tasks.senteval.split import SST5, SICKEntailment, read_sst_fine
 from tests.helpers import DATA, needs_data
 
 SENTEVAL = DATA / "senteval"

@@ -8,8 +8,8 @@ import pytest
 
 from benchharness import tasks
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.tasks.senteval_classifier import ClassifierConfig
-from benchharness.tasks.transfer import BinaryTask, read_binary_file, read_mrpc, read_trec, sorted_samples
+from benchharness.tasks.senteval.classifier import ClassifierConfig
+from benchharness.tasks.senteval.transfer import BinaryTask, read_binary_file, read_mrpc, read_trec, sorted_samples
 from tests.helpers import DATA, needs_data
 
 SENTEVAL = DATA / "senteval"

@@ -15,7 +15,7 @@ import pytest
 import torch
 from sklearn.model_selection import StratifiedKFold
 
-from benchharness.tasks.senteval_classifier import (
+from benchharness.tasks.senteval.classifier import (
     L2_GRID,
     BatchedLogReg,
     ClassifierConfig,
@@ -23,7 +23,7 @@ from benchharness.tasks.senteval_classifier import (
     inner_kfold,
     kfold_then_test,
 )
-from benchharness.tasks.senteval_config import CONFIGS
+from benchharness.tasks.senteval.config import CONFIGS
 
 
 class ReferenceLogReg:

@@ -19,39 +19,20 @@ The encoder receives ``' '.join(tokens)`` of each whitespace-split line, as Sent
 group ``transfer``) and under ``fast`` (model selection only; names ``<task>-fast``, group
 ``transfer-fast``); each result records its config. The classifier (torch, scikit-learn) is
 imported when a task classifies, not when the tasks are built or listed.
-
-The provider here also registers SentEval's other tasks: SST5 and SICKEntailment
-(``senteval_split``), SICKRelatedness-sup and STSBenchmark-sup (``relatedness``), SNLI (``snli``)
-and the ten probing tasks (``probing``), in groups ``senteval-extra`` and ``probing`` (``-fast``
-for the prototyping config) and ``senteval-all`` (STS12-16, the seven, and all of those), so that
-``transfer`` keeps meaning what papers mean by it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.core.task import Embed, Task, TaskProvider
-from benchharness.tasks.probing import ProbingTask
-from benchharness.tasks.relatedness import RelatednessTask
-from benchharness.tasks.senteval_base import TransferTask, read_lines, sorted_samples
-from benchharness.tasks.senteval_config import (
-    ALL_GROUP,
-    CONFIGS,
-    EXTRA_GROUP,
-    PAPER_NAMES,
-    PROBING_GROUP,
-    PROBING_TASKS,
-    TRANSFER_GROUP,
+from benchharness.core.task import Embed
+from benchharness.tasks.senteval.base import TransferTask, read_lines, sorted_samples
+from benchharness.tasks.senteval.config import (
     ClassifierConfig,
 )
-from benchharness.tasks.senteval_split import SST5, SICKEntailment
-from benchharness.tasks.snli import SNLI
 
 TREC_LABELS = {"ABBR": 0, "DESC": 1, "ENTY": 2, "HUM": 3, "LOC": 4, "NUM": 5}
 
@@ -125,7 +106,7 @@ class BinaryTask(TransferTask):
         return np.asarray(self.labels)
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
-        from benchharness.tasks.senteval_classifier import inner_kfold  # torch and scikit-learn: only to classify
+        from benchharness.tasks.senteval.classifier import inner_kfold  # torch and scikit-learn: only to classify
 
         out = inner_kfold(embed(self.texts), self.labels, 2, self.config, seed)
         return {**out, "ndev": len(self.texts), "ntest": len(self.texts)}
@@ -156,7 +137,7 @@ class SST2(TransferTask):
         return np.asarray(self.splits["test"][1])
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
-        from benchharness.tasks.senteval_classifier import split_select
+        from benchharness.tasks.senteval.classifier import split_select
 
         (tr, ytr), (dv, ydv), (te, yte) = (self.splits[s] for s in ("train", "dev", "test"))
         out = split_select(embed(tr), ytr, embed(dv), ydv, embed(te), yte, 2, self.config, seed)
@@ -189,7 +170,7 @@ class TREC(TransferTask):
         return np.asarray(self.test[1])
 
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
-        from benchharness.tasks.senteval_classifier import kfold_then_test
+        from benchharness.tasks.senteval.classifier import kfold_then_test
 
         out = kfold_then_test(
             embed(self.train[0]), self.train[1], embed(self.test[0]), self.test[1], 6, self.config, seed
@@ -238,7 +219,7 @@ class MRPC(TransferTask):
     def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
         from sklearn.metrics import f1_score
 
-        from benchharness.tasks.senteval_classifier import kfold_then_test
+        from benchharness.tasks.senteval.classifier import kfold_then_test
 
         ytr, yte = self.pairs["train"][2], self.pairs["test"][2]
         out = kfold_then_test(
@@ -258,75 +239,3 @@ BINARY = {
     ),
     "MPQA": (("MPQA/mpqa.pos", "MPQA/mpqa.neg"), 10606, "MPQA opinion polarity (Wiebe et al. 2005)"),
 }
-
-
-#: SentEval's tasks beyond the seven, in the order its task list gives them: name -> task class.
-#: The relatedness regressor takes no classifier config, so those two exist once, in the default
-#: and the fast groups alike (built from a config, those two from their name).
-EXTRA: dict[str, Callable[..., Task]] = {
-    "SST5": SST5,
-    "SICKEntailment": SICKEntailment,
-    "SICKRelatedness-sup": RelatednessTask,
-    "STSBenchmark-sup": RelatednessTask,
-    "SNLI": SNLI,
-}
-UNCONFIGURED = ("SICKRelatedness-sup", "STSBenchmark-sup")
-#: SentEval's unsupervised STS tasks (the ``sts`` provider's), part of ``senteval-all``
-STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
-ALIASES = {
-    "SICK-E": "SICKEntailment",
-    "SICKE": "SICKEntailment",
-    **{f"{name}-fast": name for name in UNCONFIGURED},
-    **PAPER_NAMES,
-}
-
-
-def factories() -> dict[str, tuple[Callable[[], Task], tuple[str, ...]]]:
-    """Every SentEval task here under every config: name -> (factory, groups). ``transfer`` is the
-    seven the papers report; ``senteval-extra`` and ``probing`` the others; ``-fast`` groups hold
-    the prototyping config's."""
-    out: dict[str, tuple[Callable[[], Task], tuple[str, ...]]] = {}
-    for cfg in CONFIGS.values():
-        suffix = "" if cfg.name == "default" else f"-{cfg.name}"
-        group = (TRANSFER_GROUP + suffix,)
-        for name, (files, n, desc) in BINARY.items():
-            out[name + suffix] = (partial(BinaryTask, name, files, n, cfg, desc), group)
-        for name, cls in (("SST2", SST2), ("TREC", TREC), ("MRPC", MRPC)):
-            out[name + suffix] = (partial(cls, cfg), group)
-        for name, extra in EXTRA.items():
-            if name in UNCONFIGURED:
-                if cfg.name == "default":
-                    out[name] = (partial(extra, name), (EXTRA_GROUP,))
-            else:
-                out[name + suffix] = (partial(extra, cfg), (EXTRA_GROUP + suffix,))
-        for name in PROBING_TASKS:
-            out[name + suffix] = (partial(ProbingTask, name, cfg), (PROBING_GROUP + suffix,))
-    return out
-
-
-def _groups(table: dict[str, tuple[Callable[[], Task], tuple[str, ...]]]) -> dict[str, list[str]]:
-    groups: dict[str, list[str]] = {}
-    for name, (_, names) in table.items():
-        for group in names:
-            groups.setdefault(group, []).append(name)
-    for cfg in CONFIGS.values():
-        suffix = "" if cfg.name == "default" else f"-{cfg.name}"
-        extra = [name if name in UNCONFIGURED else name + suffix for name in EXTRA]
-        groups[EXTRA_GROUP + suffix] = extra
-        groups[ALL_GROUP + suffix] = [
-            *STS_YEARS,
-            *groups[TRANSFER_GROUP + suffix],
-            *extra,
-            *groups[PROBING_GROUP + suffix],
-        ]
-    return groups
-
-
-def _provider() -> TaskProvider:
-    table = factories()
-    return TaskProvider(
-        tasks={name: factory for name, (factory, _) in table.items()}, groups=_groups(table), aliases=ALIASES, order=20
-    )
-
-
-TASKS = _provider()

@@ -7,7 +7,7 @@ Data: the files of SentEval's ``data/probing/`` folder, under ``probing/`` of th
 distinct labels of the train split, each split sorted by (token count, label id), stably.
 
 Classifier, as SentEval's README describes the probing protocol: under the ``default`` config an MLP
-(``senteval_mlp``: Sigmoid, nhid in {50, 100, 200}, dropout in {0, 0.1, 0.2}, each point with the
+(``senteval.mlp``: Sigmoid, nhid in {50, 100, 200}, dropout in {0, 0.1, 0.2}, each point with the
 L2 grid, all chosen on dev) trained with the default config's settings (Adam, batch 64, tenacity 5,
 epoch size 4); WordContent always uses logistic regression, since SentEval's ``probing.py`` sets
 ``nhid = 0`` for it. Under ``fast`` the prototyping config SentEval's examples run the probing
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.tasks.senteval_base import sorted_samples
-from benchharness.tasks.senteval_config import (
+from benchharness.tasks.senteval.base import sorted_samples
+from benchharness.tasks.senteval.config import (
     PAPER_NAMES,
     PROBING_DROPOUT,
     PROBING_GROUP,
@@ -32,7 +32,7 @@ from benchharness.tasks.senteval_config import (
     PROBING_TASKS,
     ClassifierConfig,
 )
-from benchharness.tasks.senteval_split import SPLITS, SentenceSplitTask, file_lines
+from benchharness.tasks.senteval.split import SPLITS, SentenceSplitTask, file_lines
 
 SPLIT_TOKENS = {"tr": "train", "va": "dev", "te": "test"}
 #: per config: the (nhid values, dropout values) the dev set chooses from
@@ -107,7 +107,7 @@ class ProbingTask(SentenceSplitTask):
             self.splits[split] = sorted_samples(texts, labels)
 
     def _select(self, x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) -> dict[str, Any]:
-        from benchharness.tasks.senteval_mlp import mlp_split_select  # torch: only to classify
+        from benchharness.tasks.senteval.mlp import mlp_split_select  # torch: only to classify
 
         out = mlp_split_select(
             x["train"],

@@ -3,7 +3,7 @@
 ``SplitTask`` is the shared part (SNLI and the probing tasks build on it): features per split, a
 label per item, and SentEval's split protocol (every L2 of the grid trains on train with early
 stopping on dev, the best rounded dev accuracy picks it, test accuracy of that model) through the
-batched classifier of ``senteval_classifier``.
+batched classifier of ``senteval.classifier``.
 
 Readers follow SentEval's loaders (``sst.py``, ``sick.py``) line for line, so that the sample order,
 which the classifier's mini-batch permutations index into, is SentEval's:
@@ -30,8 +30,8 @@ import numpy as np
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.task import Embed
 from benchharness.data.readers import undecodable_message
-from benchharness.tasks.senteval_base import TransferTask, sorted_samples
-from benchharness.tasks.senteval_config import EXTRA_GROUP, L2_GRID, ClassifierConfig
+from benchharness.tasks.senteval.base import TransferTask, sorted_samples
+from benchharness.tasks.senteval.config import EXTRA_GROUP, L2_GRID, ClassifierConfig
 
 SPLITS = ("train", "dev", "test")
 SICK_LABELS = {"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2}
@@ -120,7 +120,7 @@ class SplitTask(TransferTask):
     def _select(self, x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) -> dict[str, Any]:
         """The classifier chosen on dev and its test score (SentEval's ``SplitClassifier``: L2 on
         ``grid``); a task with another search overrides this."""
-        from benchharness.tasks.senteval_classifier import split_select  # torch: only to classify
+        from benchharness.tasks.senteval.classifier import split_select  # torch: only to classify
 
         return split_select(
             x["train"],

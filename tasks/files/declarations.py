@@ -8,17 +8,17 @@ that its protocol is that family's exactly:
   vector scoring 0; Pearson and Spearman; per-item outputs of kind ``sts``, so that bootstrap
   intervals and ``compare`` work); main score ``spearman``, as STS-B's.
 - ``labels``: sentences with class labels under SentEval's logistic regression with nested
-  stratified k-fold, as MR (``tasks.transfer.BinaryTask``, here with n classes; the ``default``
+  stratified k-fold, as MR (``tasks.senteval.transfer.BinaryTask``, here with n classes; the ``default``
   classifier config unless ``config = "fast"``); main score ``acc``; per-item outputs of kind
   ``classification``. Labels are strings or integers; class ids follow their sorted order
   (numeric when every label is an integer, ``7`` or ``"7"``), recorded in the protocol.
 
-The asymmetric two (``benchharness.tasks.ranking_files``) encode queries in the query role and
+The asymmetric two (``benchharness.tasks.files.ranking``) encode queries in the query role and
 candidates in the document role, and score as BEIR and mteb do; per-item outputs of kind
 ``ranking`` (one per-query array per metric):
 
 - ``retrieval``: a BEIR folder (``folder = "..."``: ``corpus.jsonl``, ``queries.jsonl``,
-  ``qrels/<split>.tsv``, ``split`` defaulting to ``test``; ``benchharness.data.beir`` reads it);
+  ``qrels/<split>.tsv``, ``split`` defaulting to ``test``; ``benchharness.tasks.files.beir`` reads it);
   each query's 100 nearest documents by cosine, searched exactly one corpus block at a time;
   nDCG@10 (main), MAP@100, MRR@10 and recall@100 by pytrec_eval's definitions with graded
   relevance (``benchharness.scoring.graded``). A document is title + " " + text (mteb's join);
@@ -77,32 +77,24 @@ recursion. A name is at most ``NAME_MAX`` characters (it names result files).
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from benchharness.core.data_root import DataError
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.results import SLUG_MAX
 from benchharness.core.settings import Config
-from benchharness.core.task import Embed, Task, TaskProvider
-from benchharness.tasks import sts, warn_once
-from benchharness.tasks.file_base import GROUP, TEXT, Declaration, FileTask, Row, sentence
-from benchharness.tasks.ranking_files import FileRerankingTask, FileRetrievalTask
-from benchharness.tasks.senteval_config import CONFIGS, ClassifierConfig
-from benchharness.tasks.transfer import BinaryTask
+from benchharness.core.task import Task, TaskProvider
+from benchharness.tasks import warn_once
+from benchharness.tasks.files.base import GROUP, Declaration, FileTask
+from benchharness.tasks.files.labels import FileLabelTask
+from benchharness.tasks.files.pairs import FilePairTask
+from benchharness.tasks.files.ranking import FileRerankingTask, FileRetrievalTask
+from benchharness.tasks.senteval.config import CONFIGS, ClassifierConfig
 
-#: protocol variants; the leaderboard finds file tasks by their ``file-`` prefix
-PAIRS_PROTOCOL = "file-pairs-cosine"
-LABELS_PROTOCOL = "file-senteval-logreg"  # + "-<config>", as the transfer tasks' senteval-logreg-<config>
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 #: per kind, its column keys with their default column names, then its other keys
 COLUMNS = {
@@ -118,13 +110,10 @@ SOURCE = {"retrieval": "folder"}
 COMMON = ("kind", "instruction")
 #: a BEIR split names its qrels file (``qrels/<split>.tsv``)
 SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-#: the classification items store class ids as int8 (``TransferTask.evaluate_items``)
-MAX_CLASSES = 127
 #: a task name becomes a result file name (``results/<encoder>/<task>.json``) and a ``--tasks`` item
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 #: the longest task name: the result store's limit on the folder names it makes, well under 255 bytes
 NAME_MAX = SLUG_MAX
-INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -279,167 +268,6 @@ def provider(config: Config | None = None) -> TaskProvider:
     declared.update(REGISTERED)
     factories: dict[str, Callable[[], Task]] = {name: partial(KINDS[d.kind], d) for name, d in declared.items()}
     return TaskProvider(tasks=factories, groups={GROUP: list(declared)}, order=80)
-
-
-# ------------------------------------------------------------------------------------------------
-# checking values
-
-
-def _score(path: Path, line: int, value: Any, column: str, score_range: tuple[float, float] | None) -> float:
-    try:
-        score = math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        score = math.nan
-    if not math.isfinite(score):
-        raise DataError(f"{path}:{line}: score {value!r} in {column!r} is not a number")
-    if score_range is not None and not score_range[0] <= score <= score_range[1]:
-        raise DataError(
-            f"{path}:{line}: score {score:g} in {column!r} is outside score_range "
-            f"[{score_range[0]:g}, {score_range[1]:g}]"
-        )
-    return score
-
-
-def _label(path: Path, line: int, value: Any, column: str) -> int | str:
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise DataError(f"{path}:{line}: label {value!r} in {column!r}; a label is non-empty text or an integer")
-
-
-def class_labels(labels: list[int | str]) -> list[int | str]:
-    """Each label as its class is named: an integer when every label is one (``7`` or ``"7"``, so
-    that 2 sorts before 10), else text."""
-    if all(isinstance(v, int) or INTEGER.fullmatch(v) for v in labels):
-        return [int(v) for v in labels]
-    return [str(v) for v in labels]
-
-
-def _check_classes(path: Path, labels: list[int | str], config: ClassifierConfig) -> None:
-    counts = Counter(labels)
-    if not 2 <= len(counts) <= MAX_CLASSES:
-        raise DataError(f"{path}: {len(counts)} class(es); a labelled task needs 2 to {MAX_CLASSES}")
-    label, fewest = min(counts.items(), key=lambda kv: kv[1])
-    if fewest < config.kfold:
-        raise DataError(
-            f"{path}: class {label!r} has {fewest} sentence(s); the {config.kfold}-fold "
-            f"cross-validation of the {config.name!r} config needs at least {config.kfold} per class"
-        )
-
-
-# ------------------------------------------------------------------------------------------------
-# tasks
-
-
-@dataclass(frozen=True)
-class Pairs:
-    a: list[str]
-    b: list[str]
-    gold: list[float]
-
-    @property
-    def n(self) -> int:
-        return len(self.gold)
-
-
-@dataclass(frozen=True)
-class Labelled:
-    texts: list[str]
-    labels: list[int]  # class ids
-    classes: list[int | str]  # the label of each class id
-
-    @property
-    def n(self) -> int:
-        return len(self.texts)
-
-
-class FilePairTask(FileTask, sts.PairTask):
-    """Scored pairs, under the STS protocol of ``tasks.sts`` with STS-B's metrics."""
-
-    #: STS-B's metrics: Pearson and Spearman over the one set of pairs, and their number
-    _metrics = sts.CsvPairTask._metrics
-
-    def __init__(self, decl: Declaration) -> None:
-        super().__init__()
-        self.decl = decl
-        # the family's metadata (similarity, main score as STS-B's); the file completes it
-        self.metadata = sts._pair_meta(
-            decl.name,
-            f"sentence pairs with gold scores from {decl.path}, unsupervised cosine",
-            "all",
-            0,
-            (GROUP,),
-            protocol=PAIRS_PROTOCOL,
-            text=TEXT,
-        )
-
-    def _read(self, rows: list[Row]) -> Pairs:
-        path, cols = self.decl.path, self.decl.columns
-        if len(rows) < 2:
-            raise DataError(f"{path}: {len(rows)} pair(s); a correlation needs at least 2")
-        s1, s2, score = cols["sentence1"], cols["sentence2"], cols["score"]
-        pairs = Pairs([], [], [])
-        for line, rec in rows:  # row by row: the first problem in the file is the one reported
-            pairs.a.append(sentence(path, line, rec[s1], s1))
-            pairs.b.append(sentence(path, line, rec[s2], s2))
-            pairs.gold.append(_score(path, line, rec[score], score, self.decl.score_range))
-        return pairs
-
-    def _use(self, content: Pairs) -> None:
-        self.subsets = {"test": (content.a, content.b, np.asarray(content.gold))}
-
-    def _details(self, content: Pairs) -> dict[str, Any]:
-        rng = self.decl.score_range
-        return {"score_range": None if rng is None else list(rng)}
-
-
-class FileLabelTask(FileTask, BinaryTask):
-    """Labelled sentences, under MR's protocol (nested stratified k-fold) with n classes."""
-
-    def __init__(self, decl: Declaration) -> None:
-        self.decl = decl
-        # the family's metadata (classifier config, validation scheme); the file completes it
-        super().__init__(
-            decl.name,
-            (decl.path.name, decl.path.name),
-            0,
-            decl.config,
-            f"sentences with class labels from {decl.path}, SentEval logistic regression",
-        )
-        self.metadata = replace(
-            self._declared,
-            name=decl.name,
-            split="all",
-            groups=(GROUP,),
-            protocol=f"{LABELS_PROTOCOL}-{decl.config.name}",
-        )
-
-    def _read(self, rows: list[Row]) -> Labelled:
-        path, cols = self.decl.path, self.decl.columns
-        text_col, label_col = cols["text"], cols["label"]
-        texts, written = [], []
-        for line, rec in rows:  # row by row: the first problem in the file is the one reported
-            texts.append(sentence(path, line, rec[text_col], text_col))
-            written.append(_label(path, line, rec[label_col], label_col))
-        labels = class_labels(written)
-        _check_classes(path, labels, self.decl.config)
-        classes: list[int | str] = sorted(set(labels))  # all int or all str
-        ids = {label: i for i, label in enumerate(classes)}
-        return Labelled(texts, [ids[label] for label in labels], classes)
-
-    def _use(self, content: Labelled) -> None:
-        self.texts, self.labels, self.nclasses = content.texts, np.asarray(content.labels), len(content.classes)
-
-    def _details(self, content: Labelled) -> dict[str, Any]:
-        return {"labels": content.classes, "class_ids": "the labels' sorted order"}
-
-    def _classify(self, embed: Embed, seed: int) -> dict[str, Any]:
-        """``BinaryTask._classify`` with this file's number of classes (MR's is fixed at 2)."""
-        from benchharness.tasks.senteval_classifier import inner_kfold  # torch and scikit-learn: only to classify
-
-        out = inner_kfold(embed(self.texts), self.labels, self.nclasses, self.config, seed)
-        return {**out, "ndev": len(self.texts), "ntest": len(self.texts)}
 
 
 #: kind -> the task class, built from its declaration

@@ -1,4 +1,4 @@
-"""What every task declared from files shares (``benchharness.tasks.from_files``): the checked
+"""What every task declared from files shares (``benchharness.tasks.files.declarations``): the checked
 declaration, reading a declared file's records with their line numbers, and the ``FileTask`` base
 whose metadata is its protocol family's completed from the file.
 
@@ -22,7 +22,7 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.task import BoardColumn, Task, TaskMetadata
 from benchharness.data.readers import json_lines, undecodable_message
 from benchharness.tasks import boards
-from benchharness.tasks.senteval_config import ClassifierConfig
+from benchharness.tasks.senteval.config import ClassifierConfig
 
 GROUP = "files"
 TEXT = "as in the file (not re-joined, not lowercased)"

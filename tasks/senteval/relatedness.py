@@ -39,8 +39,8 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata
 from benchharness.data.readers import SICK_COLUMNS, STSB_COLUMNS, read_scored_tsv, sick_file, stsb_file
-from benchharness.tasks.senteval_config import BOARDS, EXTRA_GROUP, RELATEDNESS, RelatednessConfig
-from benchharness.tasks.senteval_split import SPLITS, abs_diff_prod, sorted_pairs
+from benchharness.tasks.senteval.config import BOARDS, EXTRA_GROUP, RELATEDNESS, RelatednessConfig
+from benchharness.tasks.senteval.split import SPLITS, abs_diff_prod, sorted_pairs
 
 if TYPE_CHECKING:
     import torch

@@ -43,7 +43,7 @@ from benchharness.core.cpu_share import shared_threads
 from benchharness.core.devices import pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
-from benchharness.tasks.senteval_config import L2_GRID, VALIDATION_SPLIT, ClassifierConfig
+from benchharness.tasks.senteval.config import L2_GRID, VALIDATION_SPLIT, ClassifierConfig
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 SentEval's ``MLP`` with ``nhid > 0`` is ``Linear(d, nhid) -> Dropout(p) -> Sigmoid -> Linear(nhid, C)``
 (dropout *before* the sigmoid, as written there), built right after ``torch.manual_seed(seed)``,
-trained exactly like the logistic regression of ``senteval_classifier`` (mean cross-entropy, torch's
+trained exactly like the logistic regression of ``senteval.classifier`` (mean cross-entropy, torch's
 Adam or RMSprop with coupled weight decay = L2 on every weight and bias, ``epoch_size`` passes per
 dev check, the never-reset tenacity counter, the best snapshot kept). ``SplitClassifier`` fits one
 such model per L2 value, each from the same seeds: they draw the same permutations and, while
@@ -34,8 +34,8 @@ from benchharness.core.cpu_share import shared_threads
 from benchharness.core.devices import pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
-from benchharness.tasks.senteval_classifier import _adam, _pick, _rmsprop, split_select
-from benchharness.tasks.senteval_config import L2_GRID, ClassifierConfig
+from benchharness.tasks.senteval.classifier import _adam, _pick, _rmsprop, split_select
+from benchharness.tasks.senteval.config import L2_GRID, ClassifierConfig
 
 
 @dataclass

@@ -1,7 +1,7 @@
-"""The asymmetric kinds of tasks declared from files (``benchharness.tasks.from_files``): retrieval
+"""The asymmetric kinds of tasks declared from files (``benchharness.tasks.files.declarations``): retrieval
 from a BEIR folder and reranking from a JSON lines file, each scored as BEIR/mteb score it.
 
-- ``retrieval``: a BEIR folder (``benchharness.data.beir``). Queries are encoded in the task's
+- ``retrieval``: a BEIR folder (``benchharness.tasks.files.beir``). Queries are encoded in the task's
   query role (with its instruction, if declared), the corpus in the document role; each query's
   100 nearest documents by cosine are found exactly, one block of the corpus at a time
   (``benchharness.scoring.top_k``, as QQP: memory holds the queries, one block and the lists),
@@ -37,12 +37,12 @@ import numpy as np
 from benchharness.core.data_root import DataError
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import Embed, Evaluation, Metrics, TaskMetadata
-from benchharness.data.beir import BeirData, beir_files, count_scored, read_beir
 from benchharness.scoring.graded import retrieval_per_query
 from benchharness.scoring.metrics import paired_cosine
 from benchharness.scoring.ranking import average_precision, means, ranked_relevance, reciprocal_rank
 from benchharness.scoring.top_k import top_k
-from benchharness.tasks.file_base import GROUP, Declaration, FileTask, Row, sentence
+from benchharness.tasks.files.base import GROUP, Declaration, FileTask, Row, sentence
+from benchharness.tasks.files.beir import BeirData, beir_files, count_scored, read_beir
 from benchharness.tasks.qqp import DOC_BLOCK, normalise
 
 logger = logging.getLogger(__name__)

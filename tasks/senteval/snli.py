@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.tasks.senteval_base import read_lines
-from benchharness.tasks.senteval_config import EXTRA_GROUP, NOREG_GRID, SNLI_OVERRIDES, ClassifierConfig
-from benchharness.tasks.senteval_split import SPLITS, PairSplitTask, check_count
+from benchharness.tasks.senteval.base import read_lines
+from benchharness.tasks.senteval.config import EXTRA_GROUP, NOREG_GRID, SNLI_OVERRIDES, ClassifierConfig
+from benchharness.tasks.senteval.split import SPLITS, PairSplitTask, check_count
 
 SNLI_LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
 #: SentEval's file suffix per split, and the pairs each holds

@@ -1,4 +1,4 @@
-"""SentEval's classifier settings, apart from the classifier itself (``senteval_classifier``,
+"""SentEval's classifier settings, apart from the classifier itself (``senteval.classifier``,
 torch and scikit-learn) so that the transfer tasks can be listed and built without them."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import numpy as np
 from benchharness.core.data_root import DataError
 from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata
 from benchharness.data.readers import undecodable_message
-from benchharness.tasks.senteval_config import BOARDS, TRANSFER_GROUP, ClassifierConfig
+from benchharness.tasks.senteval.config import BOARDS, TRANSFER_GROUP, ClassifierConfig
 
 REFERENCE = "SentEval (Conneau & Kiela 2018), facebookresearch/SentEval"
 

@@ -1,34 +1,9 @@
-"""Vectors computed elsewhere: the ``vectors`` family, ``vectors:<folder>`` or ``vectors:<file>``.
-
-A model that cannot run inside the harness (a proprietary API, another framework, a cluster job)
-is still evaluated by the harness's own protocols: ``benchharness sentences --tasks ... --out DIR``
-writes every sentence the tasks will ask for to ``DIR/sentences.jsonl``, the user encodes those
-lines wherever the model runs and saves ``DIR/vectors.npy`` (one row per line, same order), and
-``vectors:DIR`` then serves those rows to the runner like any encoder. This module holds both
-sides of that format, so that what ``sentences`` writes is exactly what the encoder reads.
-
-Three layouts:
-
-- a folder with ``sentences.jsonl`` (``{"text", "role"[, "instruction"]}`` per line) and
-  ``vectors.npy`` (``(lines, d)``, any float dtype; only the rows asked for are read, a block at a
-  time, so a corpus larger than memory works);
-- a ``.jsonl`` file whose lines carry their vector (``{"text", "vector": [...], "role"?}``);
-- a ``.parquet`` file with columns ``text``, ``vector`` (a list of floats), optional ``role`` and
-  ``instruction`` (needs pyarrow).
-
-A sentence is keyed by its text, its role and, for a query, the task's instruction (an
-instruction-following model gives other vectors under another instruction). A file that holds
-only the default role answers every role with those rows (the vectors of a symmetric model); a
-file with query or document rows makes the encoder role-aware, so the runner asks for each role
-separately, and a role is answered only by its own rows. A sentence without a row is never
-replaced by anything: the request fails, naming what is missing, and no task is scored from a
-partial set.
-"""
+"""The reading side of the ``vectors`` format: a folder (``sentences.jsonl`` + ``vectors.npy``), a
+``.jsonl`` or a ``.parquet`` file, each read into a ``VectorTable`` and checked (every key once,
+every value finite, one row per line), with errors naming the file and line or row."""
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -39,78 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from benchharness.core.digests import remembered, sha256_file
-from benchharness.core.encoder import Encoder
-from benchharness.core.errors import InvalidInputError, MissingFileError, UserError
-from benchharness.core.prompts import DEFAULT, ROLE_NAMES, Role
-from benchharness.core.specs import BuildContext, EncoderSpec, Family, Params
-from benchharness.core.task import EncoderDrivenTask, Task
+from benchharness.core.errors import InvalidInputError, MissingFileError
+from benchharness.core.prompts import ROLE_NAMES
 from benchharness.data.readers import json_lines
+from benchharness.encoders.vectors.layout import (
+    KEYED_SUFFIXES,
+    SENTENCES,
+    VECTORS,
+    RoleKey,
+    quote,
+    role_text,
+)
 
-SENTENCES = "sentences.jsonl"
-VECTORS = "vectors.npy"
-#: file suffixes of the keyed layouts (one file holding each sentence and its vector)
-KEYED_SUFFIXES = (".jsonl", ".parquet")
-#: missing sentences quoted in the error (the count says how many more there are)
-SHOWN_MISSING = 3
-#: characters of a quoted sentence
-QUOTE_CHARS = 60
 #: bytes of vectors checked at a time for non-finite values
 CHECK_BYTES = 16 * 2**20
-
-#: (role name or None for the default role, instruction or None): the rows of one kind of request
-RoleKey = tuple[str | None, str | None]
-#: characters some line splitters (``str.splitlines``) break on that ``json.dumps`` leaves as they are
-_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-class MissingVectorsError(UserError):
-    """Sentences asked for that the file has no vector for: the tasks that asked fail with this
-    message instead of being scored from part of their sentences."""
-
-
-def role_key(role: Role) -> RoleKey:
-    """The key of the rows that answer ``role``: an instruction counts for a query only, as only
-    the query side is given one (``Task.query_role``)."""
-    return role.name, role.instruction if role.name == "query" else None
-
-
-# --- the writing side: what `benchharness sentences` writes ---------------------------------------
-
-
-def sentence_records(tasks: Sequence[Task]) -> list[dict[str, str]]:
-    """Every (sentence, role, instruction) the tasks will ask for, once each, as the lines of
-    ``sentences.jsonl``: tasks in the order given, each task's roles in the order it declares them,
-    sentences in the order it lists them (first occurrence kept), so the same selection of the
-    same data always gives the same file. Tasks must be loaded."""
-    for task in tasks:
-        if isinstance(task, EncoderDrivenTask):
-            raise InvalidInputError(
-                f"{task.name} encodes through the encoder itself (its sentences are not known in "
-                "advance); leave it out of --tasks"
-            )
-    seen: dict[tuple[str, str | None, str | None], None] = {}
-    for task in tasks:
-        for role, sentences in task.requests().items():
-            name, instruction = role_key(role)
-            for text in sentences:
-                seen.setdefault((text, name, instruction), None)
-    return [
-        {"text": text, "role": name or "default", **({"instruction": instruction} if instruction else {})}
-        for text, name, instruction in seen
-    ]
-
-
-def jsonl_line(record: dict[str, Any]) -> str:
-    """One JSON object on one line, UTF-8 as it is, except the characters some line splitters break
-    on (``\\u2028``...), which are escaped so that every reader sees one record per line."""
-    text = json.dumps(record, ensure_ascii=False)
-    for char, escaped in _LINE_BREAKS.items():
-        text = text.replace(char, escaped)
-    return text + "\n"
-
-
-# --- the reading side ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -205,19 +122,10 @@ def _index(keys: Iterable[tuple[str, RoleKey]], places: Sequence[str]) -> dict[R
         first = table.setdefault(text, i)
         if first != i:
             raise InvalidInputError(
-                f"{places[i]}: repeats {places[first]} ({_quote(text)} as {_role_text(key)}); "
+                f"{places[i]}: repeats {places[first]} ({quote(text)} as {role_text(key)}); "
                 "keep one row per sentence and role"
             )
     return rows
-
-
-def _role_text(key: RoleKey) -> str:
-    name, instruction = key
-    return (name or "default") + (f" (instruction {instruction!r})" if instruction else "")
-
-
-def _quote(text: str) -> str:
-    return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "...")
 
 
 def _blocks(vectors: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
@@ -276,7 +184,7 @@ def read_folder(folder: Path) -> VectorTable:
             f"{vectors_path}: {len(vectors):,} rows for the {len(keys):,} lines of {lines}; save "
             "one row per line, in the order of the lines"
         )
-    _check_finite(vectors, lambda i: f"{vectors_path}: row {i} ({SENTENCES} line {i + 1}, {_quote(keys[i][0])})")
+    _check_finite(vectors, lambda i: f"{vectors_path}: row {i} ({SENTENCES} line {i + 1}, {quote(keys[i][0])})")
     return VectorTable(_index(keys, [f"{lines}:{i + 1}" for i in range(len(keys))]), vectors, str(folder))
 
 
@@ -392,92 +300,3 @@ def check_target(path: Path) -> None:
         )
     elif path.suffix not in KEYED_SUFFIXES:
         raise InvalidInputError(f"vectors: {path} is neither a folder nor a .jsonl or .parquet file")
-
-
-class PrecomputedVectors(Encoder):
-    """Serves rows computed elsewhere, looked up by sentence and role; encodes nothing.
-
-    The file is read and checked when the encoder is built, so that a bad file fails where the
-    runner contains a broken encoder (each of its tasks failed with the message, the other
-    encoders going on), not in the middle of a pass. Of ``vectors.npy`` only the rows asked for
-    are read into memory (``VectorTable.take``). Not cached: its rows are already on disk, and
-    uncached it is asked for a whole pass at once, so a missing-vector error counts them all.
-    """
-
-    cacheable = False
-
-    def __init__(self, name: str, path: str | Path) -> None:
-        super().__init__(name)
-        self.path = Path(path).expanduser()
-        check_target(self.path)
-        self.table = read_vectors(self.path)
-
-    @property
-    def files(self) -> list[Path]:
-        """The files the vectors come from (both, for a folder)."""
-        return [self.path / SENTENCES, self.path / VECTORS] if self.path.is_dir() else [self.path]
-
-    @property
-    def role_aware(self) -> bool:  # type: ignore[override]
-        """A file with query or document rows answers each role with its own rows: the runner must
-        ask for every role separately."""
-        return self.table.has_roles
-
-    def vector_key(self, role: Role) -> str:
-        """One key per (role, instruction) when the file has roles; else one for all roles."""
-        if not self.role_aware:
-            return ""
-        name, instruction = role_key(role)
-        return f"{name or 'default'}\x1f{instruction or ''}"
-
-    def encode(self, sentences: Sequence[str]) -> np.ndarray:
-        return self.encode_role(sentences, DEFAULT)
-
-    def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
-        """The stored rows of ``sentences`` for ``role`` (the default role's rows for every role when
-        the file has no others), as float32; ``MissingVectorsError`` if any has none."""
-        table = self.table
-        key = role_key(role) if table.has_roles else (None, None)
-        rows = table.rows.get(key, {})
-        missing = [s for s in dict.fromkeys(sentences) if s not in rows]
-        if missing:
-            raise MissingVectorsError(self._missing(missing, len(sentences), key))
-        if not sentences:
-            return np.zeros((0, table.vectors.shape[1]), dtype=np.float32)
-        return table.take(np.fromiter((rows[s] for s in sentences), dtype=np.intp, count=len(sentences)))
-
-    def _missing(self, missing: list[str], asked: int, key: RoleKey) -> str:
-        shown = ", ".join(_quote(s) for s in missing[:SHOWN_MISSING])
-        more = f" and {len(missing) - SHOWN_MISSING:,} more" if len(missing) > SHOWN_MISSING else ""
-        side = f" as {_role_text(key)}" if self.table.has_roles else ""
-        return (
-            f"{self.table.where} has no vector for {len(missing):,} of {asked:,} sentences asked for{side}: "
-            f"{shown}{more}; write the sentences of these tasks with `benchharness sentences --tasks ... --out "
-            "DIR` and encode all its lines"
-        )
-
-    def identity_info(self) -> dict[str, Any]:
-        # the files' contents, not their place or name: a moved folder keeps its stored results and cache
-        layout = "folder" if self.path.is_dir() else self.path.suffix.lstrip(".")
-        return {
-            "family": "vectors",
-            "layout": layout,
-            "sha256": [remembered("sha256", [f], functools.partial(sha256_file, f)) for f in self.files],
-        }
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return {**super().metadata, "pooling": "computed elsewhere", "base_model": self.path.name}
-
-
-def build(name: str, spec: Params, context: BuildContext) -> PrecomputedVectors:
-    return PrecomputedVectors(name, spec["path"])
-
-
-def _check(spec: EncoderSpec) -> None:
-    check_target(Path(str(spec.get("path", ""))).expanduser())
-
-
-FAMILY = Family.of(
-    "vectors", build, target="path", usage="vectors:<folder|file.jsonl|file.parquet>", accepts=(), check=_check
-)
