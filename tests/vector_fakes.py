@@ -12,6 +12,13 @@ from benchharness.core.task import Task, TaskMetadata, TaskProvider
 from benchharness.scoring.metrics import paired_cosine
 from tests.fakes import HashEncoder
 
+
+def role_of(line: dict) -> Role:
+    """The role a line of ``sentences.jsonl`` asks for, as a user's encoding script reads it."""
+    name = line["role"]
+    return Role(name, line.get("instruction")) if name != "default" else DEFAULT
+
+
 PAIRS = [
     ("a man plays a guitar", "a man is playing the guitar", 4.8),
     ("a woman slices an onion", "someone cuts an onion", 4.2),

@@ -53,11 +53,6 @@ QUERY = Role("query")
 DOCUMENT = Role("document")
 
 
-def parse_role(text: str | None) -> Role:
-    """``"query"``, ``"document"``, ``"default"`` or None -> Role (the form written to files)."""
-    return DEFAULT if text in (None, "", "default") else Role(text)
-
-
 @dataclass(frozen=True)
 class Prompts:
     """The prompts of one encoder, by role. None means "not set": a role without its own prompt

@@ -9,12 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from datasets import Dataset, DatasetDict
-from mteb.abstasks.retrieval import AbsTaskRetrieval
-from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 from mteb.abstasks.sts import AbsTaskSTS
 from mteb.abstasks.task_metadata import TaskMetadata
 
-_ARGS: dict[str, Any] = {
+#: the metadata every in-memory task shares (mteb requires each field)
+TASK_ARGS: dict[str, Any] = {
     "description": "benchharness cross-check task built in memory",
     "reference": "https://github.com/embeddings-benchmark/mteb",
     "dataset": {"path": "NA", "revision": "NA"},
@@ -39,7 +38,7 @@ def sts_task(
     """An mteb STS task over the given pairs (mteb normalises gold by ``max_score``: rank-neutral)."""
 
     class InMemorySTS(AbsTaskSTS):
-        metadata = TaskMetadata(type="STS", name=name, main_score="cosine_spearman", **_ARGS)
+        metadata = TaskMetadata(type="STS", name=name, main_score="cosine_spearman", **TASK_ARGS)
         min_score = 0
 
         def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
@@ -54,29 +53,3 @@ def sts_task(
 
     InMemorySTS.max_score = max_score  # type: ignore[assignment]  # mteb annotates int; a gold scale need not end on one
     return InMemorySTS()
-
-
-def reranking_task(
-    name: str,
-    queries: dict[str, str],
-    corpus: dict[str, str],
-    candidates: dict[str, list[str]],
-    relevant: dict[str, set[str]],
-) -> AbsTaskRetrieval:
-    """An mteb reranking task: each query reranks its candidate ids (``top_ranked``); qrels give
-    1 to the relevant candidates and 0 to the others, as mteb's AskUbuntuDupQuestions does."""
-
-    class InMemoryReranking(AbsTaskRetrieval):
-        metadata = TaskMetadata(type="Reranking", name=name, main_score="map_at_1000", **_ARGS)
-
-        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
-            split: RetrievalSplitData = {
-                "queries": Dataset.from_list([{"id": q, "text": t} for q, t in queries.items()]),
-                "corpus": Dataset.from_list([{"id": d, "text": t} for d, t in corpus.items()]),
-                "relevant_docs": {q: {d: int(d in relevant[q]) for d in cands} for q, cands in candidates.items()},
-                "top_ranked": {q: list(cands) for q, cands in candidates.items()},
-            }
-            self.dataset = {"default": {"test": split}}
-            self.data_loaded = True
-
-    return InMemoryReranking()

@@ -18,12 +18,10 @@ import html
 import io
 import json
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
-from benchharness.core.results import ResultStore
 from benchharness.reporting.escape import csv_cell, md_cell, md_code, one_line, tex
 from benchharness.reporting.leaderboard import (
     ALPHA,
@@ -32,13 +30,12 @@ from benchharness.reporting.leaderboard import (
     Instruction,
     Line,
     Table,
-    build,
     ci_text,
     prompt_text,
 )
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+    pass
 
 FORMATS = ("md", "csv", "latex", "html")
 
@@ -48,13 +45,6 @@ _LEGEND = (
     "transfer, a query permutation test for ranking; only where both results keep items). `mean ±std`: "
     "a recipe trained with several seeds."
 )
-
-
-def markdown_leaderboard(
-    store: ResultStore, published_dir: Path | Traversable | None, papers: set[str] | None = None, **filters: Any
-) -> str:
-    """The Markdown leaderboard (``results/LEADERBOARD.md``) of a results folder."""
-    return markdown(build(store, published_dir, papers, **filters))
 
 
 def published_prose(board: Board) -> str:

@@ -65,7 +65,7 @@ def per_query_metrics(
 ) -> dict[str, np.ndarray]:
     """Per query, as fractions: ``map`` (or ``map@k``: the query's AP), ``mrr``, ``mrr@k``, ``p@k``.
 
-    These are what ``mean_metrics`` averages; they are kept per query so that intervals and paired
+    These are what ``means`` averages; they are kept per query so that intervals and paired
     tests resample queries.
     """
     rankings = list(rankings)
@@ -82,17 +82,6 @@ def per_query_metrics(
     for k in ks_p:
         out[f"p@{k}"] = np.array([precision_at(r, k) for r in rankings])
     return out
-
-
-def mean_metrics(
-    rankings: Iterable[np.ndarray],
-    ks_mrr: tuple[int, ...] = (10,),
-    ks_p: tuple[int, ...] = (1, 5),
-    map_k: int | None = None,
-    n_relevant: Iterable[int] | None = None,
-) -> dict[str, float]:
-    """Means over queries, x100: ``map`` (or ``map@k``), ``mrr``, ``mrr@k``, ``p@k``."""
-    return means(per_query_metrics(rankings, ks_mrr, ks_p, map_k, n_relevant))
 
 
 def means(per_query: dict[str, np.ndarray]) -> dict[str, float]:

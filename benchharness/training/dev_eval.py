@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -68,10 +67,6 @@ class DevEvaluator:
             device=str(self.device),
             precision=self.precision,
         )
-
-    def embed_all(self, module: nn.Module) -> np.ndarray:
-        """Embeddings of ``self.sentences``, in eval mode (the training mode is restored)."""
-        return self.encoder(module).encode(self.sentences)
 
     def __call__(self, module: nn.Module) -> float:
         results = evaluate(

@@ -40,12 +40,17 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 pytest.importorskip("mteb")
 
+from datasets import Dataset
+from mteb.abstasks.retrieval import AbsTaskRetrieval
+from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
+from mteb.abstasks.task_metadata import TaskMetadata
+
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.mteb_bridge.evaluate import run_task
-from benchharness.mteb_bridge.memory import reranking_task, sts_task
+from benchharness.mteb_bridge.memory import TASK_ARGS, sts_task
 from benchharness.scoring.metrics import paired_cosine
-from benchharness.scoring.ranking import mean_metrics, ranked_relevance
+from benchharness.scoring.ranking import means, per_query_metrics, ranked_relevance
 from benchharness.tasks import sts
 from benchharness.tasks.askubuntu import AskUbuntu
 from tests.fakes import HashEncoder
@@ -160,6 +165,32 @@ def _askubuntu(tmp_path, title) -> AskUbuntu:
     return task
 
 
+def reranking_task(
+    name: str,
+    queries: dict[str, str],
+    corpus: dict[str, str],
+    candidates: dict[str, list[str]],
+    relevant: dict[str, set[str]],
+) -> AbsTaskRetrieval:
+    """An mteb reranking task: each query reranks its candidate ids (``top_ranked``); qrels give
+    1 to the relevant candidates and 0 to the others, as mteb's AskUbuntuDupQuestions does."""
+
+    class InMemoryReranking(AbsTaskRetrieval):
+        metadata = TaskMetadata(type="Reranking", name=name, main_score="map_at_1000", **TASK_ARGS)
+
+        def load_data(self, num_proc=None, **kwargs) -> None:
+            split: RetrievalSplitData = {
+                "queries": Dataset.from_list([{"id": q, "text": t} for q, t in queries.items()]),
+                "corpus": Dataset.from_list([{"id": d, "text": t} for d, t in corpus.items()]),
+                "relevant_docs": {q: {d: int(d in relevant[q]) for d in cands} for q, cands in candidates.items()},
+                "top_ranked": {q: list(cands) for q, cands in candidates.items()},
+            }
+            self.dataset = {"default": {"test": split}}
+            self.data_loaded = True
+
+    return InMemoryReranking()
+
+
 def _mteb_reranking(task: AskUbuntu):
     queries = {q.qid: task.titles[q.qid] for q in task.queries}
     corpus = {c: task.titles[c] for q in task.queries for c in q.candidates}
@@ -216,7 +247,7 @@ def test_askubuntu_mteb_ties_follow_document_id(tmp_path):
         query = enc.encode([task.titles[q.qid]])
         scores = paired_cosine(np.repeat(query, len(cands), 0), enc.encode([task.titles[c] for c in cands]))
         rankings.append(ranked_relevance(scores, np.array([c in q.similar for c in cands])))
-    by_id = mean_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
+    by_id = means(per_query_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5)))
     for key, (their_key, tol) in PAIRS.items():
         assert abs(by_id[key] - theirs[f"test/default/{their_key}"]) <= tol, (key, by_id[key], theirs)
 

@@ -10,9 +10,8 @@ import pytest
 
 import benchharness
 from benchharness.cli import main
-from benchharness.core.prompts import Role, parse_role
 from benchharness.core.task import EncoderDrivenTask, TaskMetadata, TaskProvider
-from tests.vector_fakes import DOCUMENTS, PAIRS, PROVIDER, QUERIES, RoleHashEncoder
+from tests.vector_fakes import DOCUMENTS, PAIRS, PROVIDER, QUERIES, RoleHashEncoder, role_of
 
 
 @pytest.fixture
@@ -47,9 +46,7 @@ def test_sentences_then_vectors_then_run_stores_the_encoders_own_scores(here, ca
     encoder = RoleHashEncoder()
     np.save(
         here / "out/vectors.npy",
-        np.concatenate(
-            [encoder.encode_role([x["text"]], Role(parse_role(x["role"]).name, x.get("instruction"))) for x in lines]
-        ),
+        np.concatenate([encoder.encode_role([x["text"]], role_of(x)) for x in lines]),
     )
     assert (
         main(

@@ -13,12 +13,12 @@ import pytest
 import benchharness
 from benchharness.core.digests import sha256_file
 from benchharness.core.errors import InvalidInputError, MissingFileError
-from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role, parse_role
+from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
 from benchharness.encoders.vectors.encoder import MissingVectorsError, PrecomputedVectors
 from benchharness.encoders.vectors.layout import SENTENCES, VECTORS
 from benchharness.encoders.vectors.writer import jsonl_line, sentence_records
 from tests.fakes import HashEncoder
-from tests.vector_fakes import DOCUMENTS, PAIRS, QUERIES, PairTask, RoleHashEncoder, SearchTask
+from tests.vector_fakes import DOCUMENTS, PAIRS, QUERIES, PairTask, RoleHashEncoder, SearchTask, role_of
 
 
 def write_folder(folder, tasks, encoder) -> list[dict]:
@@ -31,9 +31,7 @@ def write_folder(folder, tasks, encoder) -> list[dict]:
 
 
 def encode_records(records, encoder) -> np.ndarray:
-    return np.concatenate(
-        [encoder.encode_role([r["text"]], Role(parse_role(r["role"]).name, r.get("instruction"))) for r in records]
-    ).astype(np.float32)
+    return np.concatenate([encoder.encode_role([r["text"]], role_of(r)) for r in records]).astype(np.float32)
 
 
 def scores(results) -> dict[str, dict]:

@@ -8,12 +8,17 @@ from scipy.stats import spearmanr
 
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.task import Evaluation
-from benchharness.reporting.leaderboard import sections
-from benchharness.reporting.table_formats import markdown_leaderboard as render
+from benchharness.reporting.leaderboard import build, sections
+from benchharness.reporting.table_formats import markdown
 from benchharness.scoring.stats import steiger_spearman
 from benchharness.tasks import boards
 
 STS = next(s for s in sections([]) if s.title == boards.STS.title)
+
+
+def render(store, published_dir) -> str:
+    """The Markdown leaderboard of ``store``, as ``benchharness leaderboard`` prints it."""
+    return markdown(build(store, published_dir))
 
 
 def _result(encoder, task, score, metadata=None, identity=None, confidence=None):

@@ -7,7 +7,8 @@ import pytest
 
 from benchharness.scoring.ranking import (
     average_precision,
-    mean_metrics,
+    means,
+    per_query_metrics,
     precision_at,
     rank,
     ranked_relevance,
@@ -58,11 +59,11 @@ def test_map_at_k_divides_by_min_k_and_relevant():
 
 
 def test_mean_metrics_over_queries_x100():
-    out = mean_metrics([np.array([0, 1, 0, 1, 1]), np.array([1, 0, 0, 0, 0])], ks_mrr=(1, 10), ks_p=(1, 5))
+    out = means(per_query_metrics([np.array([0, 1, 0, 1, 1]), np.array([1, 0, 0, 0, 0])], ks_mrr=(1, 10), ks_p=(1, 5)))
     assert out["map"] == pytest.approx(100 * ((1 / 2 + 2 / 4 + 3 / 5) / 3 + 1) / 2)
     assert out["mrr"] == pytest.approx(100 * (1 / 2 + 1) / 2)
     assert out["mrr@1"] == pytest.approx(50.0)
     assert out["p@1"] == pytest.approx(50.0)
     assert out["p@5"] == pytest.approx(100 * (3 / 5 + 1 / 5) / 2)
     with pytest.raises(ValueError):
-        mean_metrics([])
+        means(per_query_metrics([]))

@@ -22,8 +22,8 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.task import Evaluation
-from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX
-from benchharness.reporting.table_formats import markdown_leaderboard as render
+from benchharness.reporting.leaderboard import FILE_PROTOCOL_PREFIX, build
+from benchharness.reporting.table_formats import markdown
 from benchharness.tasks.files import declarations
 from benchharness.tasks.files.declarations import register_file_task
 from benchharness.tasks.files.pairs import PAIRS_PROTOCOL
@@ -329,7 +329,7 @@ def test_leaderboard_shows_file_tasks_even_where_no_paired_test_is_defined(tmp_p
         )
         items = {"cosine": cos, "gold": g, "subset": np.zeros(len(g), np.int16), "subset_names": np.array(["test"])}
         store.save(replace(result, per_item=Evaluation({}, items, "sts")))
-    board = render(store, None).split("## Tasks from files")[1]
+    board = markdown(build(store, None)).split("## Tasks from files")[1]
     cells = {row[0]: row[2] for row in (table_rows(board, e)[0] for e in runs)}
     assert cells == {e: f"{100 * spearmanr(cos, g)[0]:.2f}" for e, (cos, g) in runs.items()}
 

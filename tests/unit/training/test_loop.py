@@ -290,7 +290,9 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     # and the in-loop evaluator pools exactly as the registered encoder does
     evaluator = DevEvaluator(method.tokenizer, "cls_before_pooler", 512, 64, torch.device("cpu"), "fp32")
     saved, _, _ = load_base(str(tmp_path / "simcse-tiny" / "model"))
-    np.testing.assert_allclose(evaluator.embed_all(saved), encoder.encode(evaluator.sentences), atol=1e-5)
+    np.testing.assert_allclose(
+        evaluator.encoder(saved).encode(evaluator.sentences), encoder.encode(evaluator.sentences), atol=1e-5
+    )
 
 
 def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_bert, tmp_path):

@@ -28,6 +28,7 @@ from benchharness.training.method import Method, TrainedRun, TrainingContext
 from benchharness.training.methods.defsent_plus.dictionary import (
     Dictionary,
     format_statistics,
+    load_sources,
     merge,
     read_source,
     statistics,
@@ -370,8 +371,7 @@ def _finished_round(out: Any) -> TrainedRun:
 
 def count_examples(options: DefSentPlusOptions, data: DataRoot) -> int:
     """Definitions per round."""
-    parts = [read_source(s.strip(), data.root) for s in options.dictionary.split(",") if s.strip()]
-    full = merge(*parts) if len(parts) > 1 else parts[0]
+    full = load_sources([s.strip() for s in options.dictionary.split(",") if s.strip()], data.root)
     return subsample(
         full, options.max_entries, options.min_definitions, options.single_word, options.subset_seed
     ).n_definitions
