@@ -61,9 +61,9 @@ def rates(encode: Callable[[list[str]], np.ndarray], sentences: list[str], repea
 
 
 def stsb_retrieval(spec: str, scratch: Path) -> str:
-    """nDCG@10 of STS-B test as a BEIR task (``benchmarks/stsb_beir.py``) through the server and in
+    """nDCG@10 of STS-B test as a BEIR task (``benchmarks/beir_stsb.py``) through the server and in
     process: queries and documents go through the same ``encode_role`` path as any retrieval task."""
-    from stsb_beir import write_stsb_beir
+    from beir_stsb import write_stsb_beir
 
     import benchharness
     from benchharness import tasks

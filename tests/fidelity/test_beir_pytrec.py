@@ -1,5 +1,5 @@
 """A retrieval task from a BEIR folder scores what pytrec_eval (the evaluator BEIR and mteb use)
-computes on the same rankings: STS-B test built as a BEIR folder (``benchmarks/stsb_beir.py``:
+computes on the same rankings: STS-B test built as a BEIR folder (``benchmarks/beir_stsb.py``:
 first sentences as queries, second sentences as the corpus, gold >= 4 relevant), encoded by
 minilm-l3. Every query's nDCG@10, MAP@100, MRR@10 and recall@100 agree to 1e-6 (measured: 0 for
 minilm-l3 and glove-50d, 1.1e-16 for minilm-l6); the numbers are in results/benchmarks/beir_stsb.txt."""
@@ -13,7 +13,7 @@ from benchharness import tasks
 from benchharness.core.data_root import DataRoot
 from benchharness.tasks.files import declarations
 from benchharness.tasks.files.declarations import register_file_task
-from benchmarks.stsb_beir import encoded_once, pytrec_per_query, write_stsb_beir
+from benchmarks.beir_stsb import encoded_once, pytrec_per_query, write_stsb_beir
 from tests.helpers import DATA, needs_data
 
 pytest.importorskip("pytrec_eval")
