@@ -21,7 +21,7 @@ from pathlib import Path
 from benchharness.core.digests import remembered, update_with_file
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.local_paths import check_local_path
-from benchharness.core.settings import Config, HubSettings
+from benchharness.core.settings import HubSettings, default_hub
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -46,7 +46,7 @@ def cached_snapshot(repo_id: str, cache: Path | None = None) -> Path | None:
     the hub cache to look in (default: the environment's, ``HF_HUB_CACHE`` or huggingface_hub's own)."""
     from huggingface_hub import constants  # names only: milliseconds
 
-    cache = (cache or Config().hub().cache).resolve()
+    cache = (cache or default_hub().cache).resolve()
     storage = cache / constants.REPO_ID_SEPARATOR.join(["models", *repo_id.split("/")])
     try:
         commit = (storage / "refs" / constants.DEFAULT_REVISION).read_text()  # read as is, as it does
@@ -67,7 +67,7 @@ def resolve(name_or_path: str, settings: HubSettings | None = None) -> ModelSour
     if p.is_dir():
         return ModelSource(name_or_path, p.resolve(), None)
     check_local_path(name_or_path, "model")  # a missing folder, not a hub id: say so
-    settings = settings or Config().hub()
+    settings = settings or default_hub()
     cached = cached_snapshot(name_or_path, settings.cache)
     if cached is not None:
         return ModelSource(name_or_path, cached, cached.name)

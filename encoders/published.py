@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.errors import MissingFileError
-from benchharness.core.settings import Config
+from benchharness.core.settings import default_hub
 from benchharness.core.specs import BuildContext, Catalogue, Family, Resolved
 from benchharness.encoders import hub
 from benchharness.encoders.download import download, drive_file_id
@@ -258,7 +258,7 @@ def archive_folder(url: str, cache: Path | None = None, offline: bool | None = N
         return model
     folder.mkdir(parents=True, exist_ok=True)
     if not archive.is_file():
-        if Config().hub().offline if offline is None else offline:
+        if default_hub().offline if offline is None else offline:
             raise MissingFileError(
                 f"the archive {url} is not in the published cache ({archive}) and HF_HUB_OFFLINE is set, "
                 f"so it cannot be downloaded. Download it in a browser and save it as {archive}, or "

@@ -24,7 +24,7 @@ from typing import BinaryIO
 from benchharness.core.atomic import atomic_file
 from benchharness.core.errors import UserError
 from benchharness.core.settings import DATA_ENV as ENV_VAR
-from benchharness.core.settings import Config
+from benchharness.core.settings import default_data_dir
 
 #: download chunk size and the seconds a connection may stay silent
 CHUNK = 1 << 20
@@ -130,7 +130,7 @@ def file_sha256(path: Path) -> str:
 def default_data(verify: bool = True) -> DataRoot:
     """The data root of a call given none: ``$BENCHHARNESS_DATA``, else ``./data``. Below the entry
     points no configuration file is read: a run passes its own data root down."""
-    return DataRoot(Config().data_root(), verify)
+    return DataRoot(default_data_dir(), verify)
 
 
 #: how results name the data root: a machine's own path never goes into a committed file; the

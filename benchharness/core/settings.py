@@ -100,6 +100,17 @@ class Config:
         return hub_settings(self)
 
 
+def default_data_dir() -> Path:
+    """The data root of a call given none: ``$BENCHHARNESS_DATA``, else ``./data`` (no file read)."""
+    return Config().data_root()
+
+
+def default_hub() -> HubSettings:
+    """The Hugging Face settings of a call given none: the environment's, else huggingface_hub's
+    defaults. Below the entry points no configuration file is read: a run passes its own down."""
+    return Config().hub()
+
+
 def configuration(config: Config | str | Path | None = None) -> Config:
     """The configuration an entry point runs with: ``config`` itself when loaded, the file it names,
     else the one ``find_config`` finds. The one place a library entry point reads the file."""

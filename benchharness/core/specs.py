@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import UserError
-from benchharness.core.settings import Config, HubSettings
+from benchharness.core.settings import HubSettings, default_data_dir, default_hub
 
 #: spec type of a name that stands for a composition string (a tuned post-processor chain)
 COMPOSE = "compose"
@@ -55,8 +55,8 @@ class BuildContext:
 
     device: str | None = None
     batch_size: int | None = None
-    data_root: Path = Path("data")
-    hub: HubSettings = field(default_factory=lambda: Config().hub())
+    data_root: Path = field(default_factory=default_data_dir)
+    hub: HubSettings = field(default_factory=default_hub)
 
     def sizes(self) -> dict[str, Any]:
         """The device and batch size the run sets, as keyword arguments of an encoder."""

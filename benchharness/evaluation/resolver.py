@@ -123,7 +123,7 @@ def build(name: str, spec: EncoderSpec, context: BuildContext | None = None) -> 
     given in the spec replace those the model configures for the same role."""
     family = check_spec(name, spec)
     params = {k: v for k, v in spec.items() if k != "type" and k not in PROMPT_KEYS}
-    encoder = family.build(name, params, context or BuildContext(data_root=Config().data_root()))
+    encoder = family.build(name, params, context or BuildContext())
     given = spec_prompts(name, spec) if family.takes_prompts else {}
     if given:
         encoder.prompts = encoder.prompts.but(**given)

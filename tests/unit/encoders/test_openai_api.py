@@ -105,10 +105,12 @@ def fake() -> Iterator[Fake]:
             try:
                 time.sleep(state.delay)
                 status, headers, out = (reply(body) if callable(reply) else reply) if reply else state.answer(body)
-                self._reply(status, headers, out)
             finally:
+                # before the answer goes out: once the client has it, it may send the next request
+                # (on another server thread) before this one would get here
                 with state.lock:
                     state.in_flight -= 1
+            self._reply(status, headers, out)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     state.server = server
