@@ -140,7 +140,7 @@ def run(
                 "[%s] cannot build encoder: %s", enc_name, exc, exc_info=None if isinstance(exc, UserError) else exc
             )
             continue
-        plan = _plan(enc_name, identity["hash"], loaded, ctx)
+        plan = _plan(enc_name, encoder, identity["hash"], loaded, ctx)
         for task in plan.todo:
             if isinstance(task, EncoderDrivenTask):
                 _evaluate_driven(task, enc_name, encoder, identity, ctx)
@@ -169,7 +169,7 @@ def _load_tasks(tasks: list[Task], encoder_names: list[str], ctx: _Context) -> d
     return loaded
 
 
-def _plan(enc_name: str, identity: str, tasks: dict[str, Task], ctx: _Context) -> _Plan:
+def _plan(enc_name: str, encoder: Encoder, identity: str, tasks: dict[str, Task], ctx: _Context) -> _Plan:
     """Which tasks this encoder computes: stored results are reused as the overwrite strategy says,
     except those lacking items when ``add_items`` asks for them. Without a store, all of them.
 
@@ -177,7 +177,9 @@ def _plan(enc_name: str, identity: str, tasks: dict[str, Task], ctx: _Context) -
     weights (a model trained in place, a new hub revision) are other results, as results are keyed
     by model revision in mteb and lm-eval. So ``reuse`` keeps a result of the same identity even
     when its data or protocol record changed (``stale`` recomputes those), and recomputes and
-    replaces one of another identity, with a warning naming both."""
+    replaces one of another identity, with a warning naming both. What the encoder is asked to
+    encode besides the sentences (the prompt put before each role's sentences, the task's
+    instruction) decides too: the same weights asked other inputs give other vectors."""
     plan = _Plan()
     overwrite, add_items = ctx.settings.overwrite, ctx.settings.add_items
     for name, task in tasks.items():
@@ -187,11 +189,20 @@ def _plan(enc_name: str, identity: str, tasks: dict[str, Task], ctx: _Context) -
         elif stored is not None and overwrite != "always":
             fresh = stored.fingerprint() == fingerprint(identity, ctx.digests[name], _protocol(task))
             same_identity = stored.encoder_identity.get("hash") == identity
-            if fresh or (overwrite == "reuse" and same_identity):
+            same_inputs = _inputs_of(stored) == _inputs(encoder, task)
+            if fresh or (overwrite == "reuse" and same_identity and same_inputs):
                 note = "" if fresh else "stored with other data or protocol; overwrite 'stale' recomputes"
                 ctx.summary.outcomes.append(Outcome(enc_name, name, "reused", stored.main_score, note, stored))
                 continue
-            if not same_identity:
+            if same_identity and not same_inputs:
+                logger.info(
+                    "[%s/%s] the stored result was computed from other inputs (%s; now %s): recomputing it",
+                    enc_name,
+                    name,
+                    _inputs_of(stored),
+                    _inputs(encoder, task),
+                )
+            elif not same_identity:
                 logger.warning(
                     "[%s/%s] the stored result is of another identity (%s; now %s): recomputing it, and replacing it",
                     enc_name,
@@ -456,6 +467,18 @@ def _metadata(encoder: Encoder, task: Task) -> dict[str, Any]:
         return metadata
     applied = {str(role): encoder.prompts.for_role(role) for role in task.requests()}
     return {**metadata, "prompts_applied": applied}
+
+
+def _inputs(encoder: Encoder, task: Task) -> dict[str, Any]:
+    """What ``encoder`` is asked to encode for ``task`` besides its sentences: the prompt before each
+    role's sentences and the task's instruction (a ``vectors:`` file keys its rows by it)."""
+    return {"prompts": _metadata(encoder, task).get("prompts_applied"), "instruction": task.metadata.instruction}
+
+
+def _inputs_of(result: Result) -> dict[str, Any]:
+    """``_inputs`` as a stored result records them."""
+    prompts = result.encoder_metadata.get("prompts_applied")
+    return {"prompts": prompts, "instruction": result.protocol.get("instruction")}
 
 
 def _protocol(task: Task) -> ProtocolRecord:
