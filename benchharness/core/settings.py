@@ -172,7 +172,9 @@ def load_config(path: Path | None = None) -> Config:
                 f'{path}: [tasks.{name}] needs a file = "..." (pairs, labelled sentences, '
                 'reranking) or a folder = "..." (a BEIR retrieval folder)'
             )
-        tasks[name] = {**entry, source: str((base / Path(entry[source]).expanduser()).resolve())}
+        # made absolute, not resolved: the file keeps the name (and suffix) it is declared by, and a
+        # symlink is checked where it is read (``data.readers.check_data_file``)
+        tasks[name] = {**entry, source: os.path.abspath(base / Path(entry[source]).expanduser())}
     return Config(
         file=path,
         data_dir=rel("data_dir", None),

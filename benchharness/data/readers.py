@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -87,11 +88,37 @@ def undecodable_message(path: Path | str, lines: Iterable[str], exc: UnicodeDeco
     )
 
 
+#: characters of a value read from a file that an error quotes: enough to find the line, too few to
+#: show a file's content (a data file may be anything a symlink points at, secrets included)
+EXCERPT_CHARS = 40
+#: where the files are the machine's state, not data: a data file leading there is refused
+SYSTEM_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def excerpt(value: object) -> str:
+    """A value read from a file, as an error quotes it: its ``repr`` (control characters escaped),
+    cut to ``EXCERPT_CHARS`` characters."""
+    text = repr(value)
+    return text if len(text) <= EXCERPT_CHARS else f"{text[:EXCERPT_CHARS]}... ({len(text):,} characters)"
+
+
+def check_data_file(path: Path, error: type[UserError] = DataError) -> None:
+    """Refuse a data file that is not a regular file (a folder, a device, a pipe), or that is, or
+    leads through symlinks to, a file of ``/proc``, ``/sys`` or ``/dev``. A symlink to data
+    elsewhere is followed. A missing file is left to the reader, which names it."""
+    real = Path(os.path.realpath(path))
+    if any(real == root or root in real.parents for root in SYSTEM_ROOTS):
+        raise error(f"{path}: leads to {real}, a file of the system, not data; give a data file")
+    if real.exists() and not real.is_file():
+        raise error(f"{path}: not a regular file (a folder, device or pipe); give a data file")
+
+
 @contextlib.contextmanager
 def text_stream(path: Path, error: type[UserError] = DataError) -> Iterator[IO[str]]:
     """A UTF-8 text file opened for streaming (a byte-order mark accepted; lines end at ``\n``
     only: JSON text may hold U+2028, at which ``splitlines`` would split); a file that cannot be
     opened, or a decoding error while it is read, raises ``error`` naming the file (and the line)."""
+    check_data_file(path, error)
     try:
         fh = open(path, encoding="utf-8-sig", newline="\n")  # noqa: SIM115 (closed by the ``with`` below)
     except OSError as exc:  # missing, a folder, unreadable
@@ -155,7 +182,7 @@ def gold_score(text: str, path: Path | None, lineno: int) -> float:
     except ValueError:
         score = math.nan
     if not math.isfinite(score):
-        raise DataError(f"{path}:{lineno}: gold score {text!r} is not a number")
+        raise DataError(f"{path}:{lineno}: gold score {excerpt(text)} is not a number")
     return score
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.task import BoardColumn, Task, TaskMetadata
-from benchharness.data.readers import json_lines, undecodable_message
+from benchharness.data.readers import check_data_file, excerpt, json_lines, undecodable_message
 from benchharness.tasks import boards
 from benchharness.tasks.senteval.config import ClassifierConfig
 
@@ -54,6 +54,7 @@ def read_rows(decl: Declaration) -> list[Row]:
     1), each holding every declared column."""
     path = decl.path
     columns = list(decl.columns.values())
+    check_data_file(path)
     if decl.fmt == "jsonl":
         return _json_rows(path, columns, decl.name)
     try:
@@ -103,13 +104,13 @@ def require(path: Path, line: int, present: Any, columns: list[str], what: str) 
     the first missing one."""
     missing = [c for c in columns if c not in present]
     if missing:
-        raise DataError(f"{path}:{line}: no {what} {missing[0]!r}; found {', '.join(map(str, present))}")
+        raise DataError(f"{path}:{line}: no {what} {missing[0]!r}; found {excerpt(', '.join(map(str, present)))}")
 
 
 def sentence(path: Path, line: int, value: Any, column: str) -> str:
     """A sentence as the file holds it; non-empty text, else one line naming file, line and column."""
     if not isinstance(value, str) or not value.strip():
-        raise DataError(f"{path}:{line}: {column!r} is {value!r}; every sentence must be non-empty text")
+        raise DataError(f"{path}:{line}: {column!r} is {excerpt(value)}; every sentence must be non-empty text")
     return value
 
 

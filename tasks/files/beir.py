@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.data_root import DataError
-from benchharness.data.readers import json_lines, text_stream
+from benchharness.data.readers import excerpt, json_lines, text_stream
 
 CORPUS, QUERIES, QRELS = "corpus.jsonl", "queries.jsonl", "qrels"
 QRELS_HEADER = ["query-id", "corpus-id", "score"]
@@ -96,10 +96,10 @@ def read_corpus(path: Path) -> tuple[list[str], list[str]]:
         text = _text(path, line, record, "text", allow_empty=True)
         title = record.get("title")
         if title is not None and not isinstance(title, str):
-            raise DataError(f"{path}:{line}: 'title' is {title!r}; a title is text (or absent)")
+            raise DataError(f"{path}:{line}: 'title' is {excerpt(title)}; a title is text (or absent)")
         document = (title + " " + text).strip() if title else text.strip()
         if not document:
-            raise DataError(f"{path}:{line}: document {doc_id!r} has neither title nor text")
+            raise DataError(f"{path}:{line}: document {excerpt(doc_id)} has neither title nor text")
         ids[doc_id] = line
         documents.append(document)
     if not documents:
@@ -127,13 +127,13 @@ def read_qrels(
     seen: dict[tuple[str, str], tuple[int, int]] = {}  # (query, document) -> (line, score)
     for line, query_id, doc_id, score in qrels_lines(path):
         if query_id not in queries:
-            raise DataError(f"{path}:{line}: query id {query_id!r} is not in {queries_path}")
+            raise DataError(f"{path}:{line}: query id {excerpt(query_id)} is not in {queries_path}")
         if doc_id not in corpus:
-            raise DataError(f"{path}:{line}: corpus id {doc_id!r} is not in {corpus_path}")
+            raise DataError(f"{path}:{line}: corpus id {excerpt(doc_id)} is not in {corpus_path}")
         before = seen.setdefault((query_id, doc_id), (line, score))
         if before[1] != score:
             raise DataError(
-                f"{path}:{line}: query {query_id!r} and document {doc_id!r} are judged {score} here "
+                f"{path}:{line}: query {excerpt(query_id)} and document {excerpt(doc_id)} are judged {score} here "
                 f"and {before[1]} on line {before[0]}"
             )
         judged.setdefault(query_id, {})[corpus[doc_id]] = score
@@ -153,7 +153,8 @@ def qrels_lines(path: Path) -> Iterator[tuple[int, str, str, int]]:
         if line == 1:
             if [f.strip() for f in fields] != QRELS_HEADER:
                 raise DataError(
-                    f"{path}:1: expected the header {' '.join(QRELS_HEADER)} (tab-separated), got {' '.join(fields)!r}"
+                    f"{path}:1: expected the header {' '.join(QRELS_HEADER)} (tab-separated), "
+                    f"got {excerpt(' '.join(fields))}"
                 )
             header = True
             continue
@@ -163,7 +164,7 @@ def qrels_lines(path: Path) -> Iterator[tuple[int, str, str, int]]:
             )
         query_id, doc_id, written = (f.strip() for f in fields)
         if not INTEGER.fullmatch(written):
-            raise DataError(f"{path}:{line}: score {written!r} is not an integer")
+            raise DataError(f"{path}:{line}: score {excerpt(written)} is not an integer")
         yield line, query_id, doc_id, int(written)
     if not header:
         raise DataError(f"{path}:1: empty file; its first line must be the header {' '.join(QRELS_HEADER)}")
@@ -180,20 +181,22 @@ def _tsv_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
 
 def _id(path: Path, line: int, record: dict[str, Any], seen: dict[str, int]) -> str:
     if "_id" not in record:
-        raise DataError(f"{path}:{line}: no key '_id'; found {', '.join(record) or 'no key'}")
+        raise DataError(f"{path}:{line}: no key '_id'; found {excerpt(', '.join(record)) if record else 'no key'}")
     value = record["_id"]
     if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
-        raise DataError(f"{path}:{line}: '_id' is {value!r}; an id is non-empty text or an integer")
+        raise DataError(f"{path}:{line}: '_id' is {excerpt(value)}; an id is non-empty text or an integer")
     doc_id = str(value).strip()
     if doc_id in seen:
-        raise DataError(f"{path}:{line}: id {doc_id!r} again (first on line {seen[doc_id]}); ids must be unique")
+        raise DataError(f"{path}:{line}: id {excerpt(doc_id)} again (first on line {seen[doc_id]}); ids must be unique")
     return doc_id
 
 
 def _text(path: Path, line: int, record: dict[str, Any], key: str, allow_empty: bool) -> str:
     if key not in record:
-        raise DataError(f"{path}:{line}: no key {key!r}; found {', '.join(record)}")
+        raise DataError(f"{path}:{line}: no key {key!r}; found {excerpt(', '.join(record))}")
     value = record[key]
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise DataError(f"{path}:{line}: {key!r} is {value!r}; expected {'' if allow_empty else 'non-empty '}text")
+        raise DataError(
+            f"{path}:{line}: {key!r} is {excerpt(value)}; expected {'' if allow_empty else 'non-empty '}text"
+        )
     return value

@@ -77,6 +77,7 @@ recursion. A name is at most ``NAME_MAX`` characters (it names result files).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -241,7 +242,7 @@ def register_file_task(name: str, file: str | Path, kind: str = "pairs", **optio
     directory; for ``kind="retrieval"`` it is the BEIR folder); ``options`` are the other keys of a
     ``[tasks.<name>]`` table. It lasts for the process.
     A name another task plugin answers to is refused here, where it is asked for."""
-    entry = {SOURCE.get(kind, "file"): Path(file).expanduser().resolve(), "kind": kind, **options}
+    entry = {SOURCE.get(kind, "file"): Path(os.path.abspath(Path(file).expanduser())), "kind": kind, **options}
     origin = f"register_file_task({name!r})"
     _refuse_clash(name, origin)
     REGISTERED[name] = declare(name, entry, origin)

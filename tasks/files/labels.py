@@ -15,6 +15,7 @@ import numpy as np
 
 from benchharness.core.data_root import DataError
 from benchharness.core.task import Embed
+from benchharness.data.readers import excerpt
 from benchharness.tasks.files.base import GROUP, Declaration, FileTask, Row, sentence
 from benchharness.tasks.senteval.config import ClassifierConfig
 from benchharness.tasks.senteval.transfer import BinaryTask
@@ -43,7 +44,7 @@ def _label(path: Path, line: int, value: Any, column: str) -> int | str:
         return value.strip()
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise DataError(f"{path}:{line}: label {value!r} in {column!r}; a label is non-empty text or an integer")
+    raise DataError(f"{path}:{line}: label {excerpt(value)} in {column!r}; a label is non-empty text or an integer")
 
 
 def class_labels(labels: list[int | str]) -> list[int | str]:
@@ -61,7 +62,7 @@ def _check_classes(path: Path, labels: list[int | str], config: ClassifierConfig
     label, fewest = min(counts.items(), key=lambda kv: kv[1])
     if fewest < config.kfold:
         raise DataError(
-            f"{path}: class {label!r} has {fewest} sentence(s); the {config.kfold}-fold "
+            f"{path}: class {excerpt(label)} has {fewest} sentence(s); the {config.kfold}-fold "
             f"cross-validation of the {config.name!r} config needs at least {config.kfold} per class"
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.data_root import DataError
+from benchharness.data.readers import excerpt
 from benchharness.tasks import sts
 from benchharness.tasks.files.base import GROUP, TEXT, Declaration, FileTask, Row, sentence
 
@@ -36,7 +37,7 @@ def _score(path: Path, line: int, value: Any, column: str, score_range: tuple[fl
     except (TypeError, ValueError):
         score = math.nan
     if not math.isfinite(score):
-        raise DataError(f"{path}:{line}: score {value!r} in {column!r} is not a number")
+        raise DataError(f"{path}:{line}: score {excerpt(value)} in {column!r} is not a number")
     if score_range is not None and not score_range[0] <= score <= score_range[1]:
         raise DataError(
             f"{path}:{line}: score {score:g} in {column!r} is outside score_range "

@@ -37,6 +37,7 @@ import numpy as np
 from benchharness.core.data_root import DataError
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import Embed, Evaluation, Metrics, TaskMetadata
+from benchharness.data.readers import excerpt
 from benchharness.scoring.graded import retrieval_per_query
 from benchharness.scoring.metrics import paired_cosine
 from benchharness.scoring.ranking import average_precision, means, ranked_relevance, reciprocal_rank
@@ -273,5 +274,5 @@ class FileRerankingTask(FileTask):
 
 def _candidates(path: Path, line: int, value: Any, column: str) -> list[str]:
     if not isinstance(value, list):
-        raise DataError(f"{path}:{line}: {column!r} is {value!r}; expected a list of texts")
+        raise DataError(f"{path}:{line}: {column!r} is {excerpt(value)}; expected a list of texts")
     return [sentence(path, line, v, f"{column}[{j}]") for j, v in enumerate(value)]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import cli_process
 
 RERANKING = [
@@ -45,3 +47,49 @@ def test_changing_only_a_tasks_instruction_recomputes_its_result(tmp_path, tiny_
     assert record["encoder_metadata"]["prompts_applied"]["query"] == "Retrieve a passage that mentions: "
     third = cli_process(tmp_path, *run)  # nothing changed: reused, as before
     assert third.returncode == 0 and _status(third.stdout) == "reused", third.stdout
+
+
+SECRET = "ghp_" + "s3cr3t" * 8
+
+
+def _beir(folder: Path) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "a cat"}\n{"_id": "d2", "text": "a dog"}\n')
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "cat"}\n')
+    return folder
+
+
+def test_a_data_file_leading_into_proc_is_refused_and_no_error_quotes_a_files_content(tmp_path):
+    """A qrels file or a pairs file that links to /proc/self/environ was followed, and the error
+    quoted its first line: every environment variable. Now: refused, naming where it leads; a
+    header of a regular file is quoted as a short excerpt only."""
+    beir = _beir(tmp_path / "beir")
+    (beir / "qrels" / "test.tsv").symlink_to("/proc/self/environ")
+    (tmp_path / "pairs.csv").symlink_to("/proc/self/environ")
+    (tmp_path / "long.csv").write_text(f"sentence1,sentence2,TOKEN={SECRET}\na,b,1\n")
+    (tmp_path / "benchharness.toml").write_text(
+        '[paths]\ncache_dir = ".cache"\n\n[tasks.my-beir]\nkind = "retrieval"\nfolder = "beir"\n\n'
+        '[tasks.my-pairs]\nfile = "pairs.csv"\n\n[tasks.my-long]\nfile = "long.csv"\n'
+    )
+    env = {"CI_DEPLOY_TOKEN": SECRET}
+    for task, needle in (("my-beir", "test.tsv: leads to /proc/"), ("my-pairs", "pairs.csv: leads to /proc/")):
+        done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", task, "--no-cache", env=env)
+        assert SECRET not in done.stdout + done.stderr
+        assert needle in done.stdout + done.stderr and "a file of the system" in done.stdout + done.stderr
+    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "my-long", "--no-cache", env=env)
+    assert SECRET not in done.stdout + done.stderr
+    assert "no column 'score'; found 'sentence1, sentence2, TOKEN=ghp_s3cr3t" in done.stdout + done.stderr
+
+
+def test_a_symlink_to_data_elsewhere_is_followed_and_a_folder_is_not_a_data_file(tmp_path):
+    from benchharness.core.data_root import DataError
+    from benchharness.data.readers import check_data_file
+
+    elsewhere = tmp_path / "elsewhere.csv"
+    elsewhere.write_text("sentence1,sentence2,score\na,b,1\n")
+    (tmp_path / "link.csv").symlink_to(elsewhere)
+    check_data_file(tmp_path / "link.csv")  # followed: a researcher's data may live anywhere
+    with pytest.raises(DataError, match="not a regular file"):
+        check_data_file(tmp_path)
+    with pytest.raises(DataError, match="a file of the system"):
+        check_data_file(Path("/dev/null"))
