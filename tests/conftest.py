@@ -32,10 +32,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``slow`` every test that uses what makes a test slow (``tests.helpers.slow_because``)."""
+    """Mark ``slow`` every test that uses what makes a test slow (``tests.helpers.slow_because``),
+    and put the tests of the Ray cluster on one xdist worker (``-n 2 --dist loadgroup``): the
+    cluster is a session fixture, and two of them would share two cores with everything else."""
     for item in items:
         if slow_because(item) is not None:
             item.add_marker(pytest.mark.slow)
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(scope="session")
