@@ -262,8 +262,8 @@ class OpenAIEncoder(Encoder):
                 out[futures[future]] = future.result()
         except BaseException:
             # the pass has failed (or was interrupted): no retry waits on, nothing queued is sent, and
-            # the caller does not wait for the requests in flight (they end within timeout=)
-            client.stop.set()
+            # the requests in flight are cut, so their threads end now (the process can exit)
+            client.cancel()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()

@@ -15,6 +15,7 @@ Anything else (400, 401, 404...) is the user's to fix and fails at once. Every f
 from __future__ import annotations
 
 import base64
+import contextlib
 import email.utils
 import http.client
 import json
@@ -112,6 +113,89 @@ def _server_words(body: bytes) -> str:
     return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "..."
 
 
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the port made explicit: what the API key is bound to."""
+    parts = urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+class _CrossOrigin(Exception):
+    """A redirect to another origin, which the key must never follow."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.target = target
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect within the server's origin; refuses one to another (scheme, host, port),
+    where urllib would send the ``Authorization`` header too (httpx, OpenAI's client, drops it)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if origin(newurl) != origin(req.full_url):
+            fp.close()
+            raise _CrossOrigin(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+class _Wire:
+    """The socket of one request in flight, cut (shut down) when its time is up or the run is
+    cancelled: a server that answers a byte at a time defeats a per-read timeout, and a blocked
+    read ends only when its socket does."""
+
+    def __init__(self) -> None:
+        self.sock: socket.socket | None = None
+        self.cut = False
+        self.lock = threading.Lock()
+
+    def attach(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.sock = sock
+            if self.cut:
+                self._shut()
+
+    def sever(self) -> None:
+        with self.lock:
+            self.cut = True
+            self._shut()
+
+    def _shut(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):  # already closed
+                self.sock.shutdown(socket.SHUT_RDWR)
+
+
+#: the wire of the request this thread is making (its connection attaches its socket to it)
+_CURRENT = threading.local()
+
+
+class _WiredHTTP(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _CURRENT.wire.attach(self.sock)
+
+
+class _WiredHTTPS(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _CURRENT.wire.attach(self.sock)
+
+
+class _WiredHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WiredHTTP, req)
+
+
+class _WiredHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WiredHTTPS, req, context=self._context)  # type: ignore[attr-defined]
+
+
+def _opener() -> urllib.request.OpenerDirector:
+    return urllib.request.build_opener(_SameOriginRedirects, _WiredHTTPHandler, _WiredHTTPSHandler)
+
+
 @dataclass
 class _Failure:
     """One failed try: whether another may follow, how long it should wait, and the message."""
@@ -136,6 +220,18 @@ class Client:
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")
+        self._opener = _opener()
+        self._wires: set[_Wire] = set()
+        self._wires_lock = threading.Lock()
+
+    def cancel(self) -> None:
+        """Stop every retry loop and cut every request in flight now (a failed pass, Ctrl-C): the
+        threads making them end at once instead of at their deadline."""
+        self.stop.set()
+        with self._wires_lock:
+            wires = list(self._wires)
+        for wire in wires:
+            wire.sever()
 
     def post_embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
         """The parsed answer of ``POST {base_url}/embeddings`` with ``body``."""
@@ -185,23 +281,47 @@ class Client:
     def _try(self, method: str, url: str, data: bytes | None, where: str, absent_ok: bool) -> dict[str, Any] | _Failure:
         """One try: the parsed JSON answer, or what went wrong."""
         request = urllib.request.Request(url, data=data, method=method, headers=self._headers(data is not None))
+        wire = _Wire()
+        _CURRENT.wire = wire
+        with self._wires_lock:
+            self._wires.add(wire)
+        # ``timeout`` bounds the whole request, not each read: the wire is cut when it is up
+        deadline = threading.Timer(self.timeout, wire.sever)
+        deadline.daemon = True
+        deadline.start()
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+            with self._opener.open(request, timeout=self.timeout) as answer:
                 raw = answer.read()
+        except _CrossOrigin as exc:
+            return _Failure(
+                False,
+                f"the embeddings server at {where} redirects to another origin ({shown_url(exc.target)}); "
+                "the request and its API key are not sent there: give that address as base_url if you trust it",
+            )
         except urllib.error.HTTPError as exc:
+            if wire.cut:
+                return self._ended(where)
             return self._http_failure(exc, where, absent_ok)
         except TimeoutError:
-            return self._late(where)
+            return self._ended(where)
         except urllib.error.URLError as exc:
             reason = exc.reason
-            if isinstance(reason, TimeoutError):
-                return self._late(where)
+            if isinstance(reason, TimeoutError) or wire.cut:
+                return self._ended(where)
             # refused, reset, unreachable: the server may come back; a name that does not resolve or a
             # certificate that does not verify will not
             transient = isinstance(reason, OSError) and not isinstance(reason, socket.gaierror | ssl.SSLError)
             return _Failure(transient, f"cannot reach the embeddings server at {where} ({_reason(reason)})")
-        except (http.client.HTTPException, ConnectionError) as exc:  # closed mid-answer, reset
+        except (http.client.HTTPException, ConnectionError, OSError) as exc:  # closed mid-answer, reset
+            if wire.cut:
+                return self._ended(where)
             return _Failure(True, f"cannot reach the embeddings server at {where} ({_reason(exc)})")
+        finally:
+            deadline.cancel()
+            with self._wires_lock:
+                self._wires.discard(wire)
+        if wire.cut:  # an answer without a length, cut short
+            return self._ended(where)
         try:
             parsed = json.loads(raw)
         except ValueError:
@@ -215,7 +335,10 @@ class Client:
             )
         return parsed
 
-    def _late(self, where: str) -> _Failure:
+    def _ended(self, where: str) -> _Failure:
+        """A request cut at its deadline (retried), or by ``cancel`` (not)."""
+        if self.stop.is_set():
+            return _Failure(False, f"the request to the embeddings server at {where} was cancelled")
         return _Failure(True, f"the embeddings server at {where} did not answer within {self.timeout:g} s (timeout=)")
 
     def _http_failure(self, exc: urllib.error.HTTPError, where: str, absent_ok: bool) -> _Failure:

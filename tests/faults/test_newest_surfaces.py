@@ -93,3 +93,136 @@ def test_a_symlink_to_data_elsewhere_is_followed_and_a_folder_is_not_a_data_file
         check_data_file(tmp_path)
     with pytest.raises(DataError, match="a file of the system"):
         check_data_file(Path("/dev/null"))
+
+
+# ---- openai: a server that redirects, one that drips --------------------------------------------
+
+
+class _Server:
+    """An OpenAI-compatible server on 127.0.0.1 in a thread, logging every request it receives
+    (method, path, headers); ``answer(handler)`` answers each one."""
+
+    def __init__(self, answer) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.received: list[tuple[str, str, dict[str, str]]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _any(self) -> None:
+                if self.headers.get("Content-Length"):
+                    self.rfile.read(int(self.headers["Content-Length"]))
+                server.received.append((self.command, self.path, dict(self.headers)))
+                answer(self)
+
+            do_GET = do_POST = _any
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        self.port = self.http.server_address[1]
+        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def _pairs_project(folder: Path) -> None:
+    (folder / "pairs.csv").write_text("sentence1,sentence2,score\na cat,a dog,1\nthe sun,the moon,2\nrain,snow,3\n")
+    (folder / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n\n[tasks.mine]\nfile = "pairs.csv"\n')
+
+
+def test_a_redirect_to_another_origin_gets_neither_the_key_nor_the_sentences(tmp_path):
+    """The server at 127.0.0.1:P redirects to localhost:Q; urllib followed it with the
+    ``Authorization`` header. Now the run fails in one line naming the redirect, and the other
+    origin receives nothing."""
+    other = _Server(lambda h: (h.send_response(200), h.end_headers()))
+
+    def redirect(handler) -> None:
+        handler.send_response(302)
+        handler.send_header("Location", f"http://localhost:{other.port}{handler.path}")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    first = _Server(redirect)
+    try:
+        _pairs_project(tmp_path)
+        spec = f"openai:m?base_url=http://127.0.0.1:{first.port}/v1&api_key_env=MY_API_KEY&identity=pinned&retries=0"
+        done = cli_process(
+            tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"MY_API_KEY": SECRET}
+        )
+    finally:
+        first.close()
+        other.close()
+    assert first.received and other.received == []
+    assert f"redirects to another origin (http://localhost:{other.port}/v1/" in done.stdout + done.stderr
+    assert SECRET not in done.stdout + done.stderr
+
+
+def _drip(handler) -> None:
+    """Headers, then one byte of the body every half second: a read never waits long enough to time out."""
+    import time
+
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", "100000")
+    handler.end_headers()
+    try:
+        for _ in range(400):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.5)
+    except OSError:
+        pass
+
+
+def test_a_server_that_drips_its_answer_meets_the_requests_deadline(tmp_path):
+    import time
+
+    server = _Server(_drip)
+    try:
+        _pairs_project(tmp_path)
+        spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&identity=pinned&timeout=2&retries=0"
+        start = time.monotonic()
+        done = cli_process(tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", timeout=120)
+        took = time.monotonic() - start
+    finally:
+        server.close()
+    assert "did not answer within 2 s (timeout=)" in done.stdout + done.stderr
+    assert took < 30  # was: for ever (each read got its byte in time)
+
+
+def test_ctrl_c_ends_a_run_waiting_on_a_dripping_server_within_seconds(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    server = _Server(_drip)
+    try:
+        _pairs_project(tmp_path)
+        spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&identity=pinned&retries=0"  # timeout 60 s
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "benchharness.cli", "run", "--encoders", spec, "--tasks", "mine", "--no-cache"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not any(method == "POST" for method, _, _ in server.received) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        try:
+            proc.communicate(timeout=20)
+        finally:
+            proc.kill()
+        assert time.monotonic() - start < 10
+        assert proc.returncode != 0
+    finally:
+        server.close()
