@@ -149,4 +149,4 @@ def build(name: str, spec: Params, context: BuildContext) -> WordVectorAverage:
     return WordVectorAverage(name, path, **params)
 
 
-FAMILY = Family.of("glove", build, target="file", accepts=("lowercase",))
+FAMILY = Family.of("glove", build, target="file", accepts=("lowercase",), from_manifest=True)

@@ -243,5 +243,6 @@ FAMILY = Family.of(
     accepts=HFEncoder,
     check=check,
     takes_prompts=True,
+    from_manifest=True,
     usage="hf:<model>?pooling=" + "|".join(POOLINGS) + "&first_layer=0|1&max_length=N&precision=fp32|fp16|bf16",
 )

@@ -43,6 +43,5 @@ FAMILY = Family.of(
     target="object",
     accepts=(),
     usage="python:<module:attribute>",
-    runs_code=True,
     check=lambda spec: load_target(spec["object"]),
 )

@@ -201,4 +201,4 @@ def build(name: str, spec: Params, context: BuildContext) -> SentenceTransformer
     return SentenceTransformerEncoder(name, **{**context.sizes(), **spec}, hub=context.hub)
 
 
-FAMILY = Family.of("st", build, accepts=SentenceTransformerEncoder, takes_prompts=True)
+FAMILY = Family.of("st", build, accepts=SentenceTransformerEncoder, takes_prompts=True, from_manifest=True)

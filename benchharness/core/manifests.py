@@ -105,20 +105,23 @@ def read_manifest(folder: Path) -> RunManifest:
 
 def refuse_code(folder: Path, spec: EncoderSpec) -> None:
     """A manifest is data that may come from elsewhere (a shared runs folder, a downloaded run), so
-    it may name only model families: a family that imports or calls code (``Family.runs_code``, the
-    ``python`` family) is refused, for the whole spec or the base of a composition (a tuned run), before
-    anything is imported. Only the installed family is consulted, never the code the spec names.
-    The user's own ``benchharness.toml`` and command line may still name Python objects."""
+    it may name only families that build a model from weights (``Family.from_manifest``: ``hf``,
+    ``st``, ``glove``): one that imports code (``python``) or calls a server with a key from the
+    environment (``openai``) is refused, for the whole spec or the base of a composition (a tuned
+    run), before anything is imported. Only the installed family is consulted, never the code the
+    spec names. The user's own ``benchharness.toml`` and command line may still name any family."""
     kind = spec["type"]
     if kind == COMPOSE:
         base = split_composition(str(spec.get("spec", "")))[0]
         kind = base.split(":", 1)[0] if ":" in base else ""
+    if not kind:  # the base is a name (a catalogue's, the user's own), resolved as the user resolves it
+        return
     entry = PLUGINS.entry("families", kind)
-    if entry is not None and getattr(entry.load(), "runs_code", False):
+    if entry is None or not getattr(entry.load(), "from_manifest", False):
         raise InvalidInputError(
-            f"{folder / MANIFEST}: names the {kind!r} family, which runs code; a run manifest "
-            "may name only model families (hf, st, glove...). Name Python encoders in your own "
-            "benchharness.toml instead"
+            f"{folder / MANIFEST}: names the {kind!r} family; a run manifest may name only the families "
+            "that build a model from weights (hf, st, glove). Name other encoders (Python objects, "
+            "served models) in your own benchharness.toml or on the command line instead"
         )
 
 

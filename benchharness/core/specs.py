@@ -82,8 +82,11 @@ class Family:
     params: tuple[str, ...] | None = None
     #: a cheap check of a spec beyond its keys, run before any encoder is built (raises UserError)
     check: Callable[[EncoderSpec], None] | None = None
-    #: its spec names code to import or call (``python``): refused in a run manifest, which is data
-    runs_code: bool = False
+    #: a run manifest (data that may come from elsewhere) may name it: it builds a model from
+    #: weights alone (``hf``, ``st``, ``glove``). A family that runs code (``python``), calls a
+    #: server (``openai``, which would send a key and the sentences) or reads other files is named
+    #: by the user only, on the command line or in their own configuration
+    from_manifest: bool = False
     #: it takes ``prompt``, ``query_prompt``, ``document_prompt`` and ``instruction_template``
     #: (``benchharness.core.prompts.PROMPT_KEYS``): text its encoders put in front of a sentence
     takes_prompts: bool = False
@@ -97,7 +100,7 @@ class Family:
         usage: str | None = None,
         accepts: Callable[..., Any] | Collection[str] | None = None,
         check: Callable[[EncoderSpec], None] | None = None,
-        runs_code: bool = False,
+        from_manifest: bool = False,
         takes_prompts: bool = False,
     ) -> Family:
         """A family whose accepted spec keys are ``accepts``: the encoder class the builder passes
@@ -108,7 +111,7 @@ class Family:
             params = None if accepts is None else tuple(accepts)
         else:
             params = tuple(p for p in inspect.signature(accepts).parameters if p not in ("self", "name", "hub"))
-        return cls(name, build, target, usage or f"{name}:<{target}>", params, check, runs_code, takes_prompts)
+        return cls(name, build, target, usage or f"{name}:<{target}>", params, check, from_manifest, takes_prompts)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def test_a_manifest_that_names_the_python_family_is_refused_before_any_code_runs
     mark = hostile_run(shared_runs / "evil", {"type": "python", "object": "runpy:run_path"})
     name = str(shared_runs / "evil") if how == "folder" else "evil"
     done = cli(shared_runs.parent, "run", "--encoders", name, "--tasks", TASK, "--no-cache")
-    one_line_error(done, str(shared_runs / "evil" / "manifest.json"), "'python' family", "runs code")
+    one_line_error(done, str(shared_runs / "evil" / "manifest.json"), "'python' family", "from weights")
     assert not mark.exists()
 
 

@@ -226,3 +226,33 @@ def test_ctrl_c_ends_a_run_waiting_on_a_dripping_server_within_seconds(tmp_path)
         assert proc.returncode != 0
     finally:
         server.close()
+
+
+def test_a_run_manifest_naming_a_served_model_is_refused_before_any_request(tmp_path):
+    """A run folder (downloaded, shared) whose manifest names the openai family with a key variable
+    and a server of its choosing sent that variable and the sentences there. Now refused in one
+    line; the server receives nothing, whether the run is named by folder or by its name."""
+    server = _Server(lambda h: (h.send_response(200), h.end_headers()))
+    try:
+        _pairs_project(tmp_path)
+        (tmp_path / "benchharness.toml").write_text(
+            '[paths]\ncache_dir = ".cache"\nruns_dir = "runs"\n\n[tasks.mine]\nfile = "pairs.csv"\n'
+        )
+        run = tmp_path / "runs" / "x"
+        run.mkdir(parents=True)
+        encoder = {
+            "type": "openai",
+            "model": "m",
+            "base_url": f"http://127.0.0.1:{server.port}/v1",
+            "api_key_env": "GITHUB_TOKEN",
+            "identity": "pinned",
+        }
+        (run / "manifest.json").write_text(json.dumps({"name": "x", "encoder": encoder}))
+        for name in (str(run), "x"):
+            done = cli_process(
+                tmp_path, "run", "--encoders", name, "--tasks", "mine", "--no-cache", env={"GITHUB_TOKEN": SECRET}
+            )
+            assert "names the 'openai' family; a run manifest may name only the families" in done.stderr, done.stderr
+    finally:
+        server.close()
+    assert server.received == []
