@@ -109,12 +109,6 @@ def pytrec_per_query(task, scores: np.ndarray, ids: np.ndarray) -> dict[str, np.
     }
 
 
-def exact_ties(scores: np.ndarray) -> int:
-    """Adjacent equal scores within the lists: where a tie rule decides the order."""
-    finite = np.isfinite(scores[:, 1:]) & np.isfinite(scores[:, :-1])
-    return int(((scores[:, 1:] == scores[:, :-1]) & finite).sum())
-
-
 TASK = "beir-stsb"
 KEYS = ("ndcg@10", "map@100", "mrr@10", "recall@100")
 
@@ -133,6 +127,7 @@ def main() -> None:
     import benchharness
     from benchharness import tasks
     from benchharness.evaluation.resolver import Resolver
+    from benchharness.scoring.top_k import exact_ties
     from benchharness.tasks.files.declarations import register_file_task
 
     stsb = tasks.get("STSBenchmark")

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from benchharness.core.errors import UserError
+
 #: queries searched against a block at a time (bounds faiss's score buffer)
 QUERY_BLOCK = 1024
 _NO_ID = np.iinfo(np.int64).max  # sorts after every real id
@@ -70,3 +72,30 @@ def _merge(scores: np.ndarray, ids: np.ndarray, k: int, exclude: np.ndarray | No
     top_s = np.take_along_axis(scores, order, axis=1)
     top_i = np.take_along_axis(ids, order, axis=1)
     return top_s, np.where(top_i == _NO_ID, -1, top_i)
+
+
+class ConstantScoresError(UserError):
+    """Every list scores all its documents alike: its order would be the corpus order, not the
+    encoder's, and any metric computed from it a number about the file."""
+
+
+def exact_ties(scores: np.ndarray) -> int:
+    """Adjacent equal scores within the lists (padding left out): the places where the tie rule,
+    not the encoder, decides the order."""
+    scores = np.asarray(scores)
+    finite = np.isfinite(scores[:, 1:]) & np.isfinite(scores[:, :-1])
+    return int(((scores[:, 1:] == scores[:, :-1]) & finite).sum())
+
+
+def refuse_constant(scores: np.ndarray, what: str) -> None:
+    """Raise ``ConstantScoresError`` when every list of two or more documents holds one score
+    throughout (every document the same vector, or a prompt that leaves no room for the text)."""
+    scores = np.asarray(scores)
+    finite = np.isfinite(scores)
+    rows = [row[ok] for row, ok in zip(scores, finite) if ok.sum() >= 2]
+    if rows and all((row == row[0]).all() for row in rows):
+        raise ConstantScoresError(
+            f"{what}: every query scores all its top documents alike ({rows[0][0]:.6g}): the ranking would "
+            "be the corpus order, so no score is given; is every document encoded to the same vector "
+            "(a prompt longer than max_length, a broken encoder)?"
+        )

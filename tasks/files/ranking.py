@@ -41,7 +41,7 @@ from benchharness.data.readers import excerpt
 from benchharness.scoring.graded import retrieval_per_query
 from benchharness.scoring.metrics import paired_cosine
 from benchharness.scoring.ranking import average_precision, means, ranked_relevance, reciprocal_rank
-from benchharness.scoring.top_k import top_k
+from benchharness.scoring.top_k import exact_ties, refuse_constant, top_k
 from benchharness.tasks.files.base import GROUP, Declaration, FileTask, Row, sentence
 from benchharness.tasks.files.beir import BeirData, beir_files, count_scored, read_beir
 from benchharness.tasks.qqp import DOC_BLOCK, normalise
@@ -88,7 +88,9 @@ class FileRetrievalTask(FileTask):
                 f"(pytrec_eval map_cut.{MAP_K})",
                 "mrr": f"MRR@{MRR_K} (mteb's)",
                 "recall": f"recall@{RECALL_K} (pytrec_eval recall.{RECALL_K})",
-                "ties": "score desc, then corpus order",
+                "ties": "score desc, then corpus order (pytrec_eval's order as named here); 'ties' counts "
+                "the adjacent equal scores in the top lists; lists that are one score throughout for "
+                "every query are refused (no score)",
                 "self_retrieval": "not excluded (mteb's default)",
             },
         )
@@ -138,13 +140,19 @@ class FileRetrievalTask(FileTask):
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the nDCG@10, AP@100, RR@10 and recall@100 they average."""
-        _, ids = self.search(embed)
+        scores, ids = self.search(embed)
+        refuse_constant(scores, self.name)
         gains = [
             np.array([rel.get(int(i), 0) for i in row], dtype=np.float64) for row, rel in zip(ids, self.data.relevant)
         ]
         ideal = [np.fromiter(rel.values(), dtype=np.float64) for rel in self.data.relevant]
         per_query = retrieval_per_query(gains, ideal, NDCG_K, MAP_K, MRR_K, RECALL_K)
-        metrics: Metrics = {**means(per_query), "n_queries": self.data.n, "n_corpus": len(self.data.documents)}
+        metrics: Metrics = {
+            **means(per_query),
+            "n_queries": self.data.n,
+            "n_corpus": len(self.data.documents),
+            "ties": exact_ties(scores),
+        }
         return Evaluation(metrics, per_query, "ranking")
 
 

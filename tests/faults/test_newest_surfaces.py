@@ -256,3 +256,44 @@ def test_a_run_manifest_naming_a_served_model_is_refused_before_any_request(tmp_
     finally:
         server.close()
     assert server.received == []
+
+
+def test_a_degenerate_encoder_gets_no_retrieval_score_and_ties_are_counted(tmp_path, tiny_bert):
+    """A document prompt longer than max_length leaves every document the same vector: the ranking
+    was the corpus order, stored as nDCG@10 with no note. Now refused, saying why; a normal run
+    records its ties."""
+    beir = _beir(tmp_path / "beir")
+    (beir / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": f"d{i}", "text": f"document number {i} about {w}"}) + "\n"
+            for i, w in enumerate("abcdef")
+        )
+    )
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "about c"}\n{"_id": "q2", "text": "about e"}\n')
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\td4\t1\n")
+    (tmp_path / "benchharness.toml").write_text(
+        '[paths]\ncache_dir = ".cache"\n\n[tasks.my-beir]\nkind = "retrieval"\nfolder = "beir"\n'
+    )
+    long_prompt = "%20".join(["represent this passage for retrieval"] * 4)
+    spec = f"hf:{tiny_bert}?max_length=8&document_prompt={long_prompt}"
+    done = cli_process(tmp_path, "run", "--encoders", spec, "--tasks", "my-beir", "--no-cache")
+    assert done.returncode != 0
+    assert "my-beir: every query scores all its top documents alike" in done.stdout + done.stderr
+    assert not list((tmp_path / "results").glob("*/my-beir.json"))
+
+    done = cli_process(tmp_path, "run", "--encoders", f"hf:{tiny_bert}", "--tasks", "my-beir", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    [stored] = (tmp_path / "results").glob("*/my-beir.json")
+    assert isinstance(json.loads(stored.read_text())["metrics"]["ties"], int)
+
+
+def test_ties_are_counted_by_hand():
+    import numpy as np
+
+    from benchharness.scoring.top_k import ConstantScoresError, exact_ties, refuse_constant
+
+    scores = np.array([[0.9, 0.9, 0.5, -np.inf], [0.7, 0.6, 0.6, 0.6]])
+    assert exact_ties(scores) == 1 + 2  # the padding's -inf is no tie
+    refuse_constant(scores, "t")  # not every list is constant
+    with pytest.raises(ConstantScoresError, match="t: every query scores all its top documents alike"):
+        refuse_constant(np.array([[0.3, 0.3, -np.inf], [0.8, 0.8, 0.8]]), "t")
