@@ -131,6 +131,9 @@ def _expand(cat: TaskTable, selection: str | list[str]) -> list[str]:
             expanded = [item]
         else:
             lookup = {n.lower(): n for n in [*factories, *group_table]}
+            refused = {n: why for p in cat.providers.values() for n, why in p.refused.items()}
+            if item in refused:
+                raise UnknownTaskError(f"task {item!r} is declared but was refused: {refused[item]}")
             if item.lower() in lookup:
                 expanded = group_table.get(lookup[item.lower()], [lookup[item.lower()]])
             else:

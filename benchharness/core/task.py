@@ -229,3 +229,6 @@ class TaskProvider:
     prefix_usage: str = ""
     #: providers are listed and searched in increasing order
     order: int = 100
+    #: names declared to this provider but refused, with why (a table of the configuration with a
+    #: bad key): asking for one says so, instead of "unknown task"
+    refused: dict[str, str] = field(default_factory=dict)

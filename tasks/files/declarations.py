@@ -255,9 +255,10 @@ def provider(config: Config | None = None) -> TaskProvider:
     A table named as another plugin's task (``[tasks.STSBenchmark]``, perhaps written before that
     plugin was installed) is left out with a warning naming both: the name keeps meaning the
     built-in task, whose stored results and leaderboard rows it names, and every other task and
-    command still works. An invalid table (a bad name, kind, key) fails the whole plugin, before any
-    work: ``benchharness.tasks.catalogue`` then leaves the file tasks out and names the error."""
+    command still works. An invalid table (a bad name, kind, key) is left out alone, with a warning
+    saying why; asking for its name gives that reason (``TaskProvider.refused``)."""
     declared: dict[str, Declaration] = {}
+    refused: dict[str, str] = {}
     tables, file = (config.tasks, config.file) if config is not None else ({}, None)
     for name, entry in tables.items():
         origin = f"{file}: [tasks.{name}]"
@@ -265,10 +266,15 @@ def provider(config: Config | None = None) -> TaskProvider:
         if clash is not None:
             warn_once(f"{origin} is left out: {name!r} is taken by {clash}; rename the table to run its file")
             continue
-        declared[name] = declare(name, entry, origin)
+        try:
+            declared[name] = declare(name, entry, origin)
+        except InvalidInputError as exc:
+            refused[name] = str(exc)
+            warn_once(f"{exc}; that table is left out, the other tasks are not")
     declared.update(REGISTERED)
     factories: dict[str, Callable[[], Task]] = {name: partial(KINDS[d.kind], d) for name, d in declared.items()}
-    return TaskProvider(tasks=factories, groups={GROUP: list(declared)}, order=80)
+    refused = {name: why for name, why in refused.items() if name not in declared}
+    return TaskProvider(tasks=factories, groups={GROUP: list(declared)}, order=80, refused=refused)
 
 
 #: kind -> the task class, built from its declaration

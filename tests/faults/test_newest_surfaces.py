@@ -297,3 +297,20 @@ def test_ties_are_counted_by_hand():
     refuse_constant(scores, "t")  # not every list is constant
     with pytest.raises(ConstantScoresError, match="t: every query scores all its top documents alike"):
         refuse_constant(np.array([[0.3, 0.3, -np.inf], [0.8, 0.8, 0.8]]), "t")
+
+
+def test_a_refused_task_table_leaves_the_others_and_asking_for_it_says_why(tmp_path):
+    """``file =`` where a retrieval table needs ``folder =``: every file task became unknown, and
+    asking for it gave "unknown task ... Did you mean: sts?". Now that table alone is left out, and
+    its name is answered with the reason."""
+    _pairs_project(tmp_path)
+    _beir(tmp_path / "beir")
+    with (tmp_path / "benchharness.toml").open("a") as fh:
+        fh.write('\n[tasks.stsb-beir]\nkind = "retrieval"\nfile = "beir"\n')
+    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "stsb-beir", "--no-cache")
+    error = [line for line in done.stderr.splitlines() if line.startswith("benchharness: error:")]
+    assert done.returncode == 2 and len(error) == 1, done.stderr
+    assert "task 'stsb-beir' is declared but was refused:" in error[0] and "folder" in error[0]
+    assert "Did you mean" not in error[0]
+    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "mine", "--no-cache")
+    assert done.returncode == 0, done.stderr

@@ -143,12 +143,18 @@ def test_retrieval_metrics_are_pytrec_evals_on_independent_cosines(tmp_path):
 
 
 def test_graded_gain_is_linear_and_ties_follow_corpus_order(tmp_path):
-    """Every document scores alike (a constant encoder): the ranking is corpus order, so the
-    metrics are known by hand; nDCG's gain is the relevance score itself."""
+    """The first four documents score alike, the last lower: those four keep corpus order, so the
+    metrics are known by hand (nDCG's gain is the relevance score itself), and their three
+    adjacent ties are counted."""
     corpus = [(f"d{i}", "", f"document {i}") for i in range(5)]
     folder = write_beir(tmp_path / "b", corpus, [("q", "a query")], [("q", "d1", 2), ("q", "d3", 1)])
     register_file_task("ties", folder, kind="retrieval")
-    metrics = loaded("ties").evaluate(lambda s, role=None: np.ones((len(s), 4), np.float32), 0)
+
+    def embed(sentences, role=None):
+        return np.array([[0, 1, 0, 0] if s == "document 4" else [1, 0, 0, 0] for s in sentences], np.float32)
+
+    metrics = loaded("ties").evaluate(embed, 0)
+    assert metrics["ties"] == 3
     dcg = 2 / np.log2(3) + 1 / np.log2(5)  # d1 at rank 2, d3 at rank 4
     assert metrics["ndcg@10"] == pytest.approx(100 * dcg / (2 + 1 / np.log2(3)), abs=1e-9)
     assert metrics["map@100"] == pytest.approx(100 * (1 / 2 + 2 / 4) / 2, abs=1e-9)
