@@ -6,7 +6,7 @@ them, or are read from the folder they were stored in)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +82,43 @@ class Results:
             self.pinned,
             self.store,
         )
+
+    @classmethod
+    def concat(cls, *parts: Results) -> Results:
+        """The results of several calls as one (``a + b``), for one ``compare`` or ``to_pandas`` over
+        all of them. A pair (encoder, task) in two parts must be the same result (same identity,
+        data and protocol), else it is refused: which one is meant would be a guess. Results that
+        come from different folders carry their per-item outputs with them, read now."""
+        stores = {id(p.store): p.store for p in parts if p.store is not None}
+        store = next(iter(stores.values())) if len(stores) == 1 else None
+        results: dict[tuple[str, str], Result] = {}
+        outcomes: dict[tuple[str, str], Outcome] = {}
+        for part in parts:
+            for result in part.results:
+                key = (result.encoder, result.task)
+                kept = results.get(key)
+                if kept is not None and kept.fingerprint() != result.fingerprint():
+                    raise InvalidInputError(
+                        f"{result.encoder} on {result.task} is in two of the results joined, computed differently "
+                        "(identity, data or protocol): select one of them first (Results.select)"
+                    )
+                if kept is None:
+                    if (
+                        len(stores) > 1
+                        and result.per_item is None
+                        and part.store is not None
+                        and part.store.has_items(result)
+                    ):
+                        result = replace(result, per_item=part.store.load_items(result))
+                    results[key] = result
+            for outcome in part.outcomes:
+                outcomes.setdefault((outcome.encoder, outcome.task), outcome)
+        return cls(list(results.values()), list(outcomes.values()), all(p.pinned for p in parts), store)
+
+    def __add__(self, other: Results) -> Results:
+        if not isinstance(other, Results):
+            return NotImplemented
+        return Results.concat(self, other)
 
     def items(self, result: Result) -> Evaluation:
         """The per-item outputs of one of these results: carried in memory, else read from the store."""

@@ -14,6 +14,7 @@ from scipy.stats import spearmanr
 
 import benchharness
 from benchharness.cli import main
+from benchharness.core.errors import InvalidInputError
 from benchharness.core.items import MissingItemsError
 
 TASK = "STSBenchmark-dev"
@@ -90,9 +91,9 @@ def test_compare_in_memory_equals_the_cli_on_the_same_results_stored(project, ca
 
 def test_compare_says_what_is_missing(project):
     a = benchharness.evaluate("glove-50d", TASK)
-    with pytest.raises(benchharness.core.errors.InvalidInputError, match="2 encoders"):
+    with pytest.raises(InvalidInputError, match="2 encoders"):
         benchharness.compare(benchharness.evaluate(["glove-50d", "glove-50d+whitening"], TASK), a)
-    with pytest.raises(benchharness.core.errors.InvalidInputError, match="no task in common"):
+    with pytest.raises(InvalidInputError, match="no task in common"):
         benchharness.compare(a, benchharness.evaluate("glove-50d+whitening", "STS12"))
     bare = benchharness.Results(a.results, a.outcomes)
     bare.results[0].per_item = None
@@ -175,3 +176,22 @@ def test_comparing_two_encoders_that_rank_every_pair_alike_gives_a_zero_differen
     row = benchharness.compare(a, b, n_resamples=100).rows[0]
     assert (row.difference, row.low, row.high) == (0.0, 0.0, 0.0) and row.crosscheck == {"steiger": None}
     assert "A and B rank every pair alike" in str(benchharness.compare(a, b, n_resamples=100))
+
+
+def test_results_of_two_calls_join_for_one_comparison_and_one_frame(project):
+    """Two ``evaluate`` calls (one of them read back from a folder) joined with ``+``: one frame of
+    both, one ``compare`` over the join equal to the comparison of the two; a pair computed
+    differently in two parts is refused."""
+    a = benchharness.evaluate("glove-50d", TASK)
+    benchharness.evaluate("glove-50d+whitening", TASK, results_dir="stored")
+    b = benchharness.load_results("stored")
+    both = a + b
+    assert [(r.encoder, r.task) for r in both] == [("glove-50d", TASK), ("glove-50d+whitening", TASK)]
+    frame = both.to_pandas()
+    assert list(frame.encoder) == ["glove-50d", "glove-50d+whitening"]
+    joined = benchharness.compare(both, both, encoder_a="glove-50d", encoder_b="glove-50d+whitening", seed=3)
+    assert str(joined) == str(benchharness.compare(a, b, seed=3))
+    assert len(a + a) == 1  # the same result twice is one
+    other = dataclasses.replace(a.results[0], protocol={**a.results[0].protocol, "variant": "edited"})
+    with pytest.raises(InvalidInputError, match="is in two of the results joined"):
+        _ = a + benchharness.Results([other], [], True, None)
