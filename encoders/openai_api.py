@@ -87,6 +87,12 @@ def check(spec: EncoderSpec | dict[str, Any]) -> None:
     """Every spec value checked without a request: URL, numbers, encoding, the key variable."""
     base_url = str(spec.get("base_url", DEFAULT_BASE_URL))
     parts = urlsplit(base_url)
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInputError(
+            f"openai: base_url={shown_url(base_url)!r} holds a user name or password (not shown): put the "
+            "key in an environment variable and name it with api_key_env=; the URL names the encoder, "
+            "its results and its cache, so it must hold no secret"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInputError(
             f"openai: base_url={base_url!r} must be an http(s) URL such as http://127.0.0.1:7997/v1"
@@ -177,6 +183,7 @@ class OpenAIEncoder(Encoder):
         self.encoding_format = encoding_format
         self.given_identity = None if identity is None else str(identity)
         self._served: Served | None = None
+        self._unnamed_warned = False  # the warning that answers name no model, given once
         #: what ties an unpinned encoder's vectors to this object alone (see the module docstring)
         self._token = uuid.uuid4().hex
 
@@ -260,11 +267,13 @@ class OpenAIEncoder(Encoder):
                 unit="request",
             ):
                 out[futures[future]] = future.result()
-        except BaseException:
+        except BaseException as exc:
             # the pass has failed (or was interrupted): no retry waits on, nothing queued is sent, and
             # the requests in flight are cut, so their threads end now (the process can exit)
             client.cancel()
             pool.shutdown(wait=False, cancel_futures=True)
+            if isinstance(exc, EmbeddingServerError):  # its words may quote the server's, key and all
+                raise EmbeddingServerError(client.redacted(str(exc))) from None
             raise
         pool.shutdown()
         return out
@@ -279,7 +288,7 @@ class OpenAIEncoder(Encoder):
 
     def _encode_batch(self, client: Client, texts: list[str], served: Served) -> np.ndarray:
         try:
-            answer = client.post_embeddings(self._body(texts))
+            answer = client.post_embeddings(self._body(texts), served.width)
         except EmbeddingServerError as exc:
             if "" in texts and "refused the request" in str(exc):
                 raise EmbeddingServerError(
@@ -287,6 +296,13 @@ class OpenAIEncoder(Encoder):
                 ) from None
             raise
         served_as = answer.get("model")
+        if not (isinstance(served_as, str) and served_as) and not self._unnamed_warned:
+            self._unnamed_warned = True
+            logger.warning(
+                "%s: the server's answers name no model: that the model stays %r through the run cannot be checked",
+                self.where,
+                served.model,
+            )
         if isinstance(served_as, str) and served_as and served_as != served.model:
             raise EmbeddingServerError(
                 f"the embeddings server at {self.where} answered with model {served_as!r}, "

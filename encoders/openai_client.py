@@ -42,6 +42,19 @@ logger = logging.getLogger(__name__)
 MAX_WAIT_S = 60.0
 #: the server's own words quoted in an error are cut to this many characters
 QUOTE_CHARS = 300
+#: bytes a row of an embeddings answer may take per dimension (a float as JSON text, with room to
+#: spare; base64 takes under 6); an answer beyond its bound is refused before it fills memory
+BYTES_PER_VALUE = 32
+#: the widest embedding assumed before the server has said (the first request of a run)
+MAX_DIMENSIONS = 65536
+#: what an answer may take besides its rows, and the bound of a ``/models`` listing
+ANSWER_SLACK = 2**20
+LISTING_BYTES = 16 * 2**20
+
+
+def answer_bound(rows: int, dimensions: int | None) -> int:
+    """The most bytes an embeddings answer of ``rows`` vectors may take."""
+    return rows * (dimensions or MAX_DIMENSIONS) * BYTES_PER_VALUE + ANSWER_SLACK
 
 
 class EmbeddingServerError(UserError):
@@ -224,6 +237,11 @@ class Client:
         self._wires: set[_Wire] = set()
         self._wires_lock = threading.Lock()
 
+    def redacted(self, text: str) -> str:
+        """``text`` with the API key replaced, wherever a server echoed it back into its words."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return text.replace(key, "<the key in $" + str(self.api_key_env) + ">") if key else text
+
     def cancel(self) -> None:
         """Stop every retry loop and cut every request in flight now (a failed pass, Ctrl-C): the
         threads making them end at once instead of at their deadline."""
@@ -233,16 +251,17 @@ class Client:
         for wire in wires:
             wire.sever()
 
-    def post_embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The parsed answer of ``POST {base_url}/embeddings`` with ``body``."""
-        return self._request("POST", "/embeddings", body)
+    def post_embeddings(self, body: dict[str, Any], dimensions: int | None = None) -> dict[str, Any]:
+        """The parsed answer of ``POST {base_url}/embeddings`` with ``body``, whose rows have
+        ``dimensions`` values (None: not known yet), read up to ``answer_bound`` bytes."""
+        return self._request("POST", "/embeddings", body, limit=answer_bound(len(body["input"]), dimensions))
 
     def get_models(self) -> dict[str, Any] | None:
         """The server's ``GET /models`` list, or None when it has no such route (404, 405) or does not
         show it to this key (401, 403: OpenAI's restricted keys may embed without listing models;
         a key that cannot embed either is refused by the embeddings request that follows)."""
         try:
-            return self._request("GET", "/models", None, absent_ok=True)
+            return self._request("GET", "/models", None, absent_ok=True, limit=LISTING_BYTES)
         except _Absent:
             return None
 
@@ -255,16 +274,19 @@ class Client:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None, absent_ok: bool = False) -> dict[str, Any]:
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None, absent_ok: bool = False, limit: int = LISTING_BYTES
+    ) -> dict[str, Any]:
         url = self.base_url + path
         data = None if body is None else json.dumps(body).encode()
         where = shown_url(url)
         attempt = 0
         while True:
             attempt += 1
-            failure = self._try(method, url, data, where, absent_ok)
+            failure = self._try(method, url, data, where, absent_ok, limit)
             if isinstance(failure, dict):
                 return failure
+            failure.message = self.redacted(failure.message)
             if not failure.retry or attempt > self.retries:
                 tries = f" ({attempt} tries)" if failure.retry and attempt > 1 else ""
                 raise EmbeddingServerError(failure.message + tries)
@@ -278,7 +300,9 @@ class Client:
             if self.stop.wait(wait):
                 raise EmbeddingServerError(failure.message + " (given up: another request failed)")
 
-    def _try(self, method: str, url: str, data: bytes | None, where: str, absent_ok: bool) -> dict[str, Any] | _Failure:
+    def _try(
+        self, method: str, url: str, data: bytes | None, where: str, absent_ok: bool, limit: int
+    ) -> dict[str, Any] | _Failure:
         """One try: the parsed JSON answer, or what went wrong."""
         request = urllib.request.Request(url, data=data, method=method, headers=self._headers(data is not None))
         wire = _Wire()
@@ -291,7 +315,7 @@ class Client:
         deadline.start()
         try:
             with self._opener.open(request, timeout=self.timeout) as answer:
-                raw = answer.read()
+                raw = answer.read(limit + 1)
         except _CrossOrigin as exc:
             return _Failure(
                 False,
@@ -322,6 +346,12 @@ class Client:
                 self._wires.discard(wire)
         if wire.cut:  # an answer without a length, cut short
             return self._ended(where)
+        if len(raw) > limit:
+            return _Failure(
+                False,
+                f"the embeddings server at {where} answered more than {limit:,} bytes, more than the request's "
+                "vectors can take; is base_url an embeddings server?",
+            )
         try:
             parsed = json.loads(raw)
         except ValueError:

@@ -1,5 +1,6 @@
 """Where the command line sends the library's messages: the ``benchharness`` logger's records to
-standard error, at a level set by ``-v`` / ``-q``, and progress bars on unless ``-q``.
+standard error, at a level set by ``-v`` / ``-q``, and progress bars on unless ``-q`` or standard error
+is not a terminal (a log file, CI: a bar there is a stream of ``\r`` frames, kilobytes a line).
 
 The library only logs (``logging.getLogger("benchharness.*")``) and reads one progress switch
 (``benchharness.core.progress``); neither prints. A command's own output (its table, its report)
@@ -46,7 +47,7 @@ def messages(verbose: int = 0, quiet: bool = False) -> Iterator[None]:
     logger.addHandler(handler)
     logger.setLevel(level_of(verbose, quiet))
     try:
-        with progress_shown(not quiet):
+        with progress_shown(not quiet and sys.stderr.isatty()):
             yield
     finally:
         logger.removeHandler(handler)

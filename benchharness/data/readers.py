@@ -21,6 +21,7 @@ Text is SentEval's: the line split on whitespace and re-joined with single space
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -91,6 +92,9 @@ def undecodable_message(path: Path | str, lines: Iterable[str], exc: UnicodeDeco
 #: characters of a value read from a file that an error quotes: enough to find the line, too few to
 #: show a file's content (a data file may be anything a symlink points at, secrets included)
 EXCERPT_CHARS = 40
+#: the longest line a streamed data file may hold (characters): a longer one is refused by line
+#: number instead of filling memory (a corpus line of gigabytes is a broken file, not a document)
+MAX_LINE_CHARS = 64 * 2**20
 #: where the files are the machine's state, not data: a data file leading there is refused
 SYSTEM_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
@@ -131,12 +135,28 @@ def text_stream(path: Path, error: type[UserError] = DataError) -> Iterator[IO[s
                 raise error(undecodable_message(path, again, exc)) from None
 
 
+def numbered_lines(
+    fh: IO[str], path: Path, error: type[UserError] = DataError, limit: int = MAX_LINE_CHARS
+) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a text stream, each line read with a bound: one longer than
+    ``limit`` characters raises ``error`` naming the file and line, before it is held whole."""
+    for line_no in itertools.count(1):
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit:
+            raise error(
+                f"{path}:{line_no}: a line longer than {limit:,} characters; the file is damaged or not this format"
+            )
+        yield line_no, line
+
+
 def json_lines(path: Path, error: type[UserError] = DataError) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of each non-blank line of a JSON-lines file, read as a stream (a
     corpus may be large). The rules of every JSON-lines format here: ``text_stream``'s, blank lines
     skipped, and a line that is not JSON or not one object raises ``error`` naming the file and line."""
     with text_stream(path, error) as fh:
-        for line_no, line in enumerate(fh, 1):
+        for line_no, line in numbered_lines(fh, path, error):
             if not line.strip():
                 continue
             try:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.data_root import DataError
-from benchharness.data.readers import excerpt, json_lines, text_stream
+from benchharness.data.readers import excerpt, json_lines, numbered_lines, text_stream
 
 CORPUS, QUERIES, QRELS = "corpus.jsonl", "queries.jsonl", "qrels"
 QRELS_HEADER = ["query-id", "corpus-id", "score"]
@@ -173,7 +173,7 @@ def qrels_lines(path: Path) -> Iterator[tuple[int, str, str, int]]:
 def _tsv_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     """(line number, tab-separated fields) for each non-blank line."""
     with text_stream(path) as fh:
-        for line_no, line in enumerate(fh, 1):
+        for line_no, line in numbered_lines(fh, path):
             text = line.rstrip("\r\n")
             if text.strip() or line_no == 1:
                 yield line_no, text.split("\t")

@@ -314,3 +314,68 @@ def test_a_refused_task_table_leaves_the_others_and_asking_for_it_says_why(tmp_p
     assert "Did you mean" not in error[0]
     done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "mine", "--no-cache")
     assert done.returncode == 0, done.stderr
+
+
+def test_progress_bars_stay_off_when_standard_error_is_not_a_terminal(tmp_path):
+    """A log file or CI got carriage-return frames: the first line of a --verify log was about 8 KB."""
+    _pairs_project(tmp_path)
+    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "mine", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    assert "\r" not in done.stderr and max(map(len, done.stderr.splitlines() or [""])) < 300
+
+
+def test_no_message_shows_the_key_even_when_the_server_echoes_it(tmp_path):
+    def echo(handler) -> None:
+        body = json.dumps({"error": {"message": f"bad request from {handler.headers.get('Authorization')}"}}).encode()
+        handler.send_response(400)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    server = _Server(echo)
+    try:
+        _pairs_project(tmp_path)
+        spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&api_key_env=MY_API_KEY&identity=pinned"
+        done = cli_process(
+            tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"MY_API_KEY": SECRET}
+        )
+    finally:
+        server.close()
+    assert server.received  # the server did get the key: it is its key
+    assert SECRET not in done.stdout + done.stderr
+    assert "bad request from Bearer <the key in $MY_API_KEY>" in done.stdout + done.stderr
+
+
+def test_a_password_in_base_url_is_refused_without_showing_it(tmp_path):
+    _pairs_project(tmp_path)
+    spec = f"openai:m?base_url=http://user:{SECRET}@127.0.0.1:9/v1&identity=pinned"
+    done = cli_process(tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache")
+    assert done.returncode == 2 and SECRET not in done.stdout + done.stderr
+    assert "holds a user name or password (not shown)" in done.stderr
+
+
+def test_a_corpus_line_beyond_the_bound_is_refused_by_line_not_read_whole(tmp_path):
+    """A corpus line of gigabytes ended in a MemoryError traceback; now the reader stops at
+    ``MAX_LINE_CHARS`` and names the line (the bound made small here; its real size through the CLI below)."""
+    from benchharness.core.data_root import DataError
+    from benchharness.data.readers import numbered_lines
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text('{"_id": "d1", "text": "short"}\n' + "x" * 500 + "\n")
+    with path.open() as fh, pytest.raises(DataError, match=r"corpus.jsonl:2: a line longer than 100 characters"):
+        list(numbered_lines(fh, path, limit=100))
+
+
+def test_an_oversized_corpus_line_fails_in_one_line_through_the_cli(tmp_path):
+    from benchharness.data.readers import MAX_LINE_CHARS
+
+    beir = _beir(tmp_path / "beir")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    with (beir / "corpus.jsonl").open("a") as fh:
+        fh.write('{"_id": "d3", "text": "' + "x" * (MAX_LINE_CHARS + 10) + '"}\n')
+    (tmp_path / "benchharness.toml").write_text(
+        '[paths]\ncache_dir = ".cache"\n\n[tasks.my-beir]\nkind = "retrieval"\nfolder = "beir"\n'
+    )
+    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "my-beir", "--no-cache")
+    assert "corpus.jsonl:3: a line longer than 67,108,864 characters" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr

@@ -345,7 +345,23 @@ def test_a_model_that_changes_under_the_run_fails_it(fake):
         model.encode(["a"])
 
 
+def test_answers_that_name_no_model_are_used_with_one_warning_that_the_check_cannot_be_made(fake, caplog):
+    fake.served_as = None
+    with caplog.at_level("WARNING", logger="benchharness.encoders.openai_api"):
+        vectors = encoder(fake, max_batch=2).encode(SENTENCES[:6])
+    np.testing.assert_array_equal(vectors, np.asarray([vector_of(s) for s in SENTENCES[:6]], dtype=np.float32))
+    warnings = [r.getMessage() for r in caplog.records if "name no model" in r.getMessage()]
+    assert len(warnings) == 1 and "'fake-embedder' through the run cannot be checked" in warnings[0]
+
+
 # ---- answers that cannot be used -------------------------------------------------------------------
+def test_an_answer_larger_than_its_vectors_can_take_is_refused_before_it_fills_memory(fake):
+    """Three vectors of three values cannot take 3 MB: the read stops at the request's bound."""
+    fake.replies = [(200, {}, b" " * (3 * 2**20))]
+    with pytest.raises(EmbeddingServerError, match=r"answered more than 1,048,864 bytes"):
+        encoder(fake, retries=0).encode(["a", "b", "c"])
+
+
 def _nan_for_b(body: dict) -> Reply:
     raw = base64.b64encode(np.asarray([1.0, float("nan"), 0.0], dtype="<f4").tobytes()).decode()
     data = [{"index": i, "embedding": raw if t == "b" else vector_of(t)} for i, t in enumerate(body["input"])]
