@@ -34,20 +34,23 @@ if TYPE_CHECKING:
     import torch
 
 
-def module_fingerprint(module: torch.nn.Module) -> str:
+def module_fingerprint(module: torch.nn.Module, unused: tuple[str, ...] = ()) -> str:
     """sha256 over every parameter and buffer of ``module`` (name, dtype, shape and bytes), in name
-    order: equal weights give equal fingerprints on any device, any change gives another. Computed
-    once per evaluation call (``identity_scope``), however often an identity is asked for."""
-    return scoped_fingerprint(module, lambda: _weights_sha256(module))
+    order, but those under the prefixes in ``unused`` (weights no output depends on, such as a
+    pooler the encoder never calls, which a checkpoint without one leaves randomly initialised, so
+    that two loads of one checkpoint would hash apart): equal weights give equal fingerprints on
+    any device, any change gives another. Computed once per evaluation call (``identity_scope``),
+    however often an identity is asked for."""
+    return scoped_fingerprint(module, lambda: _weights_sha256(module, unused))
 
 
-def _weights_sha256(module: torch.nn.Module) -> str:
+def _weights_sha256(module: torch.nn.Module, unused: tuple[str, ...] = ()) -> str:
     import torch
 
     digest = hashlib.sha256()
     tensors: dict[str, torch.Tensor] = dict(module.named_parameters())
     tensors.update(module.named_buffers())
-    for name in sorted(tensors):
+    for name in sorted(n for n in tensors if not (unused and n.startswith(unused))):
         tensor = tensors[name].detach().to("cpu").contiguous()
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}\n".encode())
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
@@ -80,16 +83,18 @@ class HeldSource(hub.ModelSource):
     since it was loaded)."""
 
     module: Any = field(default=None, compare=False, repr=False)
+    #: prefixes of the weights no output depends on (``module_fingerprint``)
+    unused: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def weights_sha256(self) -> str:
-        return module_fingerprint(self.module)
+        return module_fingerprint(self.module, self.unused)
 
     @classmethod
-    def of(cls, module: Any, fallback: str, described_by: Any = None) -> HeldSource:
+    def of(cls, module: Any, fallback: str, described_by: Any = None, unused: tuple[str, ...] = ()) -> HeldSource:
         """``module``'s weights, named as ``described_by`` (default: ``module``) says it was loaded."""
         origin = _name_or_path(module if described_by is None else described_by) or fallback
-        return cls(origin, Path(origin), None, module)
+        return cls(origin, Path(origin), None, module, unused)
 
 
 class _HeldModel:
@@ -121,7 +126,12 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
     ) -> None:
         TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
         self._model = model.to(self.device)
-        self.source = HeldSource.of(self._model, name, described_by=model[0].auto_model)
+        # sentence-transformers' Transformer module passes on token embeddings only: the model's
+        # pooler never reaches an output (and is random where the checkpoint has none)
+        unused = tuple(
+            f"{i}.auto_model.pooler." for i, m in enumerate(self._model) if type(m).__name__ == "Transformer"
+        )
+        self.source = HeldSource.of(self._model, name, described_by=model[0].auto_model, unused=unused)
         self.prompts = prompts_by_role(
             getattr(model, "prompts", None) or {},
             getattr(model, "default_prompt_name", None),
@@ -174,7 +184,8 @@ class TransformersModelEncoder(_HeldModel, HFEncoder):
                 f"pooling 'cls' needs the model's pooler, and {type(model).__name__} has none: use cls_before_pooler"
             )
         TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
-        self.source = HeldSource.of(model, name)
+        # only the 'cls' pooling reads the pooler's output
+        self.source = HeldSource.of(model, name, unused=() if pooling == "cls" else ("pooler.",))
         self.tokenizer_source = None
         self.pooling, self.first_layer, self.max_length = pooling, int(first_layer), int(max_length)
         self.normalize, self.template = bool(normalize), template

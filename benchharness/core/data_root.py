@@ -172,6 +172,16 @@ class DataRoot:
                 )
         return p
 
+    def pinned(self, path: Path) -> bool:
+        """Whether ``path`` is a file of the root with a known sha256 (``data_checksums.json``)."""
+        return path.is_relative_to(self.root) and str(path.relative_to(self.root)) in CHECKSUMS
+
+    def verified(self, files: list[Path]) -> bool:
+        """Whether every one of ``files`` was checked against its known sha256: checking is on and
+        each is pinned. A file nobody pinned (a probing file, a task's own file) is read as it is,
+        and a result computed from it says so (``verified: false``); its digest still names it."""
+        return self.verify and all(self.pinned(f) for f in files)
+
     def digest(self, files: list[Path]) -> str:
         """One sha256 over the (relative name, sha256) of every file a task read."""
         h = hashlib.sha256()

@@ -311,7 +311,7 @@ def _evaluate_tasks(
             "sha256": ctx.digests[task.name],
             "root": DATA_ROOT_LABEL,
             "files": sorted(ctx.data.label(f) for f in task.files),
-            "verified": ctx.data.verify,
+            "verified": ctx.data.verified(task.files),
         }
         confidence = (
             None

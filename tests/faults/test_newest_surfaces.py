@@ -379,3 +379,56 @@ def test_an_oversized_corpus_line_fails_in_one_line_through_the_cli(tmp_path):
     done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "my-beir", "--no-cache")
     assert "corpus.jsonl:3: a line longer than 67,108,864 characters" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
+
+
+IDENTITY_OF_A_LOAD = """
+import sys, torch
+from sentence_transformers import SentenceTransformer
+from benchharness.evaluation.models import as_encoder
+torch.manual_seed(int(sys.argv[1]))  # the checkpoint has no pooler: transformers draws one at random
+model = SentenceTransformer(sys.argv[2], device="cpu")
+print(as_encoder(model).identity)
+"""
+
+
+def test_one_checkpoint_loaded_in_two_processes_has_one_identity(tmp_path):
+    """paraphrase-MiniLM-L3-v2 ships no pooler, so each load draws one at random; its hash made two
+    identities of one model (every run recomputed, the cache grew a folder). The pooler reaches no
+    output of a SentenceTransformer, and is no longer hashed."""
+    import subprocess
+    import sys
+
+    from tests.helpers import MINILM_L3
+
+    identities = {
+        subprocess.run(
+            [sys.executable, "-c", IDENTITY_OF_A_LOAD, seed, MINILM_L3], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert len(identities) == 1 and all(identities)
+
+
+def test_a_result_from_files_nobody_pinned_records_verified_false(tmp_path):
+    """A probing file missing its last lines was scored and recorded ``verified: true``. Files
+    without a known sha256 are read as they are; their results now say so. STS-B's are pinned."""
+    from tests.helpers import DATA
+
+    data = tmp_path / "data"
+    (data / "probing").mkdir(parents=True)
+    lines = [
+        f"{split}\t{label}\tthe {label.lower()} sentence {i} k{j}"
+        for split, n in (("tr", 60), ("va", 20), ("te", 20))
+        for i in range(n)
+        for j, label in enumerate(("PAST", "PRES"))
+        if i % 2 == j
+    ]
+    (data / "probing" / "past_present.txt").write_text("\n".join(lines) + "\n")
+    for folder in ("senteval", "glove"):
+        (data / folder).symlink_to(DATA / folder)
+    (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
+    run = ("run", "--encoders", "glove-50d", "--no-cache", "--data-dir", str(data), "--tasks")
+    done = cli_process(tmp_path, *run, "Tense-fast,STSBenchmark")
+    assert done.returncode == 0, done.stderr
+    verified = {p.stem: json.loads(p.read_text())["data"]["verified"] for p in (tmp_path / "results").glob("*/*.json")}
+    assert verified == {"Tense-fast": False, "STSBenchmark": True}
