@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import sqlite3
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -233,41 +234,55 @@ def _create(path: Path) -> None:
         raise
 
 
-_held: dict[Path, int] = {}  # lock files this process holds, with nesting depth
+#: lock files held by each thread of this process, with nesting depth; and, per lock file, the
+#: lock the threads of this process take first (two threads sharing a cache folder queue there:
+#: ``flock`` on a second descriptor of one file would deadlock the process against itself)
+_held = threading.local()
+_thread_locks: dict[Path, threading.Lock] = {}
+_thread_locks_guard = threading.Lock()
 
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Exclusive ``flock`` on ``path``; re-entrant within a process (flock on a second descriptor
-    of the same file would deadlock against ourselves). Released by the kernel if we are killed."""
+    """Exclusive lock on ``path`` against other processes (``flock``, released by the kernel if we
+    are killed) and other threads of this one; re-entrant within a thread."""
     import fcntl
 
-    if path in _held:
-        _held[path] += 1
+    depth: dict[Path, int] = _held.__dict__.setdefault("depth", {})
+    if path in depth:
+        depth[path] += 1
         try:
             yield
         finally:
-            _held[path] -= 1
+            depth[path] -= 1
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    with _thread_locks_guard:
+        thread_lock = _thread_locks.setdefault(path, threading.Lock())
+    if not thread_lock.acquire(blocking=False):
+        logger.info("waiting for another thread of this process that is writing the embedding cache %s", path.parent)
+        thread_lock.acquire()
     try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            logger.info(
-                "waiting for another process that is writing the embedding cache %s: it holds %s until "
-                "it has encoded what the cache lacks (its progress bar says how long)",
-                path.parent,
-                path.name,
-            )
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        _held[path] = 1
-        try:
-            yield
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                logger.info(
+                    "waiting for another process that is writing the embedding cache %s: it holds %s until "
+                    "it has encoded what the cache lacks (its progress bar says how long)",
+                    path.parent,
+                    path.name,
+                )
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            depth[path] = 1
+            try:
+                yield
+            finally:
+                del depth[path]
         finally:
-            del _held[path]
+            os.close(fd)  # releases the lock
     finally:
-        os.close(fd)  # releases the lock
+        thread_lock.release()
 
 
 class CacheWriter:

@@ -432,3 +432,33 @@ def test_a_result_from_files_nobody_pinned_records_verified_false(tmp_path):
     assert done.returncode == 0, done.stderr
     verified = {p.stem: json.loads(p.read_text())["data"]["verified"] for p in (tmp_path / "results").glob("*/*.json")}
     assert verified == {"Tense-fast": False, "STSBenchmark": True}
+
+
+def test_two_threads_sharing_a_cache_folder_both_finish_and_leave_it_whole(tmp_path):
+    """Two threads of one process on one cache_dir failed with a lock KeyError and 'table meta
+    already exists', leaving damaged cache files: the lock's re-entrancy was the process's, not the
+    thread's. Now the second thread waits for the first."""
+    import threading
+
+    import benchharness
+
+    tasks = ["STSBenchmark", "SICKRelatedness-trial"]
+    outcomes: dict[int, object] = {}
+
+    def run(i: int) -> None:
+        try:
+            outcomes[i] = benchharness.evaluate("glove-50d", tasks, cache_dir=tmp_path / "cache", intervals=False)
+        except Exception as exc:
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert all(isinstance(o, benchharness.Results) and not o.failed for o in outcomes.values()), outcomes
+    scores = [[r.main_score for r in outcomes[i]] for i in range(2)]
+    assert scores[0] == scores[1]
+    again = benchharness.evaluate("glove-50d", tasks, cache_dir=tmp_path / "cache", intervals=False)
+    assert [r.main_score for r in again] == scores[0] and not again.failed
+    assert not list((tmp_path / "cache").rglob("*damaged*")) and not list((tmp_path / "cache").rglob("*quarantine*"))
