@@ -188,6 +188,9 @@ class HFEncoder(TransformerEncoder):
             vecs = torch.nn.functional.normalize(vecs, dim=-1)
         return vecs
 
+    def _token_limit(self) -> int | None:
+        return self.max_length
+
     @property
     def dimension(self) -> int:
         from transformers import AutoConfig

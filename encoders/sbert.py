@@ -125,6 +125,10 @@ class SentenceTransformerEncoder(TransformerEncoder):
     def _load_tokenizer(self) -> Any:
         return self.model.tokenizer
 
+    def _token_limit(self) -> int | None:
+        limit = getattr(self.model[0], "max_seq_length", None)
+        return int(limit) if limit else None
+
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
         from benchharness.encoders.sbert_forward import ModuleHead, engine_unsupported
 

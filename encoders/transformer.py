@@ -9,17 +9,23 @@ and tokenizer, where the tokenizer files are, how vectors are pooled) stays in t
 
 from __future__ import annotations
 
+import logging
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.devices import DeviceChoice, check_precision
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.prompts import DEFAULT, Role
 from benchharness.encoders.backends import DEFAULT_BACKEND, REFERENCE, check_backend
 from benchharness.encoders.inference import TOKENS_PER_SENTENCE, TransformerEngine
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
+
+logger = logging.getLogger(__name__)
 
 
 class TransformerEncoder(Encoder):
@@ -32,6 +38,8 @@ class TransformerEncoder(Encoder):
 
     #: device types on which the reference path applies reduced precision itself (autocast)
     reference_autocast: tuple[str, ...] = ()
+    #: a prompt that leaves a sentence fewer tokens than this within the token limit is warned about
+    MIN_SENTENCE_TOKENS = 8
 
     def __init__(self, name: str, batch_size: int, device: str | None, precision: str, backend: str | None) -> None:
         super().__init__(name)
@@ -47,8 +55,39 @@ class TransformerEncoder(Encoder):
                 f"precision={self.precision} on {self.device} runs through the inference engine: add backend=eager"
             )
         self._engine: TransformerEngine | None = None
+        self._prompts_checked: set[str] = set()
         #: why the reference path ran although the engine was asked for (a model the engine cannot run)
         self._engine_refusal: str | None = None
+
+    def encode_role(self, sentences: Sequence[str], role: Role = DEFAULT) -> np.ndarray:
+        prompt = self.prompts.for_role(role)
+        if prompt and sentences and prompt not in self._prompts_checked:
+            self._prompts_checked.add(prompt)
+            self._check_room(prompt)
+        return super().encode_role(sentences, role)
+
+    def _token_limit(self) -> int | None:
+        """The most tokens a sentence (prompt included) keeps; None where the family does not say."""
+        return None
+
+    def _check_room(self, prompt: str) -> None:
+        """Warn, once per prompt, when the prompt leaves a sentence fewer than ``MIN_SENTENCE_TOKENS``
+        tokens: what is cut is the sentence, so every sentence would encode alike or nearly."""
+        limit = self._token_limit()
+        if limit is None:
+            return
+        used = len(self._load_tokenizer()(prompt, add_special_tokens=False)["input_ids"])
+        room = limit - used - 2  # [CLS] and [SEP], or their like
+        if room < self.MIN_SENTENCE_TOKENS:
+            logger.warning(
+                "encoder %s: the prompt %r takes %d of the %d tokens a sentence keeps (max_length): %s; "
+                "shorten the prompt or raise max_length",
+                self.name,
+                prompt if len(prompt) <= 60 else prompt[:60] + "...",
+                used,
+                limit,
+                "nothing of a sentence is left" if room <= 0 else f"a sentence keeps {room}",
+            )
 
     @property
     def device(self) -> torch.device:

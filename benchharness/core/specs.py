@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import UserError
+from benchharness.core.prompts import PROMPT_KEYS
 from benchharness.core.settings import HubSettings, default_data_dir, default_hub
 
 #: spec type of a name that stands for a composition string (a tuned post-processor chain)
@@ -156,7 +157,9 @@ def _coerce(value: str) -> Any:
 
 
 def parse_params(text: str, sep: str) -> dict[str, Any]:
-    return {k: _coerce(v) for k, v in parse_qsl(text, keep_blank_values=True, separator=sep)}
+    """``k=v`` pairs, values coerced (``_coerce``) except prompts, which are text whatever they
+    look like (``prompt=1`` is the prompt "1")."""
+    return {k: v if k in PROMPT_KEYS else _coerce(v) for k, v in parse_qsl(text, keep_blank_values=True, separator=sep)}
 
 
 def split_outside_parentheses(text: str, sep: str) -> list[str]:

@@ -462,3 +462,29 @@ def test_two_threads_sharing_a_cache_folder_both_finish_and_leave_it_whole(tmp_p
     again = benchharness.evaluate("glove-50d", tasks, cache_dir=tmp_path / "cache", intervals=False)
     assert [r.main_score for r in again] == scores[0] and not again.failed
     assert not list((tmp_path / "cache").rglob("*damaged*")) and not list((tmp_path / "cache").rglob("*quarantine*"))
+
+
+def test_prompts_are_text_bounded_and_warned_about_when_they_leave_no_room(tmp_path, tiny_bert):
+    """``?prompt=1`` became the number 1 (refused); a prompt longer than max_length gave no warning
+    (every sentence then encodes alike); a 1 MB prompt tokenised for minutes; a lone surrogate
+    gave a tokenizer traceback."""
+    _pairs_project(tmp_path)
+    base = f"hf:{tiny_bert}?max_length=16"
+    done = cli_process(tmp_path, "run", "--encoders", f"{base}&prompt=1", "--tasks", "mine", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    [stored] = (tmp_path / "results").glob("*/mine.json")
+    assert json.loads(stored.read_text())["encoder_metadata"]["prompts_applied"] == {"default": "1"}
+
+    long = "%20".join(["represent this sentence for searching relevant passages"] * 3)
+    done = cli_process(tmp_path, "run", "--encoders", f"{base}&prompt={long}", "--tasks", "mine", "--no-cache")
+    assert "of the 16 tokens a sentence keeps (max_length): nothing of a sentence is left" in done.stderr
+
+    huge = "x" * 5000
+    done = cli_process(tmp_path, "run", "--encoders", f"{base}&prompt={huge}", "--tasks", "mine", "--no-cache")
+    assert done.returncode == 2 and "prompt is 5,000 characters; a prompt is at most 4,096" in done.stderr
+
+    from benchharness.core.errors import InvalidInputError
+    from benchharness.evaluation.resolver import spec_prompts
+
+    with pytest.raises(InvalidInputError, match="which is not text"):
+        spec_prompts("e", {"type": "hf", "model": "m", "prompt": "query: \ud800"})
