@@ -9,6 +9,7 @@ scores those vectors by the harness's own protocols (``benchharness.encoders.vec
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 from collections import Counter
 
@@ -30,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from benchharness.cli.options import check_output, data_root
     from benchharness.core.atomic import atomic_file
-    from benchharness.encoders.vectors.layout import SENTENCES, VECTORS
+    from benchharness.encoders.vectors.layout import SENTENCES, SENTENCES_DIGEST, VECTORS
     from benchharness.encoders.vectors.writer import jsonl_line, sentence_records
     from benchharness.evaluation.evaluate import resolve_tasks
 
@@ -56,6 +57,8 @@ def main(args: argparse.Namespace) -> int:
     if not unchanged:
         with atomic_file(target, "w") as fh:
             fh.write(text)
+    with atomic_file(out / SENTENCES_DIGEST, "w") as fh:  # what vectors: checks the lines against
+        fh.write(hashlib.sha256(text.encode("utf-8")).hexdigest() + "\n")
     roles = Counter(r["role"] for r in records)
     by_role = ", ".join(f"{n:,} {role}" for role, n in roles.items())
     print(

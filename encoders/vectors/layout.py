@@ -7,6 +7,9 @@ from benchharness.core.prompts import Role
 
 SENTENCES = "sentences.jsonl"
 VECTORS = "vectors.npy"
+#: the sha256 of ``sentences.jsonl`` as ``benchharness sentences`` wrote it: a folder whose lines
+#: changed since (reordered, edited) no longer matches the rows computed for them
+SENTENCES_DIGEST = "sentences.sha256"
 #: file suffixes of the keyed layouts (one file holding each sentence and its vector)
 KEYED_SUFFIXES = (".jsonl", ".parquet")
 #: (role name or None for the default role, instruction or None): the rows of one kind of request

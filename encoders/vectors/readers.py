@@ -14,12 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from benchharness.core.digests import sha256_file
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.prompts import ROLE_NAMES
 from benchharness.data.readers import json_lines
 from benchharness.encoders.vectors.layout import (
     KEYED_SUFFIXES,
     SENTENCES,
+    SENTENCES_DIGEST,
     VECTORS,
     RoleKey,
     quote,
@@ -167,6 +169,7 @@ def read_folder(folder: Path) -> VectorTable:
     for path in (lines, vectors_path):
         if not path.is_file():
             raise MissingFileError(_missing_message(folder, path))
+    _check_digest(folder, lines)
     keys = [_key_of(record, f"{lines}:{n}") for n, record in _records(lines)]
     try:
         vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
@@ -186,6 +189,24 @@ def read_folder(folder: Path) -> VectorTable:
         )
     _check_finite(vectors, lambda i: f"{vectors_path}: row {i} ({SENTENCES} line {i + 1}, {quote(keys[i][0])})")
     return VectorTable(_index(keys, [f"{lines}:{i + 1}" for i in range(len(keys))]), vectors, str(folder))
+
+
+def _check_digest(folder: Path, lines: Path) -> None:
+    """Refuse a ``sentences.jsonl`` that differs from what ``benchharness sentences`` wrote (its
+    ``sentences.sha256``): the rows were computed for the lines as written. A folder without the
+    digest (written by hand) is read as it is. Rows saved in another order than the lines cannot be
+    told from the files: that stays the user's to keep."""
+    recorded = folder / SENTENCES_DIGEST
+    if not recorded.is_file():
+        return
+    expected = recorded.read_text().strip()
+    actual = sha256_file(lines)
+    if actual != expected:
+        raise InvalidInputError(
+            f"{lines} changed since `benchharness sentences` wrote it (sha256 {actual[:12]}..., written "
+            f"{expected[:12]}...): its rows in {VECTORS} were computed for the lines as written; write the "
+            "sentences again and encode them, or delete sentences.sha256 to read the folder as it is"
+        )
 
 
 def _missing_message(folder: Path, path: Path) -> str:

@@ -488,3 +488,20 @@ def test_prompts_are_text_bounded_and_warned_about_when_they_leave_no_room(tmp_p
 
     with pytest.raises(InvalidInputError, match="which is not text"):
         spec_prompts("e", {"type": "hf", "model": "m", "prompt": "query: \ud800"})
+
+
+def test_sentences_edited_after_they_were_written_are_refused_by_vectors(tmp_path):
+    """Swapped lines in sentences.jsonl were scored silently (52.96 against a true 52.85): the
+    digest `sentences` writes now ties the lines to the rows computed for them."""
+    import numpy as np
+
+    _pairs_project(tmp_path)
+    done = cli_process(tmp_path, "sentences", "--tasks", "mine", "--out", "vec")
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "vec" / "sentences.jsonl").read_text().splitlines(keepends=True)
+    np.save(tmp_path / "vec" / "vectors.npy", np.random.default_rng(0).normal(size=(len(lines), 4)).astype("f4"))
+    run = ("run", "--encoders", "vectors:vec", "--tasks", "mine", "--no-cache")
+    assert cli_process(tmp_path, *run).returncode == 0
+    (tmp_path / "vec" / "sentences.jsonl").write_text("".join([lines[1], lines[0], *lines[2:]]))
+    done = cli_process(tmp_path, *run)
+    assert "sentences.jsonl changed since `benchharness sentences` wrote it" in done.stdout + done.stderr
