@@ -31,6 +31,24 @@ MODEL = "sentence-transformers/paraphrase-MiniLM-L3-v2"
 SERVED_LINE = '"POST /v1/embeddings HTTP/1.1" 200'
 
 
+def serve_arguments(model: str, port: int) -> list[str]:
+    """The arguments of ``infinity_emb`` that serve ``model`` as the guide's recipe shows
+    (``docs/guide/retrieval-and-prompts.md``, checked against this by a test)."""
+    return [
+        "v2",
+        "--model-id",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--url-prefix",
+        "/v1",
+        "--device",
+        "cpu",
+    ]
+
+
 def server_env() -> Path:
     return Path(os.environ.get(ENV_VAR) or ROOT.parent / "embedding-server-env")
 
@@ -82,17 +100,7 @@ class EmbeddingServer:
         }
         command = [
             str(server_env() / "bin" / "infinity_emb"),
-            "v2",
-            "--model-id",
-            self.model,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--url-prefix",
-            "/v1",
-            "--device",
-            "cpu",
+            *serve_arguments(self.model, self.port),
             "--no-model-warmup",
             *self.extra,
         ]

@@ -505,3 +505,22 @@ def test_sentences_edited_after_they_were_written_are_refused_by_vectors(tmp_pat
     (tmp_path / "vec" / "sentences.jsonl").write_text("".join([lines[1], lines[0], *lines[2:]]))
     done = cli_process(tmp_path, *run)
     assert "sentences.jsonl changed since `benchharness sentences` wrote it" in done.stdout + done.stderr
+
+
+def test_the_guides_server_recipe_is_the_command_the_server_tests_run():
+    """The guide shows how to start a served model (a user found it only in .ci/ and tests/): its
+    command must stay the one tests/embedding_server.py runs, which the openai: fidelity test
+    checks scores what the checkpoint scores in process."""
+    import shlex
+
+    from tests.embedding_server import MODEL, serve_arguments
+    from tests.helpers import ROOT
+
+    guide = (ROOT / "docs" / "guide" / "retrieval-and-prompts.md").read_text()
+    [line] = [line for line in guide.splitlines() if "bin/infinity_emb v2" in line]
+    words = shlex.split(line)
+    assert words[1].endswith("infinity_emb") and words[2:] == serve_arguments(MODEL, 7997)
+    [install] = [line for line in guide.splitlines() if "pip install" in line and "infinity-emb" in line]
+    script = (ROOT / ".ci" / "embedding_server_env").read_text()
+    assert shlex.split(install)[-1] in script  # the pinned release the tests use
+    assert "base_url=http://127.0.0.1:7997/v1&identity=" in guide
