@@ -120,11 +120,31 @@ def count_examples(recipe: Recipe, data: DataRoot | None = None) -> int | None:
 
     o = recipe.options
     assert recipe.typed is not None  # every recipe is built with its typed options
+    data = data or default_data()
     try:
-        n = method_named(recipe.method).count_examples(recipe.typed, data or default_data())
+        n = _counted(recipe.method, recipe.typed, str(data.root), data.verify)
     except (DataError, FileNotFoundError, LookupError):
         return None
     return min(n, o["limit"]) if o.get("limit") and recipe.rounds is None else n
+
+
+#: counts made in this process, by (method, options, data root, verify): counting reads a whole
+#: corpus (all of SNLI and MNLI, the dictionaries), and an estimate asks for the same count again to
+#: plan the steps and the dev evaluations; the data root's files do not change under a process
+_COUNTS: dict[tuple[Any, ...], int] = {}
+
+
+def _counted(method: str, typed: Any, root: str, verify: bool) -> int:
+    from benchharness.core.data_root import DataRoot
+
+    key = (method, typed, root, verify)
+    try:
+        known = _COUNTS.get(key)
+    except TypeError:  # options holding a list: not a key, counted each time
+        return method_named(method).count_examples(typed, DataRoot(root, verify))
+    if known is None:
+        known = _COUNTS[key] = method_named(method).count_examples(typed, DataRoot(root, verify))
+    return known
 
 
 def planned_steps(recipe: Recipe, data: DataRoot | None = None) -> int | None:
