@@ -129,7 +129,11 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
         # sentence-transformers' Transformer module passes on token embeddings only: the model's
         # pooler never reaches an output (and is random where the checkpoint has none)
         unused = tuple(
-            f"{i}.auto_model.pooler." for i, m in enumerate(self._model) if type(m).__name__ == "Transformer"
+            f"{i}.{path}."
+            for i, m in enumerate(self._model)
+            if type(m).__name__ == "Transformer"
+            for path, _ in m.named_modules()
+            if path.rsplit(".", 1)[-1] == "pooler"
         )
         self.source = HeldSource.of(self._model, name, described_by=model[0].auto_model, unused=unused)
         self.prompts = prompts_by_role(

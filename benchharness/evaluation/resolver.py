@@ -235,7 +235,11 @@ class Resolver:
             if configured is not None:
                 return configured
         folder = Path(name).expanduser()
-        run = folder if (folder / "manifest.json").is_file() else registered_runs(self.config.runs_dir).get(name)
+        try:
+            is_run = (folder / "manifest.json").is_file()
+        except OSError:  # a name too long to be a path (an ad-hoc spec with a long prompt) names no folder
+            is_run = False
+        run = folder if is_run else registered_runs(self.config.runs_dir).get(name)
         if run is not None:
             manifest = read_manifest(run)
             return manifest_spec(run, manifest), manifest, chain
