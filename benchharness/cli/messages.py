@@ -36,6 +36,12 @@ def level_of(verbose: int, quiet: bool) -> int:
     return logging.DEBUG if verbose else logging.INFO
 
 
+def bars_shown(quiet: bool) -> bool:
+    """Whether the command shows progress bars: not with ``-q``, and not where standard error is no
+    terminal (a log file, CI), where a bar is a stream of frames rather than a line that moves."""
+    return not quiet and sys.stderr.isatty()
+
+
 @contextlib.contextmanager
 def messages(verbose: int = 0, quiet: bool = False) -> Iterator[None]:
     """The command's messages on standard error and its progress bars on, for as long as it runs
@@ -47,7 +53,7 @@ def messages(verbose: int = 0, quiet: bool = False) -> Iterator[None]:
     logger.addHandler(handler)
     logger.setLevel(level_of(verbose, quiet))
     try:
-        with progress_shown(not quiet and sys.stderr.isatty()):
+        with progress_shown(bars_shown(quiet)):
             yield
     finally:
         logger.removeHandler(handler)

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchharness.cli.messages import bars_shown
 from benchharness.cli.options import add_data_options, check_output, result_store, results_root
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import non_negative_int, positive_float, positive_int
@@ -114,7 +115,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
         verify_data=not args.no_verify,
         train=not args.no_train,
         add_items=args.add_items,
-        show_progress=not args.quiet,
+        show_progress=bars_shown(args.quiet),
         embedding_memory_mib=args.embedding_memory or DEFAULT_MEMORY_MIB,
         encode_actors=args.encode_actors or 0,
         ray_address=args.address,

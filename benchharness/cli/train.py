@@ -30,6 +30,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchharness.cli.messages import bars_shown
 from benchharness.cli.options import add_unavailable, raise_unavailable
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
@@ -196,7 +197,7 @@ def context_of(args: argparse.Namespace) -> TrainingContext:
         overwrite=bool(args.overwrite),
         keep_checkpoint=bool(args.keep_checkpoint),
         dev=for_training,
-        progress=not args.quiet,
+        progress=bars_shown(args.quiet),
     )
 
 

@@ -285,14 +285,48 @@ def test_the_log_line_says_how_many_sentences_are_cached_and_how_many_encoded(tm
     assert f"encoding {both - dev:,} of {both:,} unique sentences ({dev:,} cached) for 2 task(s)" in lines[2]
 
 
+def on_a_terminal(project: Path, *args: str) -> tuple[int, str]:
+    """Exit status and standard error of ``benchharness ARGS`` whose standard error is a terminal
+    (a pseudo-terminal): off one, the command line shows no progress bar."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    main_fd, child_fd = pty.openpty()
+    # a terminal of 24 x 160: a new pseudo-terminal is 0 x 0, which a bar fills with nothing
+    fcntl.ioctl(child_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchharness.cli", *args],
+        cwd=project,
+        env=environment(project),
+        stdout=subprocess.DEVNULL,
+        stderr=child_fd,
+    )
+    os.close(child_fd)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main_fd)
+    return proc.wait(300), b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
 def test_one_progress_bar_covers_a_pass_of_several_cache_chunks(tmp_path, tiny_bert):
     """STS-B test's 2,909 distinct sentences are two cache chunks: one bar counts them all (the
     encoder's own bar restarted for each chunk)."""
     project = make_project(tmp_path / "p")
     total = len(unique_sentences(TEST))
     assert 2048 < total <= 4096
-    done = cli(project, "run", "--encoders", f"hf:{tiny_bert}?pooling=avg", "--tasks", "STSBenchmark")
-    assert done.returncode == 0, done.stderr
-    finals = [line.split("\r")[-1] for line in done.stderr.splitlines() if "100%" in line]
-    assert len(finals) == 1, done.stderr[-3000:]
+    status, stderr = on_a_terminal(
+        project, "run", "--encoders", f"hf:{tiny_bert}?pooling=avg", "--tasks", "STSBenchmark"
+    )
+    assert status == 0, stderr
+    finals = [line.split("\r")[-1] for line in stderr.splitlines() if "100%" in line]
+    assert len(finals) == 1, stderr[-3000:]
     assert f"{total}/{total}" in finals[0]
