@@ -28,11 +28,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# this script owns its process: the shared hub cache, offline, before anything reads it
+os.environ.setdefault("HF_HUB_CACHE", str(ROOT.parent / "shared" / "hf" / "hub"))
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 from tests.faults.test_newest_surfaces import (  # noqa: E402 (the checkout on the path first)
     SECRET,
     _beir,
     _drip,
+    _drip_after_the_probe,
     _pairs_project,
     _reranking_project,
     _Server,
@@ -82,8 +86,9 @@ class Probe:
         return out, time.monotonic() - start
 
     def python_code(self, cwd: Path, code: str, *args: str) -> str:
+        """What ``python -c CODE ARGS`` prints, its standard output (else its errors)."""
         done = subprocess.run([self.python, "-c", code, *args], cwd=cwd, env=ENV, capture_output=True, text=True)
-        return (done.stdout + done.stderr).strip()
+        return (done.stdout.strip() or done.stderr.strip()) or "(no output)"
 
 
 def line(text: str, *needles: str) -> str:
@@ -97,7 +102,9 @@ def line(text: str, *needles: str) -> str:
 
 
 def status(text: str, task: str) -> str:
-    return line(text, f"| {task} ")
+    """The status, score and note of the task's row in the run's table."""
+    row = line(text, f"| {task} ").split("|")
+    return " | ".join(c.strip() for c in row[3:6]) if len(row) > 5 else row[0]
 
 
 # ---- the probes: each returns its line -------------------------------------------------------------
@@ -118,7 +125,7 @@ def proc_symlink(p: Probe) -> str:
     (_beir(d / "beir") / "qrels" / "test.tsv").symlink_to("/proc/self/environ")
     (d / "benchharness.toml").write_text('[tasks.b]\nkind = "retrieval"\nfolder = "beir"\n')
     out, _ = p.cli(d, "run", "--encoders", "glove-50d", "--tasks", "b", "--no-cache")
-    return f"secret shown: {SECRET in out}; " + line(out, "test.tsv")
+    return f"secret shown: {SECRET in out}; " + status(out, "b")
 
 
 def redirect(p: Probe) -> str:
@@ -140,7 +147,7 @@ def redirect(p: Probe) -> str:
         first.close()
         other.close()
     keyed = sum("Authorization" in headers for _, _, headers in other.received)
-    return f"other origin received {len(other.received)} request(s), {keyed} with the key; " + line(out, "redirect")
+    return f"other origin received {len(other.received)} request(s), {keyed} with the key; " + status(out, "mine")
 
 
 def manifest(p: Probe) -> str:
@@ -152,6 +159,7 @@ def manifest(p: Probe) -> str:
     (d / "runs" / "x").mkdir(parents=True)
     encoder.update({"api_key_env": "CI_DEPLOY_TOKEN", "identity": "p", "retries": 0})
     (d / "runs" / "x" / "manifest.json").write_text(json.dumps({"name": "x", "encoder": encoder}))
+    (d / "runs" / "x" / "m").touch()  # the run's model, named relative to its folder, is there
     try:
         out, _ = p.cli(d, "run", "--encoders", "x", "--tasks", "mine", "--no-cache")
     finally:
@@ -169,13 +177,13 @@ def drip(p: Probe) -> str:
         out, seconds = p.cli(d, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", timeout=60)
     finally:
         server.close()
-    return f"{seconds:.1f} s; " + line(out, "within")
+    return f"{seconds:.1f} s; " + (status(out, "mine") if "| mine " in out else line(out))
 
 
 def ctrl_c(p: Probe) -> str:
     d = p.folder("ctrl-c")
     _pairs_project(d)
-    server = _Server(_drip)
+    server = _Server(_drip_after_the_probe)
     try:
         spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&identity=p&retries=0"
         proc = subprocess.Popen(
@@ -186,7 +194,7 @@ def ctrl_c(p: Probe) -> str:
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 60
-        while not any(m == "POST" for m, _, _ in server.received) and time.monotonic() < deadline:
+        while sum(m == "POST" for m, _, _ in server.received) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
         start = time.monotonic()
@@ -208,10 +216,10 @@ def degenerate(p: Probe) -> str:
     (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "about c"}\n{"_id": "q2", "text": "about e"}\n')
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\td4\t1\n")
     (d / "benchharness.toml").write_text('[tasks.b]\nkind = "retrieval"\nfolder = "beir"\n')
-    prompt = "%20".join(["represent this passage for retrieval"] * 4)
+    prompt = "%20".join(["represent%20this%20passage%20for%20retrieval"] * 4)
     spec = f"hf:{p.tiny}?max_length=8&document_prompt={prompt}"
     out, _ = p.cli(d, "run", "--encoders", spec, "--tasks", "b", "--no-cache")
-    return line(out, "alike") if "alike" in out else status(out, "b")
+    return "status, score, note: " + status(out, "b")
 
 
 def prompt_one(p: Probe) -> str:
@@ -227,7 +235,8 @@ def prompt_long(p: Probe) -> str:
     prompt = "%20".join(["represent this sentence for searching relevant passages"] * 3)
     spec = f"hf:{p.tiny}?max_length=16&prompt={prompt}"
     out, _ = p.cli(d, "run", "--encoders", spec, "--tasks", "mine", "--no-cache")
-    return line(out, "max_length") if "max_length)" in out else "no warning; " + status(out, "mine")
+    warned = "warning: ..." + line(out, "max_length)").split("'", 2)[-1] if "max_length)" in out else "no warning"
+    return f"{warned}; status, score, note: {status(out, 'mine')}"
 
 
 def long_line(p: Probe) -> str:
@@ -238,7 +247,7 @@ def long_line(p: Probe) -> str:
         fh.write('{"_id": "d3", "text": "' + "x" * (2**26 + 10) + '"}\n')
     (d / "benchharness.toml").write_text('[tasks.b]\nkind = "retrieval"\nfolder = "beir"\n')
     out, seconds = p.cli(d, "run", "--encoders", "glove-50d", "--tasks", "b", "--no-cache")
-    return f"{seconds:.1f} s; " + line(out, "corpus.jsonl")
+    return f"{seconds:.1f} s; " + status(out, "b")
 
 
 def refused_table(p: Probe) -> str:
@@ -249,8 +258,7 @@ def refused_table(p: Probe) -> str:
         fh.write('\n[tasks.stsb-beir]\nkind = "retrieval"\nfile = "beir"\n')
     out, _ = p.cli(d, "run", "--encoders", "glove-50d", "--tasks", "stsb-beir", "--no-cache")
     others, _ = p.cli(d, "run", "--encoders", "glove-50d", "--tasks", "mine", "--no-cache")
-    other = status(others, "mine").split("|")
-    return f"the other file task: {other[3].strip() if len(other) > 3 else 'failed'}; " + line(out, "stsb-beir")
+    return f"the other file task: {status(others, 'mine')}; asking for it: " + line(out, "stsb-beir")
 
 
 def key_echo(p: Probe) -> str:
@@ -270,7 +278,7 @@ def key_echo(p: Probe) -> str:
         out, _ = p.cli(d, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"KEY": SECRET})
     finally:
         server.close()
-    return f"key shown: {SECRET in out}; " + line(out, "bad request").replace(SECRET, "<the fake key>")
+    return f"key shown: {SECRET in out}; " + status(out, "mine").replace(SECRET, "<the fake key>")
 
 
 def password_url(p: Probe) -> str:
@@ -289,7 +297,7 @@ def swapped_sentences(p: Probe) -> str:
     p.python_code(d, save, "vec/vectors.npy", str(len(lines)))
     (d / "vec" / "sentences.jsonl").write_text("".join([lines[1], lines[0], *lines[2:]]))
     out, _ = p.cli(d, "run", "--encoders", "vectors:vec", "--tasks", "mine", "--no-cache")
-    return line(out, "changed since") if "changed since" in out else "swapped lines: " + status(out, "mine")
+    return "status, score, note: " + status(out, "mine")
 
 
 IDENTITY = """
@@ -302,8 +310,8 @@ print(as_encoder(SentenceTransformer(sys.argv[2], device="cpu")).identity)
 
 
 def identity(p: Probe) -> str:
-    ids = {p.python_code(p.scratch, IDENTITY, seed, MINILM_L3).splitlines()[-1] for seed in ("1", "2")}
-    return f"MiniLM-L3 loaded in two processes: {len(ids)} identit{'y' if len(ids) == 1 else 'ies'}"
+    ids = [p.python_code(p.scratch, IDENTITY, seed, MINILM_L3).splitlines()[-1] for seed in ("1", "2")]
+    return f"MiniLM-L3 loaded in two processes (seeds 1, 2): identities {', '.join(ids)}"
 
 
 def unpinned_files(p: Probe) -> str:
@@ -349,12 +357,10 @@ def threads(p: Probe) -> str:
 def progress_log(p: Probe) -> str:
     d = p.folder("log")
     _pairs_project(d)
-    done = subprocess.run(
-        [p.python, "-m", "benchharness.cli", "run", "--encoders", "glove-50d", "--tasks", "mine", "--no-cache"],
-        cwd=d, env=ENV, capture_output=True, text=True,
-    )  # fmt: skip
-    longest = max(map(len, done.stderr.splitlines() or [""]))
-    return f"stderr to a file: {done.stderr.count(chr(13))} carriage returns, longest line {longest} characters"
+    command = [p.python, "-m", "benchharness.cli", "run", "--encoders", f"hf:{p.tiny}", "--tasks", "mine", "--no-cache"]
+    done = subprocess.run(command, cwd=d, env=ENV, capture_output=True, text=True)
+    frames = done.stderr.count("%|")
+    return f"stderr to a file: {frames} progress-bar frame(s), {done.stderr.count(chr(13))} carriage return(s)"
 
 
 CONCAT = """
@@ -403,7 +409,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", action="append", help="an interpreter whose benchharness is tried (repeat)")
     args = parser.parse_args()
-    pythons = args.python or [sys.executable]
+    # run from temporary folders: a relative path (as the head line shows it) made absolute first
+    pythons = [str(Path(python).absolute()) for python in args.python or [sys.executable]]
     probes = dict(list(PROBES.items())[1:3]) if SMOKE else PROBES
     lines = [header(), "# per probe: the line each interpreter's benchharness answers (in the order given)"]
     with tempfile.TemporaryDirectory(prefix="probes-") as tmp:

@@ -87,13 +87,19 @@ def exact_ties(scores: np.ndarray) -> int:
     return int(((scores[:, 1:] == scores[:, :-1]) & finite).sum())
 
 
+#: scores closer than this are one score for ``refuse_constant``: the same vector encoded in another
+#: row of a batch can come out a few float32 units apart
+CONSTANT_ATOL = 1e-5
+
+
 def refuse_constant(scores: np.ndarray, what: str) -> None:
     """Raise ``ConstantScoresError`` when every list of two or more documents holds one score
-    throughout (every document the same vector, or a prompt that leaves no room for the text)."""
+    throughout, within ``CONSTANT_ATOL`` (every document the same vector, or a prompt that leaves no
+    room for the text)."""
     scores = np.asarray(scores)
     finite = np.isfinite(scores)
     rows = [row[ok] for row, ok in zip(scores, finite) if ok.sum() >= 2]
-    if rows and all((row == row[0]).all() for row in rows):
+    if rows and all(np.abs(row - row[0]).max() <= CONSTANT_ATOL for row in rows):
         raise ConstantScoresError(
             f"{what}: every query scores all its top documents alike ({rows[0][0]:.6g}): the ranking would "
             "be the corpus order, so no score is given; is every document encoded to the same vector "

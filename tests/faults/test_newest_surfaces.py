@@ -269,6 +269,7 @@ def test_a_run_manifest_naming_a_served_model_is_refused_before_any_request(tmp_
             "identity": "pinned",
         }
         (run / "manifest.json").write_text(json.dumps({"name": "x", "encoder": encoder}))
+        (run / "m").touch()  # what the run's (relative) model names exists, as a trained run's model/ does
         for name in (str(run), "x"):
             done = cli_process(
                 tmp_path, "run", "--encoders", name, "--tasks", "mine", "--no-cache", env={"GITHUB_TOKEN": SECRET}
@@ -318,6 +319,9 @@ def test_ties_are_counted_by_hand():
     refuse_constant(scores, "t")  # not every list is constant
     with pytest.raises(ConstantScoresError, match="t: every query scores all its top documents alike"):
         refuse_constant(np.array([[0.3, 0.3, -np.inf], [0.8, 0.8, 0.8]]), "t")
+    with pytest.raises(ConstantScoresError):  # one vector in two rows of a batch: float32 units apart
+        refuse_constant(np.array([[0.999986, 0.999986], [0.5, 0.5 + 6e-8]], np.float32), "t")
+    refuse_constant(np.array([[0.9, 0.9], [0.5, 0.5 + 1e-4]]), "t")  # a real difference
 
 
 def test_a_refused_task_table_leaves_the_others_and_asking_for_it_says_why(tmp_path):
