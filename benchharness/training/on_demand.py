@@ -184,18 +184,17 @@ def planned_evaluations(recipe: Recipe, data: DataRoot | None = None) -> int | N
     """Dev evaluations of the whole run, as the loop makes them: step 0 when ``eval_at_start``, every
     ``eval_every`` steps and at the last step, or once at the end when the run evaluates without a
     period (DefSent+ ``--dev``); per round for DefSent+. An upper bound when ``patience`` may stop
-    the run early."""
+    the run early. Only a periodic evaluation needs the step count (which may read the whole corpus)."""
     o = recipe.options
+    rounds = recipe.rounds or 1
+    at_start = int(bool(o.get("eval_at_start")))
+    every = o.get("eval_every")
+    if not every:
+        return rounds * (at_start + int(bool(at_start or o.get("dev"))))
     steps = planned_steps(recipe, data)
     if steps is None:
         return None
-    rounds = recipe.rounds or 1
-    per_round = steps // rounds
-    at_start = int(bool(o.get("eval_at_start")))
-    every = o.get("eval_every")
-    if every:
-        return rounds * (at_start + math.ceil(per_round / every))
-    return rounds * (at_start + int(bool(at_start or o.get("dev"))))
+    return rounds * (at_start + math.ceil(steps // rounds / every))
 
 
 def measured(recipe: Recipe, book: RecipeBook, device: str) -> tuple[float, Throughput, bool] | None:
