@@ -19,7 +19,12 @@ from benchharness.evaluation.models import as_encoder
 from tests.embedding_server import MODEL, EmbeddingServer, missing_reason
 from tests.helpers import ROOT, needs_data
 
-pytestmark = pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason()))
+#: skipped without the server's environment; one worker for the module under ``pytest -n 2 --dist
+#: loadgroup``, so that the server (a model load) starts once
+pytestmark = [
+    pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason())),
+    pytest.mark.xdist_group("embedding-server"),
+]
 
 TASK = "STSBenchmark"
 SENTENCES = [

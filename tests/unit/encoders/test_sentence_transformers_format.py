@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +12,7 @@ from scipy.stats import spearmanr
 
 from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
 from benchharness.evaluation.resolver import Resolver
-from tests.helpers import HF_CACHE, MINILM_L3
+from tests.helpers import HF_CACHE, MINILM_L3, cli
 
 SENTENCES = [
     "a man is playing a guitar .",
@@ -48,53 +46,30 @@ def _train_and_run(project: Path, base: str) -> dict:
     corpus.write_text(
         "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
     )
-    train = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchharness.cli",
-            "train",
-            "simcse",
-            "--base",
-            base,
-            "--out",
-            "run",
-            "--data",
-            "corpus.txt",
-            "--batch-size",
-            "2",
-            "--max-steps",
-            "2",
-            "--eval-every",
-            "0",
-            "--threads",
-            "1",
-            "--quiet",
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    # in this process (tests.helpers.cli): the saved folder is the point, not a fresh interpreter
+    train = cli(
+        project,
+        "train",
+        "simcse",
+        "--base",
+        base,
+        "--out",
+        "run",
+        "--data",
+        "corpus.txt",
+        "--batch-size",
+        "2",
+        "--max-steps",
+        "2",
+        "--eval-every",
+        "0",
+        "--threads",
+        "1",
+        "--quiet",
     )
     assert train.returncode == 0, train.stderr
-    evaluate = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchharness.cli",
-            "run",
-            "--encoders",
-            "run",
-            "--tasks",
-            "STSBenchmark",
-            "--quiet",
-            "--no-cache",
-            "--add-items",
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    evaluate = cli(
+        project, "run", "--encoders", "run", "--tasks", "STSBenchmark", "--quiet", "--no-cache", "--add-items"
     )
     assert evaluate.returncode == 0, evaluate.stderr
     return json.loads(next((project / "results").rglob("STSBenchmark.json")).read_text())
@@ -143,13 +118,7 @@ def test_push_stages_a_loadable_model_with_a_card_whose_model_index_holds_the_st
     from sentence_transformers import SentenceTransformer
 
     result = _train_and_run(project, str(tiny_bert))
-    done = subprocess.run(
-        [sys.executable, "-m", "benchharness.cli", "push", "run", "--stage-only", "--stage", "upload"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli(project, "push", "run", "--stage-only", "--stage", "upload")
     assert done.returncode == 0, done.stderr
     staged = project / "upload"
     assert {"modules.json", "README.md", "benchharness_manifest.json", "config.json"} <= {
@@ -165,11 +134,5 @@ def test_push_stages_a_loadable_model_with_a_card_whose_model_index_holds_the_st
     assert sts_b["metrics"][0]["value"] == round(result["main_score"], 2)
     assert front["library_name"] == "sentence-transformers"
     assert "benchharness train simcse" in text and f"{result['main_score']:.2f}" in text
-    missing = subprocess.run(
-        [sys.executable, "-m", "benchharness.cli", "push", "run"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    missing = cli(project, "push", "run")
     assert missing.returncode == 2 and "--repo-id" in missing.stderr

@@ -25,6 +25,10 @@ import torch
 from tests.helpers import DATA, ROOT, make_tiny_bert, needs_data
 from tests.unit.training import ddp_worker
 
+#: the module's fixtures launch torchrun once each (tens of seconds): under ``pytest -n 2 --dist
+#: loadgroup`` its tests share one worker, else each worker would launch them again
+pytestmark = pytest.mark.xdist_group("torchrun")
+
 WORKER = Path(ddp_worker.__file__)
 TIMEOUT = 240  # seconds for one launch; the workers give up at ddp_worker.HANG_SECONDS
 #: |DDP gradient - single-process gradient| allowed, as a fraction of the case's largest gradient.
