@@ -17,8 +17,7 @@ settings, what a call leaves behind, on-demand training on another data root, an
     python benchmarks/train_api.py [--sentences 2000] [--steps 20]
 
 The lines are kept in ``results/benchmarks/train_api.txt``. Smoke mode (``BENCHMARK_SMOKE=1``): 64
-sentences, one step and no dev evaluation in the loop, simcse from paraphrase-MiniLM-L3-v2,
-SICKRelatedness-trial for the score.
+sentences, one step, simcse from paraphrase-MiniLM-L3-v2, SICKRelatedness-trial for the score.
 """
 
 from __future__ import annotations
@@ -40,9 +39,6 @@ from machine import SMOKE, header, report  # noqa: E402
 #: the dev task both sides score, and simcse's base where the recipe's own is not wanted (smoke mode)
 DEV = "SICKRelatedness-trial" if SMOKE else "STSBenchmark-dev"
 SMALL_BASE = "sentence-transformers/paraphrase-MiniLM-L3-v2"
-#: the options both sides train with besides the method's: none, or in smoke mode no dev evaluation
-#: in the loop (two STS-B dev passes per run)
-SMOKE_OPTIONS = {"eval_every": 0} if SMOKE else {}
 
 
 def flags(options: dict) -> list[str]:
@@ -217,9 +213,8 @@ def main() -> int:
         env = environment(cwd / "runs")
         corpus = sentences_file(cwd, args.sentences)
         small = {"base": SMALL_BASE} if SMOKE else {}
-        options = {**small, **SMOKE_OPTIONS}
-        mine = python_side("simcse", corpus, args.steps, env, cwd, options)
-        theirs = command_side("simcse", corpus, args.steps, env, cwd, flags(options))
+        mine = python_side("simcse", corpus, args.steps, env, cwd, small)
+        theirs = command_side("simcse", corpus, args.steps, env, cwd, flags(small))
         lines += [
             (
                 f"1. simcse{f' from {SMALL_BASE}' if small else ''}, {args.sentences} STS-B train sentences, "
@@ -259,9 +254,8 @@ def main() -> int:
         )
         plugin_env = {**env, "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")])}
         base = SMALL_BASE
-        options = {"base": base, **SMOKE_OPTIONS}
-        mine = python_side("align-uniform", corpus, args.steps, plugin_env, cwd, options)
-        theirs = command_side("align-uniform", corpus, args.steps, plugin_env, cwd, flags(options))
+        mine = python_side("align-uniform", corpus, args.steps, plugin_env, cwd, {"base": base})
+        theirs = command_side("align-uniform", corpus, args.steps, plugin_env, cwd, flags({"base": base}))
         lines += [
             f"4. the plugin method align-uniform on {base}, the same sentences and steps",
             f"   benchharness.train: weights {mine['weights']}  {DEV} {mine['score']:.4f}",
