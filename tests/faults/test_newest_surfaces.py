@@ -1,5 +1,7 @@
 """The newest surfaces, probed as a user and an attacker would (issue 46): each case is run in its
-command-line form, through the real CLI in a fresh process, where the finding was made there."""
+command-line form where the finding was made there, through the real CLI: in this process
+(``tests.helpers.cli``), or in a fresh one where the process is the point (what /proc shows of its
+environment, a deadline that must end a hung read, a terminal's absence, Ctrl-C, two loads)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli_process
+from tests.helpers import cli, cli_process
 
 RERANKING = [
     {"query": "where is the cat", "positive": ["the cat is on the mat"], "negative": ["the dog is in the yard"]},
@@ -36,16 +38,16 @@ def test_changing_only_a_tasks_instruction_recomputes_its_result(tmp_path, tiny_
     spec = f"hf:{tiny_bert}?document_prompt=passage:%20"
     run = ("run", "--encoders", spec, "--tasks", "rb", "--no-cache")
     _reranking_project(tmp_path, "Find the answer to: ")
-    first = cli_process(tmp_path, *run)
+    first = cli(tmp_path, *run)
     assert first.returncode == 0 and _status(first.stdout) == "computed", first.stderr
     _reranking_project(tmp_path, "Retrieve a passage that mentions: ")
-    second = cli_process(tmp_path, *run)
+    second = cli(tmp_path, *run)
     assert second.returncode == 0 and _status(second.stdout) == "computed", second.stdout
     [stored] = (tmp_path / "results").glob("*/rb.json")
     record = json.loads(stored.read_text())
     assert record["protocol"]["instruction"] == "Retrieve a passage that mentions: "
     assert record["encoder_metadata"]["prompts_applied"]["query"] == "Retrieve a passage that mentions: "
-    third = cli_process(tmp_path, *run)  # nothing changed: reused, as before
+    third = cli(tmp_path, *run)  # nothing changed: reused, as before
     assert third.returncode == 0 and _status(third.stdout) == "reused", third.stdout
 
 
@@ -154,9 +156,7 @@ def test_a_redirect_to_another_origin_gets_neither_the_key_nor_the_sentences(tmp
     try:
         _pairs_project(tmp_path)
         spec = f"openai:m?base_url=http://127.0.0.1:{first.port}/v1&api_key_env=MY_API_KEY&identity=pinned&retries=0"
-        done = cli_process(
-            tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"MY_API_KEY": SECRET}
-        )
+        done = cli(tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"MY_API_KEY": SECRET})
     finally:
         first.close()
         other.close()
@@ -271,7 +271,7 @@ def test_a_run_manifest_naming_a_served_model_is_refused_before_any_request(tmp_
         (run / "manifest.json").write_text(json.dumps({"name": "x", "encoder": encoder}))
         (run / "m").touch()  # what the run's (relative) model names exists, as a trained run's model/ does
         for name in (str(run), "x"):
-            done = cli_process(
+            done = cli(
                 tmp_path, "run", "--encoders", name, "--tasks", "mine", "--no-cache", env={"GITHUB_TOKEN": SECRET}
             )
             assert "names the 'openai' family; a run manifest may name only the families" in done.stderr, done.stderr
@@ -298,13 +298,13 @@ def test_a_degenerate_encoder_gets_no_retrieval_score_and_ties_are_counted(tmp_p
     )
     long_prompt = "%20".join(["represent this passage for retrieval"] * 4)
     spec = f"hf:{tiny_bert}?max_length=8&document_prompt={long_prompt}"
-    done = cli_process(tmp_path, "run", "--encoders", spec, "--tasks", "my-beir", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", spec, "--tasks", "my-beir", "--no-cache")
     assert done.returncode != 0
     assert "my-beir: every query scores all its top documents alike" in done.stdout + done.stderr
     assert not list((tmp_path / "results").glob("*/my-beir.json"))
 
     # a random tiny BERT puts every text near one vector (cosines within 1e-5): GloVe tells them apart
-    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "my-beir", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "my-beir", "--no-cache")
     assert done.returncode == 0, done.stderr
     [stored] = (tmp_path / "results").glob("*/my-beir.json")
     assert isinstance(json.loads(stored.read_text())["metrics"]["ties"], int)
@@ -333,12 +333,12 @@ def test_a_refused_task_table_leaves_the_others_and_asking_for_it_says_why(tmp_p
     _beir(tmp_path / "beir")
     with (tmp_path / "benchharness.toml").open("a") as fh:
         fh.write('\n[tasks.stsb-beir]\nkind = "retrieval"\nfile = "beir"\n')
-    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "stsb-beir", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "stsb-beir", "--no-cache")
     error = [line for line in done.stderr.splitlines() if line.startswith("benchharness: error:")]
     assert done.returncode == 2 and len(error) == 1, done.stderr
     assert "task 'stsb-beir' is declared but was refused:" in error[0] and "folder" in error[0]
     assert "Did you mean" not in error[0]
-    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "mine", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "mine", "--no-cache")
     assert done.returncode == 0, done.stderr
 
 
@@ -363,9 +363,7 @@ def test_no_message_shows_the_key_even_when_the_server_echoes_it(tmp_path):
     try:
         _pairs_project(tmp_path)
         spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&api_key_env=MY_API_KEY&identity=pinned"
-        done = cli_process(
-            tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"MY_API_KEY": SECRET}
-        )
+        done = cli(tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"MY_API_KEY": SECRET})
     finally:
         server.close()
     assert server.received  # the server did get the key: it is its key
@@ -376,7 +374,7 @@ def test_no_message_shows_the_key_even_when_the_server_echoes_it(tmp_path):
 def test_a_password_in_base_url_is_refused_without_showing_it(tmp_path):
     _pairs_project(tmp_path)
     spec = f"openai:m?base_url=http://user:{SECRET}@127.0.0.1:9/v1&identity=pinned"
-    done = cli_process(tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", spec, "--tasks", "mine", "--no-cache")
     assert done.returncode == 2 and SECRET not in done.stdout + done.stderr
     assert "holds a user name or password (not shown)" in done.stderr
 
@@ -403,7 +401,7 @@ def test_an_oversized_corpus_line_fails_in_one_line_through_the_cli(tmp_path):
     (tmp_path / "benchharness.toml").write_text(
         '[paths]\ncache_dir = ".cache"\n\n[tasks.my-beir]\nkind = "retrieval"\nfolder = "beir"\n'
     )
-    done = cli_process(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "my-beir", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", "glove-50d", "--tasks", "my-beir", "--no-cache")
     assert "corpus.jsonl:3: a line longer than 67,108,864 characters" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
 
@@ -455,7 +453,7 @@ def test_a_result_from_files_nobody_pinned_records_verified_false(tmp_path):
         (data / folder).symlink_to(DATA / folder)
     (tmp_path / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
     run = ("run", "--encoders", "glove-50d", "--no-cache", "--data-dir", str(data), "--tasks")
-    done = cli_process(tmp_path, *run, "Tense-fast,STSBenchmark")
+    done = cli(tmp_path, *run, "Tense-fast,STSBenchmark")
     assert done.returncode == 0, done.stderr
     verified = {p.stem: json.loads(p.read_text())["data"]["verified"] for p in (tmp_path / "results").glob("*/*.json")}
     assert verified == {"Tense-fast": False, "STSBenchmark": True}
@@ -497,17 +495,17 @@ def test_prompts_are_text_bounded_and_warned_about_when_they_leave_no_room(tmp_p
     gave a tokenizer traceback."""
     _pairs_project(tmp_path)
     base = f"hf:{tiny_bert}?max_length=16"
-    done = cli_process(tmp_path, "run", "--encoders", f"{base}&prompt=1", "--tasks", "mine", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", f"{base}&prompt=1", "--tasks", "mine", "--no-cache")
     assert done.returncode == 0, done.stderr
     [stored] = (tmp_path / "results").glob("*/mine.json")
     assert json.loads(stored.read_text())["encoder_metadata"]["prompts_applied"] == {"default": "1"}
 
     long = "%20".join(["represent this sentence for searching relevant passages"] * 3)
-    done = cli_process(tmp_path, "run", "--encoders", f"{base}&prompt={long}", "--tasks", "mine", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", f"{base}&prompt={long}", "--tasks", "mine", "--no-cache")
     assert "of the 16 tokens a sentence keeps (max_length): nothing of a sentence is left" in done.stderr
 
     huge = "x" * 5000
-    done = cli_process(tmp_path, "run", "--encoders", f"{base}&prompt={huge}", "--tasks", "mine", "--no-cache")
+    done = cli(tmp_path, "run", "--encoders", f"{base}&prompt={huge}", "--tasks", "mine", "--no-cache")
     assert done.returncode == 2 and "prompt is 5,000 characters; a prompt is at most 4,096" in done.stderr
 
     from benchharness.core.errors import InvalidInputError
@@ -523,14 +521,14 @@ def test_sentences_edited_after_they_were_written_are_refused_by_vectors(tmp_pat
     import numpy as np
 
     _pairs_project(tmp_path)
-    done = cli_process(tmp_path, "sentences", "--tasks", "mine", "--out", "vec")
+    done = cli(tmp_path, "sentences", "--tasks", "mine", "--out", "vec")
     assert done.returncode == 0, done.stderr
     lines = (tmp_path / "vec" / "sentences.jsonl").read_text().splitlines(keepends=True)
     np.save(tmp_path / "vec" / "vectors.npy", np.random.default_rng(0).normal(size=(len(lines), 4)).astype("f4"))
     run = ("run", "--encoders", "vectors:vec", "--tasks", "mine", "--no-cache")
-    assert cli_process(tmp_path, *run).returncode == 0
+    assert cli(tmp_path, *run).returncode == 0
     (tmp_path / "vec" / "sentences.jsonl").write_text("".join([lines[1], lines[0], *lines[2:]]))
-    done = cli_process(tmp_path, *run)
+    done = cli(tmp_path, *run)
     assert "sentences.jsonl changed since `benchharness sentences` wrote it" in done.stdout + done.stderr
 
 
