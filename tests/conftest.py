@@ -31,11 +31,28 @@ os.environ.setdefault("BENCHHARNESS_DATA", str(DATA))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+#: the option that runs the tests marked ``benchmark_smoke`` (skipped without it, saying how)
+SMOKE_OPTION = "--benchmark-smoke"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        SMOKE_OPTION,
+        action="store_true",
+        help="also run every benchmark script in smoke mode (tests marked benchmark_smoke; CI's second step)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every test that uses what makes a test slow (``tests.helpers.slow_because``),
-    and put the tests of the Ray cluster on one xdist worker (``-n 2 --dist loadgroup``): the
-    cluster is a session fixture, and two of them would share two cores with everything else."""
+    put the tests of the Ray cluster on one xdist worker (``-n 2 --dist loadgroup``): the cluster
+    is a session fixture, and two of them would share two cores with everything else; and skip
+    the benchmark scripts' smoke runs unless ``--benchmark-smoke`` asks for them: they check the
+    measuring tools, not the harness, and would double the suite's time."""
+    smoke = config.getoption(SMOKE_OPTION)
     for item in items:
+        if not smoke and item.get_closest_marker("benchmark_smoke") is not None:
+            item.add_marker(pytest.mark.skip(reason=f"a benchmark script's smoke run: pytest {SMOKE_OPTION} runs it"))
         if slow_because(item) is not None:
             item.add_marker(pytest.mark.slow)
         if "ray_cluster" in getattr(item, "fixturenames", ()):

@@ -2,7 +2,11 @@
 seconds each; see ``benchmarks/machine.py``), each in its own process as a user runs it, so that a
 renamed module or a changed signature fails here instead of at the next measurement. No timing is
 asserted: smoke numbers mean nothing. A script is any ``benchmarks/*.py`` with a ``__main__`` guard,
-so a new one is covered without an edit here; the helper modules must be imported by a script."""
+so a new one is covered without an edit here; the helper modules must be imported by a script.
+
+The smoke runs are a tier of their own (``pytest --benchmark-smoke -m benchmark_smoke``, CI's second
+step): about 11 minutes of a worker's time, as long as the rest of the suite, for tools that
+measure the harness rather than the harness itself."""
 
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ def test_every_helper_module_is_imported_by_a_script():
     assert helpers and all(f"from {name} import" in sources for name in helpers), helpers
 
 
+@pytest.mark.benchmark_smoke
 @pytest.mark.parametrize("script", _scripts(), ids=lambda p: p.name)
 def test_script_runs_in_smoke_mode(script: Path, tmp_path: Path):
     module = NEEDS.get(script.name)
