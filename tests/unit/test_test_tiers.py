@@ -7,6 +7,8 @@ import importlib
 import re
 from pathlib import Path
 
+import pytest
+
 from tests import helpers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,3 +66,13 @@ def test_no_test_writes_slow_by_hand_or_imports_a_helper_under_a_second_name():
         if re.search(r"^\s*(from|import) (conftest|fakes|vector_fakes|embedding_server|shared_steps)\b", text, re.M):
             second_names.append(path.name)
     assert hand_marked == [] and second_names == []
+
+
+@pytest.mark.xdist_group("tiers")
+def test_an_xdist_group_reaches_the_scheduler(request):
+    """``--dist loadgroup`` puts a group's tests on one worker by a suffix of their node ids; with a
+    pytest whose node ids ignore it (9.2 and pytest-xdist 3.8) every group was silently spread over
+    both workers, and the Ray cluster and torchrun's fixtures started twice."""
+    if not getattr(request.config.option, "loadgroup", False):  # what pytest-xdist sets on its workers
+        pytest.skip("checks pytest -n N --dist loadgroup, as CI runs the suite")
+    assert request.node.nodeid.endswith("@tiers"), request.node.nodeid
