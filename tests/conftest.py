@@ -43,6 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the xdist_group marks given here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every test that uses what makes a test slow (``tests.helpers.slow_because``),
     put the tests of the Ray cluster on one xdist worker (``-n 2 --dist loadgroup``): the cluster

@@ -76,3 +76,6 @@ def test_an_xdist_group_reaches_the_scheduler(request):
     if not getattr(request.config.option, "loadgroup", False):  # what pytest-xdist sets on its workers
         pytest.skip("checks pytest -n N --dist loadgroup, as CI runs the suite")
     assert request.node.nodeid.endswith("@tiers"), request.node.nodeid
+    # the group conftest.py gives the Ray tests reaches it too (its hook must run before xdist's)
+    ray = [item.nodeid for item in request.session.items if "ray_cluster" in getattr(item, "fixturenames", ())]
+    assert all(nodeid.endswith("@ray") for nodeid in ray), ray  # where the run collected them
