@@ -58,10 +58,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if "ray_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("ray"))
-    # the modules holding a slow test first, each kept whole (its module fixtures still set up once):
-    # on two workers the fast tests then fill the end, instead of a minute-long test starting last
-    slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None}
-    items[:] = sorted(items, key=lambda item: item.nodeid.split("::")[0] not in slow_modules)
 
 
 @pytest.fixture(scope="session")
