@@ -136,14 +136,28 @@ def test_the_python_examples_run(path, project):
     names), in a fresh project folder with the shared data and the offline Hugging Face cache; an
     exception or a failing ``assert`` in an example fails the test, its traceback naming the
     document and line."""
+    from benchharness.core.plugins import PLUGINS
+    from benchharness.tasks.files.declarations import REGISTERED
+
     namespace: dict = {"__name__": "__main__"}
     ran = 0
-    for block in python_blocks(path):
-        if block.skip is not None:
-            continue
-        # padded so that a traceback's line numbers are the document's
-        run_example("\n" * (block.line - 1) + block.code, str(path), namespace)
-        ran += 1
+    # what the examples register (file tasks, a plugin method) lasts for the document only: left in
+    # the worker, a later test saw tasks it never declared
+    tasks_before = dict(REGISTERED)
+    plugins_before = {kind: set(added) for kind, added in PLUGINS._added.items()}
+    try:
+        for block in python_blocks(path):
+            if block.skip is not None:
+                continue
+            # padded so that a traceback's line numbers are the document's
+            run_example("\n" * (block.line - 1) + block.code, str(path), namespace)
+            ran += 1
+    finally:
+        REGISTERED.clear()
+        REGISTERED.update(tasks_before)
+        for kind, added in PLUGINS._added.items():
+            for name in set(added) - plugins_before[kind]:
+                PLUGINS.unregister(kind, name)
     assert ran or all(b.skip is not None for b in python_blocks(path))
 
 
