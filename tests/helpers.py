@@ -154,6 +154,16 @@ def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
     return Ran(tuple(args), code, out.getvalue(), err.getvalue())
 
 
+def train_tiny_run(project: Path, base: str | Path, out: str) -> Ran:
+    """``benchharness train simcse`` from ``base`` into ``project/out``, in this process: 2 steps of
+    batch 2 over four sentences, no periodic dev evaluation, one thread; a run to inspect, not to score."""
+    (project / "corpus.txt").write_text(
+        "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
+    )
+    flags = ["--base", str(base), "--out", out, "--data", "corpus.txt", "--batch-size", "2", "--max-steps", "2"]
+    return cli(project, "train", "simcse", *flags, "--eval-every", "0", "--threads", "1", "--quiet")
+
+
 def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Print a warning to the standard error of the moment, as a fresh interpreter would."""
     sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))

@@ -18,7 +18,7 @@ import pytest
 from benchharness.cli import main
 from benchharness.core.results import ResultStore
 from benchharness.training.recipes import RecipeError, read_book
-from tests.helpers import cli, needs_extra, one_line_error
+from tests.helpers import cli, needs_extra, one_line_error, train_tiny_run
 
 HOSTILE = [
     "..",
@@ -361,33 +361,6 @@ def test_editing_a_training_file_makes_another_recipe(tmp_path, tiny_bert):
 # ---- through the real command line, in a subprocess ------------------------------------------------
 
 
-def _train_tiny(project: Path, tiny_bert: Path, out: str) -> subprocess.CompletedProcess:
-    corpus = project / "corpus.txt"
-    corpus.write_text(
-        "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
-    )
-    return cli(
-        project,
-        "train",
-        "simcse",
-        "--base",
-        str(tiny_bert),
-        "--out",
-        out,
-        "--data",
-        "corpus.txt",
-        "--batch-size",
-        "2",
-        "--max-steps",
-        "2",
-        "--eval-every",
-        "0",
-        "--threads",
-        "1",
-        "--quiet",
-    )
-
-
 @needs_extra("mteb", "mteb")  # export mteb needs it before it looks at --out
 def test_exports_to_a_full_or_read_only_folder_are_one_line_and_keep_what_was_there(project):
     (project / "frozen").mkdir()
@@ -432,14 +405,14 @@ def test_exports_to_a_full_or_read_only_folder_are_one_line_and_keep_what_was_th
 def test_training_onto_a_full_disk_names_the_file_that_did_not_fit(project, tiny_bert):
     with mounted("tmpfs", project / "full"):
         (project / "full" / "filler").write_bytes(b"\0" * (200 * 1024))  # room for the log, not the model
-        one_line_error(_train_tiny(project, tiny_bert, "full/run"), "full/run/", "No space left on device")
+        one_line_error(train_tiny_run(project, tiny_bert, "full/run"), "full/run/", "No space left on device")
 
 
 def test_a_run_whose_model_was_deleted_prints_a_retrain_command_that_works_when_pasted(project, tiny_bert):
     import shlex
     import shutil
 
-    assert _train_tiny(project, tiny_bert, "my-run").returncode == 0
+    assert train_tiny_run(project, tiny_bert, "my-run").returncode == 0
     shutil.rmtree(project / "my-run" / "model")
     done = cli(project, "run", "--encoders", "my-run", "--tasks", "STSBenchmark", "--quiet", "--no-cache")
     one_line_error(done, "my-run: the run's model is gone", "--overwrite")

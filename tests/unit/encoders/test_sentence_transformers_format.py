@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 
 from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
 from benchharness.evaluation.resolver import Resolver
-from tests.helpers import HF_CACHE, MINILM_L3, cli
+from tests.helpers import HF_CACHE, MINILM_L3, cli, train_tiny_run
 
 SENTENCES = [
     "a man is playing a guitar .",
@@ -42,31 +42,7 @@ def test_prompt_pooling_is_refused_with_the_reason(tiny_bert, tmp_path):
 
 def _train_and_run(project: Path, base: str) -> dict:
     """``train simcse`` for 2 steps into ``run/``, then ``run`` it on STS-B: the stored result."""
-    corpus = project / "corpus.txt"
-    corpus.write_text(
-        "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
-    )
-    # in this process (tests.helpers.cli): the saved folder is the point, not a fresh interpreter
-    train = cli(
-        project,
-        "train",
-        "simcse",
-        "--base",
-        base,
-        "--out",
-        "run",
-        "--data",
-        "corpus.txt",
-        "--batch-size",
-        "2",
-        "--max-steps",
-        "2",
-        "--eval-every",
-        "0",
-        "--threads",
-        "1",
-        "--quiet",
-    )
+    train = train_tiny_run(project, base, "run")
     assert train.returncode == 0, train.stderr
     evaluate = cli(
         project, "run", "--encoders", "run", "--tasks", "STSBenchmark", "--quiet", "--no-cache", "--add-items"
