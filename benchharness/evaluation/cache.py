@@ -550,13 +550,14 @@ class CachingEncoder(WrappingEncoder):
         self,
         inner: Encoder,
         cache: EmbeddingCache,
-        chunk_size: int = ENCODE_CHUNK,
+        chunk_size: int | None = None,
         encode_chunks: Callable[[Iterable[list[str]], Role], Iterator[np.ndarray]] | None = None,
     ) -> None:
         super().__init__(inner.name)
         self.inner = inner
         self.cache = cache
-        self.chunk_size = chunk_size
+        #: ``ENCODE_CHUNK`` as it is when the encoder is built (a test makes it small to cut a short pass)
+        self.chunk_size = chunk_size or ENCODE_CHUNK
         #: encodes a stream of chunks elsewhere (a pool of Ray actors), yielding their vectors in order
         self.encode_chunks = encode_chunks
         self.encoded = 0  # sentences actually encoded (not served from the cache)

@@ -8,17 +8,19 @@ from __future__ import annotations
 import pytest
 
 import benchharness
+from benchharness.evaluation import cache
 from tests.embedding_server import MODEL, EmbeddingServer, missing_reason
 from tests.helpers import needs_data
 
 pytestmark = [
-    needs_data("senteval/STS/STSBenchmark"),
+    needs_data("senteval/SICK"),
     pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason())),
 ]
 
-TASK = "STSBenchmark"
-#: STS-B test's unique sentences, and the rows the embedding cache commits at a time (cache.ENCODE_CHUNK)
-UNIQUE, CHUNK = 2551, 2048
+TASK = "SICKRelatedness-trial"
+#: SICK trial's unique sentences, and the rows the embedding cache commits at a time here
+#: (``cache.ENCODE_CHUNK``, 2048 in a run, made smaller so that a short task spans two chunks)
+UNIQUE, CHUNK = 924, 512
 #: sentences per request, one request at a time: the cache's first chunk takes CHUNK / BATCH requests
 BATCH = 16
 
@@ -38,6 +40,7 @@ def config(folder, base_url: str) -> None:
 
 def test_a_server_killed_mid_run_keeps_what_was_done_and_fails_in_one_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cache, "ENCODE_CHUNK", CHUNK)
     with EmbeddingServer(tmp_path / "server.log") as server:
         config(tmp_path, server.base_url)
         # whole: a probe and its two chunks in requests of 64; cut: a probe, the first chunk, then 4 more
