@@ -78,6 +78,24 @@ def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 3
 CONTEXT_KEYS = ("name", "device", "threads", "stop_after", "overwrite", "keep_checkpoint", "progress", "dev")
 
 
+def nltk_wordnet(monkeypatch: pytest.MonkeyPatch):
+    """NLTK's own WordNet reader over the shared data: the independent reference of the WordNet
+    tests. Its Open Multilingual Wordnet map, which no English lookup reads, is not built (about
+    half of the reader's start); NLTK opens only what its data path lists, so the path is set for
+    the test."""
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class EnglishWordNet(WordNetCorpusReader):
+        def map_wn(self, version: str = "wordnet") -> None:
+            return None
+
+    monkeypatch.setattr(nltk.data, "path", [str(DATA / "nltk_data"), *nltk.data.path])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "multilingual functions are not available"
+        return EnglishWordNet(str(DATA / "nltk_data" / "corpora" / "wordnet"), None)
+
+
 def training(base, out=None, options_class=None, **settings):
     """``(options, context)`` of one run of the training loop: ``settings`` split between the
     method's options (``options_class``, default: the shared ones) and the context (the shared data

@@ -19,7 +19,7 @@ from benchharness.training.methods.defsent_plus.dictionary import (
     statistics,
     subsample,
 )
-from tests.helpers import DATA, needs_data
+from tests.helpers import DATA, needs_data, nltk_wordnet
 
 
 def test_normalize_entry():
@@ -118,7 +118,7 @@ def test_shared_oxford_splits_counted_independently():
 
 
 @needs_data("nltk_data/corpora/wordnet")
-def test_wordnet_glosses_match_the_paper_example(training_corpora):
+def test_wordnet_glosses_match_the_paper_example(training_corpora, monkeypatch):
     d = read_wordnet(training_corpora.root / "nltk_data")
     # the paper's section 3.1 example gloss "give new life or vigor to" is WordNet's revitalize.v.02;
     # the lemma also belongs to regenerate.v.09 ("restore strength")
@@ -126,9 +126,7 @@ def test_wordnet_glosses_match_the_paper_example(training_corpora):
     assert sorted(defs) == ["give new life or vigor to", "restore strength"]
     assert d.sources == ["wordnet-3.0"]
     # every lemma is an entry: compare with NLTK's own lemma index (a different file set)
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
-
-    reader = WordNetCorpusReader(str(DATA / "nltk_data" / "corpora" / "wordnet"), None)  # path set by read_wordnet
+    reader = nltk_wordnet(monkeypatch)
     assert len(d) == len({normalize_entry(n) for n in reader.all_lemma_names()})
     lengths = [len(t.split()) for t in d.pairs()[0]]
     assert stats.median(lengths) > 3

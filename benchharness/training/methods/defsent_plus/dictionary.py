@@ -3,7 +3,7 @@
 DefSent+ (Liu, 2024; ``../shared/papers/defsent-plus.txt`` section 3.3) trains on every entry of a
 dictionary, multi-word ones included, so the readers keep every entry. Three sources:
 
-* WordNet through NLTK: an entry is a lemma name (``_`` read as a space), its definitions are the
+* WordNet (the data files NLTK reads): an entry is a lemma name (``_`` read as a space), its definitions are the
   glosses of the synsets it belongs to;
 * the Oxford splits of Ishiwatari et al. (2019), ``word \\t example \\t definition`` per line (the
   example sentence is not a definition and is dropped);
@@ -19,13 +19,13 @@ from __future__ import annotations
 import random
 import re
 import statistics as stats
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.data.readers import undecodable_message
+from benchharness.data.wordnet import WordNetFiles
 
 
 def normalize_entry(entry: str) -> str:
@@ -96,32 +96,11 @@ def merge(*dictionaries: Dictionary) -> Dictionary:
 
 
 def read_wordnet(nltk_dir: str | Path) -> Dictionary:
-    """WordNet lemmas and their synsets' glosses, read from an NLTK data dir (never downloaded)."""
-    nltk_dir = Path(nltk_dir)
-    if not (nltk_dir / "corpora" / "wordnet").exists() and not (nltk_dir / "corpora" / "wordnet.zip").exists():
-        raise MissingFileError(
-            f"no WordNet under {nltk_dir}/corpora; get it with `benchharness data download nltk` "
-            "(nltk.download('wordnet')) or point --data-dir at a data root holding nltk_data/"
-        )
-    import nltk
-
-    if str(nltk_dir) not in nltk.data.path:
-        nltk.data.path.insert(0, str(nltk_dir))
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
-
-    class EnglishWordNet(WordNetCorpusReader):
-        """nltk's reader without its map of WordNet 3.0 senses, which only the Open Multilingual
-        Wordnet reads: nltk builds it at every start, since it compares the loaded version ("3.0")
-        with the corpus name ("wordnet"); about 3 of the reader's 6 s of start-up (AVX2 CPU)."""
-
-        def map_wn(self, version: str = "wordnet") -> None:
-            return None
-
-    with warnings.catch_warnings():  # no Open Multilingual Wordnet needed: English glosses only
-        warnings.simplefilter("ignore", UserWarning)
-        reader = EnglishWordNet(str(nltk_dir / "corpora" / "wordnet"), None)
-    pairs = ((lemma, synset.definition()) for synset in reader.all_synsets() for lemma in synset.lemma_names())
-    return Dictionary.from_pairs(pairs, source=f"wordnet-{reader.get_version()}")
+    """WordNet lemmas and their synsets' glosses, read from an NLTK data dir (never downloaded):
+    the pairs NLTK's ``all_synsets()`` gives, straight from the data files (``data.wordnet``)."""
+    files = WordNetFiles(nltk_dir)
+    pairs = ((lemma, gloss) for lemmas, gloss in files.synsets() for lemma in lemmas)
+    return Dictionary.from_pairs(pairs, source=f"wordnet-{files.version()}")
 
 
 def _read_tsv(

@@ -20,12 +20,12 @@ cleaned as EDA does: ``_`` and ``-`` become spaces, lowercase, only letters and 
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
 from benchharness.core.errors import InvalidInputError
+from benchharness.data.wordnet import lemma_names
 from benchharness.training.methods.paser.rake import english_stopwords, nltk_data_dir
 
 AUGMENTATIONS = ("none", "sr", "rd", "rs")
@@ -73,8 +73,6 @@ def synonyms(word: str, data_root: str | None = None) -> tuple[str, ...]:
 #: the parts of speech ``wordnet.synsets`` walks, in its order (nltk's POS_LIST), and their data files
 _POS_ORDER = ("n", "v", "a", "r")
 _DATA_FILES = {"n": "data.noun", "v": "data.verb", "a": "data.adj", "s": "data.adj", "r": "data.adv"}
-#: a lemma's optional syntactic marker, as NLTK strips it (``galore(ip)`` -> ``galore``)
-_MARKER = re.compile(r"(.*?)(\([^()]*\))?$")
 
 
 @lru_cache(maxsize=8)
@@ -86,15 +84,13 @@ def _data_file(data_root: str | None, pos: str) -> bytes:
 
 @lru_cache(maxsize=262144)
 def _lemma_names(data_root: str | None, pos: str, offset: int) -> tuple[str, ...]:
-    """The lemma names of the synset at ``offset``: the line's fourth field counts them (hex), each
-    followed by its lex id; NLTK's ``Synset.lemma_names()`` in its order."""
+    """The lemma names of the synset at ``offset`` (``data.wordnet.lemma_names``), NLTK's
+    ``Synset.lemma_names()`` in its order."""
     data = _data_file(data_root, pos)
     line = data[offset : data.index(b"\n", offset)].decode("utf-8")
-    fields = line.split("|", 1)[0].split()
-    if fields[0] != f"{offset:08d}":  # NLTK warns and yields no synset for a bad offset
+    if line.split(None, 1)[0] != f"{offset:08d}":  # NLTK warns and yields no synset for a bad offset
         return ()
-    count = int(fields[3], 16)
-    return tuple(_MARKER.match(name).group(1) for name in fields[4 : 4 + 2 * count : 2])  # type: ignore[union-attr]
+    return lemma_names(line)
 
 
 def synonym_replacement(
