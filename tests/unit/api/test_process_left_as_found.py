@@ -106,7 +106,7 @@ def test_variables_third_party_imports_set_during_a_call_are_put_back(tmp_path, 
 import json, os, sys
 before = dict(os.environ)
 import benchharness
-benchharness.evaluate("minilm-l3", "STSBenchmark-dev", intervals=False)
+benchharness.evaluate("minilm-l3", "SICKRelatedness-trial", intervals=False)
 imported = [m for m in ("sentence_transformers", "sklearn", "torch._dynamo") if m in sys.modules]
 print(json.dumps({"before": before, "after": dict(os.environ), "imported": imported}))
 """
