@@ -124,10 +124,10 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
 
 
 def main(args: argparse.Namespace) -> int:
-    from benchharness.core.specs import split_outside_parentheses
+    from benchharness.core.specs import encoder_list
     from benchharness.evaluation.evaluate import evaluate_with, resolve_tasks
 
-    encoder_names = [n.strip() for n in split_outside_parentheses(args.encoders, ",") if n.strip()]
+    encoder_names = encoder_list(args.encoders)
     if not encoder_names:
         raise InvalidInputError(
             f"--encoders {args.encoders!r} names no encoder; give a comma list of names or specs "

@@ -93,6 +93,13 @@ class Encoder(ABC):
         return True
 
     @property
+    def calibrated_per_task(self) -> bool:
+        """Whether this is a last stage whose codes are calibrated on each task's own vectors
+        (``+quantize`` to int8 or uint8): a run encodes its ``wrapped`` encoder's vectors once for
+        all tasks, and its ``for_task`` turns the vectors of each task into that task's codes."""
+        return False
+
+    @property
     def cacheable(self) -> bool:
         """Whether the embedding cache should hold its vectors: not for vectors read from files
         (``vectors:``), which are already on disk and cheaper to read than the cache."""
@@ -115,6 +122,11 @@ class Encoder(ABC):
         plain ``encode`` of every symmetric encoder."""
         prompt = self.prompts.for_role(role)
         return f"{role}\x1f{prompt}" if self.role_aware else prompt
+
+    def bytes_per_vector(self, width: int) -> float:
+        """The storage one of its vectors takes, rows of ``width`` values: float32 unless a stage
+        says otherwise (a quantized code); what a size-against-quality curve is drawn against."""
+        return 4.0 * width
 
     @abstractmethod
     def identity_info(self) -> dict[str, Any]:

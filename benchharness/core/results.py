@@ -111,7 +111,7 @@ class Result:
     date: str
     #: counts about the vectors the task scored (``zero_vectors``: sentences encoded as all zeros,
     #: e.g. every word out of vocabulary); descriptive, outside the fingerprint; None in files without the key
-    embedding_stats: dict[str, int] | None = None
+    embedding_stats: dict[str, int | float] | None = None
     items: dict[str, Any] | None = None  # ItemsRecord of the per-item outputs file, if kept
     confidence: dict[str, Any] | None = None  # bootstrap intervals (benchharness.scoring.confidence)
     schema_version: int = SCHEMA_VERSION

@@ -8,6 +8,7 @@ Pure data and parsing: nothing here builds or loads a model. The resolver
 from __future__ import annotations
 
 import inspect
+import itertools
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -186,3 +187,42 @@ def split_composition(name: str) -> list[str]:
     if any(not p.strip() for p in parts):
         raise UnknownEncoderError(f"malformed encoder composition {name!r}; expected base+post(k=v)+post")
     return [p.strip() for p in parts]
+
+
+#: a post-processor stage, ``name(params)``, of a composition
+_STAGE = re.compile(r"([\w-]+)\((.*)\)")
+
+
+def expand_variants(name: str) -> list[str]:
+    """The encoders a composition with value lists stands for, one per combination: a ``|`` between
+    values of a post-processor's parameter lists them (``minilm-l6+truncate(d=64|128)`` is
+    ``minilm-l6+truncate(d=64)`` and ``minilm-l6+truncate(d=128)``; two lists give every pair, the
+    first one varying slowest). Only stage parameters are expanded: a base spec is left as written."""
+    if "|" not in name or "+" not in name:
+        return [name]
+    base, *stages = split_composition(name)
+    choices: list[list[str]] = []
+    for stage in stages:
+        m = _STAGE.fullmatch(stage)
+        if m is None or "|" not in m.group(2):
+            choices.append([stage])
+            continue
+        lists = []
+        for pair in split_outside_parentheses(m.group(2), ","):
+            key, sep, value = pair.partition("=")
+            if sep and "|" in value:
+                values = [v.strip() for v in value.split("|")]
+                if not all(values):
+                    raise UnknownEncoderError(f"an empty value in {key.strip()}={value!r} of {name!r}")
+                lists.append([f"{key}={v}" for v in values])
+            else:
+                lists.append([pair])
+        choices.append([f"{m.group(1)}({','.join(combo)})" for combo in itertools.product(*lists)])
+    return ["+".join([base, *combo]) for combo in itertools.product(*choices)]
+
+
+def encoder_list(text: str) -> list[str]:
+    """A comma list of encoder names or specs (commas inside a stage's parentheses kept), each
+    expanded into its variants (``expand_variants``), duplicates dropped."""
+    names = [n.strip() for n in split_outside_parentheses(text, ",") if n.strip()]
+    return list(dict.fromkeys(v for n in names for v in expand_variants(n)))

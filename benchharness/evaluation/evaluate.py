@@ -65,18 +65,21 @@ def resolve_tasks(tasks: TaskLike | Sequence[TaskLike], config: Config | None = 
 
 
 def _models(model: ModelLike | Sequence[ModelLike]) -> list[ModelLike]:
-    """One model, or several: a list or tuple of models, or a comma list of names."""
+    """One model, or several: a list or tuple of models, or a comma list of names (each name
+    expanded into the variants its ``|`` lists, ``expand_variants``)."""
     if isinstance(model, str):
-        from benchharness.core.specs import split_outside_parentheses
+        from benchharness.core.specs import encoder_list
 
-        names = [n.strip() for n in split_outside_parentheses(model, ",") if n.strip()]
+        names = encoder_list(model)
         if not names:
             raise InvalidInputError(f"{model!r} names no encoder; see `benchharness list encoders`")
         return names
+    from benchharness.core.specs import expand_variants
+
     models = list(model) if isinstance(model, (list, tuple)) else [model]
     if not models:
         raise InvalidInputError("model=[] names no model; give a name, a spec, a model object or a list of them")
-    return models
+    return [v for m in models for v in (expand_variants(m) if isinstance(m, str) else [m])]
 
 
 def evaluate(

@@ -200,6 +200,9 @@ class Resolver:
         self._passed_over: set[str] = set()
         self.context = BuildContext(settings.device, settings.batch_size, settings.data().root, settings.hub)
         self.wrap: Callable[[Encoder], Encoder] = wrap or (lambda encoder: encoder)
+        #: the last base encoder built, by name: the variants of one base (``x+truncate(d=64|128)``)
+        #: come one after the other and share it, one model loaded (only the last is kept)
+        self._last_base: tuple[str, Encoder] | None = None
 
     def known_names(self) -> list[str]:
         listed = [row["name"] for c in catalogues() for row in c.rows()]
@@ -337,10 +340,7 @@ class Resolver:
             encoder = self.get(spec["spec"], chain)
             prefix = spec["spec"]
         else:
-            built = build(base_name, spec, self.context)
-            if manifest is not None:
-                built.provenance = {k: v for k, v in manifest.items() if k != "encoder"}
-            encoder = self.wrap(built)
+            encoder = self._base(base_name, spec, manifest, shared=len(parts) > 1)
             prefix = base_name
         for part in parts[1:]:
             factory, params = self._stage(name, part)
@@ -348,6 +348,20 @@ class Resolver:
             if "data_dir" in inspect.signature(factory).parameters:  # fit corpora live under the data root
                 params["data_dir"] = self.context.data_root
             encoder = self.wrap(factory(encoder, name=prefix, **params))
+        return encoder
+
+    def _base(self, name: str, spec: EncoderSpec, manifest: RunManifest | None, shared: bool) -> Encoder:
+        """A base encoder, built and wrapped; the base of a composition is shared with the next
+        composition of the same base (its variants, which a run evaluates one after another)."""
+        if shared and self._last_base is not None and self._last_base[0] == name:
+            return self._last_base[1]
+        self._last_base = None  # the previous base's model is let go before the next one loads
+        built = build(name, spec, self.context)
+        if manifest is not None:
+            built.provenance = {k: v for k, v in manifest.items() if k != "encoder"}
+        encoder = self.wrap(built)
+        if shared:
+            self._last_base = (name, encoder)
         return encoder
 
     @staticmethod

@@ -32,14 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
-from benchharness.core.encoder import Encoder, stable_hash
+from benchharness.core.encoder import Encoder, WrappingEncoder, stable_hash
 from benchharness.core.errors import UserError
+from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.provenance import now, versions
 from benchharness.core.resources import peak_rss_mib
 from benchharness.core.results import ProtocolRecord, Result, ResultSink, Timings, fingerprint
 from benchharness.core.seeding import seed_everything
-from benchharness.core.task import DataRecord, EncoderDrivenTask, Evaluation, Task
+from benchharness.core.task import DataRecord, Embed, EncoderDrivenTask, Evaluation, Task
 from benchharness.evaluation.cache import CachingEncoder
 from benchharness.evaluation.embeddings import (
     EmbeddingStore,
@@ -223,10 +226,13 @@ def _evaluate_from_embeddings(
     roles call for (once in all, for a symmetric encoder), then each task evaluated from the
     embeddings."""
     seed_everything(ctx.seed)
-    groups = pass_groups(todo, encoder)
+    # a last stage calibrated on each task: the pass encodes what it quantizes, once for all tasks
+    passing = encoder.wrapped if encoder.calibrated_per_task and isinstance(encoder, WrappingEncoder) else encoder
+    groups = pass_groups(todo, passing)
     sentences = [s for _, members in groups.values() for s in members]
     t0 = time.perf_counter()
-    encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else 0
+    cache = _cache_of(passing)
+    encoded_before = cache.encoded if cache is not None else 0
 
     def told(role: Any, total: int, cached: int) -> None:
         side = f" as {role}" if len(groups) > 1 else ""
@@ -234,7 +240,7 @@ def _evaluate_from_embeddings(
 
     with PassMemory(len(sentences), ctx.settings.embedding_memory_mib, ctx.scratch) as memory:
         try:
-            vectors = encode_groups(encoder, groups, memory, told)
+            vectors = encode_groups(passing, groups, memory, told)
         except Exception as exc:
             for task in todo:
                 ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
@@ -243,7 +249,7 @@ def _evaluate_from_embeddings(
             )
             return
         encode_seconds = time.perf_counter() - t0
-        newly_encoded = encoder.encoded - encoded_before if isinstance(encoder, CachingEncoder) else len(sentences)
+        newly_encoded = cache.encoded - encoded_before if cache is not None else len(sentences)
         _evaluate_tasks(
             todo,
             enc_name,
@@ -284,7 +290,8 @@ def _evaluate_tasks(
         return
     embeddings = EmbeddingStore(groups, vectors, encoder)
     for task in todo:
-        zeros, asked = zero_vectors(embeddings, task.requests())
+        requests = task.requests()
+        zeros, asked = zero_vectors(embeddings, requests)
         if zeros and zeros == asked:
             ctx.fail(
                 enc_name,
@@ -298,7 +305,8 @@ def _evaluate_tasks(
         seed_everything(ctx.seed)
         t1 = time.perf_counter()
         try:
-            evaluation = task.evaluate_items(embeddings.embed, ctx.seed)
+            embed = _task_embed(encoder, embeddings, requests)
+            evaluation = task.evaluate_items(embed, ctx.seed)
         except Exception as exc:
             ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
             continue
@@ -330,9 +338,36 @@ def _evaluate_tasks(
             timings,
             ctx,
             zeros=zeros,
+            width=_width(embed, requests),
             confidence=confidence,
             previous=plan.previous.get(task.name),
         )
+
+
+def _cache_of(encoder: Encoder) -> CachingEncoder | None:
+    """The embedding cache a pass of ``encoder`` goes through: its own, or, for a stage the cache
+    does not keep (``+truncate``, ``+quantize``), its base's; it counts what the model encoded."""
+    while not isinstance(encoder, CachingEncoder):
+        if not isinstance(encoder, WrappingEncoder):
+            return None
+        encoder = encoder.wrapped
+    return encoder
+
+
+def _task_embed(encoder: Encoder, embeddings: EmbeddingStore, requests: dict[Role, list[str]]) -> Embed:
+    """What a task's ``embed`` serves: the pass's vectors, or, for a stage calibrated on each task,
+    its codes calibrated on every vector the task asks for (all roles together)."""
+    if not encoder.calibrated_per_task:
+        return embeddings.embed
+    asked = np.unique(np.concatenate([embeddings.positions(s, role) for role, s in requests.items()]))
+    codes = encoder.for_task(embeddings.vectors[asked])  # type: ignore[attr-defined]
+    return lambda sentences, role=DEFAULT: codes(embeddings.embed(sentences, role))
+
+
+def _width(embed: Embed, requests: dict[Role, list[str]]) -> int:
+    """The length of the rows a task was served (one row asked for again)."""
+    role, sentences = next(iter(requests.items()))
+    return int(embed(sentences[:1], role).shape[1])
 
 
 def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, identity: dict, ctx: _Context) -> None:
@@ -363,6 +398,7 @@ def _keep(
     ctx: _Context,
     *,
     zeros: int | None = None,
+    width: int | None = None,
     confidence: dict | None = None,
     previous: float | None = None,
 ) -> None:
@@ -392,7 +428,7 @@ def _keep(
         timings=timings,
         versions=ctx.versions,
         date=now(),
-        embedding_stats=None if zeros is None else {"zero_vectors": zeros},
+        embedding_stats=_embedding_stats(encoder, zeros, width),
         confidence=confidence,
         per_item=evaluation if evaluation.items else None,
     )
@@ -422,6 +458,15 @@ def _keep(
         result.main_score,
         f" ({notes[0]}: sentences the encoder could not represent)" if zeros else "",
     )
+
+
+def _embedding_stats(encoder: Encoder, zeros: int | None, width: int | None) -> dict[str, int | float] | None:
+    """The zero vectors among those a task asked for, and the size of one: its width and the
+    bytes it takes (``Encoder.bytes_per_vector``: 4 a value, or a quantized code's size)."""
+    stats: dict[str, int | float] = {} if zeros is None else {"zero_vectors": zeros}
+    if width is not None:
+        stats.update(dimensions=width, bytes_per_vector=encoder.bytes_per_vector(width))
+    return stats or None
 
 
 def _confidence(evaluation: Evaluation, task: Task, seed: int, previous: tuple[dict, Evaluation] | None) -> dict | None:

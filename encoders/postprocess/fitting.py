@@ -90,6 +90,11 @@ class PostProcessor(WrappingEncoder):
 
     def __init__(self, base: Encoder, name: str) -> None:
         super().__init__(name)
+        if base.calibrated_per_task:
+            raise InvalidInputError(
+                f"{name}: a stage calibrated on each task ({base.name!r}) must come last; "
+                "calibrate it on a corpus (calibration=<corpus>) to post-process its codes"
+            )
         self.base = base
         self._fitted = False
 
