@@ -81,6 +81,7 @@ def main() -> None:
             cells.append(f"{mine.main_score:6.2f}/{theirs:6.2f} ({mine.main_score - theirs:+.4f})")
         lines.append(f"{d!s:>6} " + " ".join(f"{c:>24}" for c in cells))
     lines.append(f"largest difference {largest:.4f}: every cell within 0.01: {largest < 0.01}")
+    lines += exact_ties(model, first, second, gold, ours, spec, task_name, [d for d in dims if d != FULL])
     bytes_row = {p: ours.get(spec(FULL, p), task_name).embedding_stats["bytes_per_vector"] for p in precisions}
     lines.append("bytes per vector at full width: " + ", ".join(f"{p} {b:g}" for p, b in bytes_row.items()))
 
@@ -114,6 +115,37 @@ def main() -> None:
         f"  one run against separate runs: {separate_s / one_s:.2f}x; against the evaluator calls: {st_s / one_s:.2f}x",
     ]
     report("quantization_parity", lines)
+
+
+def exact_ties(model, first, second, gold, ours, spec, task_name: str, dims: list) -> list[str]:
+    """Binary codes' cosines computed exactly: with d bits, a cosine is dot / sqrt(|a| |b|) of
+    integers, and many pairs share one value. Spearman then depends on how those ties are broken:
+    averaged when exact; split at random by rounding when each implementation computes it in its
+    own floating point (sentence-transformers in float32, benchharness in float64)."""
+    from fractions import Fraction
+
+    import numpy as np
+    from scipy.stats import spearmanr
+    from sentence_transformers.util import pairwise_cos_sim
+
+    lines = ["binary codes with exact ties (integer dot products, ranks of equal cosines averaged):"]
+    for d in dims:
+        codes = [
+            np.unpackbits(model.encode(list(side), truncate_dim=d, normalize_embeddings=True, precision="ubinary"), 1)
+            for side in (first, second)
+        ]
+        dot, na, nb = (codes[0] * codes[1]).sum(1), codes[0].sum(1), codes[1].sum(1)
+        exact = [Fraction(int(x) ** 2, int(p) * int(q)) if p * q else Fraction(0) for x, p, q in zip(dot, na, nb)]
+        rank = {value: i for i, value in enumerate(sorted(set(exact)))}
+        truth = 100 * spearmanr([rank[v] for v in exact], gold)[0]
+        theirs = pairwise_cos_sim(*(c.astype(np.float32) for c in codes)).numpy()
+        mine = ours.get(spec(d, "binary"), task_name).main_score  # binary and ubinary: the same bits
+        lines.append(
+            f"  d={d}: {len(rank)} distinct cosines (sentence-transformers' float32 makes {len(set(theirs.tolist()))} "
+            f"of them); exact {truth:.4f}: benchharness {mine - truth:+.4f}, "
+            f"sentence-transformers {100 * spearmanr(theirs, gold)[0] - truth:+.4f}"
+        )
+    return lines
 
 
 if __name__ == "__main__":
