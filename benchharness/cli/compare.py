@@ -8,7 +8,11 @@ HELP = "paired comparison of two encoders' stored results (no encoding)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("a", help="encoder A (as named in results/)")
+    p.add_argument(
+        "a",
+        help="encoder A (as named in results/); with a value list, its sizes (x+truncate(d=32|64)), each "
+        "compared with B, the full vector, and marked where significantly below it",
+    )
     p.add_argument("b", help="encoder B")
     p.add_argument("--tasks", required=True, help="comma list of tasks or groups (see `list tasks`)")
     p.add_argument("--results-dir")
@@ -19,10 +23,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from benchharness import tasks
     from benchharness.cli.options import result_store
-    from benchharness.reporting.compare import compare_stored, render
+    from benchharness.core.specs import expand_variants
+    from benchharness.reporting.compare import compare_stored, render, stored_pairs
+    from benchharness.reporting.sizes import compare_sizes
 
-    rows = compare_stored(
-        result_store(args), args.a, args.b, tasks.resolve(args.tasks, args.configuration), args.resamples, args.seed
-    )
+    store, task_names = result_store(args), tasks.resolve(args.tasks, args.configuration)
+    sizes = expand_variants(args.a)
+    if len(sizes) > 1:
+        pairs = stored_pairs(store, sizes, args.b, task_names)
+        print(compare_sizes(pairs, args.b, args.resamples, args.seed))
+        return 0
+    rows = compare_stored(store, args.a, args.b, task_names, args.resamples, args.seed)
     print(render(rows, args.a, args.b))
     return 0

@@ -26,6 +26,8 @@ from benchharness.scoring.stats import PairedReplicates, average_paired, holm
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchharness.reporting.sizes import SizeComparison
+
 KIND_LABELS = {
     "sts": "STS",
     "classification": "transfer",
@@ -120,21 +122,31 @@ def compare_stored(
 ) -> list[Row]:
     """``benchharness compare``: the two encoders' stored results on ``task_names``. Every missing
     result is named at once, with the one command that computes them all."""
-    found = {(e, t): store.load(e, t) for t in task_names for e in (encoder_a, encoder_b)}
+    return compare_pairs(stored_pairs(store, [encoder_a], encoder_b, task_names)[encoder_a], n_resamples, seed)
+
+
+def stored_pairs(
+    store: ResultStore, encoders_a: list[str], encoder_b: str, task_names: list[str]
+) -> dict[str, list[Pair]]:
+    """Each of ``encoders_a`` paired with ``encoder_b`` on ``task_names``, from a results folder.
+    Every missing result is named at once, with the one command that computes them all."""
+    names = list(dict.fromkeys([*encoders_a, encoder_b]))
+    found = {(e, t): store.load(e, t) for t in task_names for e in names}
     missing = [key for key, result in found.items() if result is None]
     if missing:
-        encoders = ",".join(e for e in dict.fromkeys((encoder_a, encoder_b)) if any(m[0] == e for m in missing))
+        encoders = ",".join(e for e in names if any(m[0] == e for m in missing))
         tasks = ",".join(t for t in task_names if any(m[1] == t for m in missing))
         listed = ", ".join(f"{e} on {t}" for e, t in missing)
         raise MissingFileError(
             f"no stored result for {listed} under {store.root}; produce them with: {store.run_command(encoders, tasks)}"
         )
-    pairs = []
-    for task in task_names:
-        a, b = found[(encoder_a, task)], found[(encoder_b, task)]
-        assert a is not None and b is not None
-        pairs.append((a, store.load_items(a), b, store.load_items(b)))
-    return compare_pairs(pairs, n_resamples, seed)
+    pairs: dict[str, list[Pair]] = {}
+    for encoder in encoders_a:
+        for task in task_names:
+            a, b = found[(encoder, task)], found[(encoder_b, task)]
+            assert a is not None and b is not None
+            pairs.setdefault(encoder, []).append((a, store.load_items(a), b, store.load_items(b)))
+    return pairs
 
 
 def _one_encoder(results: Results, encoder: str | None, side: str) -> str:
@@ -160,13 +172,33 @@ def compare(
     encoder_b: str | None = None,
     n_resamples: int = RESAMPLES,
     seed: int = 0,
-) -> Comparison:
+) -> Comparison | SizeComparison:
     """Paired tests of A against B on every task both have (or on ``tasks``), from the results'
     per-item outputs: in memory when ``evaluate`` computed them, else read from the folder they
     were stored in. The statistics, intervals and Holm correction are those of ``benchharness
-    compare``. A ``Results`` of several encoders needs ``encoder_a=`` / ``encoder_b=``."""
-    name_a = _one_encoder(results_a, encoder_a, "results_a")
+    compare``. A ``Results`` of several encoders needs ``encoder_a=`` / ``encoder_b=``.
+
+    ``encoder_a`` with a value list (``x+truncate(d=32|64)``) compares each size with B, the full
+    vector, in one Holm family, and returns a ``SizeComparison`` that marks the sizes significantly
+    below it (``benchharness.reporting.sizes``)."""
+    from benchharness.core.specs import expand_variants
+
     name_b = _one_encoder(results_b, encoder_b, "results_b")
+    sizes = expand_variants(encoder_a) if encoder_a is not None else []
+    if len(sizes) > 1:
+        from benchharness.reporting.sizes import compare_sizes
+
+        per_size = {size: _pairs(results_a, size, results_b, name_b, tasks) for size in sizes}
+        return compare_sizes(per_size, name_b, n_resamples, seed)
+    name_a = _one_encoder(results_a, encoder_a, "results_a")
+    return Comparison(
+        name_a, name_b, compare_pairs(_pairs(results_a, name_a, results_b, name_b, tasks), n_resamples, seed)
+    )
+
+
+def _pairs(results_a: Results, name_a: str, results_b: Results, name_b: str, tasks: list[str] | None) -> list[Pair]:
+    """A's and B's results and items on every task both have (or on ``tasks``)."""
+    _one_encoder(results_a, name_a, "results_a")
     on_b = set(results_b.select(name_b).tasks)
     chosen = [t for t in results_a.select(name_a).tasks if t in on_b] if tasks is None else list(tasks)
     if not chosen:
@@ -178,7 +210,7 @@ def compare(
         except KeyError as exc:
             raise InvalidInputError(f"cannot compare on {task}: {exc.args[0]}") from None
         pairs.append((a, results_a.items(a), b, results_b.items(b)))
-    return Comparison(name_a, name_b, compare_pairs(pairs, n_resamples, seed))
+    return pairs
 
 
 def _p(p: float | None) -> str:
