@@ -346,6 +346,8 @@ class Client:
                 self._wires.discard(wire)
         if wire.cut:  # an answer without a length, cut short
             return self._ended(where)
+        if not raw:  # a 2xx with nothing in it: a server that died as it answered, so try again
+            return _Failure(True, f"cannot reach the embeddings server at {where} (it closed without an answer)")
         if len(raw) > limit:
             return _Failure(
                 False,

@@ -182,6 +182,18 @@ def test_5xx_is_retried_and_fails_in_one_line_once_the_retries_are_spent(fake):
     assert "\n" not in message and len(fake.embedding_requests()) == 1 + 3
 
 
+def test_an_empty_answer_is_a_dropped_connection_and_retried(fake):
+    """What a server killed as it answers may leave: a 2xx with an empty body, no error of its own."""
+    fake.replies = [(200, {}, b"")] * 2
+    with pytest.raises(EmbeddingServerError) as caught:
+        encoder(fake, retries=1).encode(["a b c"])
+    assert str(caught.value) == (
+        f"cannot reach the embeddings server at {fake.url}/embeddings (it closed without an answer) (2 tries)"
+    )
+    fake.replies = [(200, {}, b"")]
+    np.testing.assert_array_equal(encoder(fake, retries=1).encode(["a b c"]), [vector_of("a b c")])
+
+
 def test_a_400_is_not_retried_and_quotes_the_server(fake):
     fake.replies = [(400, {}, {"error": {"message": "This model's maximum context length is 8192 tokens"}})]
     with pytest.raises(
