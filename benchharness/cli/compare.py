@@ -24,8 +24,7 @@ def main(args: argparse.Namespace) -> int:
     from benchharness import tasks
     from benchharness.cli.options import result_store
     from benchharness.core.specs import expand_variants
-    from benchharness.reporting.compare import compare_stored, render, stored_pairs
-    from benchharness.reporting.sizes import compare_sizes
+    from benchharness.reporting.compare import compare_sizes, compare_stored, render, stored_pairs
 
     store, task_names = result_store(args), tasks.resolve(args.tasks, args.configuration)
     sizes = expand_variants(args.a)

@@ -8,6 +8,11 @@ makes), and the closed-form cross-check (Steiger's Z for STS, McNemar for transf
 row per kind of task (STS, transfer, ranking), like the leaderboard's Avg. column: the difference of
 the averages, whose CI and p-value come from averaging the tasks' resamples (tasks are resampled
 independently); Avg. rows are not part of the Holm family (they restate the tasks' evidence).
+
+Given a value list as A (``x+truncate(d=32|64)``, ``x+quantize(precision=int8|binary)``), each size
+is compared with B, its full vector, task by task: one test per size and task, Holm across the whole
+table (the family of tests it makes), and a size marked significantly below the full vector where its
+difference is negative and its Holm-adjusted p under 0.05.
 """
 
 from __future__ import annotations
@@ -25,8 +30,6 @@ from benchharness.scoring.stats import PairedReplicates, average_paired, holm
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from benchharness.reporting.sizes import SizeComparison
 
 KIND_LABELS = {
     "sts": "STS",
@@ -180,14 +183,12 @@ def compare(
 
     ``encoder_a`` with a value list (``x+truncate(d=32|64)``) compares each size with B, the full
     vector, in one Holm family, and returns a ``SizeComparison`` that marks the sizes significantly
-    below it (``benchharness.reporting.sizes``)."""
+    below it."""
     from benchharness.core.specs import expand_variants
 
     name_b = _one_encoder(results_b, encoder_b, "results_b")
     sizes = expand_variants(encoder_a) if encoder_a is not None else []
     if len(sizes) > 1:
-        from benchharness.reporting.sizes import compare_sizes
-
         per_size = {size: _pairs(results_a, size, results_b, name_b, tasks) for size in sizes}
         return compare_sizes(per_size, name_b, n_resamples, seed)
     name_a = _one_encoder(results_a, encoder_a, "results_a")
@@ -256,6 +257,95 @@ def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
         tabulate(
             table,
             headers=["task", "A", "B", "A-B", "95% CI", "p", "p (Holm)", "cross-check", "resampled"],
+            tablefmt="github",
+            disable_numparse=True,
+        )
+        + "\n\n"
+        + legend
+    )
+
+
+#: the family-wise level at which a size is marked significantly below the full vector
+SIZE_ALPHA = 0.05
+
+
+@dataclass
+class SizeRow:
+    """One size on one task against the full vector (``row``: the paired test, A = the size)."""
+
+    encoder: str
+    bytes_per_vector: float | None
+    row: Row
+
+    @property
+    def below(self) -> bool:
+        """Significantly below the full vector (Holm-adjusted p < SIZE_ALPHA and a negative difference)."""
+        return self.row.difference < 0 and self.row.p_holm is not None and self.row.p_holm < SIZE_ALPHA
+
+
+@dataclass
+class SizeComparison:
+    """Every size against the full vector; printed, the table ``benchharness compare`` prints for
+    several sizes."""
+
+    full: str
+    rows: list[SizeRow]
+
+    def __str__(self) -> str:
+        return render_sizes(self)
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+def compare_sizes(
+    pairs: dict[str, list[Pair]], full: str, n_resamples: int = RESAMPLES, seed: int = 0
+) -> SizeComparison:
+    """``pairs``: for each size, its (size, full) pairs of results and items, task by task."""
+    if not pairs:
+        raise InvalidInputError(f"no size to compare with {full}")
+    rows = [
+        SizeRow(encoder, _bytes(size_pairs[0][0]), row)
+        for encoder, size_pairs in pairs.items()
+        for row in compare_pairs(size_pairs, n_resamples, seed)
+        if not row.task.startswith("Avg. (")
+    ]
+    for size_row, adjusted in zip(rows, holm([r.row.p_value for r in rows])):
+        size_row.row.p_holm = adjusted
+    return SizeComparison(full, rows)
+
+
+def _bytes(result: object) -> float | None:
+    stats = getattr(result, "embedding_stats", None) or {}
+    return stats.get("bytes_per_vector")
+
+
+def render_sizes(comparison: SizeComparison) -> str:
+    from tabulate import tabulate
+
+    table = [
+        [
+            md_cell(r.encoder),
+            "" if r.bytes_per_vector is None else f"{r.bytes_per_vector:g}",
+            md_cell(r.row.task),
+            f"{r.row.score_a:.2f}",
+            f"{r.row.score_b:.2f}",
+            f"{r.row.difference:+.2f}",
+            f"[{r.row.low:+.2f}, {r.row.high:+.2f}]",
+            f"{r.row.p_holm:.3f}" if r.row.p_holm is not None and r.row.p_holm >= 0.001 else f"{r.row.p_holm:.1e}",
+            "below" if r.below else "",
+        ]
+        for r in comparison.rows
+    ]
+    legend = (
+        f"full = {one_line(comparison.full)}. Each size against the full vector on the same items: the "
+        "difference with its 95% paired-bootstrap CI and the paired permutation p, Holm-adjusted across "
+        f"every row above; below: significantly below the full vector (negative, p (Holm) < {SIZE_ALPHA})."
+    )
+    return (
+        tabulate(
+            table,
+            headers=["size", "bytes", "task", "size score", "full", "difference", "95% CI", "p (Holm)", ""],
             tablefmt="github",
             disable_numparse=True,
         )

@@ -12,7 +12,8 @@ per leaderboard section:
   is significantly better than B (the leaderboard's paired tests, p < 0.05, no multiplicity
   correction), over the results that keep per-item outputs;
 
-then each base encoder's protocol spread (``reporting.protocol_spread``), the analysis figures of
+then each encoder's sizes, quality against bytes per vector (``reporting.size_curve``), each base
+encoder's protocol spread (``reporting.protocol_spread``), the analysis figures of
 ``benchharness analyze`` (when its folder is given) and, per encoder,
 its provenance: identity, model and revision, recipe, versions, protocol variants and date, and for
 an encoder with prompts, its prompts by task and the text each task's roles got in front of their
@@ -36,6 +37,7 @@ from benchharness.core.provenance import now
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.version import __version__
 from benchharness.reporting.leaderboard import ALPHA, Board, Table, build, prompt_text, prompts_of
+from benchharness.reporting.size_curve import size_families, size_figure
 from benchharness.reporting.table_formats import html_prompt_notes, html_table
 
 if TYPE_CHECKING:
@@ -346,6 +348,16 @@ def render(board: Board, store: ResultStore, analysis_dir: Path | None = None) -
     groups = sorted({line.group for t in board.tables for line in t.lines})
     checks = "".join(f'<label><input type="checkbox" class="group" value="{g}" checked> {g}</label> ' for g in groups)
     results = [r for r in store if any(r.encoder == line.encoder for t in board.tables for line in t.lines)]
+    sizes = size_figure(size_families(results))
+    size_section = (
+        "<h2>Quality against size</h2>"
+        f"<figure>{_svg(sizes)}</figure>"
+        '<p class="note">Each encoder\'s truncated and quantized variants, with the encoder itself as the full '
+        "vector: the score and its 95% interval against the bytes one vector takes (log scale). Whether a size is "
+        "below the full vector: <code>benchharness compare</code> with its value list.</p>"
+        if sizes is not None
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>benchharness report</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{_STYLE}</style></head>
@@ -358,6 +370,7 @@ bootstrap interval. Click a column to sort.</p>
 <div class="controls">Filter encoders: <input id="filter" type="search" placeholder="name contains...">
 {checks}</div>
 {"".join(sections)}
+{size_section}
 <h2>Why papers disagree: the protocol spread</h2>
 {protocol_tables(board, store)}
 <h2>Analysis</h2>

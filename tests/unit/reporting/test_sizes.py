@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import benchharness
-from benchharness.reporting.sizes import ALPHA, SizeComparison
+from benchharness.reporting.compare import SIZE_ALPHA, SizeComparison
 from benchharness.scoring.confidence import paired
 from tests.helpers import cli, needs_data
 
@@ -39,7 +39,7 @@ def test_each_size_is_tested_against_the_full_vector_and_marked_when_significant
     assert two.row.difference == pytest.approx(a.main_score - b.main_score, abs=1e-9)
     assert two.row.p_value == rep.comparison().p_value
     assert [r.row.p_holm for r in table.rows] == holm_by_hand([r.row.p_value for r in table.rows])
-    assert two.below and two.row.p_holm < ALPHA  # two dimensions of fifty lose, and the test says so
+    assert two.below and two.row.p_holm < SIZE_ALPHA  # two dimensions of fifty lose, and the test says so
     assert fifty.row.difference == 0 and not fifty.below  # all fifty are the full vector
     assert "below" in str(table)
 
