@@ -36,6 +36,7 @@ def main() -> None:
         )
     figure = size_figure(size_families(results.results))
     out = (results_folder() if SMOKE else ROOT / "docs") / "size-curve.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=150, bbox_inches="tight", metadata={"Software": None})
     table = benchharness.compare(results, results, encoder_a=f"minilm-l3+truncate(d={dims})", encoder_b="minilm-l3")
     report("size_curve", [header(), f"figure: {out.name}", "", str(table)])
