@@ -152,16 +152,3 @@ class Quantize(PostProcessor):
         if self.precision in ("binary", "ubinary"):
             return float(-(-dims // 8))
         return float(dims if self.precision in ("int8", "uint8") else 4 * dims)
-
-
-def quantize(
-    base: Encoder,
-    name: str,
-    precision: str,
-    calibration: str = TASK,
-    similarity: str = "cosine",
-    data_dir: str | Path | None = None,
-) -> Quantize:
-    """Embedding quantization (sentence-transformers' quantize_embeddings): precision=int8|uint8|
-    binary|ubinary|float32, calibration=task|<corpus> (int8/uint8), similarity=cosine|hamming (binary)."""
-    return Quantize(base, name, precision, calibration=calibration, similarity=similarity, data_dir=data_dir)

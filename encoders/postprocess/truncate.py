@@ -44,8 +44,3 @@ class Truncate(PostProcessor):
                 f"{self.name}: d={self.d} exceeds the {vectors.shape[1]} dimensions of {self.base.name!r}"
             )
         return vectors[:, : self.d]
-
-
-def truncate(base: Encoder, name: str, d: int) -> Truncate:
-    """Matryoshka truncation: the first d dimensions (sentence-transformers' truncate_dim)."""
-    return Truncate(base, name, d=d)
