@@ -406,31 +406,25 @@ def test_an_oversized_corpus_line_fails_in_one_line_through_the_cli(tmp_path):
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
 
 
-IDENTITY_OF_A_LOAD = """
-import sys, torch
-from sentence_transformers import SentenceTransformer
-from benchharness.evaluation.models import as_encoder
-torch.manual_seed(int(sys.argv[1]))  # the checkpoint has no pooler: transformers draws one at random
-model = SentenceTransformer(sys.argv[2], device="cpu")
-print(as_encoder(model).identity)
-"""
-
-
-def test_one_checkpoint_loaded_in_two_processes_has_one_identity(tmp_path):
+def test_one_checkpoint_loaded_twice_with_different_random_states_has_one_identity():
     """paraphrase-MiniLM-L3-v2 ships no pooler, so each load draws one at random; its hash made two
     identities of one model (every run recomputed, the cache grew a folder). The pooler reaches no
-    output of a SentenceTransformer, and is no longer hashed."""
-    import subprocess
-    import sys
+    output of a SentenceTransformer, and is no longer hashed. Two loads under two seeds stand for
+    two processes: the pools they draw differ, the identities must not."""
+    import torch
+    from sentence_transformers import SentenceTransformer
 
+    from benchharness.evaluation.models import as_encoder
     from tests.helpers import MINILM_L3
 
-    identities = {
-        subprocess.run(
-            [sys.executable, "-c", IDENTITY_OF_A_LOAD, seed, MINILM_L3], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        for seed in ("1", "2")
-    }
+    loads = []
+    with torch.random.fork_rng():  # the seeds below stay inside this test
+        for seed in (1, 2):
+            torch.manual_seed(seed)  # the checkpoint has no pooler: transformers draws one at random
+            loads.append(SentenceTransformer(MINILM_L3, device="cpu"))
+    pools = [model[0].auto_model.pooler.dense.weight for model in loads]
+    assert not torch.equal(*pools), "both loads drew the same pooler: the test shows nothing"
+    identities = {as_encoder(model).identity for model in loads}
     assert len(identities) == 1 and all(identities)
 
 

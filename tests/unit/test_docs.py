@@ -123,6 +123,21 @@ def test_skip_markers_are_few_give_a_reason_and_stand_before_a_python_example():
     assert len(marked) <= MAX_SKIPPED, f"{len(marked)} examples are marked as not run (at most {MAX_SKIPPED}): {marked}"
 
 
+#: the skip reason of an example repeated from another page, where it runs
+SAME_CODE = re.compile(r"^\(the same code runs in (?P<page>\S+)\)$")
+
+
+def test_an_example_skipped_as_repeated_is_the_code_of_an_example_that_runs():
+    """An example shown on two pages runs once: the copy marked "the same code runs in <page>" must
+    be, character for character, a block of that page which is not skipped."""
+    repeated = [b for p in documents() for b in python_blocks(p) if b.skip and SAME_CODE.match(b.skip)]
+    for block in repeated:
+        page = ROOT / SAME_CODE.match(block.skip or "")["page"]  # type: ignore[index]
+        assert page in documents(), f"{rel(block.path)}:{block.line}: {page.name} is not a tested page"
+        running = [b.code for b in python_blocks(page) if b.skip is None]
+        assert block.code in running, f"{rel(block.path)}:{block.line}: no example of {rel(page)} is this code"
+
+
 @pytest.mark.parametrize(
     "block", [b for p in documents() for b in python_blocks(p)], ids=lambda b: f"{rel(b.path)}:{b.line}"
 )

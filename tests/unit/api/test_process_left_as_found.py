@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.helpers import HF_CACHE, MINILM_L3, ROOT, needs_data
+from tests.helpers import DATA, HF_CACHE, MINILM_L3, ROOT, needs_data
 
 #: what the checks compare before and after each library call. The third-party libraries a call
 #: loads are imported first: some set variables of their own at import (sklearn the KMP_* of
@@ -48,22 +48,14 @@ def offline_checkout() -> None:
         pytest.skip(f"{MINILM_L3} is not in the shared hub cache {HF_CACHE}")
 
 
-@needs_data("senteval/STS/STSBenchmark/sts-dev.csv", "glove")
-def test_evaluate_leaves_environment_threads_and_onednn_as_found(tmp_path, offline_checkout):
-    got = run_in_checkout(f"""
-import benchharness
+EVALUATE = """
 torch.set_num_threads(1)  # a user's choice, which the call must keep
 before = snapshot()
-results = benchharness.evaluate("glove-50d", "STSBenchmark-dev", results_dir={str(tmp_path / "results")!r},
-                                cache_dir={str(tmp_path / "cache")!r})
-print(json.dumps({{"before": before, "after": snapshot(), "tasks": [r.task for r in results]}}))
-""")
-    assert got["tasks"] == ["STSBenchmark-dev"]
-    assert got["after"] == got["before"]
+results = benchharness.evaluate("glove-50d", "STSBenchmark-dev", results_dir={results!r}, cache_dir={cache!r})
+got["evaluate"] = {{"before": before, "after": snapshot(), "tasks": [r.task for r in results]}}
+"""
 
-
-def test_a_hub_encoder_loads_offline_from_the_configured_cache_and_leaves_the_process_as_found(offline_checkout):
-    got = run_in_checkout(f"""
+HUB = f"""
 from benchharness.core.errors import MissingFileError
 from benchharness.core.settings import load_config
 from benchharness.encoders import hub
@@ -77,9 +69,32 @@ try:
     missing = "downloaded?"
 except MissingFileError as exc:
     missing = str(exc)
-print(json.dumps({{"before": before, "after": snapshot(), "shape": list(vectors.shape),
-                   "hf_shape": list(via_hf.shape), "cache": str(load_config().hub().cache), "missing": missing}}))
-""")
+got["hub"] = {{"before": before, "after": snapshot(), "shape": list(vectors.shape), "hf_shape": list(via_hf.shape),
+              "cache": str(load_config().hub().cache), "missing": missing}}
+"""
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory, offline_checkout) -> dict:
+    """Both checks below in one fresh interpreter (its imports take about 10 s), each library call
+    between its own two snapshots: ``evaluate`` of GloVe on STS-B dev (where the data is), then a
+    hub encoder loaded through the resolver."""
+    folder = tmp_path_factory.mktemp("left-as-found")
+    evaluate = ""
+    if all((DATA / rel).exists() for rel in ("senteval/STS/STSBenchmark/sts-dev.csv", "glove")):
+        evaluate = EVALUATE.format(results=str(folder / "results"), cache=str(folder / "cache"))
+    return run_in_checkout("import benchharness\ngot = {}\n" + evaluate + HUB + "print(json.dumps(got))\n")
+
+
+@needs_data("senteval/STS/STSBenchmark/sts-dev.csv", "glove")
+def test_evaluate_leaves_environment_threads_and_onednn_as_found(calls):
+    got = calls["evaluate"]
+    assert got["tasks"] == ["STSBenchmark-dev"]
+    assert got["after"] == got["before"]
+
+
+def test_a_hub_encoder_loads_offline_from_the_configured_cache_and_leaves_the_process_as_found(calls):
+    got = calls["hub"]
     assert got["shape"] == [2, 384] and got["hf_shape"] == [1, 384]
     assert got["cache"] == str(HF_CACHE.resolve())  # benchharness.toml's hf_hub_cache, not ~/.cache
     assert "offline mode is on" in got["missing"]  # refused at once: no download was tried

@@ -80,5 +80,6 @@ def test_freed_large_blocks_are_reused_without_new_page_faults():
 
     assert faults("default") > 8000
     # the heap cannot always grow in place (address-space layout differs per process), and glibc then
-    # serves the block by mmap anyway: seen in 1 of 3 children on this 2-core VM, so the best of five
-    assert min(faults("keep") for _ in range(5)) < 1000
+    # serves the block by mmap anyway: seen in 1 of 3 children on this 2-core VM, so up to five
+    # children, stopping at the first that reuses the block
+    assert any(faults("keep") < 1000 for _ in range(5))
