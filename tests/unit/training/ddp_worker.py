@@ -1,9 +1,11 @@
 """The processes of the data-parallel tests (``test_data_parallel.py``), started by torchrun:
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 ddp_worker.py <scenario> <model> <out>
+    python -m torch.distributed.run --standalone --nproc-per-node 2 ddp_worker.py <scenario> <model> <out> [...]
 
-``gradients``: the first step's gradients of every case of :data:`CASES` (after DDP's all-reduce),
-saved by rank 0 as ``<out>/<case>.pt``. ``train``: the shared loop on a tiny SimCSE (dropout on), uninterrupted
+Each ``<scenario> <model> <out>`` runs in turn in the same processes (one launch: each start
+imports torch and transformers in every process). ``gradients``: the first step's gradients of
+every case of :data:`CASES` (after DDP's all-reduce), saved by rank 0 as ``<out>/<case>.pt``.
+``train``: the shared loop on a tiny SimCSE (dropout on), uninterrupted
 (``<out>/straight``) and halted after step 5 then resumed (``<out>/resumed``), each stopped early
 at step 6; each rank saves its step count and final parameters as ``<out>/<run>-rank<r>.pt``, and
 the ranks that ran the dev evaluation leave ``<out>/<run>-dev-rank<r>``.
@@ -154,5 +156,7 @@ def train(model: Path, out: Path) -> None:
 
 if __name__ == "__main__":
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
-    scenario, model_folder, out_folder = sys.argv[1:4]
-    {"gradients": gradients, "train": train}[scenario](Path(model_folder), Path(out_folder))
+    args = sys.argv[1:]
+    for at in range(0, len(args), 3):
+        scenario, model_folder, out_folder = args[at : at + 3]
+        {"gradients": gradients, "train": train}[scenario](Path(model_folder), Path(out_folder))

@@ -56,20 +56,10 @@ def launch(command: list[str], timeout: float = TIMEOUT) -> subprocess.Completed
     return result
 
 
-def torchrun(scenario: str, model: Path, out: Path) -> None:
-    launch(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc-per-node=2",
-            str(WORKER),
-            scenario,
-            str(model),
-            str(out),
-        ]
-    )
+def torchrun(*runs: tuple[str, Path, Path]) -> None:
+    """One torchrun launch of two processes that run each (scenario, model, out) in turn."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(WORKER)]
+    launch(command + [str(word) for run in runs for word in run])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,12 +152,26 @@ def no_dropout_bert(tmp_path_factory) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("bert-no-dropout"), dropout=0.0)
 
 
+#: PaSeR's cases of the gradient check read NLTK's stopwords
+STOPWORDS = "nltk_data/corpora/stopwords/english"
+
+
 @pytest.fixture(scope="module")
-def ddp_gradients(no_dropout_bert, tmp_path_factory) -> Path:
+def ddp_runs(no_dropout_bert, tiny_bert, tmp_path_factory) -> dict[str, Path]:
+    """Both scenarios of ``ddp_worker`` in one torchrun launch, each in its own folder: the gradient
+    check where the stopwords are, and the loop."""
+    runs = {}
+    if (DATA / STOPWORDS).exists():
+        runs["gradients"] = (no_dropout_bert, tmp_path_factory.mktemp("ddp-gradients"))
+    runs["train"] = (tiny_bert, tmp_path_factory.mktemp("ddp-train"))
+    torchrun(*((scenario, model, out) for scenario, (model, out) in runs.items()))
+    return {scenario: out for scenario, (_, out) in runs.items()}
+
+
+@pytest.fixture(scope="module")
+def ddp_gradients(ddp_runs) -> Path:
     """Rank 0's gradients after DDP's all-reduce, one file per case of ``ddp_worker.CASES``."""
-    out = tmp_path_factory.mktemp("ddp-gradients")
-    torchrun("gradients", no_dropout_bert, out)
-    return out
+    return ddp_runs["gradients"]
 
 
 def one_process_gradients(case: str, model: Path) -> dict[str, torch.Tensor | None]:
@@ -189,7 +193,7 @@ def largest_difference(got: dict, want: dict) -> tuple[float, float]:
     return max(float((g - w).abs().max()) for g, w in pairs), max(float(w.abs().max()) for _, w in pairs)
 
 
-@needs_data("nltk_data/corpora/stopwords/english")
+@needs_data(STOPWORDS)
 @pytest.mark.distributed
 @pytest.mark.parametrize("case", ddp_worker.CASES)
 def test_first_step_gradients_equal_one_process_on_the_global_batch(case, ddp_gradients, no_dropout_bert):
@@ -207,7 +211,7 @@ def test_first_step_gradients_equal_one_process_on_the_global_batch(case, ddp_gr
         assert got["encoder.pooler.dense.weight"] is None
 
 
-@needs_data("nltk_data/corpora/stopwords/english")  # the launch computes PaSeR's gradients too
+@needs_data(STOPWORDS)  # the launch computes PaSeR's gradients too
 @pytest.mark.distributed
 def test_the_detached_gather_gives_simcses_own_gradients(ddp_gradients, no_dropout_bert):
     """``--negatives gather-detached`` is SimCSE's official gather: each process scores the full batch
@@ -227,11 +231,9 @@ def test_the_detached_gather_gives_simcses_own_gradients(ddp_gradients, no_dropo
 
 
 @pytest.fixture(scope="module")
-def trained(tiny_bert, tmp_path_factory) -> Path:
+def trained(ddp_runs) -> Path:
     """``ddp_worker.train``: a SimCSE run with dropout on, straight and halted-then-resumed."""
-    out = tmp_path_factory.mktemp("ddp-train")
-    torchrun("train", tiny_bert, out)
-    return out
+    return ddp_runs["train"]
 
 
 def _saved(out: Path, run: str, rank: int) -> dict:
