@@ -103,9 +103,11 @@ def data_root(args: argparse.Namespace) -> DataRoot:
 
 def resolver(args: argparse.Namespace, data: DataRoot, train_missing: bool = True) -> Resolver:
     """The resolver of encoder names with the flags' defaults, the embedding cache wrapped around
-    every encoder it builds unless ``--no-cache``."""
-    from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+    every encoder it builds that the cache keeps (``run_resolver.caching``: not the stages whose
+    rows are recomputed, such as a task-calibrated ``+quantize``) unless ``--no-cache``."""
+    from benchharness.evaluation.cache import EmbeddingCache
     from benchharness.evaluation.resolver import Resolver
+    from benchharness.evaluation.run_resolver import caching
     from benchharness.evaluation.run_settings import RunSettings
 
     folder = Path(args.cache_dir) if args.cache_dir else args.configuration.cache_dir
@@ -117,4 +119,4 @@ def resolver(args: argparse.Namespace, data: DataRoot, train_missing: bool = Tru
         train=train_missing,
         config=args.configuration,
     )
-    return Resolver(wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)), settings=settings)
+    return Resolver(wrap=None if cache is None else caching(cache), settings=settings)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -201,6 +202,14 @@ def _save(fig, path: str | Path) -> Path:
             metadata={"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt],
         )
     return path
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Write ``fig`` as ``_save`` does, then close it (pyplot keeps every open figure alive)."""
+    try:
+        return _save(fig, path)
+    finally:
+        pyplot_agg().close(fig)
 
 
 def plot_cosine_levels(

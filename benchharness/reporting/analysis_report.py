@@ -7,7 +7,10 @@ random sentence pairs; the variance share of the top 1 and 10 principal componen
 written to ``<out>/<encoder>.json``, and the figures, every encoder in each, to
 ``<out>/alignment-uniformity.<fmt>`` (one point per encoder, as SimCSE's Fig. 2) and
 ``<out>/cosine-levels.<fmt>`` (the cosine densities per gold level, a column per encoder), as PNG,
-SVG and PDF. Nothing is written outside ``out``.
+SVG and PDF. When some of the encoders are sizes of another (``minilm-l6+truncate(d=64|128)`` beside
+``minilm-l6``: truncated or quantized variants), ``<out>/size-curve.<fmt>`` draws each one's STS-B
+test Spearman correlation, with its 95% bootstrap interval, against the bytes one vector takes.
+Nothing is written outside ``out``.
 
 The encoder comes from the resolver, wrapped by the embedding cache, like ``run``, so a second
 analysis of the same encoder encodes nothing. The pairs are those of the ``STSBenchmark`` task
@@ -25,11 +28,17 @@ from benchharness.core.atomic import write_json
 from benchharness.core.encoder import Encoder
 from benchharness.core.provenance import now, versions
 from benchharness.core.results import slug
+from benchharness.evaluation.run_settings import DEFAULT_SEED
 from benchharness.reporting import analysis
+from benchharness.reporting.size_curve import SizePoint, group_sizes, size_figure
+from benchharness.scoring.confidence import RESAMPLES
 from benchharness.scoring.metrics import paired_cosine
+from benchharness.scoring.stats import bootstrap_spearman
+from benchharness.scoring.stats.bootstrap import DEFAULT_LEVEL, derive_seed
 
 RANDOM_PAIRS = 100_000
 SEED = 0
+TASK = "STSBenchmark"
 
 
 def analyze(
@@ -45,15 +54,25 @@ def analyze(
     positives = analysis.positive_pairs(gold)
     levels = analysis.cosine_by_gold_level(cosine, gold)
     k_top = min(10, *vectors.shape)
+    # seeded as a run with the default seed seeds the task's interval: both give the same interval
+    spearman = bootstrap_spearman(cosine, gold, n_resamples=RESAMPLES, seed=derive_seed(DEFAULT_SEED, TASK))
+    interval = spearman.interval(DEFAULT_LEVEL)
     report = {
         "encoder": name,
         "data": {
-            "task": "STSBenchmark",
+            "task": TASK,
             "pairs": len(gold),
             "sentences": len(sentences),
             "positive_pairs": len(positives),
             "positive_threshold": analysis.SIMCSE_POSITIVE_THRESHOLD,
         },
+        "spearman": {
+            "score": spearman.estimate,
+            "ci": [round(interval.low, 4), round(interval.high, 4)],
+            "level": DEFAULT_LEVEL,
+            "resamples": RESAMPLES,
+        },
+        "size": {"dimensions": int(vectors.shape[1]), "bytes_per_vector": encoder.bytes_per_vector(vectors.shape[1])},
         "alignment": analysis.alignment(a[positives], b[positives]),
         "uniformity": analysis.uniformity(vectors),
         "cosine_by_gold_level": [lv.as_dict() for lv in levels],
@@ -77,7 +96,8 @@ def write(
     out: Path,
     formats: tuple[str, ...] = analysis.FIGURE_FORMATS,
 ) -> list[Path]:
-    """Each report as ``<out>/<encoder>.json``, and the two figures of all encoders in each format."""
+    """Each report as ``<out>/<encoder>.json``, and the two figures of all encoders in each format
+    (three where some encoders are sizes of another: the size curve)."""
     written = []
     for report, _ in reports:
         path = out / f"{slug(report['encoder'])}.json"
@@ -85,7 +105,20 @@ def write(
         written.append(path)
     points = {r["encoder"]: (r["alignment"], r["uniformity"]) for r, _ in reports}
     cosines = {r["encoder"]: cosine for r, cosine in reports}
+    sizes = group_sizes(
+        SizePoint(
+            r["encoder"],
+            f"{TASK} (test)",
+            "spearman",
+            r["spearman"]["score"],
+            (r["spearman"]["ci"][0], r["spearman"]["ci"][1]),
+            r["size"]["bytes_per_vector"],
+        )
+        for r, _ in reports
+    )
     for fmt in formats:
+        if sizes:
+            written.append(analysis.save_figure(size_figure(sizes), out / f"size-curve.{fmt}"))
         written.append(analysis.plot_alignment_uniformity(points, out / f"alignment-uniformity.{fmt}"))
         written.append(
             analysis.plot_cosine_levels(

@@ -282,7 +282,7 @@ def _analysis(folder: Path | None) -> str:
             "then <code>benchharness report --analysis DIR</code>.</p>"
         )
     shown = []
-    for name in ("alignment-uniformity.svg", "cosine-levels.svg"):
+    for name in ("alignment-uniformity.svg", "cosine-levels.svg", "size-curve.svg"):
         if (folder / name).is_file():
             # a file from elsewhere is an image, never markup of the page: scripts in an <img> never run
             data = base64.b64encode((folder / name).read_bytes()).decode("ascii")

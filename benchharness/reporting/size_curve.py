@@ -1,15 +1,17 @@
 """Quality against size: each encoder's truncated and quantized variants as one curve a task, the
 score (with its 95% interval) against the bytes one vector takes, on a log axis.
 
-An encoder's sizes are the results whose names add ``+truncate`` or ``+quantize`` stages to it
+An encoder's sizes are the encoders whose names add ``+truncate`` or ``+quantize`` stages to it
 (``minilm-l6+truncate(d=64)+quantize(precision=binary)`` is a size of ``minilm-l6``), with the
-encoder itself as the full vector; the bytes come from each result's ``embedding_stats``. Nothing
-is encoded: the curve is drawn from stored results.
+encoder itself as the full vector. The points come from stored results (``size_families``: the
+bytes from each result's ``embedding_stats``; nothing is encoded) or from any other scores of the
+same shape (``group_sizes``: ``benchharness analyze`` draws its STS-B test correlations).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from benchharness.core.results import Result
@@ -17,6 +19,34 @@ from benchharness.core.specs import split_composition
 
 #: the stages that make a vector smaller
 SIZE_STAGES = ("truncate", "quantize")
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    """One encoder's score on one task and the bytes one of its vectors takes: a point of a curve."""
+
+    encoder: str
+    task: str
+    metric: str
+    score: float
+    interval: tuple[float, float] | None
+    bytes_per_vector: float
+
+    @classmethod
+    def of(cls, result: Result) -> SizePoint | None:
+        """The point of a stored result; None when it records no size."""
+        size = (result.embedding_stats or {}).get("bytes_per_vector")
+        if size is None or result.main_score is None:
+            return None
+        main = (result.confidence or {}).get("main")
+        return cls(
+            result.encoder,
+            result.task,
+            result.main_metric,
+            result.main_score,
+            (main[0], main[1]) if main else None,
+            float(size),
+        )
 
 
 def base_of(encoder: str) -> str | None:
@@ -31,25 +61,30 @@ def base_of(encoder: str) -> str | None:
     return None
 
 
-def _bytes(result: Result) -> float | None:
-    return (result.embedding_stats or {}).get("bytes_per_vector")
-
-
-def size_families(results: Iterable[Result]) -> dict[str, dict[str, list[Result]]]:
-    """By base encoder, then task: its results at two or more sizes (the base's own result, the
-    full vector, among them when stored), smallest first; results that record no size are left out."""
-    listed = [r for r in results if _bytes(r) is not None]
-    bases = {base for r in listed if (base := base_of(r.encoder)) is not None}
-    families: dict[str, dict[str, list[Result]]] = {}
+def group_sizes(points: Iterable[SizePoint]) -> dict[str, dict[str, list[SizePoint]]]:
+    """By base encoder, then task: its points at two or more sizes (the base's own, the full
+    vector, among them when given), smallest first."""
+    listed = list(points)
+    bases = {base for p in listed if (base := base_of(p.encoder)) is not None}
+    families: dict[str, dict[str, list[SizePoint]]] = {}
     for base in sorted(bases):
-        for r in listed:
-            if r.encoder == base or base_of(r.encoder) == base:
-                families.setdefault(base, {}).setdefault(r.task, []).append(r)
-    for base, by_task in families.items():
-        families[base] = {
-            task: sorted(rs, key=lambda r: (_bytes(r), r.encoder)) for task, rs in by_task.items() if len(rs) > 1
+        by_task: dict[str, list[SizePoint]] = {}
+        for p in listed:
+            if p.encoder == base or base_of(p.encoder) == base:
+                by_task.setdefault(p.task, []).append(p)
+        kept = {
+            task: sorted(ps, key=lambda p: (p.bytes_per_vector, p.encoder))
+            for task, ps in by_task.items()
+            if len(ps) > 1
         }
-    return {base: by_task for base, by_task in families.items() if by_task}
+        if kept:
+            families[base] = kept
+    return families
+
+
+def size_families(results: Iterable[Result]) -> dict[str, dict[str, list[SizePoint]]]:
+    """``group_sizes`` of stored results; results that record no size are left out."""
+    return group_sizes(p for r in results if (p := SizePoint.of(r)) is not None)
 
 
 def precision_of(encoder: str) -> str:
@@ -63,7 +98,7 @@ def precision_of(encoder: str) -> str:
     return "float32"
 
 
-def size_figure(families: dict[str, dict[str, list[Result]]]) -> Any:
+def size_figure(families: dict[str, dict[str, list[SizePoint]]]) -> Any:
     """One panel a task; in each, one line a base encoder and precision (float32 for truncation
     alone and the full vector): score with its 95% interval against bytes per vector (log scale),
     each point labelled with its truncation. None without families."""
@@ -77,23 +112,27 @@ def size_figure(families: dict[str, dict[str, list[Result]]]) -> Any:
     for ax, task in zip(axes[0], tasks):
         metric = "score"
         for base, by_task in families.items():
-            lines: dict[str, list[Result]] = {}
-            for r in by_task.get(task, []):
-                lines.setdefault(precision_of(r.encoder), []).append(r)
+            lines: dict[str, list[SizePoint]] = {}
+            for p in by_task.get(task, []):
+                lines.setdefault(precision_of(p.encoder), []).append(p)
             for precision, points in lines.items():
-                metric = points[0].main_metric
-                xs = [_bytes(r) for r in points]
-                ys = [r.main_score for r in points]
-                main = [(r.confidence or {}).get("main") for r in points]
+                metric = points[0].metric
+                xs = [p.bytes_per_vector for p in points]
+                ys = [p.score for p in points]
+                main = [p.interval for p in points]
                 errors = [
                     [max(0.0, y - m[0]) if m else 0.0 for y, m in zip(ys, main)],
                     [max(0.0, m[1] - y) if m else 0.0 for y, m in zip(ys, main)],
                 ]
                 label = f"{base} {precision}".replace("$", r"\$")
                 ax.errorbar(xs, ys, yerr=errors, marker="o", markersize=3, capsize=2, linewidth=1, label=label)
-                for x, y, r in zip(xs, ys, points):
+                for x, y, point in zip(xs, ys, points):
                     d = next(
-                        (p[len("truncate(") : -1] for p in split_composition(r.encoder) if p.startswith("truncate(")),
+                        (
+                            p[len("truncate(") : -1]
+                            for p in split_composition(point.encoder)
+                            if p.startswith("truncate(")
+                        ),
                         "",
                     )
                     ax.annotate(d or "full", (x, y), fontsize=5, xytext=(2, -7), textcoords="offset points")

@@ -44,7 +44,7 @@ def test_the_sizes_of_an_encoder_are_one_family_drawn_a_line_a_precision(stored,
     families = size_families(stored)
     assert list(families) == ["hashed:16"]  # hashed:8 has no size, and is left out
     points = families["hashed:16"][TASK]
-    assert [(r.encoder, r.embedding_stats["bytes_per_vector"]) for r in points] == [
+    assert [(p.encoder, p.bytes_per_vector) for p in points] == [
         ("hashed:16+truncate(d=4)+quantize(precision=binary)", 1),
         ("hashed:16+truncate(d=8)+quantize(precision=binary)", 1),
         ("hashed:16+truncate(d=4)+quantize(precision=int8)", 4),
@@ -54,10 +54,10 @@ def test_the_sizes_of_an_encoder_are_one_family_drawn_a_line_a_precision(stored,
     ]
     (ax,) = size_figure(families).axes
     lines = {bars.get_label(): list(zip(*bars.lines[0].get_data())) for bars in ax.containers}
-    by_name = {r.encoder: r for r in points}
+    by_name = {p.encoder: p for p in points}
     assert lines["hashed:16 float32"] == [
-        (32, by_name["hashed:16+truncate(d=8)"].main_score),
-        (64, by_name["hashed:16"].main_score),
+        (32, by_name["hashed:16+truncate(d=8)"].score),
+        (64, by_name["hashed:16"].score),
     ]
     assert set(lines) == {"hashed:16 float32", "hashed:16 int8", "hashed:16 binary"}
     page = write_report(stored, tmp_path / "report", None).read_text()
