@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -48,25 +49,32 @@ def vocabulary(data: Path, size: int = 20000) -> list[str]:
     return words
 
 
-def write_qqp(folder: Path, rows: int, dup_every: int, words: list[str]) -> None:
+def synthetic_pairs(rows: int, dup_every: int, words: list[str]) -> Iterator[tuple[str, str, int]]:
+    """(question1, question2, is_duplicate) rows: every question2 distinct, of 8 to 15 words; one row
+    in ``dup_every`` a duplicate whose question1 is half its question2's words, shuffled, plus three
+    random words (not always found first); the others an unrelated question1."""
     rng = np.random.default_rng(0)
     lengths = rng.integers(8, 16, size=rows)
     picks = rng.integers(0, len(words), size=int(lengths.sum()))
+    at = 0
+    for i in range(rows):
+        q2 = [words[j] for j in picks[at : at + lengths[i]]]
+        at += lengths[i]
+        q2[0] = f"{q2[0]}{i}"  # every question2 distinct
+        if i % dup_every == 0:
+            q1 = [q2[j] for j in rng.permutation(len(q2))[: len(q2) // 2]]
+            q1 += [words[j] for j in rng.integers(0, len(words), size=3)]
+            yield " ".join(q1) + "?", " ".join(q2) + "?", 1
+        else:
+            yield f"{words[(i * 7) % len(words)]} unrelated {i}?", " ".join(q2) + "?", 0
+
+
+def write_qqp(folder: Path, rows: int, dup_every: int, words: list[str]) -> None:
     (folder / "qqp").mkdir(parents=True)
     with open(folder / "qqp" / "quora_duplicate_questions.tsv", "w", encoding="utf8") as fh:
         fh.write("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n")
-        at = 0
-        for i in range(rows):
-            q2 = [words[j] for j in picks[at : at + lengths[i]]]
-            at += lengths[i]
-            q2[0] = f"{q2[0]}{i}"  # every question2 distinct
-            if i % dup_every == 0:  # half its words, shuffled, and three others: not always found first
-                q1 = [q2[j] for j in rng.permutation(len(q2))[: len(q2) // 2]]
-                q1 += [words[j] for j in rng.integers(0, len(words), size=3)]
-                dup = 1
-            else:
-                q1, dup = [words[(i * 7) % len(words)], "unrelated", str(i)], 0
-            fh.write(f"{i}\t{2 * i}\t{2 * i + 1}\t{' '.join(q1)}?\t{' '.join(q2)}?\t{dup}\n")
+        for i, (q1, q2, dup) in enumerate(synthetic_pairs(rows, dup_every, words)):
+            fh.write(f"{i}\t{2 * i}\t{2 * i + 1}\t{q1}\t{q2}\t{dup}\n")
 
 
 def run(data: Path, work: Path, label: str, memory_mib: float | None) -> dict:

@@ -28,6 +28,8 @@ lists, never the corpus or a query x corpus score matrix. Ties follow the shared
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +38,7 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
+from benchharness.scoring.quantized_search import SEARCHES, QuantizedCorpus
 from benchharness.scoring.ranking import average_precision, reciprocal_rank
 from benchharness.scoring.top_k import top_k
 from benchharness.tasks import boards
@@ -88,18 +91,29 @@ def normalise(x: np.ndarray) -> np.ndarray:
 
 
 class QQP(Task):
-    def __init__(self) -> None:
+    """PaSeR's QQP retrieval; ``search``/``rescore`` give the variants searched in a quantized index
+    (``scoring.quantized_search``), which vary the search only: off the board, out of the group."""
+
+    def __init__(self, search: str = "float32", rescore: int | None = None) -> None:
         super().__init__()
+        self.search, self.rescore = search, rescore
+        name = next((n for n, setting in VARIANTS.items() if setting == (search, rescore)), "QQP")
+        similarity = (
+            "cosine (L2-normalised inner product, faiss IndexFlatIP)"
+            if search == "float32"
+            else SEARCHES[search] + (f"; the best {MAP_K} x {rescore} rescored by the float query" if rescore else "")
+        )
         self.metadata = TaskMetadata(
-            name="QQP",
+            name=name,
             family="retrieval",
             description="Quora Question Pairs as retrieval: question1 queries against all question2 texts",
             split="all",
             main_score="map",
             protocol="paser-qqp-retrieval",
             reference="PaSeR (Wu et al.); Quora Question Pairs (Iyer et al. 2017)",
-            groups=("qqp",),
+            groups=("qqp",) if search == "float32" else (),
             board=boards.RANKING,
+            on_board=search == "float32",
             board_columns=(BoardColumn("QQP MAP", "map", "QQP_MAP"), BoardColumn("QQP MRR@10", "mrr@10", "QQP_MRR10")),
             protocol_details={
                 "corpus": "unique question2 texts (strip, exact match dedup)",
@@ -107,7 +121,7 @@ class QQP(Task):
                 "self_retrieval": "the corpus document with the query's own text is excluded and not relevant",
                 "map": f"MAP@{MAP_K}, sum of precisions divided by min({MAP_K}, relevant)",
                 "mrr": f"MRR@{MRR_K}",
-                "similarity": "cosine (L2-normalised inner product, faiss IndexFlatIP)",
+                "similarity": similarity,
                 "ties": "score desc, then corpus order",
             },
         )
@@ -131,10 +145,18 @@ class QQP(Task):
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the AP@100 (under both names it is reported as) and RR@10."""
-        blocks = (
-            normalise(embed(self.corpus[i : i + DOC_BLOCK], DOCUMENT)) for i in range(0, len(self.corpus), DOC_BLOCK)
-        )
-        _, ids = top_k(normalise(embed(self.queries, self.query_role)), blocks, MAP_K, exclude=self.own)
+
+        def blocks() -> Iterator[np.ndarray]:
+            return (embed(self.corpus[i : i + DOC_BLOCK], DOCUMENT) for i in range(0, len(self.corpus), DOC_BLOCK))
+
+        queries = embed(self.queries, self.query_role)
+        extra: Metrics = {}
+        if self.search == "float32":
+            _, ids = top_k(normalise(queries), map(normalise, blocks()), MAP_K, exclude=self.own)
+        else:
+            corpus = QuantizedCorpus.build(blocks, self.search)
+            _, ids = corpus.search(queries, MAP_K, rescore=self.rescore, exclude=self.own)
+            extra["index_bytes"] = corpus.nbytes
         ap, rr = [], []
         for top, rel in zip(ids, self.relevant):
             hits = np.isin(top, rel)
@@ -146,10 +168,20 @@ class QQP(Task):
             f"mrr@{MRR_K}": 100 * float(np.mean(rr)),
             "n_queries": len(self.queries),
             "n_corpus": len(self.corpus),
+            **extra,
         }
         ap_arr = np.asarray(ap, dtype=np.float64)
         items = {f"map@{MAP_K}": ap_arr, "map": ap_arr, f"mrr@{MRR_K}": np.asarray(rr, dtype=np.float64)}
         return Evaluation(metrics, items, "ranking")
 
 
-TASKS = TaskProvider(tasks={"QQP": QQP}, groups={"qqp": ["QQP"]}, order=30)
+#: the quantized-index variants: int8 codes, sign bits, and sign bits rescored x4 (the practice's setting)
+VARIANTS = {
+    f"QQP-{s}" + (f"-rescore{r}" if r else ""): (s, r) for s, r in (("int8", None), ("binary", None), ("binary", 4))
+}
+
+TASKS = TaskProvider(
+    tasks={"QQP": QQP, **{name: partial(QQP, s, r) for name, (s, r) in VARIANTS.items()}},
+    groups={"qqp": ["QQP"]},
+    order=30,
+)

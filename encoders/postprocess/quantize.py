@@ -37,33 +37,12 @@ from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import DEFAULT
 from benchharness.encoders.postprocess.fitting import FitCorpus, PostProcessor
+from benchharness.scoring.quantization import normalise, ranges_of, scalar_codes
 
 PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
 SIMILARITIES = ("cosine", "hamming")
 #: calibration on the vectors each task encodes (both sides together), as sentence-transformers does
 TASK = "task"
-
-
-def normalise(vectors: np.ndarray) -> np.ndarray:
-    """Rows divided by their L2 norm, floored at 1e-12 (``torch.nn.functional.normalize``)."""
-    x = np.asarray(vectors, dtype=np.float32)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), np.float32(1e-12))
-
-
-def ranges_of(vectors: np.ndarray) -> np.ndarray:
-    """Per-dimension (minimum, maximum) of a calibration set, shape (2, d)."""
-    if len(vectors) < 2:
-        raise InvalidInputError(f"int8/uint8 calibration needs at least 2 vectors, got {len(vectors)}")
-    return np.vstack((vectors.min(axis=0), vectors.max(axis=0))).astype(np.float32)
-
-
-def scalar_codes(vectors: np.ndarray, ranges: np.ndarray, precision: str) -> np.ndarray:
-    """int8 or uint8 codes of ``vectors`` in the buckets ``ranges`` defines, as float32."""
-    starts = ranges[0]
-    steps = (ranges[1] - starts) / np.float32(255)
-    steps = np.where(steps == 0, np.float32(1), steps)
-    codes = np.clip(np.floor((np.asarray(vectors, dtype=np.float32) - starts) / steps), 0, 255)
-    return (codes - 128 if precision == "int8" else codes).astype(np.float32)
 
 
 def binary_codes(vectors: np.ndarray, similarity: str) -> np.ndarray:

@@ -41,6 +41,8 @@ class Declaration:
     config: ClassifierConfig  # labels: SentEval's classifier config
     split: str | None = None  # retrieval: the qrels file read (qrels/<split>.tsv)
     instruction: str | None = None  # TaskMetadata.instruction: the query side of prompted models
+    search: str = "float32"  # retrieval: the precision the corpus is searched in (scoring.quantized_search)
+    rescore: int | None = None  # retrieval: rescore the best k x rescore by the float query
 
 
 # ------------------------------------------------------------------------------------------------

@@ -22,7 +22,9 @@ candidates in the document role, and score as BEIR and mteb do; per-item outputs
   each query's 100 nearest documents by cosine, searched exactly one corpus block at a time;
   nDCG@10 (main), MAP@100, MRR@10 and recall@100 by pytrec_eval's definitions with graded
   relevance (``benchharness.scoring.graded``). A document is title + " " + text (mteb's join);
-  queries without a relevant judgement are dropped, and counted in the protocol.
+  queries without a relevant judgement are dropped, and counted in the protocol. ``search = "int8"``
+  or ``"binary"`` searches a quantized index instead (``benchharness.scoring.quantized_search``),
+  ``rescore = m`` rescores its best 100 x m by the float query.
 - ``reranking``: JSON lines ``{"query": ..., "positive": [...], "negative": [...]}`` (mteb's
   reranking format; ``query``/``positive``/``negative`` rename the keys); each line's candidates
   ranked by cosine; MAP (main) and MRR@10 as mteb's ``RerankingEvaluator``.
@@ -89,6 +91,7 @@ from benchharness.core.plugins import PLUGINS
 from benchharness.core.results import SLUG_MAX
 from benchharness.core.settings import Config
 from benchharness.core.task import Task, TaskProvider
+from benchharness.scoring.quantized_search import SEARCH_PRECISIONS
 from benchharness.tasks import warn_once
 from benchharness.tasks.files.base import GROUP, Declaration, FileTask
 from benchharness.tasks.files.labels import FileLabelTask
@@ -104,7 +107,12 @@ COLUMNS = {
     "retrieval": {},
     "reranking": {"query": "query", "positive": "positive", "negative": "negative"},
 }
-OPTIONS = {"pairs": ("format", "score_range"), "labels": ("format", "config"), "retrieval": ("split",), "reranking": ()}
+OPTIONS = {
+    "pairs": ("format", "score_range"),
+    "labels": ("format", "config"),
+    "retrieval": ("split", "search", "rescore"),
+    "reranking": (),
+}
 #: the key that names a kind's data, when it is not ``file``
 SOURCE = {"retrieval": "folder"}
 #: keys every kind takes
@@ -150,6 +158,7 @@ def declare(name: str, entry: Mapping[str, Any], origin: str) -> Declaration:
         _config(entry.get("config", "default"), origin),
         split=_split(entry.get("split", "test"), origin) if kind == "retrieval" else None,
         instruction=_instruction(entry.get("instruction"), origin),
+        **(_search(entry.get("search", "float32"), entry.get("rescore"), origin) if kind == "retrieval" else {}),
     )
 
 
@@ -219,6 +228,18 @@ def _split(value: Any, origin: str) -> str:
             f"{origin}: split {value!r}; give the name of a qrels file (qrels/<split>.tsv), letters, digits and . _ -"
         )
     return value
+
+
+def _search(precision: Any, rescore: Any, origin: str) -> dict[str, Any]:
+    if precision not in SEARCH_PRECISIONS:
+        raise InvalidInputError(f"{origin}: search {precision!r}; use {', '.join(SEARCH_PRECISIONS)}")
+    if rescore is not None and (
+        precision == "float32" or not isinstance(rescore, int) or isinstance(rescore, bool) or rescore < 1
+    ):
+        raise InvalidInputError(
+            f'{origin}: rescore {rescore!r}; give a whole number of at least 1, with search = "int8" or "binary"'
+        )
+    return {"search": precision, "rescore": rescore}
 
 
 def _instruction(value: Any, origin: str) -> str | None:

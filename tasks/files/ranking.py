@@ -40,6 +40,7 @@ from benchharness.core.task import Embed, Evaluation, Metrics, TaskMetadata
 from benchharness.data.readers import excerpt
 from benchharness.scoring.graded import retrieval_per_query
 from benchharness.scoring.metrics import paired_cosine
+from benchharness.scoring.quantized_search import SEARCHES, QuantizedCorpus
 from benchharness.scoring.ranking import average_precision, means, ranked_relevance, reciprocal_rank
 from benchharness.scoring.top_k import exact_ties, refuse_constant, top_k
 from benchharness.tasks.files.base import GROUP, Declaration, FileTask, Row, sentence
@@ -57,6 +58,9 @@ DEPTH = max(NDCG_K, MAP_K, MRR_K, RECALL_K)
 BEIR_REFERENCE = "BEIR (Thakur et al. 2021); metrics by pytrec_eval's definitions, as BEIR and mteb report them"
 RERANKING_REFERENCE = "mteb's RerankingEvaluator (Muennighoff et al. 2023)"
 DOCUMENT_TEXT = "title + ' ' + text, stripped, when the title is non-empty, else text stripped (mteb, BEIR)"
+
+
+COSINE = "cosine (L2-normalised inner product, exact search; a zero vector scores 0)"
 
 
 class FileRetrievalTask(FileTask):
@@ -78,7 +82,8 @@ class FileRetrievalTask(FileTask):
             reference=BEIR_REFERENCE,
             groups=(GROUP,),
             protocol_details={
-                "similarity": "cosine (L2-normalised inner product, exact search; a zero vector scores 0)",
+                "similarity": SEARCHES.get(decl.search, COSINE)
+                + (f"; the best {DEPTH} x {decl.rescore} rescored by the float query" if decl.rescore else ""),
                 "roles": "queries in the query role (with the task's instruction), corpus in the document role",
                 "queries": "those this split's qrels give a relevant document (score > 0), in queries.jsonl "
                 "order; a query whose judgements are all 0 or below is dropped (mteb scores it 0)",
@@ -128,19 +133,29 @@ class FileRetrievalTask(FileTask):
     def requests(self) -> dict[Role, list[str]]:
         return {self.query_role: self.data.queries, DOCUMENT: self.data.documents}
 
-    def search(self, embed: Embed, k: int = DEPTH) -> tuple[np.ndarray, np.ndarray]:
-        """Each query's ``k`` best documents: cosines and corpus indices, best first (padded with
-        index -1 when the corpus is smaller than ``k``)."""
+    def search(self, embed: Embed, k: int = DEPTH) -> tuple[np.ndarray, np.ndarray, int]:
+        """Each query's ``k`` best documents: scores and corpus indices, best first (padded with
+        index -1 when the corpus is smaller than ``k``), and the bytes the corpus's vectors take in
+        the index searched. Cosines by default; with ``search = "int8"`` or ``"binary"``, the
+        quantized index's scores (``scoring.quantized_search``), rescored when ``rescore`` says."""
         documents = self.data.documents
-        blocks = (normalise(embed(documents[i : i + DOC_BLOCK], DOCUMENT)) for i in range(0, len(documents), DOC_BLOCK))
-        return top_k(normalise(embed(self.data.queries, self.query_role)), blocks, k)
+        queries = embed(self.data.queries, self.query_role)
+
+        def blocks() -> Iterator[np.ndarray]:
+            return (embed(documents[i : i + DOC_BLOCK], DOCUMENT) for i in range(0, len(documents), DOC_BLOCK))
+
+        if self.decl.search != "float32":
+            corpus = QuantizedCorpus.build(blocks, self.decl.search)
+            return (*corpus.search(queries, k, rescore=self.decl.rescore), corpus.nbytes)
+        scores, ids = top_k(normalise(queries), map(normalise, blocks()), k)
+        return scores, ids, 4 * len(documents) * queries.shape[1]
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the nDCG@10, AP@100, RR@10 and recall@100 they average."""
-        scores, ids = self.search(embed)
+        scores, ids, index_bytes = self.search(embed)
         refuse_constant(scores, self.name)
         gains = [
             np.array([rel.get(int(i), 0) for i in row], dtype=np.float64) for row, rel in zip(ids, self.data.relevant)
@@ -152,6 +167,7 @@ class FileRetrievalTask(FileTask):
             "n_queries": self.data.n,
             "n_corpus": len(self.data.documents),
             "ties": exact_ties(scores),
+            "index_bytes": index_bytes,
         }
         return Evaluation(metrics, per_query, "ranking")
 

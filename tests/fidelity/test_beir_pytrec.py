@@ -35,7 +35,7 @@ def test_stsb_as_beir_scores_pytrec_evals_values_for_minilm_l3(tmp_path, monkeyp
 
     embed = encoded_once(Resolver().get("minilm-l3"), task)
     evaluation = task.evaluate_items(embed, 0)
-    scores, ids = task.search(embed)
+    scores, ids, _ = task.search(embed)
     expected = pytrec_per_query(task, scores, ids)
     for key, values in expected.items():
         np.testing.assert_allclose(evaluation.items[key], values, atol=1e-6, rtol=0, err_msg=key)

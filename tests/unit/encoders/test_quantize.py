@@ -13,7 +13,8 @@ from benchharness import tasks
 from benchharness.core.data_root import DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.specs import Family, UnknownEncoderError, encoder_list, expand_variants
-from benchharness.encoders.postprocess.quantize import binary_codes, normalise, ranges_of, scalar_codes
+from benchharness.encoders.postprocess.quantize import binary_codes
+from benchharness.scoring.quantization import normalise, ranges_of, scalar_codes
 from tests.fakes import HashEncoder
 from tests.helpers import needs_data
 

@@ -123,3 +123,28 @@ def test_bad_row_names_file_and_line(tmp_path):
     )
     with pytest.raises(DataError, match=r"quora_duplicate_questions.tsv:2"):
         QQP().load(DataRoot(tmp_path))
+
+
+def test_the_quantized_variants_rank_by_sign_bits_computed_by_hand(qqp_root):
+    """Sign bits of the corpus: 100 010 001 110 000 011; of the queries 110, 011, 010. QQP-binary
+    ranks by Hamming distance, ties in corpus order, own text excluded: the python query finds its
+    duplicate second (AP 1/2), "what is love" its two at ranks 1 and 3 (AP (1 + 2/3)/2), "define
+    love" its one third (AP 1/3). Rescored (every document a candidate) by the float query against
+    the bits: ranks 2; 1 and 2; 2."""
+    from benchharness import tasks
+
+    binary = tasks.get("QQP-binary")
+    binary.load(qqp_root)
+    out = binary.evaluate(embed, 1111)
+    assert out["map"] == pytest.approx(100 * (1 / 2 + (1 + 2 / 3) / 2 + 1 / 3) / 3)
+    assert out["mrr@10"] == pytest.approx(100 * (1 / 2 + 1 + 1 / 3) / 3)
+    assert out["index_bytes"] == 6  # 3 bits a document, one byte each
+    rescored = tasks.get("QQP-binary-rescore4")
+    rescored.load(qqp_root)
+    out = rescored.evaluate(embed, 1111)
+    assert out["map"] == pytest.approx(100 * (1 / 2 + 1 + 1 / 2) / 3)
+    assert out["mrr@10"] == pytest.approx(100 * (1 / 2 + 1 + 1 / 2) / 3)
+    int8 = tasks.get("QQP-int8")
+    int8.load(qqp_root)
+    assert int8.evaluate(embed, 1111)["index_bytes"] == 6 * 3  # a byte a dimension
+    assert tasks.resolve("qqp") == ["QQP"] and not binary.metadata.on_board  # variants: asked for by name

@@ -446,3 +446,47 @@ def table_rows(text: str, first: str) -> list[list[str]]:
         for line in text.splitlines()
         if line.startswith(f"| {first} ")
     ]
+
+
+def test_a_binary_index_rescored_by_the_float_query_scores_as_pytrec_eval_on_that_ranking(tmp_path):
+    """``search = "binary"`` with ``rescore = 2``: 200 candidates by Hamming distance cover this
+    150-document corpus, so the ranking is every document by the float query against its sign
+    bits, computed here with numpy and scored by pytrec_eval."""
+    folder, corpus, queries, qrels = random_folder(tmp_path)
+    register_file_task("my-beir-binary", folder, kind="retrieval", search="binary", rescore=2)
+    task = loaded("my-beir-binary")
+    encoder = HashEncoder(dim=64)
+    evaluation = task.evaluate_items(lambda sentences, role=None: encoder.encode(sentences), 1111)
+
+    scored = task.data.query_ids
+    q = encoder.encode([dict(queries)[i] for i in scored]).astype(np.float64)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    bits = (encoder.encode(task.data.documents) > 0).astype(np.float64)
+    rescored = q @ bits.T
+    top = -np.sort(-rescored, axis=1)[:, :101]
+    assert np.diff(-top, axis=1).min() > 1e-6  # no ties: any rule gives this order
+    qrels_dict: dict[str, dict[str, int]] = {}
+    for query, d, s in qrels:
+        qrels_dict.setdefault(query, {})[d] = s
+    run = {i: {d: float(c) for (d, _, _), c in zip(corpus, row)} for i, row in zip(scored, rescored)}
+    run100 = {i: dict(sorted(docs.items(), key=lambda kv: -kv[1])[:100]) for i, docs in run.items()}
+    full = pytrec_eval.RelevanceEvaluator(qrels_dict, {"ndcg_cut.10", "map_cut.100"}).evaluate(run100)
+    np.testing.assert_allclose(evaluation.items["ndcg@10"], [full[i]["ndcg_cut_10"] for i in scored], atol=1e-6)
+    np.testing.assert_allclose(evaluation.items["map@100"], [full[i]["map_cut_100"] for i in scored], atol=1e-6)
+    assert evaluation.metrics["index_bytes"] == 150 * 8  # 64 bits a document
+    assert "Hamming" in task.metadata.protocol_details["similarity"]
+    assert "x 2 rescored by the float query" in task.metadata.protocol_details["similarity"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"search": "int4"}, "search 'int4'; use float32, int8, binary"),
+        ({"rescore": 4}, 'rescore 4; give a whole number of at least 1, with search = "int8" or "binary"'),
+        ({"search": "int8", "rescore": 0}, "rescore 0; give a whole number"),
+    ],
+)
+def test_a_search_setting_the_index_cannot_take_is_refused_in_one_line(tmp_path, options, message):
+    folder, *_ = random_folder(tmp_path)
+    with pytest.raises(InvalidInputError, match=re.escape(message)):
+        register_file_task("bad-search", folder, kind="retrieval", **options)
