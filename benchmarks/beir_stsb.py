@@ -160,7 +160,7 @@ def main() -> None:
             task.load(data_root())
             embed = encoded_once(Resolver().get(name), task)
             ours = task.evaluate_items(embed, 0).items
-            scores, ids = task.search(embed)
+            scores, ids, _ = task.search(embed)
             theirs = pytrec_per_query(task, scores, ids)
             diff = max(float(np.abs(ours[k] - theirs[k]).max()) for k in KEYS)
             low, high = result.confidence["main"]

@@ -17,9 +17,10 @@ import numpy as np
 
 from benchharness.core.errors import UserError
 
-#: queries searched against a block at a time (bounds the lists a faiss call returns). Measured on
-#: 2 AVX2 cores, 5,000 queries against 2M 50-dimensional documents: 81.5 s at 1,024 a call, 21.6 s
-#: at 8,192 (one faiss search of the whole corpus: 21.3 s); at 384 dimensions it hardly matters.
+#: queries searched against a block at a time (bounds the lists a faiss call returns). On 2 AVX2
+#: cores, 5,000 queries against 2M 50-dimensional documents took 81.5 s at 1,024 a call and 21.6 s
+#: at 8,192, one faiss search of the whole corpus 21.3 s (one run, started at load 1.6: indicative;
+#: benchmarks/quantized_search.py's float search, idle, 23.9 s); at 384 dimensions it hardly matters.
 #: BLAS picks its kernel by the call's shape, so a score may differ from another block size's in the
 #: last bits: the size is fixed here, and a list never depends on how the corpus is cut.
 QUERY_BLOCK = 8192
