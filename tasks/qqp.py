@@ -38,7 +38,7 @@ from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
-from benchharness.scoring.quantized_search import SEARCHES, QuantizedCorpus
+from benchharness.scoring.quantized_search import QuantizedCorpus, describe
 from benchharness.scoring.ranking import average_precision, reciprocal_rank
 from benchharness.scoring.top_k import top_k
 from benchharness.tasks import boards
@@ -101,7 +101,7 @@ class QQP(Task):
         similarity = (
             "cosine (L2-normalised inner product, faiss IndexFlatIP)"
             if search == "float32"
-            else SEARCHES[search] + (f"; the best {MAP_K} x {rescore} rescored by the float query" if rescore else "")
+            else describe(search, rescore, MAP_K)
         )
         self.metadata = TaskMetadata(
             name=name,

@@ -221,8 +221,6 @@ def _p(p: float | None) -> str:
 
 
 def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
-    from tabulate import tabulate
-
     table = []
     for r in rows:
         check = ""
@@ -253,16 +251,14 @@ def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
         "dependent correlations (STS), McNemar on the test predictions (transfer; A-only/B-only right). "
         "Avg. rows: the difference of the averages over the tasks of that kind, not in the Holm family."
     )
-    return (
-        tabulate(
-            table,
-            headers=["task", "A", "B", "A-B", "95% CI", "p", "p (Holm)", "cross-check", "resampled"],
-            tablefmt="github",
-            disable_numparse=True,
-        )
-        + "\n\n"
-        + legend
-    )
+    return _table(table, ["task", "A", "B", "A-B", "95% CI", "p", "p (Holm)", "cross-check", "resampled"], legend)
+
+
+def _table(rows: list[list[str]], headers: list[str], legend: str) -> str:
+    """A comparison as text: the rows as a GitHub table (cells as written), then its legend."""
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True) + "\n\n" + legend
 
 
 #: the family-wise level at which a size is marked significantly below the full vector
@@ -321,8 +317,6 @@ def _bytes(result: object) -> float | None:
 
 
 def render_sizes(comparison: SizeComparison) -> str:
-    from tabulate import tabulate
-
     table = [
         [
             md_cell(r.encoder),
@@ -342,13 +336,5 @@ def render_sizes(comparison: SizeComparison) -> str:
         "difference with its 95% paired-bootstrap CI and the paired permutation p, Holm-adjusted across "
         f"every row above; below: significantly below the full vector (negative, p (Holm) < {SIZE_ALPHA})."
     )
-    return (
-        tabulate(
-            table,
-            headers=["size", "bytes", "task", "size score", "full", "difference", "95% CI", "p (Holm)", ""],
-            tablefmt="github",
-            disable_numparse=True,
-        )
-        + "\n\n"
-        + legend
-    )
+    headers = ["size", "bytes", "task", "size score", "full", "difference", "95% CI", "p (Holm)", ""]
+    return _table(table, headers, legend)

@@ -40,6 +40,13 @@ SEARCHES = {
     "(sentence-transformers' buckets; exact search)",
     "binary": "minus the Hamming distance between the sign bits of the vectors (faiss IndexBinaryFlat, exact search)",
 }
+
+
+def describe(precision: str, rescore: int | None, depth: int) -> str:
+    """What a quantized search of ``depth`` documents a query scores them by, as a result's protocol records it."""
+    return SEARCHES[precision] + (f"; the best {depth} x {rescore} rescored by the float query" if rescore else "")
+
+
 #: documents searched at a time (bounds the float copy of an int8 block)
 BLOCK = 65_536
 #: queries rescored at a time (bounds the candidates' unpacked vectors)

@@ -40,7 +40,7 @@ from benchharness.core.task import Embed, Evaluation, Metrics, TaskMetadata
 from benchharness.data.readers import excerpt
 from benchharness.scoring.graded import retrieval_per_query
 from benchharness.scoring.metrics import paired_cosine
-from benchharness.scoring.quantized_search import SEARCHES, QuantizedCorpus
+from benchharness.scoring.quantized_search import QuantizedCorpus, describe
 from benchharness.scoring.ranking import average_precision, means, ranked_relevance, reciprocal_rank
 from benchharness.scoring.top_k import exact_ties, refuse_constant, top_k
 from benchharness.tasks.files.base import GROUP, Declaration, FileTask, Row, sentence
@@ -82,8 +82,7 @@ class FileRetrievalTask(FileTask):
             reference=BEIR_REFERENCE,
             groups=(GROUP,),
             protocol_details={
-                "similarity": SEARCHES.get(decl.search, COSINE)
-                + (f"; the best {DEPTH} x {decl.rescore} rescored by the float query" if decl.rescore else ""),
+                "similarity": COSINE if decl.search == "float32" else describe(decl.search, decl.rescore, DEPTH),
                 "roles": "queries in the query role (with the task's instruction), corpus in the document role",
                 "queries": "those this split's qrels give a relevant document (score > 0), in queries.jsonl "
                 "order; a query whose judgements are all 0 or below is dropped (mteb scores it 0)",
