@@ -9,6 +9,7 @@ data or model is loaded; ``--limit 0`` or ``--max-steps 0`` would otherwise mean
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 from collections.abc import Callable
 
@@ -74,3 +75,28 @@ def probability(text: str) -> float:
     if not 0 <= value <= 1:
         raise BadValue(f"must be in [0, 1], got {value:g}")
     return value
+
+
+def _items(text: str) -> list[str]:
+    """The comma-separated items of a list flag (``384,128,64``; a Python tuple's text also reads)."""
+    items = [t.strip() for t in text.strip().strip("()[]").split(",") if t.strip()]
+    if not items:
+        raise BadValue(f"must be a comma-separated list, got {text!r}")
+    return items
+
+
+def descending_sizes(text: str) -> tuple[int, ...]:
+    """Distinct positive integers from the largest down (embedding sizes: ``384,256,128,64``): one
+    spelling per set, so that two ways of writing the same sizes never make two recipes."""
+    values = tuple(positive_int(t) for t in _items(text))
+    if any(a <= b for a, b in itertools.pairwise(values)):
+        raise BadValue(f"must be distinct sizes from the largest down (e.g. 384,128,64), got {text!r}")
+    return values
+
+
+def weight_list(text: str) -> tuple[float, ...]:
+    """Numbers >= 0, at least one of them > 0 (the weights of a sum of losses: ``1,1,0.5``)."""
+    values = tuple(non_negative_float(t) for t in _items(text))
+    if not any(values):
+        raise BadValue(f"must hold a weight > 0, got {text!r}")
+    return values

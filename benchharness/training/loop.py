@@ -42,6 +42,7 @@ from benchharness.core.seeding import seed_everything
 from benchharness.encoders import hub
 from benchharness.training import data_parallel
 from benchharness.training.manifest import build_manifest, code_version
+from benchharness.training.matryoshka import Matryoshka
 from benchharness.training.method import LossOutput, TrainedRun, TrainingContext, TrainingMethod
 from benchharness.training.optim import LegacyAdamW, clip_gradients
 from benchharness.training.options import TrainingOptions
@@ -222,7 +223,11 @@ def run_loop(
         if main:
             logger.info("resuming %s at step %d/%d", context.out, state["step"], steps)
     # DDP copies rank 0's parameters to every rank here (the same ones: same base, seed and checkpoint)
-    model = data_parallel.wrap(method, ctx) if ctx is not None else method
+    # the module whose forward gives the step's loss: the method's own, or its Matryoshka sum
+    scored: nn.Module = method
+    if options.matryoshka_dims is not None:
+        scored = Matryoshka(method, options.matryoshka_dims, options.matryoshka_weights)
+    model = data_parallel.wrap(scored, ctx) if ctx is not None else scored
 
     def evaluate(step: int) -> bool:
         """Record a dev score; keep the encoder if it is the best so far. True = stop early. Rank 0

@@ -22,6 +22,7 @@ from benchharness.core.manifests import CodeVersion, RunManifest, Selection, Tra
 from benchharness.core.provenance import git_state
 from benchharness.core.resources import peak_memory
 from benchharness.encoders import hub
+from benchharness.training import matryoshka
 from benchharness.training.method import TrainingContext, TrainingMethod
 from benchharness.training.options import TrainingOptions
 from benchharness.training.resume import MANIFEST_FILE, MODEL_DIR
@@ -84,6 +85,8 @@ def build_manifest(
     settings = {**options.shared(), **context.record()}
     hyper = {k: v for k, v in settings.items() if k not in NOT_HYPERPARAMETERS}
     hyper.update({"total_steps": steps, "warmup_steps": warmup, **method.hyperparameters()})
+    if options.matryoshka_dims is not None:
+        hyper["matryoshka_loss"] = matryoshka.DESCRIPTION
     seconds = state["train_seconds"]
     selection: Selection = (
         {

@@ -47,7 +47,8 @@ class TrainingMethod(nn.Module):
 
     Construct it after ``seed_everything(options.seed)`` so that randomly initialised heads are
     reproducible. Implement ``collate(examples) -> batch`` (CPU tensors in a dict, or anything
-    ``loop.to_device`` moves) and ``forward(batch) -> LossOutput``; set ``eval_pooling`` (a name
+    ``loop.to_device`` moves) and ``forward(batch) -> LossOutput``, passing the sentence embedding
+    through :meth:`sized` (what lets any method train with a Matryoshka loss); set ``eval_pooling`` (a name
     of ``benchharness.encoders.pooling.POOLINGS``, used at dev evaluation and written into the manifest);
     optionally override ``hyperparameters()`` (method settings for the manifest) and ``size``.
     """
@@ -64,6 +65,24 @@ class TrainingMethod(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.tokenizer = tokenizer
+        #: the size a Matryoshka loss is scoring now (None: the whole embedding), and whether
+        #: ``forward`` passed its embedding through :meth:`sized` (``training/matryoshka.py``)
+        self.matryoshka_size: int | None = None
+        self.sized_called = False
+
+    def sized(self, embedding: torch.Tensor) -> torch.Tensor:
+        """The sentence embedding the evaluation pools, as the loss may read it: whole, or with every
+        dimension past ``matryoshka_size`` zeroed while a Matryoshka loss scores that size.
+
+        A method calls it on that embedding before any training head reads it. Zeros, not a
+        slice: a cosine of the zeroed vector is the cosine of the first d dimensions, and a head
+        built for the full width (SimCSE's MLP, DefSent+'s pooler) reads the first d dimensions
+        only; at the full size the loss is the method's own, unchanged."""
+        self.sized_called = True
+        size = self.matryoshka_size
+        if size is None or size >= embedding.shape[-1]:
+            return embedding
+        return torch.nn.functional.pad(embedding[..., :size], (0, embedding.shape[-1] - size))
 
     def collate(self, examples: list[Any]) -> Any:
         raise NotImplementedError

@@ -27,11 +27,13 @@ from typing import Any, Literal
 from benchharness.core.devices import PRECISIONS
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import (
+    descending_sizes,
     fraction,
     non_negative_float,
     non_negative_int,
     positive_float,
     positive_int,
+    weight_list,
 )
 from benchharness.encoders.pooling import POOLINGS
 
@@ -44,6 +46,9 @@ NEGATIVES = ("gather-grad", "gather-detached")
 #: settings of data-parallel runs only: a single-process run records none of them, so its checkpoint,
 #: manifest and recipe key are exactly what they were before data-parallel training existed
 DATA_PARALLEL_FIELDS = ("nproc", "negatives")
+#: the Matryoshka loss's settings (``training/matryoshka.py``): a run without them records neither, so
+#: that its checkpoint, manifest and recipe key are exactly what they were before the loss existed
+MATRYOSHKA_FIELDS = ("matryoshka_dims", "matryoshka_weights")
 
 Recorded = Literal["always", "when-set"]
 
@@ -103,14 +108,24 @@ def declared(cls: type) -> list[tuple[str, Option, Any]]:
 
 
 def _allowed(hint: Any) -> tuple[type, ...]:
-    """The plain types a field's annotation admits (``int | None`` -> ``(int, NoneType)``)."""
+    """The plain types a field's annotation admits (``int | None`` -> ``(int, NoneType)``;
+    ``tuple[int, ...]`` -> ``tuple``, its items checked by the field's rule)."""
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         return tuple(t for part in typing.get_args(hint) for t in _allowed(part))
+    if typing.get_origin(hint) is tuple:
+        return (tuple,)
     return (type(None),) if hint is None else (hint,)
 
 
 def _kind(allowed: tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", bool: "true or false", str: "a string", Path: "a path"}
+    names = {
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        str: "a string",
+        Path: "a path",
+        tuple: "a list",
+    }
     return " or ".join(names.get(t, "None" if t is type(None) else t.__name__) for t in allowed)
 
 
@@ -192,11 +207,28 @@ class TrainingOptions:
         "(gather-detached: only local rows carry gradient)",
         choices=NEGATIVES,
     )
+    matryoshka_dims: tuple[int, ...] | None = option(
+        None,
+        "train with a Matryoshka loss at these embedding sizes, largest first (e.g. 384,256,128,64): "
+        "the method's loss on the first d dimensions of its embedding, summed over the sizes "
+        "(sentence-transformers' MatryoshkaLoss); part of the recipe key",
+        parse=descending_sizes,
+        recorded="when-set",
+    )
+    matryoshka_weights: tuple[float, ...] | None = option(
+        None,
+        "with --matryoshka-dims: each size's weight in the sum (default 1 each, as MatryoshkaLoss)",
+        parse=weight_list,
+        recorded="when-set",
+    )
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
         for name, meta, _ in declared(type(self)):
             value = getattr(self, name)
+            if isinstance(value, list):  # a recipe file's or a caller's list: one value type, the tuple
+                value = tuple(value)
+                object.__setattr__(self, name, value)
             allowed = _allowed(hints[name])
             if not _fits(value, allowed):
                 raise InvalidInputError(f"{name} must be {_kind(allowed)}, got {value!r}")
@@ -209,11 +241,13 @@ class TrainingOptions:
             rule = meta.check or meta.parse
             if rule is not None and not isinstance(value, bool):
                 try:
-                    rule(repr(value) if isinstance(value, float) else str(value))
+                    rule(flag_text(value))
                 except ValueError as exc:  # flag_types.BadValue: the rule's own words
                     raise InvalidInputError(f"{name} {exc}") from None
             if float in allowed and isinstance(value, int) and not isinstance(value, bool):
                 object.__setattr__(self, name, float(value))
+            if tuple in allowed and typing.get_args(hints[name])[0] == tuple[float, ...]:
+                object.__setattr__(self, name, tuple(float(v) for v in value))
         if not self.correct_bias and self.optimizer != "adamw-legacy":
             raise InvalidInputError(
                 f"correct_bias=False needs optimizer adamw-legacy: {self.optimizer} always corrects the bias"
@@ -222,6 +256,13 @@ class TrainingOptions:
             raise InvalidInputError(
                 f"negatives {self.negatives} applies to data-parallel runs only; add --nproc N "
                 "(N > 1) or drop --negatives"
+            )
+        if self.matryoshka_weights is not None and self.matryoshka_dims is None:
+            raise InvalidInputError("matryoshka_weights weighs the sizes of matryoshka_dims: set matryoshka_dims too")
+        if self.matryoshka_weights is not None and len(self.matryoshka_weights) != len(self.matryoshka_dims or ()):
+            raise InvalidInputError(
+                f"matryoshka_weights gives {len(self.matryoshka_weights)} weights for "
+                f"{len(self.matryoshka_dims or ())} matryoshka_dims; give one weight per size"
             )
         if self.batch_size % self.nproc:
             raise InvalidInputError(
@@ -241,9 +282,20 @@ class TrainingOptions:
 
     def shared(self) -> dict[str, Any]:
         """The shared settings (``TrainingOptions``' own fields), as the loop records them: a
-        single-process run leaves out ``DATA_PARALLEL_FIELDS``."""
+        single-process run leaves out ``DATA_PARALLEL_FIELDS``, a run without a Matryoshka loss
+        ``MATRYOSHKA_FIELDS``."""
         names = [f.name for f in fields(TrainingOptions)]
-        return {k: getattr(self, k) for k in names if self.nproc > 1 or k not in DATA_PARALLEL_FIELDS}
+        left_out = (DATA_PARALLEL_FIELDS if self.nproc == 1 else ()) + (
+            MATRYOSHKA_FIELDS if self.matryoshka_dims is None else ()
+        )
+        return {k: getattr(self, k) for k in names if k not in left_out}
+
+
+def flag_text(value: Any) -> str:
+    """A value as its flag writes it: a list comma-separated, a float exactly (``repr``)."""
+    if isinstance(value, tuple | list):
+        return ",".join(flag_text(v) for v in value)
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 #: a method's extra step of resolution: the record so far and the values given -> the record

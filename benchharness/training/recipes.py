@@ -566,7 +566,7 @@ def from_record(record: dict[str, Any], book: RecipeBook | None = None) -> Recip
 def _flag_words(method: Method[Any], name: str, value: Any) -> list[str]:
     """The command-line words that set ``name`` to ``value``: a method's option, or a run-time
     setting; a switch is its flag (``--no-...`` for False where one exists), or nothing for False."""
-    from benchharness.training.options import RUNTIME, declared
+    from benchharness.training.options import RUNTIME, declared, flag_text
 
     runtime = RUNTIME.get(name)
     if runtime is not None:
@@ -581,7 +581,7 @@ def _flag_words(method: Method[Any], name: str, value: Any) -> list[str]:
         if value:
             return [flag]
         return [meta.off_flag] if meta.off_flag else []
-    return [flag, str(value)]
+    return [flag, flag_text(value)]
 
 
 def command_words(recipe: Recipe, **settings: Any) -> list[str]:

@@ -67,7 +67,7 @@ class AlignUniform(TrainingMethod):
         doubled = {k: torch.cat([v, v]) for k, v in batch.items()}  # two dropout masks, one pass
         hidden = self.encoder(**doubled).last_hidden_state
         mask = doubled["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        z = F.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+        z = F.normalize(self.sized((hidden * mask).sum(1) / mask.sum(1)), dim=-1)  # sized: matryoshka_dims
         x, y = z[:n].float(), z[n:].float()
         align = (x - y).norm(dim=1).pow(2).mean()
         uniform = (uniformity(x, self.t) + uniformity(y, self.t)) / 2

@@ -362,8 +362,8 @@ class ConSERT(TrainingMethod):
         with self.augmenter.view(view, rate, features["attention_mask"]):
             outputs = self.encoder(**features, output_hidden_states=needs_hidden_states(self.train_pooling))
         if self.train_pooling == "avg":
-            return masked_mean(outputs.last_hidden_state, features["attention_mask"])
-        return pool(self.train_pooling, outputs, features["attention_mask"], first_layer=0)
+            return self.sized(masked_mean(outputs.last_hidden_state, features["attention_mask"]))
+        return self.sized(pool(self.train_pooling, outputs, features["attention_mask"], first_layer=0))
 
     def contrastive(self, features: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """The reference's contrastive term (sum of both directions) and the paper's NT-Xent mean;

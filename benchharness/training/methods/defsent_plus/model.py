@@ -172,6 +172,7 @@ class DefSentPlus(TrainingMethod):
         """The training representation h(s): pooler(dense+activation) over [CLS] or the mean."""
         last = self.encoder(**inputs).last_hidden_state
         x = last[:, 0] if self.training_pooling == "cls" else masked_mean(last, inputs["attention_mask"]).to(last.dtype)
+        x = self.sized(x)
         if self.extra_pooler is not None:
             return self.extra_pooler(x)
         pooler: Any = self.encoder.pooler  # the model's own (BertPooler...): a dense layer and its activation

@@ -468,7 +468,7 @@ class PaSeR(TrainingMethod):
 
     def embed(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         outputs = self.encoder(**enc, output_hidden_states=needs_hidden_states(self.pooling))
-        return pool(self.pooling, outputs, enc["attention_mask"])
+        return self.sized(pool(self.pooling, outputs, enc["attention_mask"]))
 
     def decoder_loss(
         self, z1: torch.Tensor, z2: torch.Tensor, dec_in: torch.Tensor, dec_labels: torch.Tensor

@@ -99,7 +99,7 @@ class SimCSE(TrainingMethod):
         """The two dropout views' [CLS] states after the MLP, shape (N, d) each."""
         n = batch["input_ids"].shape[0]
         doubled = {k: torch.cat([v, v]) for k, v in batch.items()}
-        cls = self.encoder(**doubled).last_hidden_state[:, 0]
+        cls = self.sized(self.encoder(**doubled).last_hidden_state[:, 0])
         z = self.mlp(cls)
         return z[:n], z[n:]
 
