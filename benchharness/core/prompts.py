@@ -31,8 +31,8 @@ PROMPT_KEYS = {
 @dataclass(frozen=True)
 class Role:
     """The side of a task a sentence is encoded for: ``name`` is None (symmetric), ``"query"`` or
-    ``"document"``; ``instruction`` is the task's instruction, given to the query side of a model
-    that takes instructions."""
+    ``"document"``; ``instruction`` is the task's instruction, given to a model that takes
+    instructions on the query side (and on both sides of a symmetric task)."""
 
     name: str | None = None
     instruction: str | None = None
@@ -79,8 +79,9 @@ class Prompts:
         return not any(self.record().values())
 
     def for_role(self, role: Role) -> str:
-        """The text put in front of each sentence encoded for ``role``."""
-        if role.name == "query" and role.instruction and not self.empty:
+        """The text put in front of each sentence encoded for ``role``: a task's instruction goes to
+        the query side, or to every sentence of a symmetric task that has one (an mteb task)."""
+        if role.name != "document" and role.instruction and not self.empty:
             return (self.instruction_template or "{instruction}").replace("{instruction}", role.instruction)
         specific = {"query": self.query, "document": self.document}.get(role.name or "")
         return (specific if specific is not None else self.default) or ""

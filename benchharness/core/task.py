@@ -72,6 +72,9 @@ class Evaluation:
     metrics: Metrics
     items: Items = field(default_factory=dict)
     kind: str = ""
+    #: the text put in front of each side's sentences, by side, when the task chose it (an mteb task
+    #: gives its instruction as mteb does); None: the runner records the encoder's prompts by role
+    prompts: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -202,8 +205,9 @@ class EncoderDrivenTask(Task):
         raise TypeError(f"{self.name} drives encoding itself: call evaluate_encoder(encoder, seed)")
 
     @abstractmethod
-    def evaluate_encoder(self, encoder: Encoder, seed: int) -> Metrics:
-        """Metrics (scores x100), including ``metadata.main_score``."""
+    def evaluate_encoder(self, encoder: Encoder, seed: int) -> Metrics | Evaluation:
+        """Metrics (scores x100), including ``metadata.main_score``; or an ``Evaluation`` of them that
+        also says which prompt each side's sentences got (``Evaluation.prompts``)."""
 
     @abstractmethod
     def data_record(self) -> DataRecord:

@@ -377,14 +377,15 @@ def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, i
     t0 = time.perf_counter()
     encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else None
     try:
-        metrics = task.evaluate_encoder(encoder, ctx.seed)
+        outcome = task.evaluate_encoder(encoder, ctx.seed)
     except Exception as exc:
         ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
         return
     timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": round(peak_rss_mib(), 1)}
     if encoded_before is not None:
         timings["sentences_not_from_cache"] = encoder.encoded - encoded_before  # type: ignore[attr-defined]
-    _keep(task, enc_name, encoder, identity, Evaluation(metrics), task.data_record(), timings, ctx)
+    evaluation = outcome if isinstance(outcome, Evaluation) else Evaluation(outcome)
+    _keep(task, enc_name, encoder, identity, evaluation, task.data_record(), timings, ctx)
 
 
 def _keep(
@@ -422,7 +423,7 @@ def _keep(
         metrics=metrics,
         protocol=_protocol(task),
         encoder_identity=identity,
-        encoder_metadata=_metadata(encoder, task),
+        encoder_metadata=_metadata(encoder, task, evaluation.prompts),
         data=data_record,
         seed=ctx.seed,
         timings=timings,
@@ -504,14 +505,14 @@ def _previous_confidence(
         return None
 
 
-def _metadata(encoder: Encoder, task: Task) -> dict[str, Any]:
+def _metadata(encoder: Encoder, task: Task, applied: dict[str, str] | None = None) -> dict[str, Any]:
     """The encoder's metadata, with the prompt it put in front of each role's sentences for this
-    task when it put any (``prompts_applied``: what a reader needs to reproduce the inputs)."""
+    task when it put any (``prompts_applied``: what a reader needs to reproduce the inputs).
+    ``applied``: those prompts as a task that encodes by itself reports them."""
     metadata = encoder.metadata
-    if encoder.prompts.empty:
-        return metadata
-    applied = {str(role): encoder.prompts.for_role(role) for role in task.requests()}
-    return {**metadata, "prompts_applied": applied}
+    if applied is None and not encoder.prompts.empty:
+        applied = {str(role): encoder.prompts.for_role(role) for role in task.requests()}
+    return {**metadata, "prompts_applied": applied} if applied else metadata
 
 
 def _inputs(encoder: Encoder, task: Task) -> dict[str, Any]:

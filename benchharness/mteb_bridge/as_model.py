@@ -110,7 +110,8 @@ def model_meta(
         public_training_data=None,
         framework=["NumPy"],
         similarity_fn_name=ScoringFunction(similarity),
-        use_instructions=False,
+        # an instruction model: one whose prompts take a task's instruction (MtebEncoder.role_for)
+        use_instructions="instruction_template" in (identity_info.get("prompts") or {}),
         training_datasets=None,
         adapted_from=hub_base(identity_info),
     )
@@ -122,10 +123,21 @@ class MtebEncoder(AbsEncoder):
     mteb hands over a DataLoader of ``{"text": [...]}`` batches; the texts of all batches are
     collected and encoded in one call, so that the encoder's own length-sorted batching and,
     with ``cache``, benchharness's embedding cache apply (a sentence seen by any earlier run of
-    the same encoder identity is not encoded again). mteb's ``prompt_type`` is the encoder's role
-    (``query``, ``document``, none: the symmetric default), so an encoder with role prompts gets
-    them under mteb as it does here; mteb's task instructions are not used (``use_instructions``
-    is False), as for mteb's own models without instructions.
+    the same encoder identity is not encoded again).
+
+    Prompts and instructions, as mteb's own wrappers give them (:meth:`role_for`):
+
+    - mteb's ``prompt_type`` is the encoder's role (``query``, ``document``, none: the symmetric
+      default), so an encoder with role prompts gets them as mteb's sentence-transformers wrapper
+      gives a model its ``query``/``document`` prompts;
+    - an encoder with an ``instruction_template`` is an instruction model: the task's instruction
+      (mteb's ``get_instruction``: the task's prompt for that side, else its task type's default)
+      fills the template on the query side and on every sentence of a symmetric task, and the
+      documents get their own prompt, as mteb's instruction wrapper does with
+      ``apply_instruction_to_passages=False`` (e5-mistral, gte-Qwen, Qwen3-Embedding);
+    - an encoder without prompts gets none.
+
+    ``applied`` records the text put in front of each side's sentences.
     """
 
     mteb_model_meta: ModelMeta  # always set here (AbsEncoder allows None; mteb's EncoderProtocol does not)
@@ -133,6 +145,16 @@ class MtebEncoder(AbsEncoder):
     def __init__(self, encoder: Encoder, cache: EmbeddingCache | None = None) -> None:
         self.model = encoder if cache is None else CachingEncoder(encoder, cache)
         self.mteb_model_meta = model_meta(encoder.name, encoder.identity, encoder.identity_record(), encoder.similarity)
+        #: the text put in front of each side's sentences so far (side: ``query``, ``document``, ``default``)
+        self.applied: dict[str, str] = {}
+
+    def role_for(self, task_metadata: TaskMetadata, prompt_type: PromptType | None) -> Role:
+        """The role mteb's ``prompt_type`` asks for, with the task's instruction when the encoder
+        takes instructions (it has an ``instruction_template``) and the side is not the documents."""
+        role = role_of(prompt_type)
+        if self.model.prompts.instruction_template is None or role.name == "document":
+            return role
+        return Role(role.name, self.get_instruction(task_metadata, prompt_type) or None)
 
     def encode(
         self,
@@ -152,7 +174,10 @@ class MtebEncoder(AbsEncoder):
                     f"(fields {sorted(batch)}); benchharness encoders take text only"
                 )
             texts.extend(batch["text"])
-        return np.asarray(self.model.encode_role(texts, role_of(prompt_type)), dtype=np.float32)
+        role = self.role_for(task_metadata, prompt_type)
+        if not self.model.prompts.empty:
+            self.applied[str(role)] = self.model.prompts.for_role(role)
+        return np.asarray(self.model.encode_role(texts, role), dtype=np.float32)
 
 
 def role_of(prompt_type: PromptType | str | None) -> Role:

@@ -18,7 +18,7 @@ import mteb
 
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
-from benchharness.core.task import DataRecord, EncoderDrivenTask, Metrics, TaskMetadata
+from benchharness.core.task import DataRecord, EncoderDrivenTask, Evaluation, TaskMetadata
 from benchharness.mteb_bridge import evaluate
 
 
@@ -59,6 +59,9 @@ class MtebTask(EncoderDrivenTask):
             "verified": False,
         }
 
-    def evaluate_encoder(self, encoder: Encoder, seed: int) -> Metrics:
+    def evaluate_encoder(self, encoder: Encoder, seed: int) -> Evaluation:
+        """mteb's scores, and the prompt each side got (mteb gives the task's instruction)."""
         record = evaluate.run_task(encoder, self.task)
-        return {**record.metrics, self.metadata.main_score: record.main_score}
+        return Evaluation(
+            {**record.metrics, self.metadata.main_score: record.main_score}, prompts=record.prompts or None
+        )

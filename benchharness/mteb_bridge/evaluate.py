@@ -49,6 +49,8 @@ class MtebRecord:
     metrics: dict[str, float]  # "split/subset/metric" -> x100
     scores: dict[str, list[Mapping[str, Any]]] = field(repr=False)  # mteb's TaskResult.scores, unscaled
     evaluation_seconds: float | None = None
+    #: the text put in front of each side's sentences (empty for an encoder without prompts)
+    prompts: dict[str, str] = field(default_factory=dict)
 
     def protocol(self) -> dict[str, Any]:
         """What pins the protocol: mteb's task at a dataset revision, as a given mteb version runs it."""
@@ -171,4 +173,5 @@ def run_task(
         metrics=flatten_scores(result.scores),
         scores=result.scores,
         evaluation_seconds=result.evaluation_time,
+        prompts=dict(model.applied),
     )

@@ -1,6 +1,7 @@
 """Stored benchharness results in mteb's results layout.
 
-``export_results`` writes ``<out>/<org__name>/<revision>/<Task>.json`` plus ``model_meta.json``,
+``export_results`` writes ``<out>/<org__name>/<revision>/<Task>.json`` plus ``model_meta.json``
+(whose ``benchharness`` entry names the encoder and, by task, the prompt each side's sentences got),
 the layout of mteb's results repository and of ``$MTEB_CACHE/results``: export with
 ``out = $MTEB_CACHE/results`` (default ``~/.cache/mteb/results``) and mteb's ``ResultCache``
 loads the results beside its own. The model is named and versioned as ``as_model.model_meta`` does
@@ -205,6 +206,7 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
     """Write every exportable result under ``out``; the report lists the rest with reasons."""
     out = Path(out)
     report = ExportReport()
+    prompts: dict[Path, dict[str, dict[str, str]]] = {}  # by model folder: each task's prompt per side
     for result in results:
         converted = task_result(result)
         if isinstance(converted, str):
@@ -222,9 +224,13 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
         path = folder / f"{converted.task_name}.json"
         write_json(path, converted.model_dump(mode="json"))
         why = export_name(result.encoder, identity, result.encoder_identity)[2]
+        applied = prompts.setdefault(folder, {})
+        if result.encoder_metadata.get("prompts_applied"):
+            applied[converted.task_name] = result.encoder_metadata["prompts_applied"]
+        ours = {"encoder": result.encoder, "identity": identity, "name_reason": why}
         write_json(
             folder / "model_meta.json",
-            {**meta.to_dict(), "benchharness": {"encoder": result.encoder, "identity": identity, "name_reason": why}},
+            {**meta.to_dict(), "benchharness": {**ours, **({"prompts_applied": applied} if applied else {})}},
         )
         report.exported.append(
             {"encoder": result.encoder, "task": result.task, "mteb_task": converted.task_name, "path": str(path)}
