@@ -175,6 +175,11 @@ def run_loop(
         )
     if context.out is None and context.stop_after is not None:
         raise InvalidInputError("stop_after pauses a run to resume it from its folder: give an output folder (out=)")
+    # the module whose forward gives the step's loss: the method's own, or its Matryoshka sum (whose
+    # sizes are checked against the encoder's width here, before anything is written)
+    scored: nn.Module = method
+    if options.matryoshka_dims is not None:
+        scored = Matryoshka(method, options.matryoshka_dims, options.matryoshka_weights)
     code_version()  # pin the version of the code now running (see code_version)
     if context.threads:
         torch.set_num_threads(context.threads)
@@ -223,10 +228,6 @@ def run_loop(
         if main:
             logger.info("resuming %s at step %d/%d", context.out, state["step"], steps)
     # DDP copies rank 0's parameters to every rank here (the same ones: same base, seed and checkpoint)
-    # the module whose forward gives the step's loss: the method's own, or its Matryoshka sum
-    scored: nn.Module = method
-    if options.matryoshka_dims is not None:
-        scored = Matryoshka(method, options.matryoshka_dims, options.matryoshka_weights)
     model = data_parallel.wrap(scored, ctx) if ctx is not None else scored
 
     def evaluate(step: int) -> bool:
