@@ -13,10 +13,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "format",
         choices=["mteb"],
-        help="mteb: <org__name>/<revision>/<Task>.json + model_meta.json, loadable by mteb's ResultCache "
-        "(results whose protocol is not an mteb task's are listed, not written)",
+        help="mteb: results/<org__name>/<revision>/<Task>.json + model_meta.json, loadable by mteb's "
+        "ResultCache (results whose protocol is not an mteb task's are listed, not written)",
     )
-    p.add_argument("--out", required=True, help="folder to write into (mteb's own: $MTEB_CACHE/results)")
+    p.add_argument(
+        "--out", required=True, help="an mteb cache folder: mteb.ResultCache(OUT) loads it (mteb's own: $MTEB_CACHE)"
+    )
     p.add_argument("--encoders", help="comma list of encoder names (default: every stored encoder)")
     p.add_argument("--results-dir", help="where the stored result JSON files are (default: results/)")
 

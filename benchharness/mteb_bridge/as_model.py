@@ -81,6 +81,26 @@ def export_name(name: str, identity: str, identity_info: Mapping[str, Any]) -> t
     return mteb_name(name), identity, f"not the published model ({why}); revision is the encoder identity"
 
 
+#: mteb's framework names, by the family an encoder's identity names (the innermost, for a composition)
+FRAMEWORKS = {
+    "sentence-transformers": ["Sentence Transformers", "PyTorch"],
+    "sentence-transformers-object": ["Sentence Transformers", "PyTorch"],
+    "hf": ["Transformers", "PyTorch"],
+    "transformers-object": ["Transformers", "PyTorch"],
+    "openai": ["API"],
+}
+
+
+def frameworks(identity_info: Mapping[str, Any]) -> list[Any]:
+    """What computes the vectors, in mteb's words: the base model's library (a post-processor on top
+    is NumPy), or NumPy for word vectors and vectors read from files."""
+    info = identity_info
+    while isinstance(info.get("base"), dict):
+        info = info["base"]
+    found = FRAMEWORKS.get(str(info.get("family")), [])
+    return [*found, "NumPy"] if info is not identity_info or not found else found
+
+
 def model_meta(
     name: str,
     identity: str,
@@ -108,12 +128,13 @@ def model_meta(
         open_weights=None,
         public_training_code=None,
         public_training_data=None,
-        framework=["NumPy"],
+        framework=frameworks(identity_info),
         similarity_fn_name=ScoringFunction(similarity),
         # an instruction model: one whose prompts take a task's instruction (MtebEncoder.role_for)
         use_instructions="instruction_template" in (identity_info.get("prompts") or {}),
         training_datasets=None,
-        adapted_from=hub_base(identity_info),
+        # the hub model an encoder was built from, unless the export is that model itself
+        adapted_from=None if mteb_model == hub_base(identity_info) else hub_base(identity_info),
     )
 
 

@@ -1,11 +1,11 @@
 """Stored benchharness results in mteb's results layout.
 
-``export_results`` writes ``<out>/<org__name>/<revision>/<Task>.json`` plus ``model_meta.json``
-(whose ``benchharness`` entry names the encoder and, by task, the prompt each side's sentences got),
-the layout of mteb's results repository and of ``$MTEB_CACHE/results``: export with
-``out = $MTEB_CACHE/results`` (default ``~/.cache/mteb/results``) and mteb's ``ResultCache``
-loads the results beside its own. The model is named and versioned as ``as_model.model_meta`` does
-(``benchharness/<encoder>``, revision = encoder identity).
+``export_results`` writes ``<out>/results/<org__name>/<revision>/<Task>.json`` plus
+``model_meta.json`` (whose ``benchharness`` entry names the encoder and, by task, the prompt each
+side's sentences got): ``out`` is an mteb cache folder, so ``mteb.ResultCache(out)`` loads the
+results, and with ``out = $MTEB_CACHE`` (default ``~/.cache/mteb``) they sit beside mteb's own.
+The model is named and versioned as ``as_model.model_meta`` does (``benchharness/<encoder>``,
+revision = encoder identity).
 
 Only results whose protocol equals an mteb task's are exported: a number under an mteb task name
 must be the number mteb computes. ``EXPORTABLE`` is that allow-list, each with the evidence;
@@ -91,6 +91,8 @@ NOT_EXPORTED: dict[str, str] = {
     "map_cut.1000) orders them by document id",
     "QQP": "PaSeR's retrieval setting; no mteb task has this protocol",
 }
+#: the folder of an mteb cache that holds results (``ResultCache(cache)`` reads ``<cache>/results``)
+RESULTS = "results"
 _NO_MTEB_TASK = (
     "no mteb task has this protocol (SentEval transfer tasks, dev and trial splits and other "
     "benchharness protocols have none)"
@@ -220,7 +222,7 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
             result.encoder_metadata.get("similarity", "cosine"),
             export=True,
         )
-        folder = out / meta.model_name_as_path() / str(meta.revision)
+        folder = out / RESULTS / meta.model_name_as_path() / str(meta.revision)
         path = folder / f"{converted.task_name}.json"
         write_json(path, converted.model_dump(mode="json"))
         why = export_name(result.encoder, identity, result.encoder_identity)[2]

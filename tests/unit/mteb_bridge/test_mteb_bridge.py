@@ -111,7 +111,7 @@ def _stored(encoder: str, task: str) -> SimpleNamespace:
 
 def test_export_is_loaded_by_mteb_result_cache(tmp_path):
     stored = [_stored("minilm-l6", t) for t in ("STS12", "STS16", "STSBenchmark", "SICKRelatedness", "MR")]
-    report = export_results(stored, tmp_path / "results")
+    report = export_results(stored, tmp_path)
     assert [r["task"] for r in report.exported] == ["STS12", "STS16"]
     assert {r["task"]: r["reason"] for r in report.skipped} == {
         t: reason_not_exported(t) for t in ("STSBenchmark", "SICKRelatedness", "MR")
@@ -122,7 +122,10 @@ def test_export_is_loaded_by_mteb_result_cache(tmp_path):
     assert len(revision) == 40
     folder = tmp_path / "results" / "sentence-transformers__all-MiniLM-L6-v2" / revision
     assert sorted(p.name for p in folder.iterdir()) == ["STS12.json", "STS16.json", "model_meta.json"]
-    assert json.loads((folder / "model_meta.json").read_text())["benchharness"]["encoder"] == "minilm-l6"
+    meta = json.loads((folder / "model_meta.json").read_text())
+    assert meta["benchharness"]["encoder"] == "minilm-l6"
+    # the model itself, computed by sentence-transformers: not adapted from itself, not NumPy
+    assert meta["adapted_from"] is None and meta["framework"] == ["Sentence Transformers", "PyTorch"]
 
     cache = mteb.ResultCache(tmp_path)
     assert cache.get_models() == [("sentence-transformers__all-MiniLM-L6-v2", revision)]
@@ -138,10 +141,13 @@ def test_export_is_loaded_by_mteb_result_cache(tmp_path):
 def test_an_encoder_that_is_not_the_published_model_exports_under_its_own_name_with_the_reason(tmp_path):
     composed = _stored("minilm-l6+whitening", "STS12")
     export_results([composed], tmp_path)
-    folder = tmp_path / "benchharness__minilm-l6+whitening" / composed.encoder_identity["hash"]
+    folder = tmp_path / "results" / "benchharness__minilm-l6+whitening" / composed.encoder_identity["hash"]
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["name"] == "benchharness/minilm-l6+whitening"
     assert "post-processed" in meta["benchharness"]["name_reason"]
+    # adapted from the hub model it whitens; sentence-transformers computes, NumPy whitens
+    assert meta["adapted_from"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert meta["framework"] == ["Sentence Transformers", "PyTorch", "NumPy"]
 
 
 def test_export_refuses_a_result_stored_under_another_protocol(tmp_path):
@@ -162,7 +168,7 @@ def test_export_of_an_mteb_run_result_round_trips(tmp_path):
         encoder_metadata={"similarity": "cosine"},
         date="2026-11-22T10:00:00+00:00",
     )
-    export_results([stored], tmp_path / "results")
+    export_results([stored], tmp_path)
     loaded = mteb.ResultCache(tmp_path).load_task_result("STS12", "benchharness/hash", "abc123")
     assert loaded.dataset_revision == "rev0"
     assert loaded.get_score() == pytest.approx(record.main_score / 100)
@@ -294,7 +300,7 @@ def test_without_mteb_the_error_says_how_to_install_it(project, monkeypatch, cap
 def test_export_command_writes_mteb_layout_and_says_what_it_left_out(tmp_path, capsys):
     from benchharness.cli import main
 
-    out = tmp_path / "results"
+    out = tmp_path  # as the guide writes it: `--out mteb-results`, then mteb.ResultCache("mteb-results")
     assert (
         main(["export", "mteb", "--out", str(out), "--results-dir", str(ROOT / "results"), "--encoders", "minilm-l6"])
         == 0
