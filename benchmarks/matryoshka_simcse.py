@@ -72,6 +72,7 @@ def main() -> None:
     from benchharness.core.settings import apply_environment
 
     apply_environment(config())  # this script owns its process: the offline hub cache, before the hub loads
+    head = header()  # the load before this script's own work
     import benchharness
     from benchharness.reporting.size_curve import SizePoint, group_sizes, size_figure
     from benchharness.scoring.stats import holm
@@ -109,7 +110,7 @@ def main() -> None:
             rows += [(seed, d, row.task, row) for row in table.rows if not row.task.startswith("Avg.")]
     adjusted = holm([row.p_value for *_, row in rows])
 
-    lines = [header(), "", f"simcse on paraphrase-MiniLM-L3-v2, cpu preset; matryoshka_dims={','.join(map(str, dims))}"]
+    lines = [head, "", f"simcse on paraphrase-MiniLM-L3-v2, cpu preset; matryoshka_dims={','.join(map(str, dims))}"]
     lines += [
         "",
         "Per seed: A = with the Matryoshka loss, B = without, both truncated to d. A-B with its 95% paired-bootstrap",

@@ -36,6 +36,7 @@ def main() -> None:
     from benchharness.core.settings import apply_environment
 
     apply_environment(config())  # this script owns its process: the offline hub cache, before the hub loads
+    head = header()  # the load before this script's own work
     from huggingface_hub import snapshot_download
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
@@ -60,7 +61,7 @@ def main() -> None:
     names = [spec(d, p) for d in dims for p in precisions]
     with tempfile.TemporaryDirectory() as cache:  # the base encoded once, every variant from the cache
         ours = benchharness.evaluate(names, task_name, data_dir=data_root().root, cache_dir=cache, intervals=False)
-    lines = [header(), f"1. {task_name}, Spearman x100: benchharness / sentence-transformers (difference)"]
+    lines = [head, f"1. {task_name}, Spearman x100: benchharness / sentence-transformers (difference)"]
     lines.append(f"{'d':>6} " + " ".join(f"{p:>24}" for p in precisions))
     largest = 0.0
     for d in dims:

@@ -21,6 +21,7 @@ def main() -> None:
     from benchharness.core.settings import apply_environment
 
     apply_environment(config())  # this script owns its process: the offline hub cache, before the hub loads
+    head = header()  # the load before this script's own work
     import benchharness
     from benchharness.reporting.size_curve import size_families, size_figure
 
@@ -39,7 +40,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=150, bbox_inches="tight", metadata={"Software": None})
     table = benchharness.compare(results, results, encoder_a=f"minilm-l3+truncate(d={dims})", encoder_b="minilm-l3")
-    report("size_curve", [header(), f"figure: {out.name}", "", str(table)])
+    report("size_curve", [head, f"figure: {out.name}", "", str(table)])
 
 
 if __name__ == "__main__":
