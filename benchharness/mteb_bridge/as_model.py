@@ -101,6 +101,17 @@ def frameworks(identity_info: Mapping[str, Any]) -> list[Any]:
     return [*found, "NumPy"] if info is not identity_info or not found else found
 
 
+def registry_meta(hub_id: str) -> ModelMeta | None:
+    """mteb's own metadata for a hub model (``mteb.get_model_meta``), or None when its registry,
+    shipped with the package, does not list it."""
+    import mteb
+
+    try:
+        return mteb.get_model_meta(hub_id)
+    except KeyError:
+        return None
+
+
 def model_meta(
     name: str,
     identity: str,
@@ -112,8 +123,14 @@ def model_meta(
     """mteb metadata for a benchharness encoder (also used to export stored results, where only
     the name and identity recorded in the result exist, not the encoder). Evaluation through mteb
     always uses ``benchharness/<name>`` (mteb's cache must never mix our vectors with its own);
-    ``export`` names a plain hub model by its hub id (``export_name``)."""
+    ``export`` names a plain hub model by its hub id (``export_name``); when mteb's own registry
+    knows that model, its metadata (parameters, dimensions, license, languages, release date,
+    training data...) is kept, at the revision that was run."""
     mteb_model, revision = export_name(name, identity, identity_info)[:2] if export else (mteb_name(name), identity)
+    if export and mteb_model != mteb_name(name):
+        registered = registry_meta(mteb_model)
+        if registered is not None:
+            return registered.model_copy(update={"revision": revision, "loader": None})
     return ModelMeta(
         loader=None,
         name=mteb_model,

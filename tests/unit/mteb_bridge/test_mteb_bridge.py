@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -124,8 +125,18 @@ def test_export_is_loaded_by_mteb_result_cache(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["STS12.json", "STS16.json", "model_meta.json"]
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["benchharness"]["encoder"] == "minilm-l6"
-    # the model itself, computed by sentence-transformers: not adapted from itself, not NumPy
-    assert meta["adapted_from"] is None and meta["framework"] == ["Sentence Transformers", "PyTorch"]
+    # a model mteb's registry knows: its metadata, at the revision that was run
+    registered = mteb.get_model_meta("sentence-transformers/all-MiniLM-L6-v2")
+    for field in ("n_parameters", "embed_dim", "max_tokens", "license", "languages", "training_datasets"):
+        value = getattr(registered, field)
+        written = set(meta[field]) if isinstance(value, set) else meta[field]
+        assert value is not None and written == value, field
+    assert meta["revision"] == revision and meta["adapted_from"] is None
+    from mteb.models import ModelMeta
+
+    with warnings.catch_warnings():  # mteb's to_dict writes its deprecated is_cross_encoder; reading it warns
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ModelMeta.model_validate({k: v for k, v in meta.items() if k != "benchharness"})  # mteb's own validation
 
     cache = mteb.ResultCache(tmp_path)
     assert cache.get_models() == [("sentence-transformers__all-MiniLM-L6-v2", revision)]
