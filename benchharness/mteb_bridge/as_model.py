@@ -101,6 +101,28 @@ def frameworks(identity_info: Mapping[str, Any]) -> list[Any]:
     return [*found, "NumPy"] if info is not identity_info or not found else found
 
 
+#: the mteb tasks whose data each named training corpus holds (``benchharness.data.corpora``;
+#: sentences alone count: mteb's zero-shot filter asks whether a model saw a task's data at all)
+CORPUS_TASKS = {
+    "sts-unlabeled": ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R"),
+    "train-splits": ("STSBenchmark", "SICK-R"),
+    "stsb-train": ("STSBenchmark",),
+    "stsb-dev": ("STSBenchmark",),
+}
+#: the mteb task of a run's dev evaluation (its checkpoint was selected on that task's dev split)
+DEV_TASKS = {"STSBenchmark-dev": "STSBenchmark", "STSBenchmark": "STSBenchmark"}
+
+
+def training_datasets(training: Mapping[str, Any]) -> set[str]:
+    """The mteb tasks whose data a trained run saw: its named corpora (``+``-joined parts; a
+    ``text:`` file or NLI pairs name no mteb task) and the task its checkpoint was selected on."""
+    name = str((training.get("data") or {}).get("name", ""))
+    seen = {task for part in name.split("+") for task in CORPUS_TASKS.get(part, ())}
+    if training.get("dev_task") in DEV_TASKS:
+        seen.add(DEV_TASKS[training["dev_task"]])
+    return seen
+
+
 def registry_meta(hub_id: str) -> ModelMeta | None:
     """mteb's own metadata for a hub model (``mteb.get_model_meta``), or None when its registry,
     shipped with the package, does not list it."""
@@ -119,13 +141,15 @@ def model_meta(
     similarity: str = "cosine",
     embed_dim: int | None = None,
     export: bool = False,
+    training: Mapping[str, Any] | None = None,
 ) -> ModelMeta:
     """mteb metadata for a benchharness encoder (also used to export stored results, where only
     the name and identity recorded in the result exist, not the encoder). Evaluation through mteb
     always uses ``benchharness/<name>`` (mteb's cache must never mix our vectors with its own);
     ``export`` names a plain hub model by its hub id (``export_name``); when mteb's own registry
     knows that model, its metadata (parameters, dimensions, license, languages, release date,
-    training data...) is kept, at the revision that was run."""
+    training data...) is kept, at the revision that was run. ``training``, a trained run's manifest,
+    gives the model it was adapted from and the mteb tasks whose data it trained on."""
     mteb_model, revision = export_name(name, identity, identity_info)[:2] if export else (mteb_name(name), identity)
     if export and mteb_model != mteb_name(name):
         registered = registry_meta(mteb_model)
@@ -149,10 +173,18 @@ def model_meta(
         similarity_fn_name=ScoringFunction(similarity),
         # an instruction model: one whose prompts take a task's instruction (MtebEncoder.role_for)
         use_instructions="instruction_template" in (identity_info.get("prompts") or {}),
-        training_datasets=None,
-        # the hub model an encoder was built from, unless the export is that model itself
-        adapted_from=None if mteb_model == hub_base(identity_info) else hub_base(identity_info),
+        training_datasets=training_datasets(training) if training else None,
+        # the hub model an encoder was built from (a trained run's base), unless it is the model itself
+        adapted_from=adapted_from(mteb_model, identity_info, training),
     )
+
+
+def adapted_from(mteb_model: str, identity_info: Mapping[str, Any], training: Mapping[str, Any] | None) -> str | None:
+    """The hub model an encoder derives from: a trained run's base, else the hub model a
+    composition wraps; None for the hub model itself."""
+    base = training.get("base_model") if training else None
+    source = base if isinstance(base, str) and _HUB_ID.fullmatch(base) else hub_base(identity_info)
+    return None if source == mteb_model else source
 
 
 class MtebEncoder(AbsEncoder):

@@ -221,6 +221,7 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
             result.encoder_identity,
             result.encoder_metadata.get("similarity", "cosine"),
             export=True,
+            training=result.encoder_metadata.get("training"),
         )
         folder = out / RESULTS / meta.model_name_as_path() / str(meta.revision)
         path = folder / f"{converted.task_name}.json"

@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 import warnings
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -350,3 +351,21 @@ def test_export_command_writes_mteb_layout_and_says_what_it_left_out(tmp_path, c
         == 2
     )
     assert "no-such-encoder" in capsys.readouterr().err
+
+
+def test_a_trained_recipe_exports_its_base_and_the_mteb_tasks_it_trained_on(tmp_path):
+    """The simcse recipe trains on sts-unlabeled (every sentence of STS12-16, STS-B and SICK, test
+    sentences included) and selects its checkpoint on STS-B dev: not zero-shot on any of them."""
+    from mteb.models import ModelMeta
+
+    stored = _stored("simcse", "STS12")
+    (exported,) = export_results([stored], tmp_path).exported
+    meta = json.loads((Path(exported["path"]).parent / "model_meta.json").read_text())
+    assert meta["adapted_from"] == "sentence-transformers/paraphrase-MiniLM-L3-v2"
+    want = {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R"}
+    assert set(meta["training_datasets"]) == want
+    assert all(mteb.get_task(name) for name in want)  # mteb's own names
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        valid = ModelMeta.model_validate({k: v for k, v in meta.items() if k != "benchharness"})
+    assert valid.is_zero_shot_on(["STS12"]) is False
