@@ -78,6 +78,24 @@ def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 3
 CONTEXT_KEYS = ("name", "device", "threads", "stop_after", "overwrite", "keep_checkpoint", "progress", "dev")
 
 
+@contextlib.contextmanager
+def tokenizer_inputs(tokenizer):
+    """Every text ``tokenizer``'s class is called on while the block runs, in call order: what a
+    model really received, prompts included."""
+    seen: list[str] = []
+    original = type(tokenizer).__call__
+
+    def recording(self, text, *args, **kwargs):
+        seen.extend([text] if isinstance(text, str) else list(text))
+        return original(self, text, *args, **kwargs)
+
+    type(tokenizer).__call__ = recording
+    try:
+        yield seen
+    finally:
+        type(tokenizer).__call__ = original
+
+
 def nltk_wordnet(monkeypatch: pytest.MonkeyPatch):
     """NLTK's own WordNet reader over the shared data: the independent reference of the WordNet
     tests. Its Open Multilingual Wordnet map, which no English lookup reads, is not built (about

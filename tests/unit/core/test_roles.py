@@ -18,6 +18,7 @@ from benchharness.evaluation.resolver import Resolver
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
 from tests.fakes import HashEncoder
+from tests.helpers import tokenizer_inputs
 
 QUERIES = ["how do cats sleep", "shared text"]
 DOCUMENTS = ["shared text", "cats sleep a lot"]
@@ -169,20 +170,9 @@ def prompted_st(tiny_bert, tmp_path):
 def test_a_configured_prompt_reaches_the_tokenizer_on_the_query_side_only(prompted_st):
     encoder = Resolver().get(f"st:{prompted_st}")
     assert encoder.prompts == Prompts(query="query: ", document="passage: ")
-    tokenizer = encoder.model[0].tokenizer
-    seen: list[str] = []
-    original = type(tokenizer).__call__
-
-    def recording(self, text, *args, **kwargs):
-        seen.extend([text] if isinstance(text, str) else list(text))
-        return original(self, text, *args, **kwargs)
-
-    type(tokenizer).__call__ = recording
-    try:
+    with tokenizer_inputs(encoder.model[0].tokenizer) as seen:
         query = encoder.encode_role(["a cat sleeps"], QUERY)
         plain = encoder.encode_role(["a cat sleeps"], DEFAULT)
-    finally:
-        type(tokenizer).__call__ = original
     # the query prompt alone first: the check that it leaves a sentence room within max_length
     assert seen == ["query: ", "query: a cat sleeps", "a cat sleeps"]
     assert not np.allclose(query, plain)

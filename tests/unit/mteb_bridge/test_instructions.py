@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 from benchharness.encoders.sentence_transformers_format import save_as_sentence_transformer  # noqa: E402
 from benchharness.evaluation.resolver import Resolver  # noqa: E402
 from benchharness.mteb_bridge.as_model import MtebEncoder  # noqa: E402
+from tests.helpers import tokenizer_inputs  # noqa: E402
 
 TEXTS = ["a cat sleeps", "rain is expected"]
 TEMPLATE = "Instruct: {instruction}\nQuery: "
@@ -63,29 +63,12 @@ def plain(prompted, tmp_path_factory):
     return folder
 
 
-@contextmanager
-def tokenized(tokenizer):
-    """Every text the tokenizer class is called on, in order (the prompt-length probes left out)."""
-    seen: list[str] = []
-    original = type(tokenizer).__call__
-
-    def recording(self, text, *args, **kwargs):
-        seen.extend([text] if isinstance(text, str) else list(text))
-        return original(self, text, *args, **kwargs)
-
-    type(tokenizer).__call__ = recording
-    try:
-        yield seen
-    finally:
-        type(tokenizer).__call__ = original
-
-
 def sent(wrapper, model_tokenizer, task: str, prompt_type) -> list[str]:
     """The texts the tokenizer got when ``wrapper`` encoded TEXTS for ``task``'s ``prompt_type`` side."""
     loader = DataLoader(
         Dataset.from_dict({"text": TEXTS}), batch_size=8, collate_fn=lambda rows: {"text": [r["text"] for r in rows]}
     )
-    with tokenized(model_tokenizer) as seen:
+    with tokenizer_inputs(model_tokenizer) as seen:
         wrapper.encode(
             loader,
             task_metadata=mteb.get_task(task).metadata,
