@@ -6,7 +6,9 @@ one, called at each lookup (tasks declared in the configuration's ``[tasks.*]``)
 other package's, are found through the plugin registry (``benchharness.core.plugins``), so this
 package imports none of its own modules.
 A selection is a comma list of task names, group names (``sts``, ``transfer``) and aliases
-(``STS-B``), expanded in order without repeats; unknown names fail with the close matches.
+(``STS-B``), expanded in order without repeats; unknown names fail with the close matches. Commas
+inside brackets belong to the name (``mteb:MTEB(eng, v2)``, ``mteb:STS22[languages=eng,deu]``), and a
+prefixed name may stand for several tasks (an mteb benchmark).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 from dataclasses import dataclass, field
 
 from benchharness.core.errors import UserError
+from benchharness.core.lists import split_outside_brackets
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.settings import Config
 from benchharness.core.task import Task, TaskProvider
@@ -115,7 +118,10 @@ def select(selection: str | list[str], config: Config | None = None) -> list[Tas
 
 def _expand(cat: TaskTable, selection: str | list[str]) -> list[str]:
     factories, group_table, aliases = cat.factories, cat.groups, cat.aliases
-    items = selection.split(",") if isinstance(selection, str) else selection
+    try:
+        items = split_outside_brackets(selection) if isinstance(selection, str) else selection
+    except ValueError as exc:
+        raise UnknownTaskError(f"task selection: {exc}") from None
     out: list[str] = []
     for item in (i.strip() for i in items):
         if not item:
@@ -125,6 +131,8 @@ def _expand(cat: TaskTable, selection: str | list[str]) -> list[str]:
         if prefixed is not None:
             prefix = prefixed.prefix or ""
             expanded = [prefix + item[len(prefix) :].strip()]
+            if prefixed.expand_prefixed is not None:
+                expanded = prefixed.expand_prefixed(expanded[0])
         elif item in group_table:
             expanded = group_table[item]
         elif item in factories:

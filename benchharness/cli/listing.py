@@ -14,6 +14,12 @@ WIDTH = 100
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", choices=["encoders", "tasks"])
     p.add_argument("--long", action="store_true", help="every column in full (sources, settings), however wide")
+    p.add_argument(
+        "--mteb",
+        action="store_true",
+        help="with tasks: mteb's benchmarks and tasks (from the installed mteb's metadata, offline), to run as "
+        "mteb:<Name>",
+    )
 
 
 def _clip(text: str, width: int) -> str:
@@ -69,6 +75,8 @@ def main(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    if args.mteb:
+        return mteb_listing(args.long)
     from benchharness import tasks
 
     table = tasks.catalogue(args.configuration)
@@ -90,5 +98,29 @@ def main(args: argparse.Namespace) -> int:
             headers=["task", "group", "split", "main score", "protocol", "n", "description"],
             tablefmt="github",
         )
+    )
+    return 0
+
+
+def mteb_listing(long: bool) -> int:
+    """mteb's benchmarks, then its tasks, from the metadata the installed mteb ships (no download)."""
+    from tabulate import tabulate
+
+    from benchharness.mteb_bridge import mteb_needed
+
+    with mteb_needed("benchharness list tasks --mteb"):
+        import mteb
+    width = 10**6 if long else 60
+    benchmarks = [[f"mteb:{b.name}", len(b.tasks), _clip(b.description or "", width)] for b in mteb.get_benchmarks()]
+    print(tabulate(benchmarks, headers=["benchmark", "tasks", "description"], tablefmt="github"))
+    print()
+    rows = [
+        [f"mteb:{t.metadata.name}", t.metadata.type, len(t.metadata.languages), t.metadata.main_score]
+        for t in mteb.get_tasks(exclude_superseded=False)
+    ]
+    print(tabulate(rows, headers=["task", "type", "languages", "main score"], tablefmt="github"))
+    print(
+        f"\nmteb {mteb.__version__}: {len(benchmarks)} benchmarks, {len(rows)} tasks. Filter with "
+        "mteb:<Name>[languages=eng; subsets=...; splits=test; exclusive] (see docs/mteb.md)."
     )
     return 0

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import UserError
+from benchharness.core.lists import split_outside_brackets
 from benchharness.core.prompts import PROMPT_KEYS
 from benchharness.core.settings import HubSettings, default_data_dir, default_hub
 
@@ -165,17 +166,10 @@ def parse_params(text: str, sep: str) -> dict[str, Any]:
 
 def split_outside_parentheses(text: str, sep: str) -> list[str]:
     """Split on ``sep`` where it is not inside parentheses (post-processor parameters)."""
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        depth += (ch == "(") - (ch == ")")
-        if ch == sep and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    if depth != 0:
-        raise UnknownEncoderError(f"unbalanced parentheses in {text!r}")
-    return [*parts, current]
+    try:
+        return split_outside_brackets(text, sep)
+    except ValueError as exc:
+        raise UnknownEncoderError(str(exc)) from None
 
 
 def split_composition(name: str) -> list[str]:

@@ -229,6 +229,9 @@ class TaskProvider:
     prefix: str | None = None
     #: builds a task for a name that starts with ``prefix`` (the name is passed whole)
     build_prefixed: Callable[[str], Task] | None = None
+    #: the task names a prefixed name stands for (a benchmark: several), each one that
+    #: ``build_prefixed`` builds; None: the name itself
+    expand_prefixed: Callable[[str], list[str]] | None = None
     #: how the prefix is written, for help and error texts (``mteb:<TaskName>``)
     prefix_usage: str = ""
     #: providers are listed and searched in increasing order

@@ -19,19 +19,22 @@ import mteb
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.core.task import DataRecord, EncoderDrivenTask, Evaluation, TaskMetadata
-from benchharness.mteb_bridge import evaluate
+from benchharness.mteb_bridge import evaluate, selection
 
 
 class MtebTask(EncoderDrivenTask):
     def __init__(self, name: str) -> None:
+        """``name``: an mteb task, with filters or without (``selection``); the task is named by
+        what it evaluates (``selection.canonical``)."""
         super().__init__()
-        self.task = evaluate.get_task(name)
+        self.task = selection.task(name)
         meta = self.task.metadata
+        canonical = selection.canonical(self.task)
         self.metadata = TaskMetadata(
-            name=evaluate.PREFIX + meta.name,
+            name=canonical,
             family="mteb",
             description=" ".join(meta.description.split())[:200],
-            split="+".join(meta.eval_splits),
+            split="+".join(self.task.eval_splits),
             main_score=meta.main_score,
             protocol=evaluate.variant(mteb.__version__),
             reference=meta.reference or "",
@@ -41,7 +44,9 @@ class MtebTask(EncoderDrivenTask):
                 "dataset": meta.dataset["path"],
                 "dataset_revision": meta.dataset["revision"],
                 "mteb_version": mteb.__version__,
-                "splits": sorted(meta.eval_splits),
+                "splits": sorted(self.task.eval_splits),
+                # only when filtered: a whole task's record stays as it always was
+                **({"subsets": list(self.task.hf_subsets)} if canonical != evaluate.PREFIX + meta.name else {}),
             },
         )
 

@@ -53,3 +53,36 @@ def sts_task(
 
     InMemorySTS.max_score = max_score  # type: ignore[assignment]  # mteb annotates int; a gold scale need not end on one
     return InMemorySTS()
+
+
+def multilingual_sts_task(
+    name: str, subsets: dict[str, tuple[str, Sequence[str], Sequence[str], Sequence[float]]], max_score: float = 5
+) -> AbsTaskSTS:
+    """An mteb STS task with a Hugging Face subset per entry of ``subsets``: ``{subset: (language
+    as mteb writes it, e.g. "deu-Latn", first, second, gold)}`` (what language and subset filters select on)."""
+
+    class InMemoryMultilingualSTS(AbsTaskSTS):
+        metadata = TaskMetadata(
+            type="STS",
+            name=name,
+            main_score="cosine_spearman",
+            **{**TASK_ARGS, "eval_langs": {subset: [lang] for subset, (lang, *_) in subsets.items()}},
+        )
+        min_score = 0
+
+        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+            self.dataset = {
+                subset: DatasetDict(
+                    {
+                        "test": Dataset.from_dict(
+                            {"sentence1": list(first), "sentence2": list(second), "score": [float(g) for g in gold]}
+                        )
+                    }
+                )
+                for subset, (_, first, second, gold) in subsets.items()
+                if subset in self.hf_subsets
+            }
+            self.data_loaded = True
+
+    InMemoryMultilingualSTS.max_score = max_score  # type: ignore[assignment]  # as in sts_task
+    return InMemoryMultilingualSTS()

@@ -236,7 +236,7 @@ def test_tasks_resolve_accepts_mteb_names():
     from benchharness import tasks
 
     assert tasks.resolve("STS12, mteb:STS22 ,mteb:SciFact,mteb:STS22") == ["STS12", "mteb:STS22", "mteb:SciFact"]
-    with pytest.raises(tasks.UnknownTaskError, match="mteb:<TaskName>"):
+    with pytest.raises(tasks.UnknownTaskError, match="mteb:<Name>"):
         tasks.resolve("mteb:")
 
 
