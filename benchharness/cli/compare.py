@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchharness.reporting.compare import Published
 
 HELP = "paired comparison of two encoders' stored results (no encoding)"
 
@@ -18,15 +22,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap and permutation resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.add_argument(
+        "--mteb-results",
+        metavar="FOLDER",
+        help="B is a model of this mteb results folder (mteb's results repository, or what `export mteb` wrote), "
+        "as mteb names it (org/model): its published scores beside A's, without a test",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     from benchharness import tasks
     from benchharness.cli.options import result_store
     from benchharness.core.specs import expand_variants
-    from benchharness.reporting.compare import compare_sizes, compare_stored, render, stored_pairs
+    from benchharness.reporting.compare import compare_published, compare_sizes, compare_stored, render, stored_pairs
 
     store, task_names = result_store(args), tasks.resolve(args.tasks, args.configuration)
+    if args.mteb_results:
+        print(compare_published(store, args.a, published_model(args.mteb_results, args.b), task_names))
+        return 0
     sizes = expand_variants(args.a)
     if len(sizes) > 1:
         pairs = stored_pairs(store, sizes, args.b, task_names)
@@ -35,3 +48,22 @@ def main(args: argparse.Namespace) -> int:
     rows = compare_stored(store, args.a, args.b, task_names, args.resamples, args.seed)
     print(render(rows, args.a, args.b))
     return 0
+
+
+def published_model(folder: str, name: str) -> Published:
+    """The model ``name`` of the mteb results folder ``folder``; an unknown name lists those there."""
+    import difflib
+
+    from benchharness.core.errors import InvalidInputError
+    from benchharness.mteb_bridge import mteb_needed
+
+    with mteb_needed("--mteb-results"):
+        from benchharness.mteb_bridge.published import read
+    models = {m.name: m for m in read(folder)}
+    if name not in models:
+        close = difflib.get_close_matches(name, list(models), n=3, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise InvalidInputError(
+            f"no model {name!r} in the mteb results {folder}.{hint} It holds: {', '.join(sorted(models))}"
+        )
+    return models[name]

@@ -13,12 +13,19 @@ if TYPE_CHECKING:
 
     from benchharness.core.results import ResultStore
     from benchharness.core.settings import Config
+    from benchharness.reporting.mteb_tables import Imported
 
 HELP = "leaderboard of stored results beside published numbers (md, csv, latex, html)"
 
 
 def comma_list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
+    """The items of a comma list; commas inside brackets stay in their item (``mteb:MTEB(eng, v2)``)."""
+    from benchharness.core.lists import bracketed_list
+
+    try:
+        return bracketed_list(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,6 +60,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the 95%% interval tables (default: on for md, csv and html, off for latex)",
     )
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
+    p.add_argument(
+        "--mteb-results",
+        action="append",
+        default=[],
+        metavar="FOLDER",
+        help="an mteb results folder (mteb's results repository, or what `export mteb --out` wrote) whose models "
+        "are shown as published rows beside the mteb tasks and benchmarks measured here (repeatable)",
+    )
 
 
 #: the output suffixes each format writes (a file without a suffix takes any format)
@@ -115,19 +130,40 @@ def results_label(root: Path) -> str:
         return f"{os.path.normpath(root)}/"
 
 
-def task_selection(selection: list[str], stored: set[str], config: Config) -> set[str]:
-    """Task and group names expanded; a stored task no provider knows (an mteb or file task) as is."""
+def task_selection(selection: list[str], stored: set[str], config: Config) -> tuple[set[str], list[str]]:
+    """Task and group names expanded; a stored task no provider knows (an mteb or file task) as is;
+    and the mteb benchmarks named (``mteb:MTEB(eng, v2)``), each to get its table."""
     from benchharness import tasks
+    from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
 
     out: set[str] = set()
+    benchmarks: list[str] = []
     for item in selection:
         try:
-            out.update(tasks.resolve(item, config))
+            expanded = tasks.resolve(item, config)
         except tasks.UnknownTaskError:
             if item not in stored:
                 raise
-            out.add(item)
-    return out
+            expanded = [item]
+        out.update(expanded)
+        if item.startswith(MTEB_PREFIX) and expanded != [item]:
+            from benchharness.mteb_bridge import selection as mteb_selection
+
+            name = mteb_selection.parse(item).name
+            if mteb_selection.is_benchmark(name):
+                benchmarks.append(name)
+    return out, benchmarks
+
+
+def imported_models(folders: list[str]) -> list[Imported]:
+    """The models of every ``--mteb-results`` folder."""
+    if not folders:
+        return []
+    from benchharness.mteb_bridge import mteb_needed
+
+    with mteb_needed("--mteb-results"):
+        from benchharness.mteb_bridge.published import read
+    return [model for folder in folders for model in read(folder)]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -146,7 +182,9 @@ def main(args: argparse.Namespace) -> int:
         from benchharness.reporting.leaderboard import GROUPS
 
         groups = (groups or set(GROUPS)) - {"published"}
-    tasks = task_selection(args.tasks, {r.task for r in store}, args.configuration) if args.tasks else None
+    tasks, benchmarks = (
+        task_selection(args.tasks, {r.task for r in store}, args.configuration) if args.tasks else (None, [])
+    )
     board = build(
         store,
         published,
@@ -156,6 +194,8 @@ def main(args: argparse.Namespace) -> int:
         groups=groups,
         results_label=results_label(store.root),
         config=args.configuration,
+        imported=imported_models(args.mteb_results),
+        benchmarks=benchmarks,
     )
     intervals = args.intervals if args.intervals is not None else fmt != "latex"
     text = render(board, fmt, intervals)

@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
         )
     store = stored_results(args)
     published = published_dir(args)
-    tasks = task_selection(args.tasks, {r.task for r in store}, args.configuration) if args.tasks else None
+    tasks = task_selection(args.tasks, {r.task for r in store}, args.configuration)[0] if args.tasks else None
     path = write_report(
         store,
         Path(args.out),

@@ -18,7 +18,7 @@ difference is negative and its Holm-adjusted p under 0.05.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.results import Result, ResultStore
@@ -338,3 +338,43 @@ def render_sizes(comparison: SizeComparison) -> str:
     )
     headers = ["size", "bytes", "task", "size score", "full", "difference", "95% CI", "p (Holm)", ""]
     return _table(table, headers, legend)
+
+
+class Published(Protocol):
+    """A model of an mteb results folder (``mteb_bridge.published.PublishedModel``)."""
+
+    name: str
+    source: str
+
+    def score(self, task: str) -> float | None: ...
+
+
+def compare_published(store: ResultStore, encoder_a: str, published: Published, task_names: list[str]) -> str:
+    """A measured encoder's stored scores beside a published mteb model's, task by task: the
+    difference only, since a published result keeps no per-item outputs to test on. Every
+    missing measured result is named at once, with the command that computes them."""
+    found = {task: store.load(encoder_a, task) for task in task_names}
+    if missing := [t for t, r in found.items() if r is None]:
+        raise MissingFileError(
+            f"no stored result for {encoder_a} on {', '.join(missing)} under {store.root}; produce them with: "
+            f"{store.run_command(encoder_a, ','.join(missing))}"
+        )
+    rows = []
+    for task, result in found.items():
+        assert result is not None
+        b = published.score(task)
+        rows.append(
+            [
+                md_cell(task),
+                f"{result.main_score:.2f}",
+                "" if b is None else f"{b:.2f}",
+                "" if b is None else f"{result.main_score - b:+.2f}",
+            ]
+        )
+    legend = (
+        f"A = {one_line(encoder_a)}, measured here; B = {one_line(published.name)}, published (mteb results "
+        f"{one_line(published.source)}), its main score for each task as mteb's leaderboard takes it. No interval "
+        "or test: a published result keeps no per-item outputs. An empty B: the folder has no score for all of "
+        "that task."
+    )
+    return _table(rows, ["task", "A", "B (published)", "A-B"], legend)

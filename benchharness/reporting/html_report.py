@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 from benchharness.core.provenance import now
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.version import __version__
-from benchharness.reporting.leaderboard import ALPHA, Board, Table, build, prompt_text, prompts_of
+from benchharness.reporting.board import Board, Table
+from benchharness.reporting.leaderboard import ALPHA, build, prompt_text, prompts_of
 from benchharness.reporting.size_curve import size_families, size_figure
 from benchharness.reporting.table_formats import html_prompt_notes, html_table
 

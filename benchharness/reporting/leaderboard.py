@@ -46,7 +46,7 @@ import fnmatch
 import io
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -55,34 +55,34 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import PROMPT_KEYS
 from benchharness.core.results import Result, ResultStore
 from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
+from benchharness.reporting.board import (
+    GROUPS,
+    ROW_GROUPS,
+    Board,
+    Cell,
+    Column,
+    Instruction,
+    Line,
+    PromptNote,
+    Section,
+    Table,
+    fmt,
+    group_of,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from importlib.resources.abc import Traversable
 
     from benchharness.core.settings import Config
     from benchharness.core.task import BoardSection
+    from benchharness.reporting.mteb_tables import Imported
 
 logger = logging.getLogger(__name__)
 
 #: the papers' numbers (see its README for sources): package data, read through importlib.resources so
 #: that a wheel installed anywhere shows them as the checkout does; ``--published-dir`` overrides it
 PUBLISHED_DIR: Traversable = files("benchharness.reporting") / "published"
-
-
-@dataclass(frozen=True)
-class Column:
-    header: str
-    task: str
-    metric: str | None = None  # None: the task's main score
-    published: str | None = None  # column name in the published CSV
-
-
-@dataclass(frozen=True)
-class Section:
-    title: str
-    columns: tuple[Column, ...]
-    published_csv: str | None
-    average: bool = True
 
 
 #: the table of tasks with stored results that no installed task plugin knows (a plugin
@@ -137,12 +137,6 @@ def _variant(results: list[Result], task: str) -> str:
     return next(str(r.protocol.get("variant", "")) for r in results if r.task == task)
 
 
-def _fmt(value: float | str | None) -> str:
-    if value is None or value == "":
-        return ""
-    return f"{float(value):.2f}"
-
-
 def _cell(result: Result | None, column: Column) -> float | None:
     if result is None:
         return None
@@ -152,20 +146,8 @@ def _cell(result: Result | None, column: Column) -> float | None:
     return float(value) if value is not None else None
 
 
-GROUPS = ("base", "post-processed", "trained")
 MARK = "†"
 ALPHA = 0.05
-
-
-def group_of(result: Result) -> str:
-    """``post-processed`` for a ``+`` chain, ``trained`` for a result with training provenance or
-    a local checkpoint (a result that records no training provenance), else ``base``."""
-    if "+" in result.encoder:
-        return "post-processed"
-    model = str(result.encoder_identity.get("model", ""))
-    if "training" in result.encoder_metadata or model.startswith(("/", "./", "../")):
-        return "trained"
-    return "base"
 
 
 def _recipe(result: Result) -> tuple[str, int] | None:
@@ -196,15 +178,6 @@ def prompt_text(prompts: dict[str, str]) -> list[str]:
     return [f"{key}={text!r}" for key, text in prompts.items()]
 
 
-@dataclass(frozen=True)
-class PromptNote:
-    """Prompts shared by some of a row's results: ``prompts`` by spec key (empty: none, beside
-    results with prompts), ``headers`` the columns they were scored in (empty: every column)."""
-
-    prompts: tuple[tuple[str, str], ...]
-    headers: tuple[str, ...] = ()
-
-
 def prompt_notes(columns: tuple[Column, ...], results: dict[str, Result]) -> tuple[PromptNote, ...]:
     """The prompts of a row's results, grouped by set; nothing for a row without any."""
     by_set: dict[tuple[tuple[str, str], ...], list[str]] = {}
@@ -216,16 +189,6 @@ def prompt_notes(columns: tuple[Column, ...], results: dict[str, Result]) -> tup
     if len(by_set) == 1:
         return (PromptNote(next(iter(by_set))),)
     return tuple(PromptNote(prompts, tuple(headers)) for prompts, headers in by_set.items())
-
-
-@dataclass(frozen=True)
-class Instruction:
-    """The instruction ``text`` (None: none) the results of ``task`` shown were computed with;
-    ``encoders`` names their rows where the rows shown differ in it (else empty)."""
-
-    task: str
-    text: str | None
-    encoders: tuple[str, ...] = ()
 
 
 def instructions(section: Section, lines: list[Line]) -> list[Instruction]:
@@ -412,58 +375,6 @@ def _average_interval(row: Row, section: Section) -> tuple[float, float] | None:
     return (row.average - half, row.average + half)
 
 
-@dataclass
-class Cell:
-    """One score of a table: its value, how it prints, its interval and marks."""
-
-    value: float | None
-    text: str
-    interval: tuple[float, float] | None = None
-    marked: bool = False  # not significantly different from the column's best measured score
-    best: bool = False  # the best value of its column among the rows shown
-
-
-@dataclass
-class Line:
-    """One row of a leaderboard table."""
-
-    encoder: str
-    group: str  # one of ROW_GROUPS
-    source: str  # the Source column: group, and the recipe or the paper and table
-    cells: list[Cell]  # one per column, then Avg. where the section averages
-    results: dict[str, Result]  # by task; empty for published rows and seed aggregates
-    prompts: tuple[PromptNote, ...] = ()  # those its results were computed with (``prompt_notes``)
-
-
-@dataclass
-class Table:
-    section: Section
-    headers: list[str]  # the score columns, then "Avg." where the section averages
-    lines: list[Line]
-    notes: list[str]  # why a mark could not be computed
-    variants: list[str]  # the protocol variants of the measured results
-    instructions: list[Instruction] = field(default_factory=list)  # of the tasks whose results shown have one
-
-    @property
-    def has_intervals(self) -> bool:
-        return any(c.interval for line in self.lines for c in line.cells)
-
-
-@dataclass
-class Board:
-    tables: list[Table]
-    results_label: str  # the results folder read, as the header names it
-    #: where published rows were looked for, as the prose names it; None where they were left out
-    published_source: str | None = None
-
-    @property
-    def published_rows(self) -> int:
-        return sum(line.group == "published" for table in self.tables for line in table.lines)
-
-
-ROW_GROUPS = (*GROUPS, "published")
-
-
 #: the Source cell's word for a row with prompts, listed with its table
 PROMPTED = "with prompts"
 
@@ -475,12 +386,12 @@ def _measured_lines(section: Section, results: list[Result], store: ResultStore)
     for row in rows:
         cells = []
         for i, (column, value) in enumerate(zip(section.columns, row.cells)):
-            text = row.text[i] if row.text is not None else _fmt(value)
+            text = row.text[i] if row.text is not None else fmt(value)
             interval = None if row.text is not None else _interval(row.results.get(column.task), column)
             cells.append(Cell(value, text, interval, (row.encoder, i) in marked))
         if section.average:
             avg = None if row.text is not None else _average_interval(row, section)
-            cells.append(Cell(row.average, _fmt(row.average), avg))
+            cells.append(Cell(row.average, fmt(row.average), avg))
         note = (
             row.note
             if row.note is not None
@@ -519,7 +430,7 @@ def _published_lines(section: Section, published_dir: Path | Traversable | None,
                     rec["model"],
                     "published",
                     f"published: {rec['paper']} {rec['table']}",
-                    [Cell(v, _fmt(v)) for v in values],
+                    [Cell(v, fmt(v)) for v in values],
                     {},
                 )
             )
@@ -560,15 +471,21 @@ def build(
     groups: set[str] | None = None,
     results_label: str | None = None,
     config: Config | None = None,
+    imported: Sequence[Imported] = (),
+    benchmarks: Sequence[str] = (),
 ) -> Board:
     """Every table of the leaderboard, filtered: ``encoders`` are names or shell patterns
     (``minilm-*``), ``tasks`` task names, ``groups`` row groups (``ROW_GROUPS``). ``published_dir``:
     the published tables (``PUBLISHED_DIR``, the package's), None for none; ``config``: the
-    configuration whose tasks (``[tasks.*]``) are known besides the installed ones."""
+    configuration whose tasks (``[tasks.*]``) are known besides the installed ones. ``imported``:
+    models of mteb results folders, shown as published rows of the mteb columns; ``benchmarks``:
+    mteb benchmarks to give a table each, besides those a row covers whole (``mteb_tables``)."""
     if groups is not None and (unknown := sorted(groups - set(ROW_GROUPS))):
         raise InvalidInputError(f"unknown row group(s) {', '.join(unknown)}; choose from {', '.join(ROW_GROUPS)}")
     results = [r for r in store if encoders is None or any(fnmatch.fnmatchcase(r.encoder, e) for e in encoders)]
     show_published = (groups is None or "published" in groups) and encoders is None
+    from benchharness.reporting import mteb_tables  # it builds on this module's tables
+
     tables = []
     for full in sections(results, config):
         section = _select(full, tasks)
@@ -578,6 +495,8 @@ def build(
         lines = [line for line in lines if groups is None or line.group in groups]
         if show_published:
             lines += _published_lines(section, published_dir, papers)
+        if imported and (groups is None or "published" in groups):
+            lines += mteb_tables.imported_lines(section.columns, imported)
         if not lines:
             continue
         _mark_best(lines)
@@ -600,9 +519,12 @@ def build(
                 instructions(section, lines),
             )
         )
+    if imported or benchmarks or any(r.task.startswith(MTEB_PREFIX) for r in results):
+        tables += mteb_tables.benchmark_tables(results, imported, benchmarks, groups)
     source = (
         None
         if not show_published or published_dir is None
         else ("benchharness/reporting/published/" if published_dir is PUBLISHED_DIR else str(published_dir))
     )
-    return Board(tables, results_label or store.root.name + "/", source)
+    folders = tuple(dict.fromkeys(m.source for m in imported))
+    return Board(tables, results_label or store.root.name + "/", source, folders)

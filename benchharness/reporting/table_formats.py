@@ -22,17 +22,10 @@ from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
+from benchharness.reporting.board import Board, Instruction, Line, Table
 from benchharness.reporting.escape import csv_cell, md_cell, md_code, one_line, tex
-from benchharness.reporting.leaderboard import (
-    ALPHA,
-    MARK,
-    Board,
-    Instruction,
-    Line,
-    Table,
-    ci_text,
-    prompt_text,
-)
+from benchharness.reporting.leaderboard import ALPHA, MARK, ci_text, prompt_text
+from benchharness.reporting.mteb_tables import IMPORTED
 
 if TYPE_CHECKING:
     pass
@@ -48,17 +41,27 @@ _LEGEND = (
 
 
 def published_prose(board: Board) -> str:
-    """The sentence on published rows: where those shown come from, or that none are, and why."""
+    """The sentence on published rows: where those shown come from, or that none are, and why; and
+    where the rows read from mteb results folders come from."""
     source = board.published_source
     if source is None:
-        return "Published rows are left out of this board."
-    if board.published_rows:
-        return (
+        papers = "Published rows are left out of this board."
+    elif board.published_rows:
+        papers = (
             f"Rows marked *published* are copied from the method papers ({md_code(source)}, "
             "BERT/RoBERTa backbones) and were not measured here."
         )
+    else:
+        papers = (
+            f"No published rows are shown: {md_code(source)} holds no published table for the sections and "
+            "papers selected."
+        )
+    if not board.imported:
+        return papers
+    folders = ", ".join(md_code(f) for f in board.imported)
     return (
-        f"No published rows are shown: {md_code(source)} holds no published table for the sections and papers selected."
+        f"{papers} Rows marked *{IMPORTED}* are read from mteb results folders ({folders}) by mteb's own "
+        "reader and were not measured here."
     )
 
 

@@ -1,0 +1,133 @@
+"""The leaderboard's mteb parts: rows of published mteb results beside the measured ones, and a
+table per mteb benchmark with mteb's aggregation (``mteb_bridge.benchmarks``).
+
+mteb is needed only here, and only when the board has mteb results or imported ones: a board of
+benchharness's own tasks never imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from benchharness.core.results import Result
+from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
+from benchharness.reporting.board import Cell, Column, Line, Section, Table, fmt, group_of
+
+if TYPE_CHECKING:
+    from benchharness.mteb_bridge.benchmarks import Benchmark
+
+logger = logging.getLogger(__name__)
+
+#: the Source cell of an imported row starts with this, then the folder it was read from
+IMPORTED = "published: mteb results"
+#: the note below a benchmark table
+ORDER_NOTE = (
+    "{aggregates}: as mteb's leaderboard computes them (mteb.Benchmark.get_score), over the benchmark's "
+    "tasks as mteb filters them (languages, subsets, splits); a row without every task of a type has no mean "
+    "for that type, a row without every task none for the benchmark."
+)
+
+
+class Imported(Protocol):
+    """A model of an mteb results folder (``mteb_bridge.published.PublishedModel``)."""
+
+    name: str
+    source: str
+
+    @property
+    def tasks(self) -> frozenset[str]:
+        """mteb's names of the tasks it has results of."""
+
+    def score(self, task: str) -> float | None: ...
+
+
+def imported_lines(columns: Sequence[Column], imported: Sequence[Imported]) -> list[Line]:
+    """A *published* row per imported model with a score in any of ``columns``."""
+    lines = []
+    for model in imported:
+        values = [model.score(c.task) if c.metric is None else None for c in columns]
+        if any(v is not None for v in values):
+            lines.append(_line(model, [Cell(v, fmt(v)) for v in values]))
+    return lines
+
+
+def _line(model: Imported, cells: list[Cell]) -> Line:
+    return Line(model.name, "published", f"{IMPORTED} {model.source}", cells, {}, imported=True)
+
+
+def benchmark_tables(
+    results: list[Result], imported: Sequence[Imported], wanted: Sequence[str] = (), groups: set[str] | None = None
+) -> list[Table]:
+    """A table per mteb benchmark named in ``wanted`` (names or aliases), then per benchmark that a
+    measured or imported row covers whole; none where mteb is not installed. ``groups``: the row
+    groups shown (None: all)."""
+    try:
+        from benchharness.mteb_bridge import benchmarks as mteb_benchmarks
+    except ImportError:
+        logger.debug("mteb is not installed: no benchmark tables")
+        return []
+    by_encoder: dict[str, dict[str, Result]] = {}
+    for r in results:
+        if r.task.startswith(MTEB_PREFIX):
+            by_encoder.setdefault(r.encoder, {})[r.task] = r
+    found = [mteb_benchmarks.benchmark(name) for name in dict.fromkeys(wanted)]
+    rows = [
+        mteb_benchmarks.Coverage(
+            frozenset(str(r.protocol.get("mteb_task", "")) for r in mine.values()), mine.__contains__
+        )
+        for mine in by_encoder.values()
+    ]
+    rows += [mteb_benchmarks.Coverage(m.tasks, _has_score(m)) for m in imported]
+    named = {b.name for b in found}
+    found += [b for b in mteb_benchmarks.covered(rows) if b.name not in named]
+    return [t for b in found if (t := _table(b, by_encoder, imported, groups)) is not None]
+
+
+def _has_score(model: Imported) -> Callable[[str], bool]:
+    return lambda task: model.score(task) is not None
+
+
+def _table(
+    benchmark: Benchmark,
+    by_encoder: dict[str, dict[str, Result]],
+    imported: Sequence[Imported],
+    groups: set[str] | None,
+) -> Table | None:
+    """Rows: every measured encoder with a result of the benchmark, then every imported model with
+    a score; cells: Mean(Task), Mean(TaskType), each type's mean, and how many tasks the row has."""
+    from benchharness.mteb_bridge.benchmarks import MEAN_TASK, MEAN_TASK_TYPE
+
+    headers = [MEAN_TASK, MEAN_TASK_TYPE, *benchmark.types]
+    count = f"Tasks (of {len(benchmark.tasks)})"
+    lines = []
+    for encoder, mine in sorted(by_encoder.items()):
+        shown = {t: r for t, r in mine.items() if t in benchmark.tasks}
+        if shown and (groups is None or group_of(next(iter(shown.values()))) in groups):
+            scores: dict[str, float | None] = {t: r.main_score for t, r in shown.items()}
+            group = group_of(next(iter(shown.values())))
+            lines.append(Line(encoder, group, group, _cells(benchmark, scores, headers), shown))
+    if groups is None or "published" in groups:
+        for model in imported:
+            scores = {t: model.score(t) for t in benchmark.tasks}
+            if any(v is not None for v in scores.values()):
+                lines.append(_line(model, _cells(benchmark, scores, headers)))
+    if not lines:
+        return None
+    lines.sort(key=lambda line: (line.group == "published", -(line.cells[0].value or -1e9), line.encoder))
+    section = Section(
+        f"mteb benchmark {benchmark.name} (mteb's aggregation, main scores x100)",
+        tuple(Column(h, "") for h in [*headers, count]),
+        None,
+        average=False,
+    )
+    note = ORDER_NOTE.format(aggregates=f"{MEAN_TASK} and {MEAN_TASK_TYPE}")
+    variants = sorted({f"{r.protocol.get('variant')}" for line in lines for r in line.results.values()})
+    return Table(section, [*headers, count], lines, [note], [f"mteb tasks: {', '.join(variants)}"] if variants else [])
+
+
+def _cells(benchmark: Benchmark, scores: Mapping[str, float | None], headers: list[str]) -> list[Cell]:
+    aggregates = benchmark.aggregate(scores)
+    have = sum(v is not None for v in scores.values())
+    return [*(Cell(aggregates[h], fmt(aggregates[h])) for h in headers), Cell(None, str(have))]
