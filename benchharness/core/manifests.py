@@ -55,8 +55,9 @@ class RunManifest(TypedDict, total=False):
     encoder, and its provenance (base model and weights, data, every hyper-parameter, the code
     version, the dev curve and how the saved weights were selected, what the training cost);
     training adds its ``recipe`` (with the ``command`` that trains it again), a method its own
-    outputs (DefSent+'s plots and round times). A tuned run (``benchharness tune``) holds ``name``,
-    ``encoder``, ``method``, ``base_model``, ``tuning`` and ``date``.
+    outputs (DefSent+'s plots and round times); ``date`` says when the weights were saved. A tuned
+    run (``benchharness tune``) holds ``name``, ``encoder``, ``method``, ``base_model``, ``tuning``
+    and ``date``.
     """
 
     encoder: Required[EncoderSpec]

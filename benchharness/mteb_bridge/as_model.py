@@ -23,6 +23,7 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
 from benchharness.core.results import slug
 from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+from benchharness.mteb_bridge.model_facts import HUB_ID, innermost, model_facts
 
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 #: organisation part of every exported or evaluated model name: keeps benchharness's encoders
 #: apart from mteb's own registry entries for the same checkpoints (whose revisions are commits)
 ORGANISATION = "benchharness"
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
 def mteb_name(encoder_name: str) -> str:
@@ -44,11 +44,8 @@ def mteb_name(encoder_name: str) -> str:
 def hub_base(identity_info: Mapping[str, Any]) -> str | None:
     """The Hugging Face id an encoder was built from, when its identity names one (for
     ``ModelMeta.adapted_from``); local paths (trained runs) are not hub ids."""
-    info = identity_info
-    while isinstance(info.get("base"), dict):  # post-processors nest the encoder they wrap
-        info = info["base"]
-    model = info.get("model")
-    return model if isinstance(model, str) and _HUB_ID.fullmatch(model) else None
+    model = innermost(identity_info).get("model")  # post-processors nest the encoder they wrap
+    return model if isinstance(model, str) and HUB_ID.fullmatch(model) else None
 
 
 #: identity keys of a sentence-transformers model loaded as published, with no option of ours
@@ -72,7 +69,7 @@ def export_name(name: str, identity: str, identity_info: Mapping[str, Any]) -> t
         )
     elif set(info) - _PLAIN_HUB_KEYS:
         why = f"options that change its vectors: {', '.join(sorted(set(info) - _PLAIN_HUB_KEYS))}"
-    elif not (isinstance(info.get("model"), str) and _HUB_ID.fullmatch(info["model"])):
+    elif not (isinstance(info.get("model"), str) and HUB_ID.fullmatch(info["model"])):
         why = "a local model, not a hub id"
     elif not _COMMIT.fullmatch(str(info.get("revision", ""))):
         why = "no hub commit recorded"
@@ -94,9 +91,7 @@ FRAMEWORKS = {
 def frameworks(identity_info: Mapping[str, Any]) -> list[Any]:
     """What computes the vectors, in mteb's words: the base model's library (a post-processor on top
     is NumPy), or NumPy for word vectors and vectors read from files."""
-    info = identity_info
-    while isinstance(info.get("base"), dict):
-        info = info["base"]
+    info = innermost(identity_info)
     found = FRAMEWORKS.get(str(info.get("family")), [])
     return [*found, "NumPy"] if info is not identity_info or not found else found
 
@@ -142,6 +137,7 @@ def model_meta(
     embed_dim: int | None = None,
     export: bool = False,
     training: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> ModelMeta:
     """mteb metadata for a benchharness encoder (also used to export stored results, where only
     the name and identity recorded in the result exist, not the encoder). Evaluation through mteb
@@ -149,23 +145,33 @@ def model_meta(
     ``export`` names a plain hub model by its hub id (``export_name``); when mteb's own registry
     knows that model, its metadata (parameters, dimensions, license, languages, release date,
     training data...) is kept, at the revision that was run. ``training``, a trained run's manifest,
-    gives the model it was adapted from and the mteb tasks whose data it trained on."""
+    gives the model it was adapted from and the mteb tasks whose data it trained on.
+
+    Any other model's parameters, width, token limit, licence, languages and release date come
+    from its own files, offline (``model_facts``; ``metadata``, the stored ``encoder_metadata``,
+    adds what a post-processor's fit decided), and fill only the gaps of a registry entry;
+    ``embed_dim``, when given, is the width the caller knows. The memory is mteb's own estimate
+    from the parameter count (``ModelMeta.calculate_memory_usage_mb``)."""
     mteb_model, revision = export_name(name, identity, identity_info)[:2] if export else (mteb_name(name), identity)
+    found = model_facts(identity_info, metadata, training).known()
+    if embed_dim is not None:
+        found["embed_dim"] = embed_dim
     if export and mteb_model != mteb_name(name):
         registered = registry_meta(mteb_model)
         if registered is not None:
-            return registered.model_copy(update={"revision": revision, "loader": None})
-    return ModelMeta(
+            gaps = {field: value for field, value in found.items() if getattr(registered, field) is None}
+            return with_memory_usage(registered.model_copy(update={"revision": revision, "loader": None, **gaps}))
+    meta = ModelMeta(
         loader=None,
         name=mteb_model,
         revision=revision,
-        release_date=None,
-        languages=None,
-        n_parameters=None,
+        release_date=found.get("release_date"),
+        languages=found.get("languages"),
+        n_parameters=found.get("n_parameters"),
         memory_usage_mb=None,
-        max_tokens=None,
-        embed_dim=embed_dim,
-        license=None,
+        max_tokens=found.get("max_tokens"),
+        embed_dim=found.get("embed_dim"),
+        license=found.get("license"),
         open_weights=None,
         public_training_code=None,
         public_training_data=None,
@@ -177,13 +183,22 @@ def model_meta(
         # the hub model an encoder was built from (a trained run's base), unless it is the model itself
         adapted_from=adapted_from(mteb_model, identity_info, training),
     )
+    return with_memory_usage(meta)
+
+
+def with_memory_usage(meta: ModelMeta) -> ModelMeta:
+    """``meta`` with mteb's estimate of its memory where it has none: the fp32 size of its
+    parameters (``calculate_memory_usage_mb``; none for an API model or an unknown count)."""
+    if meta.memory_usage_mb is not None:
+        return meta
+    return meta.model_copy(update={"memory_usage_mb": meta.calculate_memory_usage_mb()})
 
 
 def adapted_from(mteb_model: str, identity_info: Mapping[str, Any], training: Mapping[str, Any] | None) -> str | None:
     """The hub model an encoder derives from: a trained run's base, else the hub model a
     composition wraps; None for the hub model itself."""
     base = training.get("base_model") if training else None
-    source = base if isinstance(base, str) and _HUB_ID.fullmatch(base) else hub_base(identity_info)
+    source = base if isinstance(base, str) and HUB_ID.fullmatch(base) else hub_base(identity_info)
     return None if source == mteb_model else source
 
 

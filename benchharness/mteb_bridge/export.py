@@ -26,7 +26,7 @@ from mteb.results import TaskResult
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
-from benchharness.mteb_bridge import evaluate
+from benchharness.mteb_bridge import evaluate, selection
 from benchharness.mteb_bridge.as_model import export_name, model_meta
 
 
@@ -176,7 +176,7 @@ def task_result(result: StoredResult) -> TaskResult | str:
     """The mteb ``TaskResult`` of a stored result, or the reason it has none."""
     variant = result.protocol.get("variant")
     if evaluate.is_mteb_variant(variant):
-        task = evaluate.get_task(result.protocol["mteb_task"])
+        task = selection.task(result.task)  # filtered as the result's name says (``selection``)
         # mteb annotates evaluation_time float, yet TaskResult's field is float | None (a stored result has none)
         built = TaskResult.from_task_results(
             task,
@@ -222,6 +222,7 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
             result.encoder_metadata.get("similarity", "cosine"),
             export=True,
             training=result.encoder_metadata.get("training"),
+            metadata=result.encoder_metadata,
         )
         folder = out / RESULTS / meta.model_name_as_path() / str(meta.revision)
         path = folder / f"{converted.task_name}.json"

@@ -19,7 +19,7 @@ import torch
 
 from benchharness.core.atomic import write_json
 from benchharness.core.manifests import CodeVersion, RunManifest, Selection, TrainingStats
-from benchharness.core.provenance import git_state
+from benchharness.core.provenance import git_state, now
 from benchharness.core.resources import peak_memory
 from benchharness.encoders import hub
 from benchharness.training import matryoshka
@@ -128,6 +128,7 @@ def build_manifest(
         "selection": selection,
         "training": training,
         "encoder": {"type": "hf", "model": MODEL_DIR, "pooling": pooling, "max_length": options.eval_max_length},
+        "date": now(),  # when the weights were saved: an export's release date (mteb's ModelMeta)
     }
 
 
