@@ -96,6 +96,18 @@ def tokenizer_inputs(tokenizer):
         type(tokenizer).__call__ = original
 
 
+def glove_cosines(first: list[str], second: list[str]):
+    """The cosines of the pairs under the test GloVe subset's word-vector average, in float64:
+    the reference a test scores an mteb STS task against (numpy, not the evaluation code)."""
+    import numpy as np
+
+    from benchharness.encoders.glove import WordVectorAverage
+
+    glove = WordVectorAverage("glove-50d", DATA / "glove/glove.6B.50d.subset.txt.gz")
+    a, b = glove.encode(first).astype(np.float64), glove.encode(second).astype(np.float64)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
 def nltk_wordnet(monkeypatch: pytest.MonkeyPatch):
     """NLTK's own WordNet reader over the shared data: the independent reference of the WordNet
     tests. Its Open Multilingual Wordnet map, which no English lookup reads, is not built (about

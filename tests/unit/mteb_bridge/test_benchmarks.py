@@ -26,6 +26,7 @@ from benchharness import tasks  # noqa: E402
 from benchharness.mteb_bridge import selection  # noqa: E402
 from benchharness.mteb_bridge.benchmarks import MEAN_TASK, MEAN_TASK_TYPE, benchmark  # noqa: E402
 from benchharness.mteb_bridge.memory import multilingual_sts_task  # noqa: E402
+from tests.helpers import glove_cosines  # noqa: E402
 
 ENG_V2 = "MTEB(eng, v2)"
 
@@ -132,15 +133,6 @@ def multilingual(monkeypatch):
     )
 
 
-def _glove_cosines(first, second):
-    from benchharness.encoders.glove import WordVectorAverage
-    from tests.helpers import DATA
-
-    glove = WordVectorAverage("glove-50d", DATA / "glove/glove.6B.50d.subset.txt.gz")
-    a, b = glove.encode(first).astype(np.float64), glove.encode(second).astype(np.float64)
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-
-
 def test_a_language_filter_evaluates_that_subset_alone_under_the_name_of_what_ran(
     project, multilingual, tmp_path, capsys
 ):
@@ -152,9 +144,7 @@ def test_a_language_filter_evaluates_that_subset_alone_under_the_name_of_what_ra
     assert stored["task"] == "mteb:XMulti[subsets=de]"
     assert {k.split("/")[1] for k in stored["metrics"] if "/" in k} == {"de"}
     _, first, second, gold = SUBSETS["de"]
-    assert stored["main_score"] == pytest.approx(
-        stats.spearmanr(_glove_cosines(first, second), gold)[0] * 100, abs=1e-4
-    )
+    assert stored["main_score"] == pytest.approx(stats.spearmanr(glove_cosines(first, second), gold)[0] * 100, abs=1e-4)
     assert stored["protocol"]["subsets"] == ["de"] and stored["protocol"]["splits"] == ["test"]
 
     # exported, it loads in mteb's reader; imported back, its row shows the same score beside the measured one

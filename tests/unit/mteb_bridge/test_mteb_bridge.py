@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, glove_cosines
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -223,15 +223,6 @@ def in_memory_tasks(monkeypatch):
     monkeypatch.setattr(bridge_run, "get_task", get_task)
 
 
-def _glove_cosines(first, second):
-    from benchharness.encoders.glove import WordVectorAverage
-    from tests.helpers import DATA
-
-    glove = WordVectorAverage("glove-50d", DATA / "glove/glove.6B.50d.subset.txt.gz")
-    a, b = glove.encode(first).astype(np.float64), glove.encode(second).astype(np.float64)
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-
-
 def test_tasks_resolve_accepts_mteb_names():
     from benchharness import tasks
 
@@ -245,11 +236,11 @@ def test_run_stores_an_mteb_task_and_the_leaderboard_shows_it(project, in_memory
 
     assert main(["run", "--encoders", "glove-50d", "--tasks", "mteb:XRun,STSBenchmark", "--quiet"]) == 0
     stored = json.loads((project / "results" / "glove-50d" / "mteb:XRun.json").read_text())
-    want = stats.spearmanr(_glove_cosines(FIRST, SECOND), GOLD)[0] * 100  # no tied cosines among 5 pairs
+    want = stats.spearmanr(glove_cosines(FIRST, SECOND), GOLD)[0] * 100  # no tied cosines among 5 pairs
     assert stored["main_score"] == pytest.approx(want, abs=1e-4)
     assert stored["main_metric"] == "cosine_spearman" and stored["task"] == "mteb:XRun"
     assert stored["metrics"]["test/default/cosine_pearson"] == pytest.approx(
-        stats.pearsonr(_glove_cosines(FIRST, SECOND), GOLD)[0] * 100, abs=1e-4
+        stats.pearsonr(glove_cosines(FIRST, SECOND), GOLD)[0] * 100, abs=1e-4
     )
     protocol = stored["protocol"]
     assert protocol["variant"] == f"mteb-{mteb.__version__}" and protocol["mteb_version"] == mteb.__version__
