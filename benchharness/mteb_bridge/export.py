@@ -28,6 +28,7 @@ from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
 from benchharness.mteb_bridge import evaluate, selection
 from benchharness.mteb_bridge.as_model import export_name, model_meta
+from benchharness.mteb_bridge.model_facts import model_facts
 
 
 @dataclass(frozen=True)
@@ -215,14 +216,16 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
             report.skipped.append({"encoder": result.encoder, "task": result.task, "reason": converted})
             continue
         identity = result.encoder_identity["hash"]
+        training = result.encoder_metadata.get("training")
+        facts = model_facts(result.encoder_identity, result.encoder_metadata, training)
         meta = model_meta(
             result.encoder,
             identity,
             result.encoder_identity,
             result.encoder_metadata.get("similarity", "cosine"),
             export=True,
-            training=result.encoder_metadata.get("training"),
-            metadata=result.encoder_metadata,
+            training=training,
+            facts=facts,
         )
         folder = out / RESULTS / meta.model_name_as_path() / str(meta.revision)
         path = folder / f"{converted.task_name}.json"
@@ -231,7 +234,12 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
         applied = prompts.setdefault(folder, {})
         if result.encoder_metadata.get("prompts_applied"):
             applied[converted.task_name] = result.encoder_metadata["prompts_applied"]
-        ours = {"encoder": result.encoder, "identity": identity, "name_reason": why}
+        ours = {
+            "encoder": result.encoder,
+            "identity": identity,
+            "name_reason": why,
+            **({"card_datasets": list(facts.card_datasets)} if facts.card_datasets else {}),
+        }
         write_json(
             folder / "model_meta.json",
             {**meta.to_dict(), "benchharness": {**ours, **({"prompts_applied": applied} if applied else {})}},

@@ -41,10 +41,13 @@ class ModelFacts:
     license: str | None = None
     languages: list[str] | None = None
     release_date: str | None = None
+    #: the training datasets the card declares, as Hugging Face dataset ids: not ``ModelMeta``'s
+    #: ``training_datasets``, which names mteb tasks, and no card id names an mteb task's dataset
+    card_datasets: tuple[str, ...] = ()
 
     def known(self) -> dict[str, Any]:
-        """The fields found, by ``ModelMeta`` field name."""
-        return {key: value for key, value in asdict(self).items() if value is not None}
+        """The ``ModelMeta`` fields found, by field name."""
+        return {key: value for key, value in asdict(self).items() if value is not None and key != "card_datasets"}
 
 
 def model_facts(
@@ -67,6 +70,7 @@ def model_facts(
         license=card_license(card),
         languages=card_languages(card),
         release_date=release_date(training),
+        card_datasets=card_datasets(card),
     )
 
 
@@ -354,6 +358,13 @@ def card_languages(card: Mapping[str, Any]) -> list[str] | None:
     value = card.get("language")
     codes = [value] if isinstance(value, str) else value if isinstance(value, list) else []
     return _hf_langs_to_iso_lang_scripts([c for c in codes if isinstance(c, str)])
+
+
+def card_datasets(card: Mapping[str, Any]) -> tuple[str, ...]:
+    """The card's ``datasets`` list (Hugging Face ids), as written."""
+    value = card.get("datasets")
+    values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return tuple(v for v in values if isinstance(v, str))
 
 
 def release_date(training: Mapping[str, Any] | None) -> str | None:

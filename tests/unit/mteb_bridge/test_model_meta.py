@@ -266,3 +266,26 @@ def test_a_recipe_run_missing_here_leaves_its_file_facts_unknown_and_trains_noth
     assert meta["max_tokens"] == stored.encoder_identity["max_length"]  # the encoder's truncation, in its identity
     assert not (tmp_path / "runs").exists()
     _validated(meta)
+
+
+def test_the_training_datasets_a_card_declares_are_exported_as_written(tmp_path):
+    """all-MiniLM-L6-v2's card lists Hugging Face dataset ids; they go under the export's own
+    ``benchharness`` entry as the card writes them (no id names an mteb task's dataset, so mteb's
+    ``training_datasets`` keeps the registry's task names)."""
+    import yaml
+
+    stored = _stored("minilm-l6", "STS12")
+    meta = _exported(stored, tmp_path)
+    snapshot = Path(_minilm_l6_snapshot())
+    front = (snapshot / "README.md").read_text().split("---")[1]
+    assert meta["benchharness"]["card_datasets"] == yaml.safe_load(front)["datasets"]
+    assert len(meta["benchharness"]["card_datasets"]) == 21
+    assert set(meta["training_datasets"]) == set(registry_meta(MINILM_L6).training_datasets)
+
+
+def _minilm_l6_snapshot() -> str:
+    """The hub cache's snapshot of all-MiniLM-L6-v2 at the commit the stored results ran."""
+    from huggingface_hub import snapshot_download
+
+    revision = _stored("minilm-l6", "STS12").encoder_identity["revision"]
+    return snapshot_download(MINILM_L6, revision=revision, local_files_only=True)
