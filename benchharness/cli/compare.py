@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchharness.reporting.compare import Published
+    from benchharness.reporting.board import ImportedModel
 
 HELP = "paired comparison of two encoders' stored results (no encoding)"
 
@@ -50,16 +50,14 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def published_model(folder: str, name: str) -> Published:
+def published_model(folder: str, name: str) -> ImportedModel:
     """The model ``name`` of the mteb results folder ``folder``; an unknown name lists those there."""
     import difflib
 
+    from benchharness.cli.leaderboard import imported_models
     from benchharness.core.errors import InvalidInputError
-    from benchharness.mteb_bridge import mteb_needed
 
-    with mteb_needed("--mteb-results"):
-        from benchharness.mteb_bridge.published import read
-    models = {m.name: m for m in read(folder)}
+    models = {m.name: m for m in imported_models([folder])}
     if name not in models:
         close = difflib.get_close_matches(name, list(models), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from benchharness.core.results import ResultStore
     from benchharness.core.settings import Config
-    from benchharness.reporting.mteb_tables import Imported
+    from benchharness.reporting.board import ImportedModel
 
 HELP = "leaderboard of stored results beside published numbers (md, csv, latex, html)"
 
@@ -155,7 +155,7 @@ def task_selection(selection: list[str], stored: set[str], config: Config) -> tu
     return out, benchmarks
 
 
-def imported_models(folders: list[str]) -> list[Imported]:
+def imported_models(folders: list[str]) -> list[ImportedModel]:
     """The models of every ``--mteb-results`` folder."""
     if not folders:
         return []

@@ -5,6 +5,7 @@ adds the mteb benchmarks' tables)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from benchharness.core.results import Result
 
@@ -119,3 +120,18 @@ class Board:
 
 
 ROW_GROUPS = (*GROUPS, "published")
+
+
+class ImportedModel(Protocol):
+    """A model of an mteb results folder (``mteb_bridge.published.PublishedModel``): its rows are
+    published ones, beside the measured rows of the leaderboard and ``compare``."""
+
+    name: str  # as mteb names it, ``org/model``
+    source: str  # the folder it was read from, as given
+
+    @property
+    def tasks(self) -> frozenset[str]:
+        """mteb's names of the tasks it has results of."""
+
+    def score(self, task: str) -> float | None:
+        """Its main score x100 on a benchharness task, None where it has none."""

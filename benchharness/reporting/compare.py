@@ -18,12 +18,13 @@ difference is negative and its Holm-adjusted p under 0.05.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.task import Evaluation
 from benchharness.evaluation.results import Results
+from benchharness.reporting.board import ImportedModel
 from benchharness.reporting.escape import md_cell, one_line
 from benchharness.scoring.confidence import RESAMPLES, paired
 from benchharness.scoring.stats import PairedReplicates, average_paired, holm
@@ -340,16 +341,7 @@ def render_sizes(comparison: SizeComparison) -> str:
     return _table(table, headers, legend)
 
 
-class Published(Protocol):
-    """A model of an mteb results folder (``mteb_bridge.published.PublishedModel``)."""
-
-    name: str
-    source: str
-
-    def score(self, task: str) -> float | None: ...
-
-
-def compare_published(store: ResultStore, encoder_a: str, published: Published, task_names: list[str]) -> str:
+def compare_published(store: ResultStore, encoder_a: str, published: ImportedModel, task_names: list[str]) -> str:
     """A measured encoder's stored scores beside a published mteb model's, task by task: the
     difference only, since a published result keeps no per-item outputs to test on. Every
     missing measured result is named at once, with the command that computes them."""

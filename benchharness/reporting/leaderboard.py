@@ -61,6 +61,7 @@ from benchharness.reporting.board import (
     Board,
     Cell,
     Column,
+    ImportedModel,
     Instruction,
     Line,
     PromptNote,
@@ -76,7 +77,6 @@ if TYPE_CHECKING:
 
     from benchharness.core.settings import Config
     from benchharness.core.task import BoardSection
-    from benchharness.reporting.mteb_tables import Imported
 
 logger = logging.getLogger(__name__)
 
@@ -471,7 +471,7 @@ def build(
     groups: set[str] | None = None,
     results_label: str | None = None,
     config: Config | None = None,
-    imported: Sequence[Imported] = (),
+    imported: Sequence[ImportedModel] = (),
     benchmarks: Sequence[str] = (),
 ) -> Board:
     """Every table of the leaderboard, filtered: ``encoders`` are names or shell patterns

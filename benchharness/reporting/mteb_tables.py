@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from benchharness.core.results import Result
 from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
-from benchharness.reporting.board import Cell, Column, Line, Section, Table, fmt, group_of
+from benchharness.reporting.board import ROW_GROUPS, Cell, Column, ImportedModel, Line, Section, Table, fmt, group_of
 
 if TYPE_CHECKING:
     from benchharness.mteb_bridge.benchmarks import Benchmark
@@ -23,27 +23,14 @@ logger = logging.getLogger(__name__)
 #: the Source cell of an imported row starts with this, then the folder it was read from
 IMPORTED = "published: mteb results"
 #: the note below a benchmark table
-ORDER_NOTE = (
-    "{aggregates}: as mteb's leaderboard computes them (mteb.Benchmark.get_score), over the benchmark's "
-    "tasks as mteb filters them (languages, subsets, splits); a row without every task of a type has no mean "
-    "for that type, a row without every task none for the benchmark."
+NOTE = (
+    "Mean(Task) and Mean(TaskType): as mteb's leaderboard computes them (mteb.Benchmark.get_score), over the "
+    "benchmark's tasks as mteb filters them (languages, subsets, splits); a row without every task of a type has "
+    "no mean for that type, a row without every task none for the benchmark."
 )
 
 
-class Imported(Protocol):
-    """A model of an mteb results folder (``mteb_bridge.published.PublishedModel``)."""
-
-    name: str
-    source: str
-
-    @property
-    def tasks(self) -> frozenset[str]:
-        """mteb's names of the tasks it has results of."""
-
-    def score(self, task: str) -> float | None: ...
-
-
-def imported_lines(columns: Sequence[Column], imported: Sequence[Imported]) -> list[Line]:
+def imported_lines(columns: Sequence[Column], imported: Sequence[ImportedModel]) -> list[Line]:
     """A *published* row per imported model with a score in any of ``columns``."""
     lines = []
     for model in imported:
@@ -53,12 +40,12 @@ def imported_lines(columns: Sequence[Column], imported: Sequence[Imported]) -> l
     return lines
 
 
-def _line(model: Imported, cells: list[Cell]) -> Line:
+def _line(model: ImportedModel, cells: list[Cell]) -> Line:
     return Line(model.name, "published", f"{IMPORTED} {model.source}", cells, {}, imported=True)
 
 
 def benchmark_tables(
-    results: list[Result], imported: Sequence[Imported], wanted: Sequence[str] = (), groups: set[str] | None = None
+    results: list[Result], imported: Sequence[ImportedModel], wanted: Sequence[str] = (), groups: set[str] | None = None
 ) -> list[Table]:
     """A table per mteb benchmark named in ``wanted`` (names or aliases), then per benchmark that a
     measured or imported row covers whole; none where mteb is not installed. ``groups``: the row
@@ -85,14 +72,14 @@ def benchmark_tables(
     return [t for b in found if (t := _table(b, by_encoder, imported, groups)) is not None]
 
 
-def _has_score(model: Imported) -> Callable[[str], bool]:
+def _has_score(model: ImportedModel) -> Callable[[str], bool]:
     return lambda task: model.score(task) is not None
 
 
 def _table(
     benchmark: Benchmark,
     by_encoder: dict[str, dict[str, Result]],
-    imported: Sequence[Imported],
+    imported: Sequence[ImportedModel],
     groups: set[str] | None,
 ) -> Table | None:
     """Rows: every measured encoder with a result of the benchmark, then every imported model with
@@ -104,9 +91,9 @@ def _table(
     lines = []
     for encoder, mine in sorted(by_encoder.items()):
         shown = {t: r for t, r in mine.items() if t in benchmark.tasks}
-        if shown and (groups is None or group_of(next(iter(shown.values()))) in groups):
+        group = group_of(next(iter(shown.values()))) if shown else ""
+        if shown and (groups is None or group in groups):
             scores: dict[str, float | None] = {t: r.main_score for t, r in shown.items()}
-            group = group_of(next(iter(shown.values())))
             lines.append(Line(encoder, group, group, _cells(benchmark, scores, headers), shown))
     if groups is None or "published" in groups:
         for model in imported:
@@ -115,16 +102,20 @@ def _table(
                 lines.append(_line(model, _cells(benchmark, scores, headers)))
     if not lines:
         return None
-    lines.sort(key=lambda line: (line.group == "published", -(line.cells[0].value or -1e9), line.encoder))
+    # by source, as every table; within one, by Mean(Task), rows without it last
+    lines.sort(key=lambda line: (ROW_GROUPS.index(line.group), _descending(line.cells[0].value), line.encoder))
     section = Section(
         f"mteb benchmark {benchmark.name} (mteb's aggregation, main scores x100)",
         tuple(Column(h, "") for h in [*headers, count]),
         None,
         average=False,
     )
-    note = ORDER_NOTE.format(aggregates=f"{MEAN_TASK} and {MEAN_TASK_TYPE}")
     variants = sorted({f"{r.protocol.get('variant')}" for line in lines for r in line.results.values()})
-    return Table(section, [*headers, count], lines, [note], [f"mteb tasks: {', '.join(variants)}"] if variants else [])
+    return Table(section, [*headers, count], lines, [NOTE], [f"mteb tasks: {', '.join(variants)}"] if variants else [])
+
+
+def _descending(value: float | None) -> float:
+    return -value if value is not None else float("inf")
 
 
 def _cells(benchmark: Benchmark, scores: Mapping[str, float | None], headers: list[str]) -> list[Cell]:
