@@ -10,8 +10,14 @@ runner, the resolver or the tasks, and this package imports nothing from mteb it
 - ``evaluate``: ``run_task`` runs one mteb task with a benchharness encoder and returns an
   ``MtebRecord``; ``MtebDataError`` names the dataset and revision missing offline;
 - ``memory``: mteb tasks built in memory from given pairs or rankings (cross-checks, benchmarks);
+- ``selection``: mteb benchmarks and tasks by name, with mteb's filters (``MTEB(eng, v2)``,
+  ``STS22.v2[languages=eng]``), each task named by what it evaluates;
 - ``as_task``: ``MtebTask``, an mteb task as a benchharness task for the runner (``mteb:<Name>``);
-- ``provider``: the ``tasks`` plugin that builds ``MtebTask`` for any ``mteb:<Name>``;
+- ``provider``: the ``tasks`` plugin that builds ``MtebTask`` for any ``mteb:<Name>`` and expands
+  a benchmark into its tasks;
+- ``benchmarks``: which benchmarks stored results cover, and mteb's aggregation of them;
+- ``published``: the models of an mteb results folder, for the leaderboard and ``compare``;
+- ``model_facts``: a model's ``ModelMeta`` facts read from its own files, offline;
 - ``export``: ``export_results`` writes stored results as ``<org__name>/<revision>/<Task>.json``
   plus ``model_meta.json``, for the tasks whose protocol equals an mteb task (``EXPORTABLE``) and
   says why the others are left out (``NOT_EXPORTED``).

@@ -1,11 +1,11 @@
 """Stored benchharness results in mteb's results layout.
 
 ``export_results`` writes ``<out>/results/<org__name>/<revision>/<Task>.json`` plus
-``model_meta.json`` (whose ``benchharness`` entry names the encoder and, by task, the prompt each
-side's sentences got): ``out`` is an mteb cache folder, so ``mteb.ResultCache(out)`` loads the
-results, and with ``out = $MTEB_CACHE`` (default ``~/.cache/mteb``) they sit beside mteb's own.
-The model is named and versioned as ``as_model.model_meta`` does (``benchharness/<encoder>``,
-revision = encoder identity).
+``model_meta.json`` and, in ``benchharness/provenance.json``, benchharness's own record (the
+encoder, and by task the prompt each side's sentences got): ``out`` is an mteb cache folder, so
+``mteb.ResultCache(out)`` loads the results, and with ``out = $MTEB_CACHE`` (default
+``~/.cache/mteb``) they sit beside mteb's own. The model is named and versioned as
+``as_model.model_meta`` does (``benchharness/<encoder>``, revision = encoder identity).
 
 Only results whose protocol equals an mteb task's are exported: a number under an mteb task name
 must be the number mteb computes. ``EXPORTABLE`` is that allow-list, each with the evidence;
@@ -94,6 +94,11 @@ NOT_EXPORTED: dict[str, str] = {
 }
 #: the folder of an mteb cache that holds results (``ResultCache(cache)`` reads ``<cache>/results``)
 RESULTS = "results"
+#: benchharness's own record beside a model's results (encoder, identity, why it is named so, the
+#: prompts each task's sides got, the card's datasets): not in ``model_meta.json``, whose
+#: ``ModelMeta`` forbids unknown keys when mteb submits results, and in a folder of its own, whose
+#: files mteb's reader never takes for task results (it reads ``<model>/<revision>/*.json``)
+PROVENANCE = Path("benchharness") / "provenance.json"
 _NO_MTEB_TASK = (
     "no mteb task has this protocol (SentEval transfer tasks, dev and trial splits and other "
     "benchharness protocols have none)"
@@ -240,10 +245,8 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
             "name_reason": why,
             **({"card_datasets": list(facts.card_datasets)} if facts.card_datasets else {}),
         }
-        write_json(
-            folder / "model_meta.json",
-            {**meta.to_dict(), "benchharness": {**ours, **({"prompts_applied": applied} if applied else {})}},
-        )
+        write_json(folder / "model_meta.json", meta.to_dict())
+        write_json(folder / PROVENANCE, {**ours, **({"prompts_applied": applied} if applied else {})})
         report.exported.append(
             {"encoder": result.encoder, "task": result.task, "mteb_task": converted.task_name, "path": str(path)}
         )

@@ -138,7 +138,7 @@ def test_the_export_records_each_tasks_prompts(plain, monkeypatch, tmp_path):
     import benchharness
     from benchharness.mteb_bridge import evaluate as bridge_run
     from benchharness.mteb_bridge.as_task import MtebTask
-    from benchharness.mteb_bridge.export import export_results
+    from benchharness.mteb_bridge.export import PROVENANCE, export_results
     from benchharness.mteb_bridge.memory import sts_task
 
     task = sts_task("XExported", ["a cat sits", "rain falls", "a sad man"], ["a cat", "snow", "he cries"], [4, 1, 3])
@@ -148,6 +148,8 @@ def test_the_export_records_each_tasks_prompts(plain, monkeypatch, tmp_path):
     results = benchharness.evaluate(f"st:{plain}?instruction_template={template}", [MtebTask("X")], intervals=False)
     report = export_results(results.results, tmp_path / "export")
     (exported,) = report.exported
-    meta = json.loads((Path(exported["path"]).parent / "model_meta.json").read_text())
-    assert meta["benchharness"]["prompts_applied"] == {"XExported": {"default": "Instruct: Find a paraphrase\nQuery: "}}
+    folder = Path(exported["path"]).parent
+    meta = json.loads((folder / "model_meta.json").read_text())
+    provenance = json.loads((folder / PROVENANCE).read_text())
+    assert provenance["prompts_applied"] == {"XExported": {"default": "Instruct: Find a paraphrase\nQuery: "}}
     assert meta["use_instructions"] is True

@@ -36,12 +36,13 @@ def _exported(stored: Any, out: Path) -> dict[str, Any]:
 
 
 def _validated(meta: dict[str, Any]) -> Any:
-    """mteb's own validation of a written model_meta.json (the benchharness entry is ours)."""
+    """mteb's own validation of a written model_meta.json, as mteb reads it to submit results
+    (``model_validate_json_resolved``: no key ``ModelMeta`` does not know)."""
     from mteb.models import ModelMeta
 
     with warnings.catch_warnings():  # mteb's to_dict writes its deprecated is_cross_encoder; reading it warns
         warnings.simplefilter("ignore", DeprecationWarning)
-        return ModelMeta.model_validate({k: v for k, v in meta.items() if k != "benchharness"})
+        return ModelMeta.model_validate_json_resolved(json.dumps(meta))
 
 
 def _sts_result(identity: dict[str, Any], metadata: dict[str, Any], encoder: str = "tiny") -> SimpleNamespace:
@@ -269,17 +270,21 @@ def test_a_recipe_run_missing_here_leaves_its_file_facts_unknown_and_trains_noth
 
 
 def test_the_training_datasets_a_card_declares_are_exported_as_written(tmp_path):
-    """all-MiniLM-L6-v2's card lists Hugging Face dataset ids; they go under the export's own
-    ``benchharness`` entry as the card writes them (no id names an mteb task's dataset, so mteb's
+    """all-MiniLM-L6-v2's card lists Hugging Face dataset ids; they go in the export's own record
+    (``benchharness/provenance.json``) as the card writes them (no id names an mteb task's dataset, so mteb's
     ``training_datasets`` keeps the registry's task names)."""
     import yaml
 
+    from benchharness.mteb_bridge.export import PROVENANCE
+
     stored = _stored("minilm-l6", "STS12")
-    meta = _exported(stored, tmp_path)
+    (exported,) = export_results([stored], tmp_path).exported
+    folder = Path(exported["path"]).parent
+    meta = json.loads((folder / "model_meta.json").read_text())
+    card_datasets = json.loads((folder / PROVENANCE).read_text())["card_datasets"]
     snapshot = Path(_minilm_l6_snapshot())
     front = (snapshot / "README.md").read_text().split("---")[1]
-    assert meta["benchharness"]["card_datasets"] == yaml.safe_load(front)["datasets"]
-    assert len(meta["benchharness"]["card_datasets"]) == 21
+    assert card_datasets == yaml.safe_load(front)["datasets"] and len(card_datasets) == 21
     assert set(meta["training_datasets"]) == set(registry_meta(MINILM_L6).training_datasets)
 
 

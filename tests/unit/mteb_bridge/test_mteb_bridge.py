@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests.helpers import ROOT, glove_cosines
+from tests.helpers import MINILM_L6, ROOT, glove_cosines
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -26,7 +26,7 @@ mteb = pytest.importorskip("mteb")
 from benchharness.evaluation.cache import EmbeddingCache  # noqa: E402
 from benchharness.mteb_bridge.as_model import MtebEncoder, hub_base, mteb_name  # noqa: E402
 from benchharness.mteb_bridge.evaluate import MtebDataError, run_task  # noqa: E402
-from benchharness.mteb_bridge.export import EXPORTABLE, export_results, reason_not_exported  # noqa: E402
+from benchharness.mteb_bridge.export import EXPORTABLE, PROVENANCE, export_results, reason_not_exported  # noqa: E402
 from benchharness.mteb_bridge.memory import sts_task  # noqa: E402
 from tests.fakes import HashEncoder  # noqa: E402
 
@@ -123,9 +123,13 @@ def test_export_is_loaded_by_mteb_result_cache(tmp_path):
     revision = stored[0].encoder_identity["revision"]
     assert len(revision) == 40
     folder = tmp_path / "results" / "sentence-transformers__all-MiniLM-L6-v2" / revision
-    assert sorted(p.name for p in folder.iterdir()) == ["STS12.json", "STS16.json", "model_meta.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["STS12.json", "STS16.json", "benchharness", "model_meta.json"]
     meta = json.loads((folder / "model_meta.json").read_text())
-    assert meta["benchharness"]["encoder"] == "minilm-l6"
+    assert json.loads((folder / PROVENANCE).read_text())["encoder"] == "minilm-l6"
+    # as mteb reads it to submit results: ModelMeta forbids keys it does not know
+    assert (
+        mteb.models.ModelMeta.model_validate_json_resolved((folder / "model_meta.json").read_text()).name == MINILM_L6
+    )
     # a model mteb's registry knows: its metadata, at the revision that was run
     registered = mteb.get_model_meta("sentence-transformers/all-MiniLM-L6-v2")
     for field in ("n_parameters", "embed_dim", "max_tokens", "license", "languages", "training_datasets"):
@@ -156,7 +160,7 @@ def test_an_encoder_that_is_not_the_published_model_exports_under_its_own_name_w
     folder = tmp_path / "results" / "benchharness__minilm-l6+whitening" / composed.encoder_identity["hash"]
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["name"] == "benchharness/minilm-l6+whitening"
-    assert "post-processed" in meta["benchharness"]["name_reason"]
+    assert "post-processed" in json.loads((folder / PROVENANCE).read_text())["name_reason"]
     # adapted from the hub model it whitens; sentence-transformers computes, NumPy whitens
     assert meta["adapted_from"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert meta["framework"] == ["Sentence Transformers", "PyTorch", "NumPy"]
