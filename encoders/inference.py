@@ -9,11 +9,13 @@ ones for long sentences). Pooling stays with the caller, so each encoder family 
 definition of a sentence vector; rows come back in input order.
 
 Vectors differ from padded batching only in the last float bits (the same sums in another order),
-well under the 1e-5 that would require a new encoder identity.
+well under the 1e-5 that would require a new encoder identity. A batch that does not fit in the
+device's memory is split and the batches after it capped (``_BatchCap``), with one warning.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,6 +31,8 @@ from benchharness.encoders.backends import Backend, Features, make_backend
 
 if TYPE_CHECKING:
     import torch
+
+logger = logging.getLogger(__name__)
 
 #: tokens per batch for each unit of an encoder's ``batch_size``: the default batch_size 64 gives
 #: 4096-token batches, large enough for matrix products near sgemm peak, small enough that
@@ -163,14 +167,60 @@ def encode_tokens(
 
     batches = list(token_batches(tokens.lengths, token_budget))
     out: np.ndarray | None = None
+    fits = _BatchCap()
+
+    def forward(rows: np.ndarray) -> torch.Tensor:
+        return run_batch(batch_features(tokens, rows, device))
+
     with torch.inference_mode(), shared_threads(device) as threads:
         for idx in progress(iter(batches), len(batches)) if progress else batches:
             threads.adjust()  # cores a busy neighbour holds are given back: see core.cpu_share
-            vecs = run_batch(batch_features(tokens, idx, device)).float().cpu().numpy()
-            if out is None:
-                out = np.empty((len(tokens), vecs.shape[1]), dtype=np.float32)
-            out[idx] = vecs
+            for part, vecs in fits.run(idx, int(tokens.lengths[idx[0]]), forward):
+                if out is None:
+                    out = np.empty((len(tokens), vecs.shape[1]), dtype=np.float32)
+                out[part] = vecs
     return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+class _BatchCap:
+    """Out-of-memory back-off: a batch that does not fit on the device is split in halves and each
+    half run alone, and the sentences per batch are capped at what fitted for the rest of the
+    encoding. Every sentence still gets its vector from one whole forward pass of its own batch
+    (equal-length batches need no padding, so a smaller batch computes the same vectors); what the
+    failed pass computed is dropped. Said once per encoding, in one line; a single sentence that
+    does not fit is the out-of-memory error itself."""
+
+    def __init__(self) -> None:
+        self.cap: int | None = None  # sentences per batch, once a batch did not fit
+
+    def run(
+        self, idx: np.ndarray, length: int, forward: Callable[[np.ndarray], torch.Tensor]
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        import torch
+
+        pending = [idx[start : start + self.cap] for start in range(0, len(idx), self.cap)] if self.cap else [idx]
+        while pending:
+            part = pending.pop(0)
+            try:
+                vecs = forward(part).float().cpu().numpy()
+            except torch.OutOfMemoryError:
+                if len(part) == 1:
+                    raise
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()  # the failed pass's activations
+                half = (len(part) + 1) // 2
+                if self.cap is None:
+                    logger.warning(
+                        "out of device memory on a batch of %d sentences of %d tokens: running batches of at most "
+                        "%d sentences from here on (lower batch_size to start there)",
+                        len(part),
+                        length,
+                        half,
+                    )
+                self.cap = half if self.cap is None else min(self.cap, half)
+                pending[:0] = [part[:half], part[half:]]
+                continue
+            yield part, vecs
 
 
 class TransformerEngine:

@@ -65,6 +65,44 @@ def test_rows_come_back_in_input_order():
     np.testing.assert_array_equal(got, [[len(r), r[0], r[-1]] for r in ids])
 
 
+def test_a_batch_that_does_not_fit_is_split_with_one_warning_and_every_vector_kept(tiny_bert, caplog):
+    """A device that runs out of memory on batches of more than 3 sentences (simulated: the forward
+    raises torch's OutOfMemoryError, as CUDA does): each batch is halved until it fits, the batches
+    after it are capped, one warning says so, and the vectors equal those of an unconstrained run."""
+    import logging
+
+    encoder = HFEncoder("tiny", str(tiny_bert), pooling="avg", max_length=32)
+    sentences = [f"sentence number {i} of the test" for i in range(40)] + ["a longer one, with more words in it"] * 3
+    want = encoder.encode(sentences)
+    ran: list[int] = []
+    forward = encoder.model.forward
+
+    def small_device(*args, **kwargs):
+        rows = len(kwargs["input_ids"] if "input_ids" in kwargs else args[0])
+        if rows > 3:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        ran.append(rows)
+        return forward(*args, **kwargs)
+
+    encoder.model.forward = small_device
+    with caplog.at_level(logging.WARNING, logger="benchharness.encoders.inference"):
+        got = encoder.encode(sentences)
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    assert max(ran) <= 3 and sum(ran) == len(sentences)
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "out of device memory on a batch of" in warning and "\n" not in warning
+
+
+def test_a_single_sentence_that_does_not_fit_is_the_out_of_memory_error():
+    tokens = Tokens.from_rows({"input_ids": [[1, 2, 3]] * 4})
+
+    def never_fits(features):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    with pytest.raises(torch.OutOfMemoryError):
+        encode_tokens(tokens, never_fits, torch.device("cpu"))
+
+
 def test_tokenize_once_gives_the_padded_batch_ids_row_by_row(minilm_l3_st):
     st = minilm_l3_st
     got = tokenize(st.tokenizer, SENTENCES, st[0].max_seq_length)
