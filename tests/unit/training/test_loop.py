@@ -321,6 +321,7 @@ def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_ber
         "selection",
         "training",
         "encoder",
+        "date",
     }
     assert set(manifest) == trained and trained <= RunManifest.__optional_keys__ | RunManifest.__required_keys__
     assert RunManifest.__required_keys__ == {"encoder"}  # what a tuned run shares with a trained one
