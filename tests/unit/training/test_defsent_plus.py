@@ -246,6 +246,24 @@ def test_ica_space_has_the_paper_scale():
         ica_transform(mixed[:2])
 
 
+def test_a_run_without_matplotlib_keeps_its_weights_and_says_the_plot_is_left_out(
+    tiny_bert, toy_file, tmp_path, monkeypatch, caplog
+):
+    import logging
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: its import fails
+    out = tmp_path / "runs" / "toy"
+    args = ["--base", str(tiny_bert), "--out", str(out), "--name", "toy", "--dictionary", str(toy_file)]
+    args += ["--rounds", "1", "--batch-size", "3", "--max-length", "32", "--quiet"]
+    with caplog.at_level(logging.WARNING):
+        assert run_cli(args) == 0
+    run = out.with_name("toy-r1") if out.with_name("toy-r1").exists() else out
+    assert (run / "model" / "model.safetensors").exists() and not list(run.glob("*.png"))
+    warnings = [r.getMessage() for r in caplog.records if "matplotlib" in r.getMessage()]
+    assert [w.split(": ")[1].split(" ")[0] for w in warnings] == ["entry_space.png", "entry_space_after.png"]
+
+
 def test_projections_and_plot(tmp_path):
     from sklearn.decomposition import TruncatedSVD
 

@@ -216,8 +216,16 @@ def describe_data(options: DefSentPlusOptions, context: TrainingContext) -> str:
 
 
 def _plot(run: TrainedRun, key: str, name: str, matrix: torch.Tensor, title: str) -> None:
-    """A plot of an entry space beside the run (``files``, the manifest's ``key``), and in its folder."""
-    run.files[name] = plot_entry_space(matrix, title)
+    """A plot of an entry space beside the run (``files``, the manifest's ``key``), and in its folder.
+    Without matplotlib (an environment installed without dependencies) the run keeps its weights
+    and says in one line that the figure is left out: a figure is no reason to lose the training."""
+    try:
+        run.files[name] = plot_entry_space(matrix, title)
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("matplotlib"):
+            raise
+        logger.warning("matplotlib is not installed: %s is left out of the run (pip install matplotlib)", name)
+        return
     if run.manifest is not None:
         run.manifest[key] = name  # type: ignore[literal-required]
     if run.out is not None:
