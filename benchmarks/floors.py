@@ -21,16 +21,23 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-#: the ops whose time is the floor: matrix products, and the CPU attention kernel (one fused op for
-#: QK^T, softmax and PV, which torch's FlopCounterMode does not count: counted here with its formulas)
+#: the ops whose time is the floor: matrix products, and the fused attention kernels (one op for
+#: QK^T, softmax and PV; torch's FlopCounterMode does not count the CPU one: counted here with its formulas)
 PRODUCTS = {"mm", "addmm", "bmm", "baddbmm"}
 CPU_ATTENTION = {"_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward"}
+#: CUDA's fused attention kernels: FlopCounterMode counts their FLOPs itself, the floor times them
+CUDA_ATTENTION = {
+    f"_scaled_dot_product_{kind}_attention{suffix}"
+    for kind in ("flash", "efficient", "cudnn")
+    for suffix in ("", "_backward")
+}
 
 Call = tuple[Any, tuple[Any, ...], dict[str, Any]]
 
 
 class FloorOps(TorchDispatchMode):
-    """Records every matrix product and CPU attention call: the op and its arguments' shapes."""
+    """Records every matrix product and fused attention call: the op and its arguments' shapes,
+    dtypes and device."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -38,14 +45,23 @@ class FloorOps(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func.overloadpacket.__name__ in PRODUCTS | CPU_ATTENTION:
-            meta = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+        if func.overloadpacket.__name__ in PRODUCTS | CPU_ATTENTION | CUDA_ATTENTION:
+            meta = tuple((tuple(a.shape), a.dtype, a.device.type) if isinstance(a, torch.Tensor) else a for a in args)
             self.calls.append((func, meta, dict(kwargs)))
         return func(*args, **kwargs)
 
 
 def _is_tensor_meta(m: object) -> bool:
-    return isinstance(m, tuple) and len(m) == 2 and isinstance(m[1], torch.dtype)
+    return isinstance(m, tuple) and len(m) == 3 and isinstance(m[1], torch.dtype)
+
+
+def _tensor(meta: tuple[Any, ...]) -> torch.Tensor:
+    """A fresh tensor of a recorded shape, dtype and device: random floats, zeros of other dtypes
+    (the seeds and offsets a CUDA attention backward takes)."""
+    shape, dtype, device = meta
+    if dtype.is_floating_point:
+        return torch.randn(shape, dtype=dtype, device=device)
+    return torch.zeros(shape, dtype=dtype, device=device)
 
 
 def attention_flops(func, meta) -> int:
@@ -59,13 +75,18 @@ def attention_flops(func, meta) -> int:
 
 
 def replay_seconds(func, meta, kwargs, repeats: int = 7) -> float:
-    """Best time of the op alone on fresh random tensors of the recorded shapes."""
-    args = [torch.randn(m[0], dtype=m[1]) if _is_tensor_meta(m) else m for m in meta]
+    """Best time of the op alone on fresh random tensors of the recorded shapes (on CUDA, timed
+    from an idle device to the kernel's end)."""
+    args = [_tensor(m) if _is_tensor_meta(m) else m for m in meta]
+    cuda = any(_is_tensor_meta(m) and m[2] == "cuda" for m in meta)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     func(*args, **kwargs)  # warm the kernel choice
     best = float("inf")
     for _ in range(repeats):
+        sync()
         t0 = time.perf_counter()
         func(*args, **kwargs)
+        sync()
         best = min(best, time.perf_counter() - t0)
     return best
 

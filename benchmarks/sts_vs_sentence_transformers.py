@@ -11,6 +11,7 @@ length); ``--backend reference`` (or compile, onnx) times the built-in definitio
 ``SentenceTransformer.encode`` over the de-duplicated sentences.
 
     python benchmarks/sts_vs_sentence_transformers.py [--model minilm-l6] [--backend reference] [--repeats 1]
+        [--device cuda]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ STS = (
 )
 
 
-def worker_benchharness(model: str, backend: str | None) -> dict[str, float]:
+def worker_benchharness(model: str, backend: str | None, device: str) -> dict[str, float]:
     import benchharness
     from benchharness.encoders.builtins import BUILTINS
     from benchharness.evaluation.resolver import Resolver, build
@@ -44,10 +45,10 @@ def worker_benchharness(model: str, backend: str | None) -> dict[str, float]:
     if backend:  # the built-in definition with another backend, built as the resolver builds it
         chosen = build(model, {**BUILTINS[model].spec, "backend": backend}, Resolver().context)
     # no embedding cache and nothing stored: every sentence is encoded
-    return {r.task: r.main_score for r in benchharness.evaluate(chosen, STS)}
+    return {r.task: r.main_score for r in benchharness.evaluate(chosen, STS, device=device)}
 
 
-def worker_sentence_transformers(model: str) -> dict[str, float]:
+def worker_sentence_transformers(model: str, device: str) -> dict[str, float]:
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
@@ -58,7 +59,7 @@ def worker_sentence_transformers(model: str) -> dict[str, float]:
 
     from benchharness import tasks
 
-    st = SentenceTransformer(HUB_IDS[model], device="cpu")
+    st = SentenceTransformer(HUB_IDS[model], device=device)
     scores = {}
     for name in STS:
         task = tasks.get(name)
@@ -73,21 +74,33 @@ def worker_sentence_transformers(model: str) -> dict[str, float]:
     return scores
 
 
-def _worker(tool: str, model: str, backend: str | None) -> None:
+def _worker(tool: str, model: str, backend: str | None, device: str) -> None:
+    import torch
+
+    from benchharness.core.resources import peak_cuda_mib
     from benchharness.core.settings import apply_environment, load_config
 
     apply_environment(load_config())
     t0 = time.perf_counter()
-    scores = worker_benchharness(model, backend) if tool == "benchharness" else worker_sentence_transformers(model)
+    if tool == "benchharness":
+        scores = worker_benchharness(model, backend, device)
+    else:
+        scores = worker_sentence_transformers(model, device)
+    if device.startswith("cuda"):  # the work done, not kernels still queued
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
-    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak_rss_mib(), "scores": scores}))
+    cuda = peak_cuda_mib(torch.device(device))
+    print(
+        "RESULT "
+        + json.dumps({"seconds": seconds, "peak_rss_mb": peak_rss_mib(), "peak_cuda_mb": cuda, "scores": scores})
+    )
 
 
-def _spawn(tool: str, model: str, backend: str | None) -> dict:
+def _spawn(tool: str, model: str, backend: str | None, device: str) -> dict:
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     extra = ["--backend", backend] if backend else []
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", tool, "--model", model, *extra],
+        [sys.executable, __file__, "--worker", tool, "--model", model, "--device", device, *extra],
         capture_output=True,
         text=True,
         env=env,
@@ -108,21 +121,25 @@ def main() -> int:
         choices=["reference", "eager", "compile", "onnx"],
         help="encoding backend of benchharness (default: its default, the engine with eager PyTorch)",
     )
+    parser.add_argument("--device", default="cpu", help="where both tools encode (default cpu; cuda on a GPU)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         parser.set_defaults(model="minilm-l3")
     args = parser.parse_args()
     if args.worker:
-        _worker(args.worker, args.model, args.backend)
+        _worker(args.worker, args.model, args.backend, args.device)
         return 0
     runs: dict[str, list[dict]] = {"sentence-transformers": [], "benchharness": []}
     for _ in range(args.repeats):
-        runs["sentence-transformers"].append(_spawn("st", args.model, None))
-        runs["benchharness"].append(_spawn("benchharness", args.model, args.backend))
+        runs["sentence-transformers"].append(_spawn("st", args.model, None, args.device))
+        runs["benchharness"].append(_spawn("benchharness", args.model, args.backend, args.device))
     best = {tool: min(r, key=lambda x: x["seconds"]) for tool, r in runs.items()}
     bh, st = best["benchharness"], best["sentence-transformers"]
     path = f"backend={args.backend or 'default (eager)'}"
-    print(f"model: {args.model} ({HUB_IDS[args.model]}), benchharness {path}, cpu threads: {os.cpu_count()}")
+    print(
+        f"model: {args.model} ({HUB_IDS[args.model]}), benchharness {path}, device {args.device}, "
+        f"cpu threads: {os.cpu_count()}"
+    )
     print(f"{'task':18s} {'benchharness':>13s} {'sent-transf.':>13s} {'abs diff':>9s}")
     worst = 0.0
     for name in STS:
@@ -130,14 +147,9 @@ def main() -> int:
         worst = max(worst, diff)
         print(f"{name:18s} {bh['scores'][name]:13.4f} {st['scores'][name]:13.4f} {diff:9.5f}")
     print(f"\nwall time (model load + data + encode + evaluate, best of {args.repeats}):")
-    print(
-        f"  sentence-transformers EmbeddingSimilarityEvaluator x7: {st['seconds']:8.1f} s, "
-        f"peak RSS {st['peak_rss_mb']:.0f} MB"
-    )
-    print(
-        f"  benchharness run:                                      {bh['seconds']:8.1f} s, "
-        f"peak RSS {bh['peak_rss_mb']:.0f} MB"
-    )
+    for label, run in (("sentence-transformers EmbeddingSimilarityEvaluator x7:", st), ("benchharness run:", bh)):
+        cuda = f", peak CUDA {run['peak_cuda_mb']:.0f} MB" if run.get("peak_cuda_mb") is not None else ""
+        print(f"  {label:54s} {run['seconds']:8.1f} s, peak RSS {run['peak_rss_mb']:.0f} MB{cuda}")
     print(f"  speed-up: {st['seconds'] / bh['seconds']:.2f}x")
     same = worst < 0.01
     print(f"scores agree within 0.01 (x100 scale): {same} (largest difference {worst:.5f})")

@@ -69,12 +69,13 @@ def floor(method: nn.Module, batches: list[list], precision: str = "fp32") -> di
     from benchharness.core.devices import autocast
 
     method.train()
+    device = next(method.parameters()).device
     total = Floor()
     for examples_of_batch in batches:
         batch = method.collate(examples_of_batch)
 
         def step(batch=batch) -> None:
-            with autocast(torch.device("cpu"), precision):
+            with autocast(device, precision):
                 loss = method(batch).loss
             loss.backward()
 
@@ -223,7 +224,9 @@ def evaluation_seconds(method: nn.Module, options, context) -> float:
     return round(time.perf_counter() - t0, 2)
 
 
-def versus_sentence_transformers(recipe, sentences: list[str], steps: int) -> dict[str, object]:
+def versus_sentence_transformers(
+    recipe, sentences: list[str], steps: int, device: str = "cpu", precision: str = "fp32"
+) -> dict[str, object]:
     """sentence-transformers' own trainer on the loss equivalent to the recipe's, where one exists:
     ``MultipleNegativesRankingLoss`` on identical (anchor, positive) pairs is unsupervised SimCSE
     (in-batch InfoNCE over cosines at scale 1/temperature, dropout the only difference between the
@@ -240,7 +243,7 @@ def versus_sentence_transformers(recipe, sentences: list[str], steps: int) -> di
     from benchharness.encoders import hub
 
     o = recipe.options
-    model = SentenceTransformer(str(hub.resolve(recipe.base).path), device="cpu")
+    model = SentenceTransformer(str(hub.resolve(recipe.base).path), device=device)
     model.max_seq_length = o["max_length"]
     batch = o["batch_size"]
 
@@ -257,7 +260,8 @@ def versus_sentence_transformers(recipe, sentences: list[str], steps: int) -> di
                 learning_rate=o["lr"],
                 save_strategy="no",
                 report_to=[],
-                use_cpu=True,
+                use_cpu=device == "cpu",
+                bf16=precision == "bf16" and device != "cpu",
                 seed=o["seed"],
                 dataloader_drop_last=True,
                 disable_tqdm=True,
@@ -270,6 +274,8 @@ def versus_sentence_transformers(recipe, sentences: list[str], steps: int) -> di
         timed = trainer(steps, out)
         t0 = time.perf_counter()
         timed.train()
+        if device != "cpu":
+            torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
     return {
         "sentence_transformers": "SentenceTransformerTrainer + MultipleNegativesRankingLoss on identical pairs",
@@ -397,6 +403,13 @@ def main() -> None:
         help="train with bf16 autocast (a CPU with native bf16, or CUDA); default: the recipe's",
     )
     parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a recipe option for this run (e.g. dictionary=oxford-valid), its value read as the option's type",
+    )
+    parser.add_argument(
         "--versus",
         action="store_true",
         help="also time sentence-transformers' trainer on the "
@@ -435,6 +448,13 @@ def main() -> None:
         parser.error(f"{args.recipe} continues {recipe.base_recipe.display_name}: time that recipe instead")
     if args.precision:  # the same recipe's steps in another precision (its key does not matter here)
         recipe = replace(recipe, typed=replace(recipe.typed, precision=args.precision))
+    if args.option:  # other options of the same recipe, as --precision
+        changed = {}
+        for item in args.option:
+            key, _, value = item.partition("=")
+            current = getattr(recipe.typed, key)
+            changed[key] = value if current is None else type(current)(value)
+        recipe = replace(recipe, typed=replace(recipe.typed, **changed))
     context = TrainingContext(
         base="",
         data=data_root(),
@@ -492,7 +512,9 @@ def main() -> None:
         )
         extra["ratio_to_floor"] = round(seconds / state["step"] / extra["floor_seconds"], 2)
     if args.versus:
-        extra.update(versus_sentence_transformers(recipe, captured["examples"], args.steps))  # type: ignore[arg-type]
+        device = str(next(captured["method"].parameters()).device)  # type: ignore[attr-defined]
+        precision = args.precision or recipe.options["precision"]
+        extra.update(versus_sentence_transformers(recipe, captured["examples"], args.steps, device, precision))  # type: ignore[arg-type]
         if "sentence_transformers_sentences_per_second" in extra:
             extra["speed_vs_sentence_transformers"] = round(
                 state["sentences"] / seconds / extra["sentence_transformers_sentences_per_second"], 2
