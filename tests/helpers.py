@@ -50,6 +50,19 @@ def needs_extra(module: str, extra: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(missing, reason=f"needs the {extra!r} extra ({module} is not installed)")
 
 
+#: a toy dictionary (entry, definition) for DefSent+: two senses of two entries, a shared "african"
+TOY_DICTIONARY = [
+    ("revitalize", "give new life or vigor to"),
+    ("revitalize", "imbue something with new life and vitality"),
+    ("giraffe", "a long-necked african animal"),
+    ("vulture", "a large bird of prey that feeds on dead animals"),
+    ("ostrich", "a fast-running african bird that cannot fly"),
+    ("lion", "a large wild cat of africa"),
+    ("lion", "a brave person"),
+    ("car", "a motor vehicle with four wheels"),
+]
+
+
 def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 32, dropout: float = 0.1) -> Path:
     """A randomly initialised BERT with the MiniLM (bert-base-uncased) vocabulary, saved to ``folder``
     (``dropout``: its hidden and attention dropout probabilities, BERT's 0.1 by default)."""

@@ -30,7 +30,7 @@ from benchharness.core.devices import PRECISIONS, has_native_bf16
 from benchharness.core.errors import InvalidInputError
 from benchharness.evaluation.resolver import Resolver, build
 from benchharness.evaluation.run_settings import RunSettings
-from tests.helpers import DATA, MINILM_L3, needs_data
+from tests.helpers import DATA, MINILM_L3, TOY_DICTIONARY, needs_data
 
 DEVICE = os.environ.get("BENCHHARNESS_TEST_DEVICE", "cuda")
 
@@ -89,17 +89,6 @@ SENTENCES = [
     "the software update fixed several security problems .",
 ]
 
-#: DefSent+ trains on a dictionary, not sentences: one batch of these definitions is one step
-TOY_DICTIONARY = [
-    ("revitalize", "give new life or vigor to"),
-    ("revitalize", "imbue something with new life and vitality"),
-    ("giraffe", "a long-necked african animal"),
-    ("vulture", "a large bird of prey that feeds on dead animals"),
-    ("ostrich", "a fast-running african bird that cannot fly"),
-    ("lion", "a large wild cat of africa"),
-    ("lion", "a brave person"),
-    ("car", "a motor vehicle with four wheels"),
-]
 
 #: one optimizer step of 8 sentences, no dev evaluation, no warmup (the step runs at the peak rate)
 ONE_STEP = {"max_steps": 1, "batch_size": 8, "max_length": 16, "eval_every": 0, "eval_at_start": False}

@@ -45,23 +45,12 @@ from tests.fidelity.shared_steps import (
     run_project_steps,
     trainable,
 )
-from tests.helpers import DATA
-
-TOY = [
-    ("revitalize", "give new life or vigor to"),
-    ("revitalize", "imbue something with new life and vitality"),
-    ("giraffe", "a long-necked african animal"),
-    ("vulture", "a large bird of prey that feeds on dead animals"),
-    ("ostrich", "a fast-running african bird that cannot fly"),
-    ("lion", "a large wild cat of africa"),
-    ("lion", "a brave person"),
-    ("car", "a motor vehicle with four wheels"),
-]
+from tests.helpers import DATA, TOY_DICTIONARY
 
 
 @pytest.fixture(scope="module")
 def toy() -> Dictionary:
-    return Dictionary.from_pairs(TOY, "toy")
+    return Dictionary.from_pairs(TOY_DICTIONARY, "toy")
 
 
 def official_entry_matrix(model, tokenizer, definitions: list[list[str]], kind: str) -> torch.Tensor:
@@ -207,7 +196,7 @@ def test_pst_round_two_trains_the_original_weights_against_round_one_entries(tin
     model.save_pretrained(base)
     tokenizer.save_pretrained(base)
     dictionary = tmp_path / "toy.tsv"
-    dictionary.write_text("".join(f"{e}\t{d}\n" for e, d in TOY))
+    dictionary.write_text("".join(f"{e}\t{d}\n" for e, d in TOY_DICTIONARY))
     out = tmp_path / "runs" / "toy"
     # the method's own defaults (no recipe): its declaration, resolved and trained as any caller does
     options, _ = resolve(

@@ -21,29 +21,18 @@ from benchharness.training.methods.defsent_plus.entry_space import (
     plot_entry_space,
     project_2d,
 )
-from tests.helpers import make_tiny_bert, training
-
-TOY = [
-    ("revitalize", "give new life or vigor to"),
-    ("revitalize", "imbue something with new life and vitality"),
-    ("giraffe", "a long-necked african animal"),
-    ("vulture", "a large bird of prey that feeds on dead animals"),
-    ("ostrich", "a fast-running african bird that cannot fly"),
-    ("lion", "a large wild cat of africa"),
-    ("lion", "a brave person"),
-    ("car", "a motor vehicle with four wheels"),
-]
+from tests.helpers import TOY_DICTIONARY, make_tiny_bert, training
 
 
 @pytest.fixture(scope="module")
 def toy() -> Dictionary:
-    return Dictionary.from_pairs(TOY, "toy")
+    return Dictionary.from_pairs(TOY_DICTIONARY, "toy")
 
 
 @pytest.fixture(scope="module")
 def toy_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("dict") / "toy.tsv"
-    path.write_text("".join(f"{e}\t{d}\n" for e, d in TOY))
+    path.write_text("".join(f"{e}\t{d}\n" for e, d in TOY_DICTIONARY))
     return path
 
 
