@@ -23,7 +23,7 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
 from benchharness.core.results import slug
 from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
-from benchharness.mteb_bridge.model_facts import HUB_ID, ModelFacts, innermost, model_facts
+from benchharness.mteb_bridge.model_facts import HUB_ID, ModelFacts, innermost
 
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
@@ -137,7 +137,6 @@ def model_meta(
     embed_dim: int | None = None,
     export: bool = False,
     training: Mapping[str, Any] | None = None,
-    metadata: Mapping[str, Any] | None = None,
     facts: ModelFacts | None = None,
 ) -> ModelMeta:
     """mteb metadata for a benchharness encoder (also used to export stored results, where only
@@ -148,14 +147,13 @@ def model_meta(
     training data...) is kept, at the revision that was run. ``training``, a trained run's manifest,
     gives the model it was adapted from and the mteb tasks whose data it trained on.
 
-    Any other model's parameters, width, token limit, licence, languages and release date come
-    from its own files, offline (``model_facts``; ``metadata``, the stored ``encoder_metadata``,
-    adds what a post-processor's fit decided; ``facts``, when the caller read them already), and
-    fill only the gaps of a registry entry;
-    ``embed_dim``, when given, is the width the caller knows. The memory is mteb's own estimate
-    from the parameter count (``ModelMeta.calculate_memory_usage_mb``)."""
+    ``facts``, what an export read from the model's own files (``model_facts``: parameters, width,
+    token limit, licence, languages, release date), fill the fields, and only the gaps of a
+    registry entry; an evaluation through mteb reads no file for them (mteb keys its cache on the
+    name and revision alone). ``embed_dim``, when given, is the width the caller knows. The memory
+    is mteb's own estimate from the parameter count (``ModelMeta.calculate_memory_usage_mb``)."""
     mteb_model, revision = export_name(name, identity, identity_info)[:2] if export else (mteb_name(name), identity)
-    found = (facts or model_facts(identity_info, metadata, training)).known()
+    found = facts.known() if facts is not None else {}
     if embed_dim is not None:
         found["embed_dim"] = embed_dim
     if export and mteb_model != mteb_name(name):

@@ -76,10 +76,8 @@ def model_facts(
 
 def innermost(identity_info: Mapping[str, Any]) -> Mapping[str, Any]:
     """The identity of the encoder a chain of post-processors wraps (each nests its ``base``)."""
-    info = identity_info
-    while isinstance(info.get("base"), Mapping):
-        info = info["base"]
-    return info
+    stages = postprocessors(identity_info)
+    return stages[0]["base"] if stages else identity_info
 
 
 # ------------------------------------------------------------------------------------------------
@@ -355,16 +353,19 @@ def card_languages(card: Mapping[str, Any]) -> list[str] | None:
     region such as ``pt-br``, ``multilingual``) is dropped. None when none is left."""
     from mteb.languages.iso_mappings import _hf_langs_to_iso_lang_scripts
 
-    value = card.get("language")
-    codes = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-    return _hf_langs_to_iso_lang_scripts([c for c in codes if isinstance(c, str)])
+    return _hf_langs_to_iso_lang_scripts(card_strings(card, "language"))
 
 
 def card_datasets(card: Mapping[str, Any]) -> tuple[str, ...]:
     """The card's ``datasets`` list (Hugging Face ids), as written."""
-    value = card.get("datasets")
+    return tuple(card_strings(card, "datasets"))
+
+
+def card_strings(card: Mapping[str, Any], key: str) -> list[str]:
+    """A card field that is one string or a list of them, as a list (other values left out)."""
+    value = card.get(key)
     values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-    return tuple(v for v in values if isinstance(v, str))
+    return [v for v in values if isinstance(v, str)]
 
 
 def release_date(training: Mapping[str, Any] | None) -> str | None:

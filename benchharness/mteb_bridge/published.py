@@ -34,6 +34,9 @@ class PublishedModel:
     revision: str
     source: str  # the folder, as given
     results: dict[str, TaskResult] = field(repr=False)  # by mteb task name
+    #: each benchharness task's score once computed: the leaderboard asks for it once to find the
+    #: benchmarks a model covers and again for its tables
+    _scores: dict[str, float | None] = field(default_factory=dict, repr=False)
 
     @property
     def tasks(self) -> frozenset[str]:
@@ -44,6 +47,11 @@ class PublishedModel:
         ``mteb:STS22.v2[subsets=en]``, or a task whose protocol equals an mteb task's:
         ``export.EXPORTABLE``, STS12 in SentEval's protocol), or None where the folder has no
         score for all of it."""
+        if task not in self._scores:
+            self._scores[task] = self._score(task)
+        return self._scores[task]
+
+    def _score(self, task: str) -> float | None:
         if task in EXPORTABLE:
             task = selection.PREFIX + EXPORTABLE[task].mteb_task
         if not task.startswith(selection.PREFIX):

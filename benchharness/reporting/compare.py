@@ -134,23 +134,28 @@ def stored_pairs(
 ) -> dict[str, list[Pair]]:
     """Each of ``encoders_a`` paired with ``encoder_b`` on ``task_names``, from a results folder.
     Every missing result is named at once, with the one command that computes them all."""
-    names = list(dict.fromkeys([*encoders_a, encoder_b]))
-    found = {(e, t): store.load(e, t) for t in task_names for e in names}
-    missing = [key for key, result in found.items() if result is None]
-    if missing:
-        encoders = ",".join(e for e in names if any(m[0] == e for m in missing))
-        tasks = ",".join(t for t in task_names if any(m[1] == t for m in missing))
-        listed = ", ".join(f"{e} on {t}" for e, t in missing)
-        raise MissingFileError(
-            f"no stored result for {listed} under {store.root}; produce them with: {store.run_command(encoders, tasks)}"
-        )
+    found = stored_results(store, list(dict.fromkeys([*encoders_a, encoder_b])), task_names)
     pairs: dict[str, list[Pair]] = {}
     for encoder in encoders_a:
         for task in task_names:
             a, b = found[(encoder, task)], found[(encoder_b, task)]
-            assert a is not None and b is not None
             pairs.setdefault(encoder, []).append((a, store.load_items(a), b, store.load_items(b)))
     return pairs
+
+
+def stored_results(store: ResultStore, encoders: list[str], task_names: list[str]) -> dict[tuple[str, str], Result]:
+    """Each encoder's stored result on each task; every missing one is named at once, with the one
+    command that computes them all."""
+    found = {(e, t): store.load(e, t) for t in task_names for e in encoders}
+    missing = [key for key, result in found.items() if result is None]
+    if missing:
+        names = ",".join(e for e in encoders if any(m[0] == e for m in missing))
+        tasks = ",".join(t for t in task_names if any(m[1] == t for m in missing))
+        listed = ", ".join(f"{e} on {t}" for e, t in missing)
+        raise MissingFileError(
+            f"no stored result for {listed} under {store.root}; produce them with: {store.run_command(names, tasks)}"
+        )
+    return {key: result for key, result in found.items() if result is not None}
 
 
 def _one_encoder(results: Results, encoder: str | None, side: str) -> str:
@@ -345,15 +350,9 @@ def compare_published(store: ResultStore, encoder_a: str, published: ImportedMod
     """A measured encoder's stored scores beside a published mteb model's, task by task: the
     difference only, since a published result keeps no per-item outputs to test on. Every
     missing measured result is named at once, with the command that computes them."""
-    found = {task: store.load(encoder_a, task) for task in task_names}
-    if missing := [t for t, r in found.items() if r is None]:
-        raise MissingFileError(
-            f"no stored result for {encoder_a} on {', '.join(missing)} under {store.root}; produce them with: "
-            f"{store.run_command(encoder_a, ','.join(missing))}"
-        )
+    found = stored_results(store, [encoder_a], task_names)
     rows = []
-    for task, result in found.items():
-        assert result is not None
+    for (_, task), result in found.items():
         b = published.score(task)
         rows.append(
             [
