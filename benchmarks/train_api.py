@@ -9,6 +9,9 @@ settings, what a call leaves behind, on-demand training on another data root, an
    --tasks STSBenchmark-dev``. Both weights hashes (sha256 over the encoder's tensors) and both scores.
 2. **What the call leaves behind.** The files under the working folder, the temporary folder, the
    user cache and the runs folder, ``os.environ`` and torch's threads, before and after ``train()``.
+   The interpreter gets a temporary folder and cache of its own (``TMPDIR``, ``XDG_CACHE_HOME``), so
+   nothing else running on the machine shows up. Importing ``torch._dynamo`` (sentence-transformers
+   does) creates ``<tmp>/torchinductor_<user>``: torch's doing, reported on a line of its own.
 3. **On-demand training on another data root.** ``evaluate("simcse", "SICKRelatedness-trial",
    data_dir=X)`` with an empty runs folder, X the shared data without STS12: the error and its time.
 4. **A plugin method.** ``docs/examples/align-uniform-method`` installed into a folder of its own,
@@ -52,9 +55,9 @@ import json, os, sys, tempfile, time
 from pathlib import Path
 
 def files(*folders):
-    return sorted(str(p) for f in folders if f.exists() for p in f.rglob("*"))
+    return sorted(str(p.relative_to(Path.cwd())) for f in folders if f.exists() for p in f.rglob("*"))
 
-watched = [Path.cwd(), Path(tempfile.gettempdir()), Path.home() / ".cache" / "benchharness",
+watched = [Path.cwd(), Path(tempfile.gettempdir()), Path(os.environ["XDG_CACHE_HOME"]) / "benchharness",
            Path(os.environ["BENCHHARNESS_RUNS"])]
 import torch
 before = {"files": files(*watched), "environ": dict(os.environ), "threads": torch.get_num_threads()}
@@ -92,11 +95,24 @@ def sentences_file(folder: Path, n: int) -> Path:
     return path
 
 
-def environment(runs: Path) -> dict[str, str]:
-    """A user's environment outside the checkout: the shared Hugging Face cache, offline, an empty
-    runs folder; the data root is given explicitly (``data_dir=``, ``--data-dir``)."""
+#: the python side's temporary folder, relative to its working folder
+TMP = Path("home") / "tmp"
+
+
+def environment(home: Path) -> dict[str, str]:
+    """A user's environment outside the checkout: the shared Hugging Face cache, offline, and an
+    empty runs folder, temporary folder and benchharness cache of its own under ``home``, so the
+    files the python side sees appear are its own, not those of whatever else runs on the machine;
+    the data root is given explicitly (``data_dir=``, ``--data-dir``)."""
+    (home / TMP.name).mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHHARNESS_")}
-    env.update(HF_HUB_CACHE=str(SHARED / "hf" / "hub"), HF_HUB_OFFLINE="1", BENCHHARNESS_RUNS=str(runs))
+    env.update(
+        HF_HUB_CACHE=str(SHARED / "hf" / "hub"),
+        HF_HUB_OFFLINE="1",
+        BENCHHARNESS_RUNS=str(home / "runs"),
+        TMPDIR=str(home / TMP.name),
+        XDG_CACHE_HOME=str(home / "cache"),
+    )
     return env
 
 
@@ -210,11 +226,13 @@ def main() -> int:
     lines = [header()]
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
-        env = environment(cwd / "runs")
+        env = environment(cwd / TMP.parent)
         corpus = sentences_file(cwd, args.sentences)
         small = {"base": SMALL_BASE} if SMOKE else {}
         mine = python_side("simcse", corpus, args.steps, env, cwd, small)
         theirs = command_side("simcse", corpus, args.steps, env, cwd, flags(small))
+        torchs = [f for f in mine["files_created"] if Path(f).match(f"{TMP}/torchinductor_*")]
+        ours = [f for f in mine["files_created"] if f not in torchs]
         lines += [
             (
                 f"1. simcse{f' from {SMALL_BASE}' if small else ''}, {args.sentences} STS-B train sentences, "
@@ -231,9 +249,10 @@ def main() -> int:
             f"   equal: weights {mine['weights'] == theirs['weights']}, score {mine['score'] == theirs['score']}",
             (
                 "2. train() without out=: files created "
-                f"{mine['files_created'] or 'none'}, removed {mine['files_removed'] or 'none'}; os.environ changed: "
+                f"{ours or 'none'}, removed {mine['files_removed'] or 'none'}; os.environ changed: "
                 f"{mine['environ_changed'] or 'none'}; torch threads before/after {mine['threads']}"
             ),
+            f"   created by importing torch._dynamo (torch's own, not the call's): {torchs or 'none'}",
         ]
         demand = on_demand(env, cwd)
         lines += [
