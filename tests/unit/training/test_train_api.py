@@ -107,7 +107,10 @@ def test_without_out_nothing_is_written_nothing_printed_and_the_process_is_as_fo
     monkeypatch.chdir(tmp_path)
     runs = tmp_path / "runs"
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(runs))
-    watched = (tmp_path, Path.home() / ".cache" / "benchharness", Path.home() / ".local" / "share" / "benchharness")
+    # the user's cache and data folders of this test alone: the machine's are shared with other test workers
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    watched = (tmp_path,)
     before_files = files_under(*watched)
     environ, threads = dict(os.environ), torch.get_num_threads()
     random.seed(7)
