@@ -4,7 +4,7 @@ Six kinds, one entry-point group each (``benchharness.<kind>``):
 
 =================  ==========================================================================
 ``families``       a :class:`~benchharness.core.specs.Family`: an encoder spec ``type``
-``postprocessors`` a factory ``(base encoder, name, **params) -> Encoder`` (``base+name(k=v)``)
+``postprocessors`` a ``PostProcessor`` class, or a factory ``(base, name, **params) -> Encoder``
 ``catalogues``     a :class:`~benchharness.core.specs.Catalogue` of named encoders
 ``tasks``          a :class:`~benchharness.core.task.TaskProvider` of tasks and groups
 ``methods``        a training command: ``HELP``, ``add_arguments``, ``options``, ``main``

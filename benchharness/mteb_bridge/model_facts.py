@@ -293,22 +293,17 @@ def postprocessors(identity_info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def stage_width(stage: Mapping[str, Any], step: Mapping[str, Any], width: int | None) -> int | None:
-    """The width after one post-processor: ``truncate`` keeps ``d``; ``whitening`` keeps ``k`` (at
-    its rank, the kept dimensions its fit recorded, else unknown); binary codes for the cosine are
-    padded to whole bytes; ``repal`` and the other quantizations keep the width. An unknown kind
-    of post-processor (a plugin) gives an unknown width."""
-    params = stage.get("params") or {}
-    kept = step.get("dimensions_kept")
+    """The width after one post-processor, as the installed post-processor of that kind reads its
+    record (``PostProcessor.recorded_width``); unknown for a kind not installed here, or for a
+    plugin that is no ``PostProcessor``."""
+    from benchharness.core.plugins import PLUGINS
+
     kind = stage.get("postprocessor")
-    if kind == "truncate":
-        return int(params["d"]) if isinstance(params.get("d"), int) else None
-    if kind == "whitening":
-        if isinstance(params.get("k"), int):
-            return int(params["k"])
-        return int(kept[0]) if isinstance(kept, list) and kept else None
-    if kind == "quantize" and params.get("precision") in ("binary", "ubinary") and params.get("similarity") == "cosine":
-        return None if width is None else -(-width // 8) * 8
-    return width if kind in ("repal", "quantize") else None
+    if not isinstance(kind, str) or kind not in PLUGINS.names("postprocessors"):
+        return None
+    factory = PLUGINS.get("postprocessors", kind)
+    reader = getattr(factory, "recorded_width", None)
+    return reader(stage.get("params") or {}, step, width) if callable(reader) else None
 
 
 def token_limit(base: Mapping[str, Any], config: Mapping[str, Any]) -> int | None:

@@ -14,7 +14,7 @@ fit on STS data always sees many test sentences' text; no gold score ever enters
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,14 @@ class PostProcessor(WrappingEncoder):
     def corpora(self) -> dict[str, FitCorpus]:
         """Corpora this post-processor fits on, by role (``fit``, ``tfidf``)."""
         return {}
+
+    @classmethod
+    def recorded_width(cls, params: Mapping[str, Any], step: Mapping[str, Any], width: int | None) -> int | None:
+        """The width of this stage's vectors as a stored result tells it: ``params`` from its identity,
+        ``step`` from its metadata, ``width`` its base's (None: unknown). An export describes a model
+        from its results without loading it; a post-processor that keeps or sets the width says so
+        here, and one that does not say leaves the width unknown."""
+        return None
 
     def _fit(self) -> None:
         """Compute corpus statistics; called once, at the first ``encode``."""

@@ -27,7 +27,7 @@ corpus, it is an ordinary stage.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,14 @@ class Quantize(PostProcessor):
 
     def corpora(self) -> dict[str, FitCorpus]:
         return {} if self.calibration is None else {"calibration": self.calibration}
+
+    @classmethod
+    def recorded_width(cls, params: Mapping[str, Any], step: Mapping[str, Any], width: int | None) -> int | None:
+        """The base's width; binary codes for the cosine are padded to whole bytes."""
+        binary = params.get("precision") in ("binary", "ubinary")
+        if width is not None and binary and params.get("similarity") == "cosine":
+            return -(-width // 8) * 8
+        return width
 
     def _fit(self) -> None:
         if self.calibration is not None:

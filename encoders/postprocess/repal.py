@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,10 @@ class KeywordMasker:
 
 
 class RepAL(PostProcessor):
-    """v' = f(x) - l1 f(x*) - l2 v_mean; needs a base whose tokenizer has a mask token."""
+    """RepAL (Shen et al.): f(x) - l1 f(x with TF-IDF keywords masked) - l2 mean f; l1, l2, keywords, fit, tfidf.
+
+    It needs a base whose tokenizer has a mask token.
+    """
 
     kind = "repal"
 
@@ -149,6 +152,10 @@ class RepAL(PostProcessor):
     def corpora(self) -> dict[str, FitCorpus]:
         return {"fit": self.fit_corpus, "tfidf": self.tfidf_corpus}
 
+    @classmethod
+    def recorded_width(cls, params: Mapping[str, Any], step: Mapping[str, Any], width: int | None) -> int | None:
+        return width
+
     def _fit(self) -> None:
         self.masker.prepare()
         self.v_mean = np.asarray(self.base.encode_role(self.fit_corpus.sentences, DEFAULT), dtype=np.float64).mean(
@@ -182,20 +189,3 @@ class RepAL(PostProcessor):
 def refine(fx: np.ndarray, fx_star: np.ndarray, v_mean: np.ndarray, l1: float, l2: float) -> np.ndarray:
     """Eq. 3 of the paper."""
     return fx - l1 * fx_star - l2 * v_mean[None, :]
-
-
-def repal(
-    base: Encoder,
-    name: str,
-    l1: float = 0.1,
-    l2: float = 1.0,
-    keywords: int = 20,
-    stop_words: str = "english",
-    fit: str = DEFAULT_FIT,
-    tfidf: str = DEFAULT_FIT,
-    data_dir: str | Path | None = None,
-) -> RepAL:
-    """RepAL (Shen et al.): f(x) - l1 f(x with TF-IDF keywords masked) - l2 mean f; l1, l2, keywords, fit, tfidf."""
-    return RepAL(
-        base, name, l1=l1, l2=l2, keywords=keywords, stop_words=stop_words, fit=fit, tfidf=tfidf, data_dir=data_dir
-    )

@@ -8,7 +8,7 @@ its vectors are not cached: the cache keeps the base's, which every ``d`` is cut
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,11 @@ class Truncate(PostProcessor):
     @property
     def params(self) -> dict[str, Any]:
         return {"d": self.d}
+
+    @classmethod
+    def recorded_width(cls, params: Mapping[str, Any], step: Mapping[str, Any], width: int | None) -> int | None:
+        d = params.get("d")
+        return d if isinstance(d, int) else None
 
     def _transform(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         vectors = np.asarray(vectors)

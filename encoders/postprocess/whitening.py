@@ -14,7 +14,7 @@ float noise up into a dominant coordinate. An explicit k beyond that rank is ref
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,11 @@ def whitening_stats(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 class Whitening(PostProcessor):
-    """x' = (x - mu) W[:, :k], fitted on an unlabeled corpus at the first encode."""
+    """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default: the fit's rank),
+    fit=<corpus> (default train-splits).
+
+    mu and W are fitted on the corpus's vectors at the first encode.
+    """
 
     kind = "whitening"
 
@@ -73,6 +77,14 @@ class Whitening(PostProcessor):
     def corpora(self) -> dict[str, FitCorpus]:
         return {"fit": self.fit_corpus}
 
+    @classmethod
+    def recorded_width(cls, params: Mapping[str, Any], step: Mapping[str, Any], width: int | None) -> int | None:
+        """``k``; at the fit's rank, the dimensions kept that the fit recorded, else unknown."""
+        if isinstance(params.get("k"), int):
+            return int(params["k"])
+        kept = step.get("dimensions_kept")
+        return int(kept[0]) if isinstance(kept, list) and kept else None
+
     def _fit(self) -> None:
         vectors = self.base.encode_role(self.fit_corpus.sentences, DEFAULT)
         mu, w, s = whitening_stats(vectors)
@@ -92,11 +104,3 @@ class Whitening(PostProcessor):
     def _transform(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         assert self.mu is not None and self.kernel is not None
         return (np.asarray(vectors, dtype=np.float64) - self.mu) @ self.kernel
-
-
-def whitening(
-    base: Encoder, name: str, k: int | None = None, fit: str = DEFAULT_FIT, data_dir: str | Path | None = None
-) -> Whitening:
-    """BERT-whitening (Su et al. 2021): x' = (x - mu) W[:, :k]; k (default: the fit's rank),
-    fit=<corpus> (default train-splits)."""
-    return Whitening(base, name, k=k, fit=fit, data_dir=data_dir)

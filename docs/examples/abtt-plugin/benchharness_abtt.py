@@ -3,7 +3,7 @@ directions of a fit corpus's vectors, x' = (x - mu) - sum_i (u_i . (x - mu)) u_i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,8 @@ from benchharness.encoders.postprocess.fitting import DEFAULT_FIT, FitCorpus, Po
 
 
 class AllButTheTop(PostProcessor):
+    """All-but-the-top (Mu & Viswanath 2018): remove the mean and top d principal directions; d, fit."""
+
     kind = "abtt"
 
     def __init__(
@@ -32,6 +34,10 @@ class AllButTheTop(PostProcessor):
     def corpora(self) -> dict[str, FitCorpus]:
         return {"fit": self.fit_corpus}
 
+    @classmethod
+    def recorded_width(cls, params: Mapping[str, Any], step: Mapping[str, Any], width: int | None) -> int | None:
+        return width  # the base's: an exported model (benchharness export mteb) states it
+
     def _fit(self) -> None:
         x = np.asarray(self.base.encode(self.fit_corpus.sentences), dtype=np.float64)
         self.mu = x.mean(axis=0)
@@ -42,10 +48,3 @@ class AllButTheTop(PostProcessor):
         assert self.mu is not None and self.top is not None
         centred = np.asarray(vectors, dtype=np.float64) - self.mu
         return centred - (centred @ self.top.T) @ self.top
-
-
-def abtt(
-    base: Encoder, name: str, d: int = 2, fit: str = DEFAULT_FIT, data_dir: str | Path | None = None
-) -> AllButTheTop:
-    """All-but-the-top (Mu & Viswanath 2018): remove the mean and top d principal directions; d, fit."""
-    return AllButTheTop(base, name, d=d, fit=fit, data_dir=data_dir)

@@ -190,7 +190,7 @@ def test_pickled_weights_are_never_unpickled_and_other_weights_are_not_described
     assert model_facts(_hf_identity(changed, weights_sha256="0" * 64)) == ModelFacts(max_tokens=64)
 
 
-def test_the_width_follows_the_modules_and_each_post_processor(tmp_path):
+def test_the_width_follows_the_modules_and_each_post_processor(tmp_path, register_plugin):
     absent = {"family": "sentence-transformers", "model": "nobody/absent", "revision": "0" * 40}
 
     def st_width(**modules: Any) -> int | None:
@@ -215,7 +215,25 @@ def test_the_width_follows_the_modules_and_each_post_processor(tmp_path):
     assert width("quantize", {"precision": "binary", "similarity": "cosine"}) == 8  # bits padded to a byte
     assert width("quantize", {"precision": "int8", "calibration": "task"}) == 4
     assert width("repal", {"l1": 0.0, "l2": 2.0}) == 4
-    assert width("someone-elses-plugin", {}) is None
+    assert width("someone-elses-plugin", {}) is None  # not installed here
+
+    from benchharness.encoders.postprocess.fitting import PostProcessor
+
+    class Doubled(PostProcessor):  # a plugin that says what its width is
+        kind = "doubled"
+
+        @classmethod
+        def recorded_width(cls, params: Any, step: Any, width: int | None) -> int | None:
+            return None if width is None else 2 * width
+
+    class Silent(PostProcessor):  # one that does not
+        kind = "silent"
+
+    register_plugin("postprocessors", "doubled", Doubled)
+    register_plugin("postprocessors", "silent", Silent)
+    register_plugin("postprocessors", "made-by-a-function", lambda base, name: base)
+    assert width("doubled", {}) == 8
+    assert width("silent", {}) is None and width("made-by-a-function", {}) is None
 
 
 # --- trained runs ------------------------------------------------------------------------------------
