@@ -17,38 +17,17 @@ for two steps at sizes 32 and 8 on SICK-R's trial split.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
 from machine import SMOKE, config, data_root, header, report, results_folder
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the smoke run's tiny model comes from the tests' helpers
 DIMS = (384, 256, 128, 64, 32)
 TASKS = ("STSBenchmark", "SICKRelatedness")
 VARIANTS = ("simcse", "simcse-matryoshka")
-
-
-def tiny_base(folder: Path) -> Path:
-    """A randomly initialised two-layer BERT of width 32 with MiniLM's tokenizer (smoke mode)."""
-    import torch
-    from huggingface_hub import snapshot_download
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(
-        snapshot_download("sentence-transformers/paraphrase-MiniLM-L3-v2", local_files_only=True)
-    )
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def t_interval(values: list[float]) -> tuple[float, float, float]:
@@ -83,8 +62,10 @@ def main() -> None:
     spare = tempfile.TemporaryDirectory()
     work = args.work or Path(spare.name)
     settings: dict = {"max_steps": 2, "batch_size": 8, "eval_every": 0} if SMOKE else {}
-    if SMOKE:
-        settings["base"] = str(tiny_base(work / "tiny-base"))
+    if SMOKE:  # a randomly initialised two-layer BERT of width 32 with MiniLM's tokenizer
+        from tests.helpers import make_tiny_bert
+
+        settings["base"] = str(make_tiny_bert(work / "tiny-base"))
     sizes = "|".join(map(str, dims))
 
     scores: dict[tuple[str, int, int, str], float] = {}  # (variant, seed, d, task) -> score
