@@ -129,6 +129,18 @@ def _kind(allowed: tuple[type, ...]) -> str:
     return " or ".join(names.get(t, "None" if t is type(None) else t.__name__) for t in allowed)
 
 
+def _as_declared(value: Any, hint: Any) -> Any:
+    """``value`` with an integer where the annotation declares a float made that float, alone or
+    as an item of a ``tuple[float, ...]``: 2 and 2.0 are one setting, and one recipe key."""
+    union = isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+    for part in typing.get_args(hint) if union else (hint,):
+        if part is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, tuple) and typing.get_origin(part) is tuple and typing.get_args(part)[:1] == (float,):
+            return tuple(_as_declared(v, float) for v in value)
+    return value
+
+
 def _fits(value: Any, allowed: tuple[type, ...]) -> bool:
     if isinstance(value, bool):
         return bool in allowed
@@ -244,10 +256,7 @@ class TrainingOptions:
                     rule(flag_text(value))
                 except ValueError as exc:  # flag_types.BadValue: the rule's own words
                     raise InvalidInputError(f"{name} {exc}") from None
-            if float in allowed and isinstance(value, int) and not isinstance(value, bool):
-                object.__setattr__(self, name, float(value))
-            if tuple in allowed and typing.get_args(hints[name])[0] == tuple[float, ...]:
-                object.__setattr__(self, name, tuple(float(v) for v in value))
+            object.__setattr__(self, name, _as_declared(value, hints[name]))
         if not self.correct_bias and self.optimizer != "adamw-legacy":
             raise InvalidInputError(
                 f"correct_bias=False needs optimizer adamw-legacy: {self.optimizer} always corrects the bias"

@@ -116,6 +116,10 @@ def test_a_run_without_the_loss_records_nothing_of_it():
     assert "matryoshka_dims" not in TrainingOptions().shared()
     options = TrainingOptions(matryoshka_dims=[32, 16], matryoshka_weights=[1, 2])
     assert options.matryoshka_dims == (32, 16) and options.matryoshka_weights == (1.0, 2.0)
+    # integer weights are the float weights they declare (so 1 and 1.0 make one recipe); sizes stay integers
+    assert [type(w) for w in options.matryoshka_weights] == [float, float]
+    assert [type(d) for d in options.matryoshka_dims] == [int, int]
+    assert type(TrainingOptions(lr=1).lr) is float
     assert options.shared()["matryoshka_dims"] == (32, 16)
 
 
