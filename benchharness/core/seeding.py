@@ -118,11 +118,18 @@ def kept_random_state() -> Iterator[None]:
     ``random``, NumPy's global generator and torch's (CPU and CUDA), with any pending seed. A library
     call that trains seeds them all; the caller's own random stream goes on after it as if the call
     had not happened. A torch first imported inside the block is left as a fresh import leaves it:
-    seeded by the pending seed if there was one, else from the operating system's randomness."""
+    seeded by the pending seed if there was one, else from the operating system's randomness.
+
+    CUDA's generators exist only once CUDA is initialised. When the block is the first to initialise
+    it, they are put back as that first use would have found them: seeded with torch's initial seed,
+    which ``torch.manual_seed`` and ``torch.seed`` queue for CUDA alike (and which is CUDA's default
+    too). A seed given to ``torch.cuda.manual_seed`` alone before CUDA starts is not seen."""
     python_state, numpy_state, pending = random.getstate(), np.random.get_state(), pending_torch_seed()
     torch = sys.modules.get("torch")
     torch_state = torch.get_rng_state() if torch is not None else None
-    cuda_state = torch.cuda.get_rng_state_all() if torch is not None and torch.cuda.is_initialized() else None
+    cuda_ready = torch is not None and torch.cuda.is_initialized()
+    cuda_state = torch.cuda.get_rng_state_all() if cuda_ready else None
+    cuda_seed = torch.initial_seed() if torch is not None and not cuda_ready else None
     try:
         yield
     finally:
@@ -138,6 +145,8 @@ def kept_random_state() -> Iterator[None]:
             torch.set_rng_state(torch_state)
             if cuda_state is not None:
                 torch.cuda.set_rng_state_all(cuda_state)
+            elif cuda_seed is not None and torch.cuda.is_initialized():
+                torch.cuda.manual_seed_all(cuda_seed)
         elif pending is not None:
             _seed_torch(torch, pending)
         else:

@@ -16,8 +16,11 @@ off CUDA, and bf16 on a CPU without native bf16 (``benchharness/core/devices.py`
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -437,3 +440,30 @@ def test_evaluate_takes_a_sentence_transformer_on_the_device(seeded, data_dir):
     assert want.encoder_metadata["device"] == "cpu"
     assert abs(got.main_score - want.main_score) <= 0.01, (got.main_score, want.main_score)
     assert same_device(on_device.device) and devices_of(on_device) == {str(on_device.device)}  # left where it was
+
+
+# ---- 7. a training call leaves the caller's random stream on the device where it was ----------------
+
+#: in a fresh process, so that CUDA starts inside the call: seed, maybe train, then draw on the device
+CALLERS_STREAM = """
+import json, sys, torch
+import benchharness
+device, base, train, sentences = sys.argv[1], sys.argv[2], sys.argv[3] == "yes", json.loads(sys.argv[4])
+torch.manual_seed(7)
+if train:
+    benchharness.train("simcse", base=base, device=device, sentences=sentences, seed=99, **json.loads(sys.argv[5]))
+print(json.dumps(torch.rand(4, device=device).tolist()))
+"""
+
+
+def test_a_training_call_leaves_the_callers_random_stream_on_the_device_as_it_found_it(seeded, tmp_path):
+    def draws(train: str) -> list[float]:
+        command = [sys.executable, "-c", CALLERS_STREAM, DEVICE, str(seeded), train, json.dumps(SENTENCES)]
+        env = {**os.environ, "BENCHHARNESS_RUNS": str(tmp_path / "runs")}
+        done = subprocess.run(
+            [*command, json.dumps(ONE_STEP_NO_WARMUP)], capture_output=True, text=True, timeout=600, env=env
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert draws("yes") == draws("no")  # the call (which started the device and trained) is invisible
