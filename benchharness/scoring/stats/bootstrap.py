@@ -157,6 +157,15 @@ def bootstrap_spearman(
     return Replicates(estimate=100.0 * spearman(pred, gold), values=values, unit="pairs", n=len(pred), seed=seed)
 
 
+def normalised_weights(weights: Sequence[float] | None, count: int) -> np.ndarray:
+    """``count`` weights summing to one (equal ones when ``weights`` is None), refusing a wrong
+    count, a negative weight or an all-zero set."""
+    w = np.ones(count) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (count,) or np.any(w < 0) or w.sum() <= 0:
+        raise InvalidInputError(f"weights must be {count} non-negative numbers with a positive sum, got {weights!r}")
+    return w / w.sum()
+
+
 def weighted_average(parts: Sequence[Replicates], weights: Sequence[float] | None = None, *, unit: str) -> Replicates:
     """The (weighted) mean of independently resampled statistics, resample by resample.
 
@@ -170,12 +179,7 @@ def weighted_average(parts: Sequence[Replicates], weights: Sequence[float] | Non
         raise InvalidInputError(
             f"parts have different numbers of resamples {sorted(sizes)}; bootstrap each with the same n_resamples"
         )
-    w = np.ones(len(parts)) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (len(parts),) or np.any(w < 0) or w.sum() <= 0:
-        raise InvalidInputError(
-            f"weights must be {len(parts)} non-negative numbers with a positive sum, got {weights!r}"
-        )
-    w = w / w.sum()
+    w = normalised_weights(weights, len(parts))
     return Replicates(
         estimate=float(np.dot(w, [p.estimate for p in parts])),
         values=np.tensordot(w, np.stack([p.values for p in parts]), axes=1),

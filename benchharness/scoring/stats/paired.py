@@ -33,6 +33,7 @@ from benchharness.scoring.stats.bootstrap import (
     as_columns,
     check_resamples,
     derive_seed,
+    normalised_weights,
     percentile_interval,
     resample_statistic,
 )
@@ -178,12 +179,7 @@ def weighted_average_paired(
         raise InvalidInputError(
             f"parts have different numbers of resamples {sorted(sizes)}; compare each with the same n_resamples"
         )
-    w = np.ones(len(parts)) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (len(parts),) or np.any(w < 0) or w.sum() <= 0:
-        raise InvalidInputError(
-            f"weights must be {len(parts)} non-negative numbers with a positive sum, got {weights!r}"
-        )
-    w = w / w.sum()
+    w = normalised_weights(weights, len(parts))
     return PairedReplicates(
         difference=float(np.dot(w, [p.difference for p in parts])),
         bootstrap=np.tensordot(w, np.stack([p.bootstrap for p in parts]), axes=1),
