@@ -121,9 +121,10 @@ def kept_random_state() -> Iterator[None]:
     seeded by the pending seed if there was one, else from the operating system's randomness.
 
     CUDA's generators exist only once CUDA is initialised. When the block is the first to initialise
-    it, they are put back as that first use would have found them: seeded with torch's initial seed,
-    which ``torch.manual_seed`` and ``torch.seed`` queue for CUDA alike (and which is CUDA's default
-    too). A seed given to ``torch.cuda.manual_seed`` alone before CUDA starts is not seen."""
+    it, they are put back as that first use would have found them after the caller's
+    ``torch.manual_seed`` (or ``torch.seed``), which queues the same seed for CUDA: seeded with
+    torch's initial seed. A seed given to ``torch.cuda.manual_seed`` alone before CUDA starts is not
+    seen, and a caller who never seeded gets a stream seeded by torch's own initial seed."""
     python_state, numpy_state, pending = random.getstate(), np.random.get_state(), pending_torch_seed()
     torch = sys.modules.get("torch")
     torch_state = torch.get_rng_state() if torch is not None else None
