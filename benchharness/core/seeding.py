@@ -127,10 +127,13 @@ def kept_random_state() -> Iterator[None]:
     seen, and a caller who never seeded gets a stream seeded by torch's own initial seed."""
     python_state, numpy_state, pending = random.getstate(), np.random.get_state(), pending_torch_seed()
     torch = sys.modules.get("torch")
-    torch_state = torch.get_rng_state() if torch is not None else None
-    cuda_ready = torch is not None and torch.cuda.is_initialized()
-    cuda_state = torch.cuda.get_rng_state_all() if cuda_ready else None
-    cuda_seed = torch.initial_seed() if torch is not None and not cuda_ready else None
+    torch_state = cuda_state = cuda_seed = None
+    if torch is not None:
+        torch_state = torch.get_rng_state()
+        if torch.cuda.is_initialized():
+            cuda_state = torch.cuda.get_rng_state_all()
+        else:
+            cuda_seed = torch.initial_seed()
     try:
         yield
     finally:
