@@ -17,7 +17,9 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from machine import SMOKE
@@ -49,7 +51,7 @@ def faiss_topk(corpus: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     return top_k(queries, (corpus[i : i + DOC_BLOCK] for i in range(0, len(corpus), DOC_BLOCK)), k)[1]
 
 
-def worker(tool: str, n: int, q: int, dim: int, k: int) -> None:
+def worker(tool: str, n: int, q: int, dim: int, k: int, ids_file: Path) -> None:
     if tool == "faiss":
         import benchharness.tasks.qqp  # noqa: F401  (imports are not part of the search cost)
     corpus, queries = data(n, q, dim)
@@ -58,7 +60,7 @@ def worker(tool: str, n: int, q: int, dim: int, k: int) -> None:
     ids = (numpy_topk if tool == "numpy" else faiss_topk)(corpus, queries, k)
     seconds = time.perf_counter() - t0
     peak = peak_rss_mib()
-    np.save(f"/tmp/faiss_bench_{tool}.npy", ids[:, :10])
+    np.save(ids_file, ids[:, :10])
     print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak, "data_rss_mb": base}))
 
 
@@ -69,12 +71,19 @@ def main() -> int:
     p.add_argument("--dim", type=int, default=384)
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--ids", type=Path, help=argparse.SUPPRESS)  # where a worker leaves its top-10 ids
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         p.set_defaults(corpus=3000, queries=20, dim=16, k=5)
     a = p.parse_args()
     if a.worker:
-        worker(a.worker, a.corpus, a.queries, a.dim, a.k)
+        worker(a.worker, a.corpus, a.queries, a.dim, a.k, a.ids)
         return 0
+    with tempfile.TemporaryDirectory() as folder:
+        return compare(a, Path(folder))
+
+
+def compare(a: argparse.Namespace, folder: Path) -> int:
+    """Each tool in a process of its own, its top-10 ids left in ``folder``; then the comparison."""
     out = {}
     for tool in ("faiss", "numpy"):
         proc = subprocess.run(
@@ -91,6 +100,8 @@ def main() -> int:
                 str(a.dim),
                 "--k",
                 str(a.k),
+                "--ids",
+                str(folder / f"{tool}.npy"),
             ],
             capture_output=True,
             text=True,
@@ -101,7 +112,7 @@ def main() -> int:
             print(f"{tool} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
             return 1
         out[tool] = json.loads(line[7:])
-    same = float(np.mean(np.load("/tmp/faiss_bench_faiss.npy") == np.load("/tmp/faiss_bench_numpy.npy")))
+    same = float(np.mean(np.load(folder / "faiss.npy") == np.load(folder / "numpy.npy")))
     corpus_mb = a.corpus * a.dim * 4 / 2**20
     print(f"corpus {a.corpus} x {a.dim} float32 ({corpus_mb:.0f} MB), {a.queries} queries, top {a.k}")
     for tool, r in out.items():
