@@ -36,6 +36,7 @@ bf16); the floor is then replayed in the dtypes autocast chose.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import platform
 import sys
@@ -235,6 +236,8 @@ def versus_sentence_transformers(
 
     if recipe.method != "simcse":
         return {"sentence_transformers": f"no equivalent loss for {recipe.method}"}
+    if importlib.util.find_spec("datasets") is None:  # a machine with the project's dependencies only
+        return {"sentence_transformers": "not run: SentenceTransformerTrainer needs the datasets package"}
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
     from sentence_transformers import SentenceTransformerTrainingArguments as Arguments
