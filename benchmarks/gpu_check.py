@@ -12,7 +12,8 @@ tokenizer in a Hugging Face cache layout, without its 69 MB of weights, and the 
 the dictionary DefSent+ trains on and the stopwords PaSeR reads. ``run`` then, in at most a few minutes:
 
 1. installs the wheels and the project without dependencies over the machine's own torch, in a
-   virtual environment that sees the system's packages (``--no-install``: the current one);
+   virtual environment that sees the system's packages (``--no-install``: the current one), and
+   says which of benchharness's dependencies that environment still lacks;
 2. writes seeded random weights into the bundle's MiniLM (``seed``), so that ``minilm-l3``, ``st:``
    and ``hf:`` names all load the same weights, and compares the device with that machine's own
    CPU on them: GPU and CPU numbers come from the same weights, both computed there;
@@ -220,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_install:
         python, installed = install(bundle)
         lines += installed
+    lines.append(f"dependencies of benchharness this python lacks: {', '.join(lacking(python)) or 'none'}")
     env = {
         **os.environ,
         "HF_HUB_CACHE": str(bundle / "hub"),
@@ -291,6 +293,29 @@ def install(bundle: Path) -> tuple[str, list[str]]:
         if done.returncode:
             lines.append(done.stderr[-2000:])
     return str(env / "bin" / "python"), lines
+
+
+#: the distributions benchharness requires (its own metadata, extras left out) that ``python`` cannot find
+LACKING = """
+import importlib.metadata as metadata, json, re
+required = [re.split(r"[\\s;<>=!~\\[(]", r)[0] for r in metadata.requires("benchharness") or [] if "extra ==" not in r]
+def found(name):
+    try:
+        metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+print(json.dumps([name for name in required if not found(name)]))
+"""
+
+
+def lacking(python: str) -> list[str]:
+    """What the machine lacks, said at the top of the report: a part that fails for want of a
+    package is then explained before its traceback is read."""
+    done = subprocess.run([python, "-c", LACKING], capture_output=True, text=True, check=False)
+    if done.returncode:
+        return [f"(could not tell: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode})"]
+    return json.loads(done.stdout)
 
 
 def part(title: str, command: list[str], env: dict[str, str], limit: int) -> list[str]:
