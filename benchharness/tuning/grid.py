@@ -131,7 +131,7 @@ def register(
     extra: dict[str, Any],
     runs_dir: Path,
 ) -> Path:
-    """Write the run manifest that makes ``name`` resolve to ``spec``, in ``runs_dir``."""
+    """Write the run manifest that makes ``name`` resolve to ``spec``, in ``runs_dir``, and say so."""
     path = runs_dir / name / MANIFEST
     manifest: RunManifest = {
         "name": name,
@@ -148,6 +148,13 @@ def register(
         "date": now(),
     }
     write_json(path, manifest)
+    logger.info(
+        "registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
+        name,
+        spec,
+        path,
+        name,
+    )
     return path
 
 

@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> str:
     bare = scorer.score(fx)
     spec = composition(args, best["l1"], best["l2"])
     name = args.name or f"{args.encoder}+repal-tuned"
-    path = tuning.register(
+    tuning.register(
         name,
         spec,
         "repal",
@@ -77,13 +77,6 @@ def main(args: argparse.Namespace) -> str:
         best,
         {"base_score": bare, "keywords": args.keywords, "fit": args.fit, "tfidf": args.tfidf},
         args.configuration.runs_dir,
-    )
-    logger.info(
-        "registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
-        name,
-        spec,
-        path,
-        name,
     )
     return (
         tuning.render_grid(scored, "l1", "l2") + "\n"

@@ -4,13 +4,10 @@ reduced k, e.g. 256 of 768)."""
 from __future__ import annotations
 
 import argparse
-import logging
 from typing import cast
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.tuning import grid as tuning
-
-logger = logging.getLogger(__name__)
 
 HELP = "grid over whitening's k on STS-B dev; registers the best as <encoder>+whitening-tuned"
 
@@ -44,14 +41,7 @@ def main(args: argparse.Namespace) -> str:
     params = ",".join(p for p in (f"k={best['k']}" if best["k"] != dim else "", fit) if p)
     spec = f"{args.encoder}+whitening({params})" if params else f"{args.encoder}+whitening"
     name = args.name or f"{args.encoder}+whitening-tuned"
-    path = tuning.register(
+    tuning.register(
         name, spec, "whitening", args.encoder, args.task, scored, best, {"fit": args.fit}, args.configuration.runs_dir
-    )
-    logger.info(
-        "registered %r = %s (%s); evaluate it with: benchharness run --encoders '%s' --tasks sts",
-        name,
-        spec,
-        path,
-        name,
     )
     return tuning.render_grid(scored, "k", None) + f"\nbest k={best['k']} ({best['score']:.2f})"
