@@ -32,9 +32,15 @@ Nothing is printed: messages go to the ``benchharness`` logger (silence them wit
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.version import __version__
+
+# Where messages go is the application's choice (the command line adds its handler, cli/messages.py):
+# without a handler of the library's own, a warning or an error would reach Python's last-resort
+# handler, which prints it to standard error.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr__`` imports each on first use
     from benchharness.core.encoder import Encoder
