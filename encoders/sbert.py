@@ -12,7 +12,7 @@ import numpy as np
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
-from benchharness.core.prompts import Prompts
+from benchharness.core.prompts import Prompts, check_prompt
 from benchharness.core.settings import HubSettings
 from benchharness.core.specs import BuildContext, Family, Params
 from benchharness.encoders import hub as hub_files
@@ -53,9 +53,14 @@ def prompts_by_role(prompts: Any, default_name: str | None, pools_without_prompt
         raise InvalidInputError(
             f"{where}: default_prompt_name {default_name!r} is not one of its prompts ({', '.join(prompts) or 'none'})"
         )
-    document = next((prompts[k] for k in DOCUMENT_PROMPT_NAMES if k in prompts), None)
+    document = next((k for k in DOCUMENT_PROMPT_NAMES if k in prompts), None)
+    # the prompts applied are checked as a spec's are; a model's other named prompts never reach its tokenizer
+    for used in dict.fromkeys(n for n in (default_name, "query", document) if n in prompts):
+        check_prompt(where, f"prompt {used!r}", prompts[used])
     found = Prompts(
-        default=prompts.get(default_name) if default_name else None, query=prompts.get("query"), document=document
+        default=prompts.get(default_name) if default_name else None,
+        query=prompts.get("query"),
+        document=prompts[document] if document else None,
     )
     if not found.empty and pools_without_prompt:
         raise InvalidInputError(

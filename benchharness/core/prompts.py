@@ -17,8 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from benchharness.core.errors import InvalidInputError
+
 #: the role names a task may ask for; None is the symmetric default (STS, classification)
 ROLE_NAMES = ("query", "document")
+#: the longest prompt: far beyond any model's max_length in tokens, short of what takes a tokenizer
+#: minutes (a prompt goes before every sentence)
+MAX_PROMPT_CHARS = 4096
 #: the spec keys every prompt-taking family accepts, and the ``Prompts`` fields they set
 PROMPT_KEYS = {
     "prompt": "default",
@@ -103,3 +108,28 @@ class Prompts:
 
 
 NO_PROMPTS = Prompts()
+
+
+def check_prompt(where: str, which: str, value: object) -> str:
+    """``value`` as a prompt, or one line saying what to fix: ``where`` names the encoder (and its
+    file), ``which`` the prompt (a spec key, a configured prompt's name). Wherever a prompt comes
+    from (a spec, a model's configuration, a loaded model's ``prompts``), it must be a string of at
+    most ``MAX_PROMPT_CHARS`` characters that is text: a lone surrogate (a byte that failed to decode
+    under ``surrogateescape``, an escape written into JSON) reaches the tokenizer as a bare
+    ``TypeError`` that names neither the prompt nor the fix."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{where}: {which} must be a string, not {type(value).__name__}")
+    if len(value) > MAX_PROMPT_CHARS:
+        raise InvalidInputError(
+            f"{where}: {which} is {len(value):,} characters; a prompt is at most {MAX_PROMPT_CHARS:,} "
+            "(it goes before every sentence, within the model's max_length)"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{where}: {which} holds {value[exc.start]!r} at character {exc.start}, which is not text (a lone "
+            "surrogate); a prompt must be valid UTF-8 text: decode the bytes it came from as UTF-8, or remove "
+            "the surrogate"
+        ) from None
+    return value

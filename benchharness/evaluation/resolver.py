@@ -36,7 +36,7 @@ from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.local_paths import check_local_path
 from benchharness.core.manifests import RunManifest, manifest_spec, read_manifest, registered_runs
 from benchharness.core.plugins import PLUGINS
-from benchharness.core.prompts import NO_PROMPTS, PROMPT_KEYS
+from benchharness.core.prompts import NO_PROMPTS, PROMPT_KEYS, check_prompt
 from benchharness.core.settings import Config
 from benchharness.core.specs import (
     COMPOSE,
@@ -104,29 +104,11 @@ def check_spec(name: str, spec: EncoderSpec) -> Family:
     return family
 
 
-#: the longest prompt: far beyond any model's max_length in tokens, short of what takes a tokenizer
-#: minutes (a prompt goes before every sentence)
-MAX_PROMPT_CHARS = 4096
-
-
 def spec_prompts(name: str, spec: EncoderSpec) -> dict[str, str]:
-    """The prompt keys of ``spec``, checked: strings, and a template with its placeholder."""
+    """The prompt keys of ``spec``, checked (``check_prompt``), and a template with its placeholder."""
     given = {key: spec[key] for key in PROMPT_KEYS if key in spec}  # type: ignore[literal-required]
     for key, value in given.items():
-        if not isinstance(value, str):
-            raise InvalidInputError(f"encoder {name!r}: {key} must be a string, not {type(value).__name__}")
-        if len(value) > MAX_PROMPT_CHARS:
-            raise InvalidInputError(
-                f"encoder {name!r}: {key} is {len(value):,} characters; a prompt is at most {MAX_PROMPT_CHARS:,} "
-                "(it goes before every sentence, within the model's max_length)"
-            )
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInputError(
-                f"encoder {name!r}: {key} holds {value[exc.start]!r} at character {exc.start}, which is not text "
-                "(a lone surrogate); fix the prompt's encoding"
-            ) from None
+        check_prompt(f"encoder {name!r}", key, value)
     try:
         NO_PROMPTS.but(**given)
     except ValueError as exc:
