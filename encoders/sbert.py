@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.kinds import CROSS_ENCODER, DENSE, MULTI_VECTOR, SPARSE
+from benchharness.core.plugins import load_object
 from benchharness.core.progress import shown
 from benchharness.core.prompts import Prompts, check_prompt
 from benchharness.core.settings import HubSettings
@@ -18,6 +21,7 @@ from benchharness.core.specs import BuildContext, Family, Params
 from benchharness.encoders import hub as hub_files
 from benchharness.encoders.backends import REFERENCE, changes_outputs
 from benchharness.encoders.checkpoint import load_complete, quiet_loading
+from benchharness.encoders.model_type import declared_kind
 from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 from benchharness.encoders.transformer import TransformerEncoder
 
@@ -206,7 +210,24 @@ class SentenceTransformerEncoder(TransformerEncoder):
         }
 
 
-def build(name: str, spec: Params, context: BuildContext) -> SentenceTransformerEncoder:
+#: the builder of each kind of model other than dense, ``module:function`` (imported when a folder of
+#: that kind is met); each takes (name, spec, context, source) as ``build`` does, and the resolved source
+KIND_BUILDERS = {
+    SPARSE: "benchharness.encoders.st_sparse:build",
+    MULTI_VECTOR: "benchharness.encoders.st_multi_vector:build",
+    CROSS_ENCODER: "benchharness.encoders.st_cross_encoder:build",
+}
+
+
+def build(name: str, spec: Params, context: BuildContext) -> Encoder:
+    """The model the folder holds, as the kind its files declare (``encoders.model_type``): a dense
+    ``SentenceTransformerEncoder``, or a sparse, multi-vector or cross-encoder model, never one
+    converted into another."""
+    source = hub_files.resolve(spec["model"], context.hub)
+    kind = declared_kind(source.path, name)
+    if kind != DENSE:
+        builder: Callable[..., Encoder] = load_object(KIND_BUILDERS[kind])
+        return builder(name, spec, context, source)
     return SentenceTransformerEncoder(name, **{**context.sizes(), **spec}, hub=context.hub)
 
 

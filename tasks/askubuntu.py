@@ -35,11 +35,12 @@ import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.kinds import PAIRS
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
-from benchharness.scoring.metrics import paired_cosine
 from benchharness.scoring.ranking import means, per_query_metrics, ranked_relevance
+from benchharness.scoring.views import as_view
 from benchharness.tasks import boards
 
 REFERENCE = "Lei et al. 2016 (taolei87/askubuntu); useb/TSDAE (Wang et al. 2021); mteb AskUbuntuDupQuestions"
@@ -113,6 +114,9 @@ def _decoded(path: Path, opener: Callable[..., IO[str]]) -> Iterator[None]:
 
 
 class AskUbuntu(Task):
+    #: each query's candidates scored against it: by cosine, or by any kind's pair score
+    takes = frozenset({PAIRS})
+
     def __init__(self, variant: str = "useb") -> None:
         super().__init__()
         if variant not in ("useb", "mteb"):
@@ -180,12 +184,14 @@ class AskUbuntu(Task):
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the AP, RR, RR@10, P@1 and P@5 they average."""
-        rankings = []
+        left = [self.titles[q.qid] for q in self.queries for _ in q.candidates]
+        right = [self.titles[c] for q in self.queries for c in q.candidates]
+        scores = as_view(embed).pairs(left, right, (self.query_role, DOCUMENT))
+        rankings, start = [], 0
         for q in self.queries:
-            cand = embed([self.titles[c] for c in q.candidates], DOCUMENT)
-            query = embed([self.titles[q.qid]], self.query_role)
-            scores = paired_cosine(np.repeat(query, len(cand), 0), cand)
-            rankings.append(ranked_relevance(scores, np.array([c in q.similar for c in q.candidates])))
+            block = scores[start : start + len(q.candidates)]
+            start += len(q.candidates)
+            rankings.append(ranked_relevance(block, np.array([c in q.similar for c in q.candidates])))
         per_query = per_query_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
         metrics: Metrics = {**means(per_query)}
         metrics["n_queries"] = len(rankings)

@@ -35,19 +35,19 @@ from pathlib import Path
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
+from benchharness.core.kinds import SEARCH, VECTORS
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
 from benchharness.scoring.quantized_search import QuantizedCorpus, describe
 from benchharness.scoring.ranking import average_precision, reciprocal_rank
-from benchharness.scoring.top_k import top_k
+from benchharness.scoring.top_k import DOC_BLOCK
+from benchharness.scoring.views import as_view
 from benchharness.tasks import boards
 
 REL = "qqp/quora_duplicate_questions.tsv"
 HEADER = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
 MAP_K, MRR_K = 100, 10
-#: corpus documents embedded and searched at a time: memory holds one block, not the corpus
-DOC_BLOCK = 65_536
 
 
 def read_pairs(path: Path) -> list[tuple[str, str, int]]:
@@ -84,12 +84,6 @@ def build_retrieval(rows: list[tuple[str, str, int]]) -> tuple[list[str], list[s
     return list(corpus_ids), queries, [np.array(sorted(relevant[q])) for q in queries]
 
 
-def normalise(x: np.ndarray) -> np.ndarray:
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
-
-
 class QQP(Task):
     """PaSeR's QQP retrieval; ``search``/``rescore`` give the variants searched in a quantized index
     (``scoring.quantized_search``), which vary the search only: off the board, out of the group."""
@@ -97,6 +91,8 @@ class QQP(Task):
     def __init__(self, search: str = "float32", rescore: int | None = None) -> None:
         super().__init__()
         self.search, self.rescore = search, rescore
+        # a quantized index is built from dense vectors; the exact search is any kind's
+        self.takes = frozenset({SEARCH} if search == "float32" else {VECTORS})
         name = next((n for n, setting in VARIANTS.items() if setting == (search, rescore)), "QQP")
         similarity = (
             "cosine (L2-normalised inner product, faiss IndexFlatIP)"
@@ -146,14 +142,16 @@ class QQP(Task):
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per query, the AP@100 (under both names it is reported as) and RR@10."""
 
-        def blocks() -> Iterator[np.ndarray]:
-            return (embed(self.corpus[i : i + DOC_BLOCK], DOCUMENT) for i in range(0, len(self.corpus), DOC_BLOCK))
-
-        queries = embed(self.queries, self.query_role)
         extra: Metrics = {}
         if self.search == "float32":
-            _, ids = top_k(normalise(queries), map(normalise, blocks()), MAP_K, exclude=self.own)
+            roles = (self.query_role, DOCUMENT)
+            _, ids = as_view(embed).search(self.queries, self.corpus, MAP_K, roles, exclude=self.own)
         else:
+
+            def blocks() -> Iterator[np.ndarray]:
+                return (embed(self.corpus[i : i + DOC_BLOCK], DOCUMENT) for i in range(0, len(self.corpus), DOC_BLOCK))
+
+            queries = embed(self.queries, self.query_role)
             corpus = QuantizedCorpus.build(blocks, self.search)
             _, ids = corpus.search(queries, MAP_K, rescore=self.rescore, exclude=self.own)
             extra["index_bytes"] = corpus.nbytes

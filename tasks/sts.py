@@ -33,6 +33,7 @@ from functools import partial
 
 import numpy as np
 
+from benchharness.core import kinds
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.task import (
@@ -56,7 +57,8 @@ from benchharness.data.readers import (
     sts_year_file,
     stsb_file,
 )
-from benchharness.scoring.metrics import constant_value, correlations, paired_cosine
+from benchharness.scoring.metrics import constant_value, correlations
+from benchharness.scoring.views import as_view
 from benchharness.tasks import boards
 
 PROTOCOL = "senteval-unsup-cosine"
@@ -66,9 +68,11 @@ REFERENCE = "SentEval (Conneau & Kiela 2018); SimCSE evaluation (Gao et al. 2021
 
 
 class PairTask(Task):
-    """Pairs with gold scores, possibly in named subsets; evaluation by cosine."""
+    """Pairs with gold scores, possibly in named subsets; evaluation by cosine, or by the pair score
+    of a model of another kind (a cross-encoder's, as ``CrossEncoderCorrelationEvaluator`` scores)."""
 
     subsets: dict[str, tuple[list[str], list[str], np.ndarray]]
+    takes = frozenset({kinds.PAIRS})
 
     def load(self, data: DataRoot) -> None:
         """Read the files, then refuse a subset whose gold scores are all one value: no correlation
@@ -103,7 +107,8 @@ class PairTask(Task):
             )
 
     def _scores(self, embed: Embed) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        return {name: (paired_cosine(embed(a), embed(b)), gold) for name, (a, b, gold) in self.subsets.items()}
+        view = as_view(embed)
+        return {name: (view.pairs(a, b), gold) for name, (a, b, gold) in self.subsets.items()}
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
@@ -117,9 +122,9 @@ class PairTask(Task):
             if value is not None:
                 where = self.name if len(scores) == 1 else f"{self.name} ({name})"
                 raise InvalidInputError(
-                    f"the cosines are all {value:.6g} on {where}: the encoder scores every pair "
-                    "alike (the same vector for every sentence?); a correlation with a "
-                    "constant is undefined"
+                    f"the {'cosines' if as_view(embed).kind == kinds.DENSE else 'pair scores'} are all {value:.6g} on "
+                    f"{where}: the encoder scores every pair alike (the same vector for every sentence?); a "
+                    "correlation with a constant is undefined"
                 )
         items = {
             "cosine": np.concatenate([p for p, _ in scores.values()]),

@@ -81,6 +81,9 @@ class Encoder(ABC):
     #: whether the vectors depend on the role beyond the prompts (vectors computed elsewhere per
     #: role, a callable that takes the role): such an encoder is asked for every role separately
     role_aware: bool = False
+    #: what the model gives for a text (``benchharness.core.kinds``): "dense", one vector per text,
+    #: for every encoder that implements ``encode``; the other kinds subclass ``core.kind_models.KindModel``
+    model_kind: str = "dense"
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -179,6 +182,10 @@ class WrappingEncoder(Encoder):
     @property
     def role_aware(self) -> bool:  # type: ignore[override]
         return self.wrapped.role_aware
+
+    @property
+    def model_kind(self) -> str:  # type: ignore[override]
+        return self.wrapped.model_kind
 
     def vector_key(self, role: Role) -> str:
         return self.wrapped.vector_key(role)

@@ -1,6 +1,6 @@
 """One registry for every kind of plugin, with lazy entries.
 
-Six kinds, one entry-point group each (``benchharness.<kind>``):
+Seven kinds, one entry-point group each (``benchharness.<kind>``):
 
 =================  ==========================================================================
 ``families``       a :class:`~benchharness.core.specs.Family`: an encoder spec ``type``
@@ -9,6 +9,7 @@ Six kinds, one entry-point group each (``benchharness.<kind>``):
 ``tasks``          a :class:`~benchharness.core.task.TaskProvider` of tasks and groups
 ``methods``        a training command: ``HELP``, ``add_arguments``, ``options``, ``main``
 ``tuners``         a tuning command: ``HELP``, ``add_arguments``, ``main``
+``model_kinds``    a :class:`~benchharness.core.kinds.ModelKind`: what a kind of model offers tasks
 =================  ==========================================================================
 
 The built-in plugins are declared in ``pyproject.toml`` exactly as another installed package
@@ -29,7 +30,7 @@ from benchharness.core.errors import UserError
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("families", "postprocessors", "catalogues", "tasks", "methods", "tuners")
+KINDS = ("families", "postprocessors", "catalogues", "tasks", "methods", "tuners", "model_kinds")
 GROUP_PREFIX = "benchharness."
 
 

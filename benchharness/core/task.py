@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from benchharness.core.data_root import DataRoot
+from benchharness.core.kinds import VECTORS
 from benchharness.core.prompts import DEFAULT, QUERY, Role
 
 if TYPE_CHECKING:  # the contract needs no numpy at run time (the leaderboard reads results without it)
@@ -135,6 +136,10 @@ def family_board(family: str) -> BoardSection:
 
 class Task(ABC):
     metadata: TaskMetadata
+    #: the operations its evaluation uses (``core.kinds``: vectors, pairs, search); a model of a kind
+    #: that does not offer them all is refused before anything is encoded. ``embed`` is then a
+    #: ``core.kinds.View`` of that model (a task reads it through ``scoring.views.as_view``)
+    takes: frozenset[str] = frozenset({VECTORS})
 
     def __init__(self) -> None:
         self.files: list[Path] = []

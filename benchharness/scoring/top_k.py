@@ -24,7 +24,17 @@ from benchharness.core.errors import UserError
 #: BLAS picks its kernel by the call's shape, so a score may differ from another block size's in the
 #: last bits: the size is fixed here, and a list never depends on how the corpus is cut.
 QUERY_BLOCK = 8192
+#: corpus documents embedded and searched at a time: memory holds one block, not the corpus
+DOC_BLOCK = 65_536
 _NO_ID = np.iinfo(np.int64).max  # sorts after every real id
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    """Rows of unit length, float32 and contiguous (faiss's input); a zero row stays zero, so that it
+    scores 0 against everything, as cosine with a zero vector does throughout the harness."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
 
 
 def top_k(

@@ -35,17 +35,17 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.data_root import DataError
+from benchharness.core.kinds import PAIRS, SEARCH, VECTORS
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import Embed, Evaluation, Metrics, TaskMetadata
 from benchharness.data.readers import excerpt
 from benchharness.scoring.graded import retrieval_per_query
-from benchharness.scoring.metrics import paired_cosine
 from benchharness.scoring.quantized_search import QuantizedCorpus, describe
 from benchharness.scoring.ranking import average_precision, means, ranked_relevance, reciprocal_rank
-from benchharness.scoring.top_k import exact_ties, refuse_constant, top_k
+from benchharness.scoring.top_k import DOC_BLOCK, exact_ties, refuse_constant
+from benchharness.scoring.views import as_view
 from benchharness.tasks.files.base import GROUP, Declaration, FileTask, Row, sentence
 from benchharness.tasks.files.beir import BeirData, beir_files, count_scored, read_beir
-from benchharness.tasks.qqp import DOC_BLOCK, normalise
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,8 @@ class FileRetrievalTask(FileTask):
     def __init__(self, decl: Declaration) -> None:
         super().__init__()
         self.decl = decl
+        # a quantized index is built from dense vectors; the exact search is any kind's
+        self.takes = frozenset({SEARCH} if decl.search == "float32" else {VECTORS})
         split = decl.split or "test"
         self.metadata = TaskMetadata(
             name=decl.name,
@@ -138,16 +140,17 @@ class FileRetrievalTask(FileTask):
         the index searched. Cosines by default; with ``search = "int8"`` or ``"binary"``, the
         quantized index's scores (``scoring.quantized_search``), rescored when ``rescore`` says."""
         documents = self.data.documents
-        queries = embed(self.data.queries, self.query_role)
+        if self.decl.search == "float32":
+            view = as_view(embed)
+            scores, ids = view.search(self.data.queries, documents, k, (self.query_role, DOCUMENT))
+            return scores, ids, int(view.facts()["index_bytes"])
 
         def blocks() -> Iterator[np.ndarray]:
             return (embed(documents[i : i + DOC_BLOCK], DOCUMENT) for i in range(0, len(documents), DOC_BLOCK))
 
-        if self.decl.search != "float32":
-            corpus = QuantizedCorpus.build(blocks, self.decl.search)
-            return (*corpus.search(queries, k, rescore=self.decl.rescore), corpus.nbytes)
-        scores, ids = top_k(normalise(queries), map(normalise, blocks()), k)
-        return scores, ids, 4 * len(documents) * queries.shape[1]
+        queries = embed(self.data.queries, self.query_role)
+        corpus = QuantizedCorpus.build(blocks, self.decl.search)
+        return (*corpus.search(queries, k, rescore=self.decl.rescore), corpus.nbytes)
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
@@ -186,9 +189,11 @@ class Reranking:
 
 
 class FileRerankingTask(FileTask):
-    """Query lines with positive and negative candidates: rerank each line's candidates by cosine."""
+    """Query lines with positive and negative candidates: rerank each line's candidates by cosine, or
+    by the pair score of a model of another kind."""
 
     reranking: Reranking
+    takes = frozenset({PAIRS})
 
     def __init__(self, decl: Declaration) -> None:
         super().__init__()
@@ -265,15 +270,16 @@ class FileRerankingTask(FileTask):
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
         """Metrics and, per line, the AP and RR@10 they average."""
         ap, rr = [], []
+        view = as_view(embed)
         for lines in self._blocks():
-            queries = embed([self.reranking.queries[i] for i in lines], self.query_role)
-            candidates = embed([c for i in lines for c in self._candidates_of(i)], DOCUMENT)
+            left = [self.reranking.queries[i] for i in lines for _ in self._candidates_of(i)]
+            right = [c for i in lines for c in self._candidates_of(i)]
+            pair_scores = view.pairs(left, right, (self.query_role, DOCUMENT))
             start = 0
-            for query, i in zip(queries, lines):
+            for i in lines:
                 n_neg, n_pos = len(self.reranking.negatives[i]), len(self.reranking.positives[i])
-                block = candidates[start : start + n_neg + n_pos]
+                scores = pair_scores[start : start + n_neg + n_pos]
                 start += n_neg + n_pos
-                scores = paired_cosine(np.repeat(query[None, :], len(block), 0), block)
                 ranked = ranked_relevance(scores, np.r_[np.zeros(n_neg, bool), np.ones(n_pos, bool)])
                 ap.append(average_precision(ranked))
                 rr.append(reciprocal_rank(ranked, MRR_K))

@@ -48,6 +48,7 @@ PLUGIN_ROOMS = {
     "catalogues": {"encoders", "training"},
     "tasks": {"tasks", "mteb_bridge"},
     "tuners": {"tuning"},
+    "model_kinds": {"evaluation"},
 }
 
 

@@ -66,7 +66,8 @@ def test_every_kind_has_its_built_ins_installed():
     assert set(PLUGINS.names("tasks")) >= {"sts", "transfer", "qqp", "askubuntu", "mteb"}
     assert set(PLUGINS.names("methods")) >= {"consert", "simcse", "paser", "defsent-plus"}
     assert set(PLUGINS.names("tuners")) >= {"repal", "whitening"}
-    assert KINDS == ("families", "postprocessors", "catalogues", "tasks", "methods", "tuners")
+    assert set(PLUGINS.names("model_kinds")) >= {"dense"}
+    assert KINDS == ("families", "postprocessors", "catalogues", "tasks", "methods", "tuners", "model_kinds")
 
 
 def test_a_plugin_of_another_distribution_is_found_and_loaded_only_when_asked_for(outside_package, data_dir):

@@ -1,0 +1,70 @@
+"""The model side of the kinds of ``benchharness.core.kinds``: what a model of each kind other than
+dense implements, so that its kind's view (``benchharness.evaluation.kinds``) can score with it.
+
+A family that loads such a model (``st:`` on a folder whose ``model_type`` says so) builds one of
+these; the runner never asks it for dense vectors, because a task that needs them is refused first.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from benchharness.core.encoder import Encoder
+from benchharness.core.kinds import CROSS_ENCODER, MULTI_VECTOR, SPARSE, KindMismatchError
+from benchharness.core.prompts import DEFAULT, Role
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class KindModel(Encoder):
+    """A model of a kind other than dense: it has an identity, a name, prompts and metadata as every
+    encoder does, but no one vector per text; ``encode`` says so (the runner never asks it: a task
+    that needs vectors is refused first)."""
+
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
+        raise KindMismatchError(f"{self.name} is a {self.model_kind} model: it gives no dense vectors")
+
+    def identity_record(self) -> dict[str, Any]:
+        return {**super().identity_record(), "kind": self.model_kind}
+
+
+class SparseModel(KindModel):
+    """A sparse encoder (SPLADE): one vocabulary-sized vector per text, few of its terms active."""
+
+    model_kind = SPARSE
+    #: how two vectors are compared: "dot" (SPLADE's) or "cosine"
+    similarity_fn: str = "dot"
+
+    @abstractmethod
+    def encode_sparse(self, sentences: Sequence[str], role: Role = DEFAULT) -> Any:
+        """A ``scipy.sparse.csr_matrix`` of float32, one row per sentence, as encoded for ``role``."""
+
+    @property
+    @abstractmethod
+    def vocabulary_size(self) -> int:
+        """The width of its vectors."""
+
+
+class MultiVectorModel(KindModel):
+    """A late-interaction encoder (ColBERT): one vector per token, scored by MaxSim."""
+
+    model_kind = MULTI_VECTOR
+    #: MaxSim divided by the query's token count ("meanmaxsim"), when the model was trained so
+    length_normalized: bool = False
+
+    @abstractmethod
+    def encode_tokens(self, sentences: Sequence[str], role: Role = DEFAULT) -> list[np.ndarray]:
+        """One float32 array (tokens x dimension) per sentence, as encoded for ``role``."""
+
+
+class PairModel(KindModel):
+    """A cross-encoder: a score for each (left, right) pair of texts, read together."""
+
+    model_kind = CROSS_ENCODER
+
+    @abstractmethod
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """One float score per pair, in order (batching is the model's: see ``length_sorted_batches``)."""

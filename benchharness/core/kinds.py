@@ -1,0 +1,134 @@
+"""Kinds of model: what a model gives for a text, and so which tasks it can run.
+
+The field ships four kinds, each with its own way of scoring a query against a document:
+
+- **dense**: one vector per text, compared by cosine (every task of the suite);
+- **sparse** (SPLADE): one vocabulary-sized vector per text with a few dozen active terms, compared
+  by dot product and searched like an inverted index;
+- **multi-vector** (ColBERT, late interaction): one vector per token, compared by MaxSim;
+- **cross-encoder**: no vector at all, a score for each (query, document) pair read together.
+
+A task declares the operations its evaluation uses (``Task.takes``): ``vectors`` (rows to train a
+classifier on, cluster or put in a quantized index), ``pairs`` (a score for each text pair: STS,
+reranking) or ``search`` (each query's best documents of a corpus: retrieval). A kind offers some of
+them; a task whose operations a kind does not all offer is refused before anything is encoded, in
+one line naming both (``refusal``). The runner hands each task a ``View`` of its model: the dense
+kind's view serves vectors and scores by cosine exactly as the tasks always have, the others score
+as their own evaluators in sentence-transformers score.
+
+Kinds are plugins (``benchharness.model_kinds``): a ``ModelKind`` names what it offers and how the
+runner opens a view of one of its models. The built-in ones are declared in ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from benchharness.core.errors import UserError
+from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: rows of numbers, one per text: what a classifier is trained on, what is clustered or quantized
+VECTORS = "vectors"
+#: a score for each (left, right) text pair: STS, pair classification, reranking a candidate list
+PAIRS = "pairs"
+#: each query's best documents of a corpus, with their scores: retrieval
+SEARCH = "search"
+#: what each operation means, for messages
+OPERATIONS = {
+    VECTORS: "vectors (to train a classifier on, cluster or index)",
+    PAIRS: "a score for each text pair",
+    SEARCH: "a search of the whole corpus",
+}
+
+#: the built-in kinds' names
+DENSE, SPARSE, MULTI_VECTOR, CROSS_ENCODER = "dense", "sparse", "multi-vector", "cross-encoder"
+
+
+class KindMismatchError(UserError):
+    """A model of a kind that cannot run a task (a cross-encoder has no vector to cluster), or a
+    stage that cannot wrap it (whitening needs dense vectors)."""
+
+
+@dataclass(frozen=True)
+class ViewSettings:
+    """What a run tells a kind's view beside the model: where its outputs are cached (None: in
+    memory for the call only) and how much memory a corpus block may take."""
+
+    cache_dir: Any = None  # a Path; typed loosely so that the contract needs no pathlib at import
+    memory_mib: float = 1024.0
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """A ``model_kinds`` plugin: a kind of model, what it offers and how a run scores with it.
+
+    ``open_view(encoder, settings)`` gives the ``View`` a task of one run is handed; None for the
+    dense kind, whose vectors come from the runner's shared encoding pass (one pass for every task
+    of a run, through the embedding cache)."""
+
+    name: str
+    #: the kind with its article, for messages ("a cross-encoder")
+    title: str
+    offers: frozenset[str]
+    #: what the model gives for a text, for messages and documentation ("one vector per token")
+    gives: str
+    #: how a (query, document) pair is scored, recorded in each result's protocol
+    similarity: str
+    open_view: Callable[[Any, ViewSettings], View] | None = None
+
+    def refusal(self, encoder: str, task: str, takes: frozenset[str]) -> str | None:
+        """Why a model of this kind cannot run a task that uses ``takes``, in one line; None when it can."""
+        missing = sorted(takes - self.offers)
+        if not missing:
+            return None
+        needs = ", ".join(OPERATIONS.get(op, op) for op in missing)
+        offers = ", ".join(OPERATIONS.get(op, op) for op in sorted(self.offers)) or "nothing a task uses"
+        return (
+            f"{encoder} is {self.title} ({self.gives}), and {task} needs {needs}; {self.title} gives {offers}. "
+            "Run it on tasks that use what it gives, or choose a dense encoder for this one"
+        )
+
+
+class View(ABC):
+    """A model as a task sees it: ``pairs`` and ``search`` for every kind that offers them, and,
+    for the dense kind, the vectors themselves (calling the view, as tasks call ``embed``).
+
+    Scores are the kind's own similarity: cosine for dense vectors, the model's similarity function
+    for sparse ones (dot product for SPLADE), MaxSim for token vectors, the model's pair score for a
+    cross-encoder. Ties in ``search`` follow the shared rule: score descending, then corpus order."""
+
+    kind: str = DENSE
+
+    def __call__(self, sentences: list[str], role: Role = DEFAULT, /) -> np.ndarray:
+        raise KindMismatchError(f"a {self.kind} model gives no dense vectors; this task needs them")
+
+    @abstractmethod
+    def pairs(
+        self, left: Sequence[str], right: Sequence[str], roles: tuple[Role, Role] = (DEFAULT, DEFAULT)
+    ) -> np.ndarray:
+        """One float64 score for each pair ``(left[i], right[i])``, ``left`` taken in ``roles[0]``
+        and ``right`` in ``roles[1]`` (a query and its candidates: ``(query role, DOCUMENT)``)."""
+
+    @abstractmethod
+    def search(
+        self,
+        queries: Sequence[str],
+        corpus: Sequence[str],
+        k: int,
+        roles: tuple[Role, Role] = (QUERY, DOCUMENT),
+        exclude: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's ``k`` best corpus documents, exactly: (scores, corpus indices), best first,
+        padded with score -inf and index -1 when the corpus is smaller; ``exclude[i]`` (an index or
+        -1) never appears in query i's list."""
+
+    def facts(self) -> dict[str, float | int]:
+        """What the kind reports beside a task's metrics, for what this view scored (a sparse
+        model's active dimensions, a multi-vector model's bytes per document); none by default."""
+        return {}
