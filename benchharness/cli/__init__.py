@@ -71,8 +71,8 @@ def build_parser(expand: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--config",
         metavar="FILE",
-        help="configuration file (default: $BENCHHARNESS_CONFIG, else "
-        "benchharness.toml here or in a parent folder, else ~/.config/benchharness/config.toml)",
+        help="configuration file (default: $BENCHHARNESS_CONFIG, else benchharness.toml here or in a parent "
+        "folder, else ~/.config/benchharness/config.toml, whose [tasks.*] are added beneath any of them)",
     )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=0, help="debug messages too")

@@ -1,6 +1,8 @@
 """The configuration file: the one named (``--config FILE``, ``config=``, ``$BENCHHARNESS_CONFIG``), else
 ``benchharness.toml`` in the working directory or a parent (a project's own), else the per-user
-``$XDG_CONFIG_HOME/benchharness/config.toml`` (``~/.config/...``); without any, the defaults.
+``$XDG_CONFIG_HOME/benchharness/config.toml`` (``~/.config/...``); without any, the defaults. The
+first found gives everything; the per-user file, when it is not that one, adds its ``[tasks.*]``
+beneath (``load_config``), so that one's own tasks are declared once, outside any checkout.
 
 It holds the paths of this installation (data root, results, embedding cache, the Hugging Face
 cache and whether to stay offline), user-registered encoders and tasks declared from files::
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,6 +52,9 @@ CONFIG_ENV = "BENCHHARNESS_CONFIG"
 #: the data root, above the configuration file
 DATA_ENV = "BENCHHARNESS_DATA"
 RUNS_ENV = "BENCHHARNESS_RUNS"
+#: the protocol variants of tasks declared from files (``[tasks.*]``) start with this, so that their results
+#: are told apart where the declaring configuration is not the one loaded (the leaderboard, ``export mteb``)
+FILE_PROTOCOL_PREFIX = "file-"
 #: a path setting's default: a path, or None where the setting may stay unset
 _Default = TypeVar("_Default", bound=Path | None)
 
@@ -86,6 +91,8 @@ class Config:
     encoders: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: tasks declared from files, by name (``file`` made absolute)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the configuration file declaring each of ``tasks`` (``file``, or the per-user file)
+    task_files: dict[str, Path] = field(default_factory=dict)
 
     def data_root(self, given: str | Path | None = None) -> Path:
         """The data root: ``given``, else ``$BENCHHARNESS_DATA``, else ``[paths] data_dir``, else ``./data``."""
@@ -141,13 +148,32 @@ def find_config(start: Path | None = None) -> Path | None:
 
 
 def load_config(path: Path | None = None) -> Config:
-    """The configuration ``path`` (else the one ``find_config`` finds) holds, or the defaults when
-    there is none. Called by the entry points only (``configuration``, the command line,
-    ``RunSettings``): what it finds depends on the working directory and the environment at that
-    moment, and the value it returns is what the rest of the call uses."""
+    """The configuration ``path`` (else the one ``find_config`` finds) holds, with the per-user file's
+    ``[tasks.*]`` added beneath it, or the defaults when there is no file. Called by the entry points
+    only (``configuration``, the command line, ``RunSettings``): what it finds depends on the working
+    directory and the environment at that moment, and the value it returns is what the rest of the
+    call uses.
+
+    One file gives the paths and encoders, the first found; tasks are a researcher's own data, so
+    those declared in the per-user file are known in every project too (a name both declare is the
+    nearer file's), without editing a checkout's tracked ``benchharness.toml``."""
     path = path or find_config()
     if path is None:
         return Config()
+    config = _read(path)
+    user = user_config()
+    if user.is_file() and user.resolve() != path.resolve():
+        mine = _read(user)  # read whole: a mistake in it is named whichever file comes first
+        config = replace(
+            config,
+            tasks={**mine.tasks, **config.tasks},
+            task_files={**mine.task_files, **config.task_files},
+        )
+    return config
+
+
+def _read(path: Path) -> Config:
+    """The configuration one file holds."""
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -187,6 +213,7 @@ def load_config(path: Path | None = None) -> Config:
         hf_offline=bool(paths.get("hf_offline", False)),
         encoders=raw.get("encoders", {}),
         tasks=tasks,
+        task_files=dict.fromkeys(tasks, path),
     )
 
 

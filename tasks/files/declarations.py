@@ -281,8 +281,9 @@ def provider(config: Config | None = None) -> TaskProvider:
     declared: dict[str, Declaration] = {}
     refused: dict[str, str] = {}
     tables, file = (config.tasks, config.file) if config is not None else ({}, None)
+    files = config.task_files if config is not None else {}  # the per-user file's tasks are its own
     for name, entry in tables.items():
-        origin = f"{file}: [tasks.{name}]"
+        origin = f"{files.get(name, file)}: [tasks.{name}]"
         clash = _clash(name)
         if clash is not None:
             warn_once(f"{origin} is left out: {name!r} is taken by {clash}; rename the table to run its file")
