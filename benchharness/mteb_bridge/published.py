@@ -13,10 +13,14 @@ name is the one mteb's leaderboard takes: the result filtered to the name's subs
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import mteb
 from mteb.results import TaskResult
@@ -24,6 +28,9 @@ from mteb.results import TaskResult
 from benchharness.core.errors import MissingFileError
 from benchharness.mteb_bridge import selection
 from benchharness.mteb_bridge.export import EXPORTABLE, RESULTS
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -67,7 +74,9 @@ class PublishedModel:
 
 
 def read(folder: str | Path) -> list[PublishedModel]:
-    """Every model's results under ``folder`` (an mteb cache, or its ``results`` folder)."""
+    """Every model's results under ``folder`` (an mteb cache, or its ``results`` folder). A file that
+    cannot be read (truncated, not mteb's format, a link out of the folder) is left out with a
+    warning naming it: one bad file among a results repository's thousands must not hide the rest."""
     folder = Path(folder)
     root = folder.parent if folder.name == RESULTS and not (folder / RESULTS).is_dir() else folder
     if not (root / RESULTS).is_dir():
@@ -75,12 +84,55 @@ def read(folder: str | Path) -> list[PublishedModel]:
             f"{folder}: not an mteb results folder (expected {os.path.join(str(folder), RESULTS)}/<org__model>/"
             "<revision>/<Task>.json, as `benchharness export mteb --out` writes or mteb's results repository holds)"
         )
-    loaded = mteb.ResultCache(root).load_results(require_model_meta=False, include_remote=False)
-    models = [
-        PublishedModel(m.model_name, str(m.model_revision), str(folder), {r.task_name: r for r in m.task_results})
-        for m in loaded.model_results
-        if m.task_results
-    ]
+    inside = os.path.realpath(root)
+    # mteb's own choice of files (``<model>/<revision>/<Task>.json``, no experiments), each read by mteb's reader
+    paths = mteb.ResultCache(root).get_cache_paths(require_model_meta=False, include_remote=False)
+    identities: dict[Path, tuple[str, str]] = {}
+    by_model: dict[tuple[str, str], dict[str, TaskResult]] = {}
+    for path in sorted(paths):
+        result = _guarded(path, inside, TaskResult.from_disk)
+        if result is None:
+            continue
+        if path.parent not in identities:
+            identities[path.parent] = _identity(path.parent, inside)
+        by_model.setdefault(identities[path.parent], {})[result.task_name] = result
+    models = [PublishedModel(name, revision, str(folder), results) for (name, revision), results in by_model.items()]
     if not models:
         raise MissingFileError(f"{folder}: no mteb result that mteb can read under {root / RESULTS}")
     return models
+
+
+def _identity(revision_folder: Path, inside: str) -> tuple[str, str]:
+    """(model name, revision) as mteb's reader takes them: from ``model_meta.json``, else (none, or
+    one that cannot be read) from the folder names, ``<org__model>/<revision>``."""
+    from_path = (revision_folder.parent.name.replace("__", "/"), revision_folder.name)
+    meta = revision_folder / "model_meta.json"
+    if not os.path.lexists(meta):
+        return from_path
+    return _guarded(meta, inside, _name_and_revision, "; its results are named by their folders") or from_path
+
+
+def _name_and_revision(path: Path) -> tuple[str, str]:
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    return str(meta["name"]), str(meta["revision"])
+
+
+def _guarded(path: Path, inside: str, load: Callable[[Path], T], then: str = "") -> T | None:
+    """``load(path)``, or None with a one-line warning naming ``path`` (and ``then``, what follows)
+    where it is not a regular file whose real path stays in the folder ``inside`` (a link to
+    ``/proc/self/environ`` is never opened, a named pipe never waited on) or where loading fails."""
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, inside]) != inside:
+        logger.warning("skipped %s: it links out of the results folder (to %s)%s", path, real, then)
+        return None
+    if not os.path.isfile(real):
+        logger.warning("skipped %s: not a regular file%s", path, then)
+        return None
+    try:
+        return load(Path(real))
+    # mteb's reader raises whatever a malformed file makes it raise (json, pydantic, a KeyError of a
+    # converter, a UnicodeDecodeError): each is about this one file, named in the warning
+    except Exception as exc:
+        first = next(iter(str(exc).splitlines()), "")
+        logger.warning("skipped %s: unreadable (%s%s)%s", path, type(exc).__name__, f": {first}" if first else "", then)
+        return None

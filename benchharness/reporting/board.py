@@ -32,6 +32,12 @@ def fmt(value: float | str | None) -> str:
     return f"{float(value):.2f}"
 
 
+def row_average(cells: list[float | None]) -> float | None:
+    """A row's Avg.: the mean of its cells, only when it has every column (as the papers average)."""
+    present = [v for v in cells if v is not None]
+    return sum(present) / len(present) if cells and len(present) == len(cells) else None
+
+
 GROUPS = ("base", "post-processed", "trained")
 
 

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, cast
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import PROMPT_KEYS
 from benchharness.core.results import Result, ResultStore
+from benchharness.core.settings import FILE_PROTOCOL_PREFIX
 from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
 from benchharness.reporting.board import (
     GROUPS,
@@ -69,6 +70,7 @@ from benchharness.reporting.board import (
     Table,
     fmt,
     group_of,
+    row_average,
 )
 
 if TYPE_CHECKING:
@@ -88,9 +90,6 @@ PUBLISHED_DIR: Traversable = files("benchharness.reporting") / "published"
 #: the table of tasks with stored results that no installed task plugin knows (a plugin
 #: uninstalled since, a Python task): a column each, its main score, no average
 OTHER_TITLE = "Other tasks (not installed here; main score x100)"
-#: the protocol variants of tasks declared from files (``benchharness.tasks.files.declarations``) start with
-#: this: their results keep their table when the configuration declaring them is not the current one
-FILE_PROTOCOL_PREFIX = "file-"
 
 
 def sections(results: list[Result], config: Config | None = None) -> list[Section]:
@@ -219,11 +218,6 @@ class Row:
     prompts: tuple[PromptNote, ...] = ()
 
 
-def _average(cells: list[float | None]) -> float | None:
-    present = [v for v in cells if v is not None]
-    return sum(present) / len(present) if cells and len(present) == len(cells) else None
-
-
 def recipe_note(results: list[Result]) -> str:
     """The training recipe of a trained row (from its results' manifest): a trained row must say
     how to rebuild it, or that it cannot."""
@@ -284,7 +278,7 @@ def aggregate_seeds(section: Section, rows: list[Row]) -> list[Row]:
         note = recipe_note(list(named.results.values()))
         note = f"{note}; other seeds: {others}" if note else f"other seeds: {others}"
         name = f"{named.encoder} (seeds {','.join(map(str, member_seeds))})"
-        rest.append(Row(name, "trained", {}, means, _average(means), text, member_seeds, note, named.prompts))
+        rest.append(Row(name, "trained", {}, means, row_average(means), text, member_seeds, note, named.prompts))
     return rest
 
 
@@ -296,7 +290,7 @@ def measured(section: Section, results: list[Result]) -> list[Row]:
             continue
         group = group_of(next(iter(by_task.values())))
         shown = {c.task: by_task[c.task] for c in section.columns if c.task in by_task}
-        rows.append(Row(encoder, group, shown, cells, _average(cells), prompts=prompt_notes(section.columns, shown)))
+        rows.append(Row(encoder, group, shown, cells, row_average(cells), prompts=prompt_notes(section.columns, shown)))
     return aggregate_seeds(section, rows)
 
 
@@ -496,7 +490,7 @@ def build(
         if show_published:
             lines += _published_lines(section, published_dir, papers)
         if imported and (groups is None or "published" in groups):
-            lines += mteb_tables.imported_lines(section.columns, imported)
+            lines += mteb_tables.imported_lines(section, imported)
         if not lines:
             continue
         _mark_best(lines)

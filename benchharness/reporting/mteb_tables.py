@@ -13,7 +13,18 @@ from typing import TYPE_CHECKING
 
 from benchharness.core.results import Result
 from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
-from benchharness.reporting.board import ROW_GROUPS, Cell, Column, ImportedModel, Line, Section, Table, fmt, group_of
+from benchharness.reporting.board import (
+    ROW_GROUPS,
+    Cell,
+    Column,
+    ImportedModel,
+    Line,
+    Section,
+    Table,
+    fmt,
+    group_of,
+    row_average,
+)
 
 if TYPE_CHECKING:
     from benchharness.mteb_bridge.benchmarks import Benchmark
@@ -30,12 +41,15 @@ NOTE = (
 )
 
 
-def imported_lines(columns: Sequence[Column], imported: Sequence[ImportedModel]) -> list[Line]:
-    """A *published* row per imported model with a score in any of ``columns``."""
+def imported_lines(section: Section, imported: Sequence[ImportedModel]) -> list[Line]:
+    """A *published* row per imported model with a score in any of the section's columns, with an
+    Avg. cell where the section averages (every row of a table has a cell per header)."""
     lines = []
     for model in imported:
-        values = [model.score(c.task) if c.metric is None else None for c in columns]
+        values = [model.score(c.task) if c.metric is None else None for c in section.columns]
         if any(v is not None for v in values):
+            if section.average:
+                values.append(row_average(values))
             lines.append(_line(model, [Cell(v, fmt(v)) for v in values]))
     return lines
 
