@@ -17,7 +17,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "ResultCache (results whose protocol is not an mteb task's are listed, not written)",
     )
     p.add_argument(
-        "--out", required=True, help="an mteb cache folder: mteb.ResultCache(OUT) loads it (mteb's own: $MTEB_CACHE)"
+        "--out",
+        required=True,
+        help="an mteb cache folder: mteb.ResultCache(OUT) loads it (mteb's own: $MTEB_CACHE); only files an "
+        "export wrote there are replaced",
     )
     p.add_argument("--encoders", help="comma list of encoder names (default: every stored encoder)")
     p.add_argument("--results-dir", help="where the stored result JSON files are (default: results/)")

@@ -15,17 +15,22 @@ through the bridge (``evaluate.run_task``) are mteb's own evaluation and are exp
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import mteb
+from mteb.models import ModelMeta
 from mteb.results import TaskResult
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.settings import FILE_PROTOCOL_PREFIX
 from benchharness.mteb_bridge import evaluate, selection
 from benchharness.mteb_bridge.as_model import export_name, model_meta
 from benchharness.mteb_bridge.model_facts import model_facts
@@ -99,6 +104,9 @@ RESULTS = "results"
 #: ``ModelMeta`` forbids unknown keys when mteb submits results, and in a folder of its own, whose
 #: files mteb's reader never takes for task results (it reads ``<model>/<revision>/*.json``)
 PROVENANCE = Path("benchharness") / "provenance.json"
+#: the provenance key listing the files of the model folder an export wrote, which alone it may replace
+WRITTEN = "written"
+MODEL_META = "model_meta.json"
 _NO_MTEB_TASK = (
     "no mteb task has this protocol (SentEval transfer tasks, dev and trial splits and other "
     "benchharness protocols have none)"
@@ -137,8 +145,16 @@ class ExportReport:
         return out
 
 
-def reason_not_exported(task: str) -> str:
-    return NOT_EXPORTED.get(task, _NO_MTEB_TASK)
+def reason_not_exported(task: str, variant: object = None) -> str:
+    """Why a result of ``task`` (stored under the protocol ``variant``) has no mteb counterpart."""
+    if task in NOT_EXPORTED:
+        return NOT_EXPORTED[task]
+    if str(variant).startswith(FILE_PROTOCOL_PREFIX):
+        return (
+            f"a task declared from your own files ([tasks.{task}], protocol {variant}): mteb has no task with its "
+            "data, and mteb's results layout holds only mteb tasks' results"
+        )
+    return _NO_MTEB_TASK
 
 
 def _date(text: str | None) -> datetime | None:
@@ -198,7 +214,7 @@ def task_result(result: StoredResult) -> TaskResult | str:
         )
     target = EXPORTABLE.get(result.task)
     if target is None:
-        return reason_not_exported(result.task)
+        return reason_not_exported(result.task, variant)
     if variant != target.protocol:
         return f"stored with protocol {variant!r}; only {target.protocol!r} equals mteb's {target.mteb_task}"
     task = mteb.get_task(target.mteb_task)
@@ -210,11 +226,26 @@ def task_result(result: StoredResult) -> TaskResult | str:
     )
 
 
+@dataclass
+class _Planned:
+    """One result to write: its file, its model's folder and what goes beside it."""
+
+    result: StoredResult
+    converted: TaskResult
+    folder: Path
+    meta: ModelMeta
+    ours: dict[str, Any]  # the provenance record's fields for this model
+
+
 def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportReport:
-    """Write every exportable result under ``out``; the report lists the rest with reasons."""
+    """Write every exportable result under ``out``; the report lists the rest with reasons.
+
+    An export replaces only files an export wrote: each model folder's provenance lists the files
+    written into it (``WRITTEN``), and a file in the way that it does not list (mteb's own run of the
+    same model at the same commit, in ``$MTEB_CACHE``) stops the export before anything is written."""
     out = Path(out)
     report = ExportReport()
-    prompts: dict[Path, dict[str, dict[str, str]]] = {}  # by model folder: each task's prompt per side
+    planned: list[_Planned] = []
     for result in results:
         converted = task_result(result)
         if isinstance(converted, str):
@@ -232,22 +263,60 @@ def export_results(results: Iterable[StoredResult], out: str | Path) -> ExportRe
             training=training,
             facts=facts,
         )
-        folder = out / RESULTS / meta.model_name_as_path() / str(meta.revision)
-        path = folder / f"{converted.task_name}.json"
-        write_json(path, converted.model_dump(mode="json"))
-        why = export_name(result.encoder, identity, result.encoder_identity)[2]
-        applied = prompts.setdefault(folder, {})
-        if result.encoder_metadata.get("prompts_applied"):
-            applied[converted.task_name] = result.encoder_metadata["prompts_applied"]
         ours = {
             "encoder": result.encoder,
             "identity": identity,
-            "name_reason": why,
+            "name_reason": export_name(result.encoder, identity, result.encoder_identity)[2],
             **({"card_datasets": list(facts.card_datasets)} if facts.card_datasets else {}),
         }
-        write_json(folder / "model_meta.json", meta.to_dict())
-        write_json(folder / PROVENANCE, {**ours, **({"prompts_applied": applied} if applied else {})})
+        folder = out / RESULTS / meta.model_name_as_path() / str(meta.revision)
+        planned.append(_Planned(result, converted, folder, meta, ours))
+    records = {p.folder: _record(p.folder) for p in planned}
+    for p in planned:
+        for name in (f"{p.converted.task_name}.json", MODEL_META):
+            _check_ours(p.folder, name, records[p.folder])
+    for p in planned:
+        record = records[p.folder]
+        path = p.folder / f"{p.converted.task_name}.json"
+        write_json(path, p.converted.model_dump(mode="json"))
+        write_json(p.folder / MODEL_META, p.meta.to_dict())
+        written = sorted({*record.get(WRITTEN, []), path.name, MODEL_META})
+        applied = dict(record.get("prompts_applied", {}))
+        if p.result.encoder_metadata.get("prompts_applied"):
+            applied[p.converted.task_name] = p.result.encoder_metadata["prompts_applied"]
+        records[p.folder] = {**p.ours, **({"prompts_applied": applied} if applied else {}), WRITTEN: written}
+        write_json(p.folder / PROVENANCE, records[p.folder])
         report.exported.append(
-            {"encoder": result.encoder, "task": result.task, "mteb_task": converted.task_name, "path": str(path)}
+            {"encoder": p.result.encoder, "task": p.result.task, "mteb_task": p.converted.task_name, "path": str(path)}
         )
     return report
+
+
+def _record(folder: Path) -> dict[str, Any]:
+    """The provenance an earlier export left in ``folder`` (``{}`` where there is none): the files it
+    lists are the ones an export may replace."""
+    path = folder / PROVENANCE
+    if not os.path.lexists(path):
+        return {}
+    record: object = None
+    if path.is_file() and not path.is_symlink():
+        with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError):
+            record = json.loads(path.read_text(encoding="utf-8"))
+    written = record.get(WRITTEN) if isinstance(record, dict) else None
+    if not isinstance(written, list) or not all(isinstance(name, str) for name in written):
+        raise InvalidInputError(
+            f"{path} does not list the files `benchharness export mteb` wrote beside it (an older export's "
+            f"record, or not an export's), so they may not be its own; export to another folder, or remove {folder} "
+            "if an export made it"
+        )
+    return cast(dict[str, Any], record)
+
+
+def _check_ours(folder: Path, name: str, record: dict[str, Any]) -> None:
+    """Refuse to replace ``folder/name`` unless an earlier export wrote it (``record`` lists it)."""
+    path = folder / name
+    if os.path.lexists(path) and name not in record.get(WRITTEN, []):
+        raise InvalidInputError(
+            f"{path} exists and was not written by `benchharness export mteb`; nothing was exported: "
+            "export to another folder, or move that file away"
+        )
