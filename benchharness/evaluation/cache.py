@@ -42,6 +42,7 @@ from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.progress import progress_shown, shown
 from benchharness.core.prompts import DEFAULT as DEFAULT_ROLE
 from benchharness.core.prompts import Role
+from benchharness.evaluation.row_codecs import DENSE_ROWS, RowCodec
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,6 @@ KEY_BYTES = 20  # sha1 digest
 DB_NAME = "embeddings.sqlite"
 LOCK_NAME = "lock"
 QUARANTINE = "quarantine"
-FORMAT = "1"
 #: sentences encoded and committed together: a killed run loses at most this many encodings.
 ENCODE_CHUNK = 2048
 #: chunks with fewer rows than this are "small"; once more than MAX_SMALL_CHUNKS of them pile up
@@ -165,10 +165,10 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
     return (code & 0xFF) in _CORRUPTION_CODES
 
 
-def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None) -> CachedRows:
+def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None, codec: RowCodec = DENSE_ROWS) -> CachedRows:
     """The keys of an open database, every chunk's length and crc32 checked; ``visit`` sees each
-    chunk's rows. One statement, so one consistent snapshot, stepped row by row: one chunk is in
-    memory at a time."""
+    chunk's rows (as ``codec`` lays them out). One statement, so one consistent snapshot, stepped
+    row by row: one chunk is in memory at a time."""
     try:
         tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not {"meta", "chunks"} <= tables:
@@ -180,15 +180,15 @@ def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None) -> Ca
             raise DamagedCacheError(
                 f"it holds the vectors of encoder identity {meta['identity']}, not {path.parent.name}"
             )
-        if meta["format"] != FORMAT:  # a newer harness's cache is not damaged: leave it alone
+        if meta["format"] != codec.format:  # a newer harness's cache is not damaged: leave it alone
             raise InvalidInputError(
                 f"embedding cache {path} has format {meta['format']!r}; this version reads "
-                f"format {FORMAT!r}. Use another cache folder (--cache-dir) or update benchharness"
+                f"format {codec.format!r} there. Use another cache folder (--cache-dir) or update benchharness"
             )
         dim = int(meta["dim"]) if "dim" in meta else None
         index: set[bytes] = set()
         for n, keys, vecs, crc in con.execute("SELECT n, keys, vecs, crc FROM chunks ORDER BY id"):
-            if len(keys) != n * KEY_BYTES or len(vecs) != n * (dim or 0) * 4 or _crc(keys, vecs) != crc:
+            if len(keys) != n * KEY_BYTES or not codec.fits(vecs, n, dim) or _crc(keys, vecs) != crc:
                 raise DamagedCacheError(f"a chunk of {n} rows fails its length or crc32 check")
             chunk_keys = [keys[i : i + KEY_BYTES] for i in range(0, len(keys), KEY_BYTES)]
             before = len(index)
@@ -196,7 +196,7 @@ def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None) -> Ca
             if len(index) != before + n:
                 raise DamagedCacheError("a key is stored twice")  # writers skip known keys
             if visit is not None:
-                visit(chunk_keys, np.frombuffer(vecs, dtype=np.float32).reshape(n, dim or 0))
+                visit(chunk_keys, codec.unpack(vecs, n, dim or 0))
     except sqlite3.DatabaseError as exc:
         if _is_corruption(exc):
             raise DamagedCacheError(str(exc)) from exc
@@ -204,7 +204,7 @@ def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None) -> Ca
     return CachedRows(index, dim)
 
 
-def _create(path: Path) -> None:
+def _create(path: Path, codec: RowCodec = DENSE_ROWS) -> None:
     """An empty database, built beside ``path`` and renamed into place in one step.
 
     So a database that exists always has its schema, and an empty or headless file is damage,
@@ -223,7 +223,7 @@ def _create(path: Path) -> None:
                 "CREATE TABLE chunks (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
                 "keys BLOB NOT NULL, vecs BLOB NOT NULL, crc INTEGER NOT NULL)"
             )
-            con.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+            con.execute("INSERT INTO meta VALUES ('format', ?)", (codec.format,))
             con.execute("INSERT INTO meta VALUES ('identity', ?)", (path.parent.name,))
             con.execute("COMMIT")
         finally:
@@ -288,8 +288,8 @@ def _locked(path: Path) -> Iterator[None]:
 class CacheWriter:
     """The open database of one identity while its lock is held; ``add_keys`` commits a chunk."""
 
-    def __init__(self, path: Path, con: sqlite3.Connection, rows: CachedRows) -> None:
-        self.path, self.con = path, con
+    def __init__(self, path: Path, con: sqlite3.Connection, rows: CachedRows, codec: RowCodec = DENSE_ROWS) -> None:
+        self.path, self.con, self.codec = path, con, codec
         self._keys = set(rows.index)
         self._dim = rows.dim
 
@@ -300,49 +300,37 @@ class CacheWriter:
 
     def read(self, visit: Visit) -> None:
         """Scan the stored rows under the lock (what a concurrent run committed before we took it)."""
-        _read(self.path, self.con, visit)
+        _read(self.path, self.con, visit, self.codec)
 
-    def add(self, sentences: Sequence[str], vectors: np.ndarray) -> int:
+    def add(self, sentences: Sequence[str], vectors: Any) -> int:
         return self.add_keys([sentence_key(s) for s in sentences], vectors)
 
-    def add_keys(self, keys: Sequence[bytes], vectors: np.ndarray) -> int:
+    def add_keys(self, keys: Sequence[bytes], vectors: Any) -> int:
         """Commit the rows whose keys are not stored yet, as one chunk; returns how many.
 
         Non-finite rows are refused (ValueError): a NaN stored once would be served forever.
         """
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or len(vectors) != len(keys):
-            raise InvalidInputError(f"{self.path}: expected {len(keys)} rows, got an array of shape {vectors.shape}")
         if any(len(k) != KEY_BYTES for k in keys):
             raise InvalidInputError(f"{self.path}: keys must be {KEY_BYTES}-byte sha1 digests")
-        bad = ~np.isfinite(vectors).all(axis=1)
-        if bad.any():
-            raise InvalidInputError(
-                f"{self.path}: {int(bad.sum())} of {len(keys)} rows are not finite "
-                f"(first at position {int(np.argmax(bad))}); they are not cached"
-            )
-        if self._dim is not None and vectors.shape[1] != self._dim:
-            raise InvalidInputError(
-                f"{self.path}: rows have dimension {vectors.shape[1]}, the cache holds dimension {self._dim}"
-            )
+        vectors = self.codec.checked(vectors, len(keys), str(self.path), self._dim)
         fresh: dict[bytes, int] = {}
         for i, k in enumerate(keys):
             if k not in self._keys and k not in fresh:
                 fresh[k] = i
         if not fresh:
             return 0
-        rows = vectors[list(fresh.values())]
-        keys_blob, vecs_blob = b"".join(fresh), rows.tobytes()
+        width = self.codec.width(vectors)
+        keys_blob, vecs_blob = b"".join(fresh), self.codec.pack(self.codec.take(vectors, list(fresh.values())))
         with self._transaction():
             if self._dim is None:
-                self.con.execute("INSERT INTO meta VALUES ('dim', ?)", (str(vectors.shape[1]),))
+                self.con.execute("INSERT INTO meta VALUES ('dim', ?)", (str(width),))
             # a database made before identities were recorded takes its folder's at its next write
             self.con.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (self.path.parent.name,))
             self.con.execute(
                 "INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
                 (len(fresh), keys_blob, vecs_blob, _crc(keys_blob, vecs_blob)),
             )
-        self._dim = vectors.shape[1]
+        self._dim = width
         self._keys.update(fresh)
         return len(fresh)
 
@@ -355,20 +343,18 @@ class CacheWriter:
         with self._transaction():
             marks = ",".join("?" * len(ids))
             got = self.con.execute(
-                f"SELECT keys, vecs, crc FROM chunks WHERE id IN ({marks}) ORDER BY id", ids
+                f"SELECT n, keys, vecs, crc FROM chunks WHERE id IN ({marks}) ORDER BY id", ids
             ).fetchall()
-            if any(_crc(k, v) != c for k, v, c in got):
+            if any(_crc(k, v) != c for _, k, v, c in got):
                 raise DamagedCacheError("a chunk fails its crc32 check")
-            keys, vecs = b"".join(k for k, _, _ in got), b"".join(v for _, v, _ in got)
-            row_bytes = len(vecs) // (len(keys) // KEY_BYTES)
+            keys = b"".join(k for _, k, _, _ in got)
+            merged = self.codec.merged([(n, v) for n, _, v, _ in got], self._dim or 0, MERGED_CHUNK)
             self.con.execute(f"DELETE FROM chunks WHERE id IN ({marks})", ids)
-            for start in range(0, len(keys) // KEY_BYTES, MERGED_CHUNK):
-                k = keys[start * KEY_BYTES : (start + MERGED_CHUNK) * KEY_BYTES]
-                v = vecs[start * row_bytes : (start + MERGED_CHUNK) * row_bytes]
-                self.con.execute(
-                    "INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)",
-                    (len(k) // KEY_BYTES, k, v, _crc(k, v)),
-                )
+            start = 0
+            for n, v in merged:
+                k = keys[start * KEY_BYTES : (start + n) * KEY_BYTES]
+                start += n
+                self.con.execute("INSERT INTO chunks (n, keys, vecs, crc) VALUES (?, ?, ?, ?)", (n, k, v, _crc(k, v)))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -390,10 +376,12 @@ class CacheWriter:
 
 
 class EmbeddingCache:
-    """Cached embeddings under ``root``, one folder (and database) per encoder identity."""
+    """Cached embeddings under ``root``, one folder (and database) per encoder identity; ``codec``
+    lays out a chunk's rows (dense vectors by default, ``evaluation.row_codecs`` for the other kinds)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, codec: RowCodec = DENSE_ROWS) -> None:
         self.root = Path(root)
+        self.codec = codec
         #: identities whose folder failed in this run: every encoder of one goes on without it, said once
         self.unusable: set[str] = set()
 
@@ -417,7 +405,7 @@ class EmbeddingCache:
         try:
             con = _connect(path)
             try:
-                return _patiently(con, path, lambda: _read(path, con, visit))
+                return _patiently(con, path, lambda: _read(path, con, visit, self.codec))
             finally:
                 con.close()
         except DamagedCacheError:
@@ -441,7 +429,7 @@ class EmbeddingCache:
         with _locked(folder / LOCK_NAME):
             con, rows = self._open_checked(path)
             try:
-                writer = CacheWriter(path, con, rows)
+                writer = CacheWriter(path, con, rows, self.codec)
                 yield writer
                 writer.compact()
             finally:
@@ -463,12 +451,11 @@ class EmbeddingCache:
                 return self._checked(path)
             except DamagedCacheError as exc:
                 quarantine(path, str(exc))
-        _create(path)
+        _create(path, self.codec)
         con = _connect(path)
-        return con, _read(path, con)
+        return con, _read(path, con, codec=self.codec)
 
-    @staticmethod
-    def _checked(path: Path) -> tuple[sqlite3.Connection, CachedRows]:
+    def _checked(self, path: Path) -> tuple[sqlite3.Connection, CachedRows]:
         con = _connect(path)
         try:
             try:
@@ -481,7 +468,7 @@ class EmbeddingCache:
                 problems = [str(exc)]
             if problems != ["ok"]:
                 raise DamagedCacheError("; ".join(problems[:3]))
-            return con, _read(path, con)
+            return con, _read(path, con, codec=self.codec)
         except BaseException:
             con.close()
             raise
