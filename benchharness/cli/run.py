@@ -146,10 +146,27 @@ def main(args: argparse.Namespace) -> int:
         results = _sweep(encoder_names, selected, settings)
     else:
         results = evaluate_with(settings, encoder_names, selected, errors="keep")  # failures are rows of the table
-    print(results.table())
     assert settings.results_dir is not None  # None only for --verify, answered above
-    print(f"results in {settings.results_dir.absolute()}")
+    _report(results, settings.results_dir)
     return 1 if results.failed else 0
+
+
+def _report(results: Results, folder: Path) -> None:
+    """The table of what became of each pair, then where the results are, or that none was stored.
+    Failures the log told in one line (a benchmark's datasets missing offline) are that line, not
+    one row each."""
+    from benchharness.evaluation.results import Results
+
+    rows = [o for o in results.outcomes if not o.told_together]
+    if rows:
+        print(Results(results.results, rows).table())
+    if any(o.saved or o.status == "reused" for o in results.outcomes):
+        print(f"results in {folder.absolute()}")
+    else:
+        computed = sum(o.status == "computed" for o in results.outcomes)
+        why = [f"{len(results.failed)} of {len(results.outcomes)} evaluations failed"] if results.failed else []
+        why += [f"{computed} computed but not stored (their notes say why)"] if computed else []
+        print(f"nothing stored in {folder.absolute()}: {'; '.join(why)}")
 
 
 def _sweep(encoder_names: list[str], selected: list[Task], settings: RunSettings) -> Results:

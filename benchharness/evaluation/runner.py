@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -71,6 +71,23 @@ class Outcome:
     main_score: float | None = None
     message: str = ""
     result: Result | None = field(default=None, repr=False, compare=False)
+    #: computed and saved in the run's store by this run
+    saved: bool = False
+    #: a failure the log told in one line with the others of its cause (``UnavailableDataError``)
+    told_together: bool = False
+
+
+class UnavailableDataError(UserError):
+    """A task's data that this machine lacks for a cause many tasks of one run share (mteb datasets
+    missing from the Hugging Face cache, offline): forty near-identical lines would bury what to do,
+    so the run logs one line for them all (``summary``), and each task's own at debug level."""
+
+    @classmethod
+    def summary(cls, failed: Sequence[tuple[str, UnavailableDataError]], loaded: Sequence[str]) -> str:
+        """One line for the tasks ``failed`` (name, error) with this cause; ``loaded``: the run's
+        tasks whose data were found."""
+        names = ", ".join(name for name, _ in failed)
+        return f"{len(failed)} tasks cannot load their data ({names}); the first: {failed[0][1]}"
 
 
 @dataclass
@@ -131,6 +148,8 @@ def run(
     ``store`` when there is one (which also holds the results that may be reused)."""
     ctx = _Context(data, store, settings, versions(), Summary())
     loaded = _load_tasks(tasks, encoder_names, ctx)
+    if not loaded:  # no model is loaded (or trained on demand) for nothing
+        return ctx.summary
     for enc_name in encoder_names:
         try:
             encoder = get_encoder(enc_name)
@@ -155,16 +174,28 @@ def run(
 
 def _load_tasks(tasks: list[Task], encoder_names: list[str], ctx: _Context) -> dict[str, Task]:
     """Every task with its data read and digested; a task whose data cannot be read fails for every
-    encoder, and the others go on."""
+    encoder, and the others go on. Tasks that lack their data for one shared cause are told in one
+    line (``UnavailableDataError``)."""
     loaded: dict[str, Task] = {}
+    unavailable: dict[type[UnavailableDataError], list[tuple[str, UnavailableDataError]]] = {}
     for task in tasks:
         try:
             task.load(ctx.data)
             loaded[task.name] = task
+        except UnavailableDataError as exc:
+            unavailable.setdefault(type(exc), []).append((task.name, exc))
         except Exception as exc:  # data problems are per task
             for enc in encoder_names:
                 ctx.summary.outcomes.append(Outcome(enc, task.name, "failed", message=str(exc)))
             logger.error("[%s] cannot load: %s", task.name, exc)
+    for cause, failed in unavailable.items():
+        together = len(failed) > 1
+        for name, error in failed:
+            for enc in encoder_names:
+                ctx.summary.outcomes.append(Outcome(enc, name, "failed", message=str(error), told_together=together))
+            logger.log(logging.DEBUG if together else logging.ERROR, "[%s] cannot load: %s", name, error)
+        if together:
+            logger.error(cause.summary(failed, list(loaded)))
     for name, task in loaded.items():
         ctx.digests[name] = (
             task.data_record()["sha256"] if isinstance(task, EncoderDrivenTask) else ctx.data.digest(task.files)
@@ -434,6 +465,7 @@ def _keep(
         per_item=evaluation if evaluation.items else None,
     )
     notes = [f"{zeros:,} zero vectors"] if zeros else []
+    saved = False
     if ctx.store is not None and not encoder.pinned:
         # its identity ties the result to no model (a server that reports no revision): a stored
         # copy could never be reused or compared, only mistaken for a pinned one
@@ -444,13 +476,16 @@ def _keep(
         except (ValueError, OSError) as exc:  # a NaN metric (JSON cannot hold it); a full or read-only disk
             ctx.fail(enc_name, task.name, f"storing: {exc}", f"[{enc_name}/{task.name}] cannot store the result: {exc}")
             return
+        saved = True
     if previous is not None and previous != result.main_score:
         notes.append(
             f"items added; the score moved by {result.main_score - previous:+.2g} from the stored "
             f"{previous:.4f} (reproducibility tolerance 0.01)"
         )
         logger.warning("[%s/%s] %s", enc_name, task.name, notes[-1])
-    ctx.summary.outcomes.append(Outcome(enc_name, task.name, "computed", result.main_score, "; ".join(notes), result))
+    ctx.summary.outcomes.append(
+        Outcome(enc_name, task.name, "computed", result.main_score, "; ".join(notes), result, saved=saved)
+    )
     logger.info(
         "[%s/%s] %s = %.2f%s",
         enc_name,

@@ -9,7 +9,7 @@ score x100 as ``split/subset/metric``.
 
 Loading fetches the dataset (mteb downloads it online into the Hugging Face cache); offline, a
 dataset missing from that cache fails this task alone, with the dataset, revision and cache
-folders named (``evaluate.MtebDataError``).
+folders named (``evaluate.DatasetNotCachedError``); the run tells several such tasks in one line.
 """
 
 from __future__ import annotations

@@ -7,15 +7,15 @@ runner: wiring ``--tasks mteb:NAME`` means calling ``run_task`` and storing ``re
 ``record.main_score`` and ``record.protocol()`` in a ``Result``.
 
 Data: online, mteb downloads the dataset into the Hugging Face cache. Offline (``HF_HUB_OFFLINE``
-or ``HF_DATASETS_OFFLINE``), a dataset missing from the cache raises ``MtebDataError`` naming the
-dataset, its revision and the cache folders, instead of the datasets library's bare
-"Couldn't reach ... on the Hub".
+or ``HF_DATASETS_OFFLINE``), a dataset missing from the cache raises ``DatasetNotCachedError`` naming
+the dataset, its revision and the cache folders, instead of the datasets library's bare
+"Couldn't reach ... on the Hub"; a run whose tasks lack several tells them in one line.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,15 +25,47 @@ from mteb.abstasks import AbsTask
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import UserError
 from benchharness.evaluation.cache import EmbeddingCache
+from benchharness.evaluation.runner import UnavailableDataError
 from benchharness.mteb_bridge.as_model import MtebEncoder
 
 PREFIX = "mteb:"
 PROTOCOL = "mteb"  # protocol variants are "mteb-<mteb version>": the version that ran the evaluation
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+#: the cached tasks a summary names, at most
+_NAMED = 5
 
 
 class MtebDataError(UserError):
     """An mteb task's dataset is not available (offline and not cached, or the download failed)."""
+
+
+class DatasetNotCachedError(MtebDataError, UnavailableDataError):
+    """Offline, an mteb task's dataset is not in the Hugging Face cache. A benchmark's tasks that
+    lack theirs are told in one line (``summary``): how many, how to fetch them, which are cached."""
+
+    def __init__(self, task: str, dataset: str, revision: str) -> None:
+        self.task, self.dataset, self.revision = task, dataset, revision
+        super().__init__(
+            f"mteb task {task}: dataset {dataset} at revision {revision} is not available: offline "
+            f"({_offline_settings()}) and it is not in the Hugging Face datasets cache ({_folders()}). Run the task "
+            f"once online to cache it, or copy the snapshot {_snapshot(dataset, revision)} into HF_HUB_CACHE."
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:  # rebuilt from its fields, not its message
+        return type(self), (self.task, self.dataset, self.revision)
+
+    @classmethod
+    def summary(cls, failed: Sequence[tuple[str, UnavailableDataError]], loaded: Sequence[str]) -> str:
+        cached = [name for name in loaded if name.startswith(PREFIX)]
+        online = " ".join(f"{var}=0" for var in _OFFLINE_VARS if _true(os.environ.get(var)))
+        named = ", ".join(cached[:_NAMED]) + (f" and {len(cached) - _NAMED} more" if len(cached) > _NAMED else "")
+        return (
+            f"{len(failed)} of {len(failed) + len(cached)} mteb tasks need a dataset that is not in the Hugging Face "
+            f"cache ({_folders()}), and this run is offline ({_offline_settings()}): run it once with {online} to "
+            "download them, or copy their snapshots into HF_HUB_CACHE; "
+            + (f"cached, and evaluated: {named}" if cached else "none of the mteb tasks selected is cached")
+            + " (-v names each dataset)"
+        )
 
 
 @dataclass(frozen=True)
@@ -87,8 +119,26 @@ def get_task(name: str) -> AbsTask:
         raise KeyError(f"unknown mteb task {task_name(name)!r}: {exc.args[0] if exc.args else ''}") from None
 
 
+def _true(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def is_offline() -> bool:
-    return any(os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on") for var in _OFFLINE_VARS)
+    return any(_true(os.environ.get(var)) for var in _OFFLINE_VARS)
+
+
+def _offline_settings() -> str:
+    """The variables that make this process offline, as they are set (``HF_HUB_OFFLINE=1``)."""
+    return ", ".join(f"{var}={os.environ[var]}" for var in _OFFLINE_VARS if var in os.environ)
+
+
+def _folders() -> str:
+    return ", ".join(f"{k}={v}" for k, v in cache_folders().items())
+
+
+def _snapshot(dataset: str, revision: str) -> str:
+    """The folder of a dataset's snapshot under HF_HUB_CACHE."""
+    return f"datasets--{dataset.replace('/', '--')}/snapshots/{revision}"
 
 
 def cache_folders() -> dict[str, str]:
@@ -109,18 +159,12 @@ def load_task_data(task: AbsTask) -> None:
         task.load_data()
     except (ConnectionError, DatasetNotFoundError, FileNotFoundError, OSError) as exc:
         path, revision = task.metadata.dataset["path"], task.metadata.dataset["revision"]
-        folders = ", ".join(f"{k}={v}" for k, v in cache_folders().items())
-        snapshot = f"datasets--{path.replace('/', '--')}/snapshots/{revision}"
         if is_offline():
-            cause = (
-                f"offline ({', '.join(v + '=' + os.environ[v] for v in _OFFLINE_VARS if v in os.environ)}) "
-                f"and it is not in the Hugging Face datasets cache ({folders})"
-            )
-        else:
-            cause = f"the download failed ({type(exc).__name__}: {exc})"
+            raise DatasetNotCachedError(task.metadata.name, path, revision) from exc
         raise MtebDataError(
-            f"mteb task {task.metadata.name}: dataset {path} at revision {revision} is not available: {cause}. "
-            f"Run the task once online to cache it, or copy the snapshot {snapshot} into HF_HUB_CACHE."
+            f"mteb task {task.metadata.name}: dataset {path} at revision {revision} is not available: the download "
+            f"failed ({type(exc).__name__}: {exc}). Run the task once online to cache it, or copy the snapshot "
+            f"{_snapshot(path, revision)} into HF_HUB_CACHE."
         ) from exc
 
 
