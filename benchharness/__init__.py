@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
     from benchharness.core.results import Result
     from benchharness.core.task import Evaluation, Task, TaskMetadata, TaskProvider
     from benchharness.evaluation.evaluate import evaluate
-    from benchharness.evaluation.models import as_encoder
+    from benchharness.evaluation.models import PairScorer, as_encoder
     from benchharness.evaluation.results import EvaluationFailedError, Results, load_results
     from benchharness.evaluation.run_settings import RunSettings
     from benchharness.reporting.compare import Comparison, compare
@@ -70,6 +70,7 @@ _EXPORTS = {
     "Comparison": "benchharness.reporting.compare",
     "Result": "benchharness.core.results",
     "as_encoder": "benchharness.evaluation.models",
+    "PairScorer": "benchharness.evaluation.models",
     # train, and evaluate inside a training loop
     "train": "benchharness.training.train",
     "TrainedEncoder": "benchharness.training.trained",
@@ -97,6 +98,7 @@ __all__ = [
     "Evaluation",
     "EvaluationCallback",
     "EvaluationFailedError",
+    "PairScorer",
     "Result",
     "Results",
     "RunSettings",

@@ -1,5 +1,6 @@
 """Encoders around objects a user already holds in memory: a ``SentenceTransformer``, a transformers
-model with its tokenizer and a pooling name, or any callable from sentences to vectors.
+model with its tokenizer and a pooling name, any callable from sentences to vectors, or any callable
+from text pairs to scores (a cross-encoder of the user's).
 
 They encode exactly as the ``st:`` and ``hf:`` families do (the same engine, modules and pooling),
 so an in-memory model scores what the same model loaded by name scores. Their identity pins the
@@ -21,14 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchharness.core.encoder import Encoder, scoped_fingerprint
+from benchharness.core.encoder import Encoder, length_sorted_batches, scoped_fingerprint
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.kind_models import PairModel
 from benchharness.core.progress import shown
 from benchharness.encoders import hub
 from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE
 from benchharness.encoders.sbert import SentenceTransformerEncoder, prompts_by_role
 from benchharness.encoders.transformer import TransformerEncoder
+from benchharness.scoring.pair_view import as_scores
 
 if TYPE_CHECKING:
     import torch
@@ -212,14 +215,38 @@ class TransformersModelEncoder(_HeldModel, HFEncoder):
         return info
 
 
-class CallableEncoder(Encoder):
-    """Any function from a list of sentences to vectors (numpy, torch or nested lists), called on
-    batches of ``batch_size`` sentences in the order given.
+class _GivenIdentity:
+    """What a plain function shares as a model, whatever it returns: ``identity`` is the owner's
+    promise that the outputs depend on nothing else (a function cannot be hashed like weights). The
+    identity record also holds the function's qualified name, so two functions of different names
+    never share cached outputs or stored results under one identity string; a function edited under
+    the same name needs a new ``identity``. Without one it is unpinned: never cached nor stored."""
 
-    ``identity`` is the owner's promise that the outputs depend on nothing else: a function cannot
-    be hashed like weights. The identity record also holds the function's qualified name, so two
-    functions of different names never share cached vectors or stored results under one identity
-    string; a function edited under the same name needs a new ``identity``."""
+    fn: Callable[..., Any]
+    given_identity: str | None
+    #: the ``family`` its identity records
+    family: str
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the outputs are tied to a stated identity (else never cached nor stored)."""
+        return self.given_identity is not None
+
+    def identity_info(self) -> dict[str, Any]:
+        if self.given_identity is None:
+            return {"family": self.family, "unpinned": f"{type(self.fn).__qualname__}@{id(self.fn):x}"}
+        return {"family": self.family, "identity": self.given_identity, "callable": callable_name(self.fn)}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {**super().metadata, "callable": callable_name(self.fn), "pinned": self.pinned}  # type: ignore[misc]
+
+
+class CallableEncoder(_GivenIdentity, Encoder):
+    """Any function from a list of sentences to vectors (numpy, torch or nested lists), called on
+    batches of ``batch_size`` sentences in the order given; pinned by ``identity``."""
+
+    family = "callable"
 
     def __init__(
         self, name: str, fn: Callable[[list[str]], Any], batch_size: int = 64, identity: str | None = None
@@ -228,11 +255,6 @@ class CallableEncoder(Encoder):
         self.fn, self.batch_size, self.given_identity = fn, int(batch_size), identity
         #: the width of the vectors returned so far (every batch must return the same)
         self._width: int | None = None
-
-    @property
-    def pinned(self) -> bool:
-        """Whether the outputs are tied to a stated identity (else never cached nor stored)."""
-        return self.given_identity is not None
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
         from tqdm.auto import tqdm
@@ -253,14 +275,33 @@ class CallableEncoder(Encoder):
             rows.append(vectors)
         return np.concatenate(rows) if rows else np.zeros((0, self._width or 0), dtype=np.float32)
 
-    def identity_info(self) -> dict[str, Any]:
-        if self.given_identity is None:
-            return {"family": "callable", "unpinned": f"{type(self.fn).__qualname__}@{id(self.fn):x}"}
-        return {"family": "callable", "identity": self.given_identity, "callable": callable_name(self.fn)}
 
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return {**super().metadata, "callable": callable_name(self.fn), "pinned": self.pinned}
+class PairCallable(_GivenIdentity, PairModel):
+    """Any function from a list of (left, right) text pairs to one score per pair (numpy, torch or a
+    list): a cross-encoder of the user's (``benchharness.PairScorer``). It is called on batches of
+    ``batch_size`` pairs sorted by length, longest first, as ``CrossEncoder.predict`` batches them,
+    and the scores come back in the order given; pinned by ``identity``."""
+
+    family = "pair-callable"
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[[list[tuple[str, str]]], Any],
+        batch_size: int = 64,
+        identity: str | None = None,
+    ) -> None:
+        super().__init__(name)
+        if int(batch_size) < 1:
+            raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
+        self.fn, self.batch_size, self.given_identity = fn, int(batch_size), identity
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        scores = np.zeros(len(pairs))
+        for batch in length_sorted_batches([len(a) + len(b) for a, b in pairs], self.batch_size):
+            chunk = [(pairs[i][0], pairs[i][1]) for i in batch]
+            scores[batch] = as_scores(self.fn(chunk), len(chunk), f"pair scorer {self.name!r}")
+        return scores
 
 
 def callable_name(fn: Callable[..., Any]) -> str:

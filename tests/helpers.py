@@ -87,6 +87,39 @@ def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 3
     return folder
 
 
+def make_cross_encoder(folder: Path, seed: int = 0, layout: str = "st", labels: int = 1, **settings) -> Path:
+    """A cross-encoder of paraphrase-MiniLM-L3-v2's encoder with a head seeded by ``seed`` (its pooler
+    and classifier, normal with std 0.2, so that scores spread and rarely tie), saved to ``folder``:
+    ``layout="st"`` as ``CrossEncoder.save`` writes it (modules.json, ``model_type: CrossEncoder``;
+    ``settings`` go to ``CrossEncoder``: max_length, activation_fn, prompts...), ``"hub"`` as the
+    hub's older cross-encoders are (cross-encoder/ms-marco-MiniLM-L6-v2: a transformers
+    ``BertForSequenceClassification`` folder, no modules.json)."""
+    import torch
+    from huggingface_hub import snapshot_download
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    from benchharness.encoders.checkpoint import quiet_loading
+
+    snapshot = snapshot_download(MINILM_L3, local_files_only=True)
+    hub = folder if layout == "hub" else folder.with_name(folder.name + "-hub")
+    with quiet_loading():  # the head is missing from the checkpoint: that is the point
+        model = BertForSequenceClassification.from_pretrained(snapshot, num_labels=labels)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for layer in (model.bert.pooler.dense, model.classifier):
+            layer.weight.copy_(torch.randn(layer.weight.shape, generator=generator) * 0.2)
+            layer.bias.zero_()
+    with quiet_loading():
+        model.save_pretrained(hub)
+    AutoTokenizer.from_pretrained(snapshot).save_pretrained(hub)
+    if layout == "st":
+        from sentence_transformers import CrossEncoder
+
+        with quiet_loading():
+            CrossEncoder(str(hub), local_files_only=True, **settings).save(str(folder))
+    return folder
+
+
 #: the settings of ``TrainingContext`` that ``training`` takes besides the options
 CONTEXT_KEYS = ("name", "device", "threads", "stop_after", "overwrite", "keep_checkpoint", "progress", "dev")
 
@@ -265,6 +298,7 @@ def run_example(code: str, filename: str, namespace: dict[str, object]) -> None:
 SLOW_HELPERS = {
     "MINILM_L3": MINILM_L3,
     "MINILM_L6": MINILM_L6,
+    "make_cross_encoder": make_cross_encoder,
     "cli_process": cli_process,
     "EmbeddingServer": EmbeddingServer,
     "run_example": run_example,

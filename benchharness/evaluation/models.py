@@ -1,28 +1,75 @@
 """Whatever a researcher holds, as an :class:`~benchharness.core.encoder.Encoder`.
 
 ``as_encoder`` accepts a resolver name or spec (``"minilm-l6+whitening"``), an ``Encoder``, a
-``SentenceTransformer``, a transformers model (with ``tokenizer=`` and ``pooling=``), or any
-callable from a list of sentences to vectors (pinned by ``identity=``, else unpinned).
+``SentenceTransformer``, a sentence-transformers ``CrossEncoder``, ``SparseEncoder`` or
+``MultiVectorEncoder`` (each loaded as its own kind), a transformers model (with ``tokenizer=`` and
+``pooling=``), any callable from a list of sentences to vectors, or any callable from text pairs to
+scores marked as such (``PairScorer(fn)``); a callable is pinned by ``identity=``, else unpinned.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.plugins import load_object
 from benchharness.evaluation.resolver import Resolver
 
 #: what ``evaluate`` and the evaluators accept as a model
 ModelLike = Any
 
+#: sentence-transformers' model classes of the kinds other than dense, and the function that wraps an
+#: object of each, ``module:function`` (imported when one is met); each takes (model, name,
+#: batch_size=..., device=...)
+KIND_OBJECTS = {
+    "CrossEncoder": "benchharness.encoders.st_cross_encoder:from_object",
+    "SparseEncoder": "benchharness.encoders.st_sparse:from_object",
+    "MultiVectorEncoder": "benchharness.encoders.st_multi_vector:from_object",
+}
+
+
+@dataclass(frozen=True)
+class PairScorer:
+    """Marks ``fn`` as a cross-encoder of one's own: a function from a list of (query, document)
+    text pairs to one score per pair (numpy, torch or a list), higher for a better match. It runs
+    the tasks that score given pairs (STS, pair files, reranking), batched and cached as a
+    ``CrossEncoder`` is; ``identity=`` pins it as it pins any callable::
+
+        benchharness.evaluate(benchharness.PairScorer(my_reranker), "AskUbuntu", identity="my-reranker-v1")
+    """
+
+    fn: Callable[[list[tuple[str, str]]], Any]
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise InvalidInputError(f"PairScorer({self.fn!r}): give a function from a list of text pairs to scores")
+
+
+_ST = "sentence_transformers"
+
+
+def _st_class(model: Any, names: Any) -> str | None:
+    """The first sentence-transformers model class among ``names`` that ``model`` is an instance of."""
+    return next(
+        (
+            c.__name__
+            for c in type(model).__mro__
+            if c.__name__ in names and c.__module__.startswith("sentence_transformers")
+        ),
+        None,
+    )
+
 
 def _is_sentence_transformer(model: Any) -> bool:
-    return any(
-        c.__name__ == "SentenceTransformer" and c.__module__.startswith("sentence_transformers")
-        for c in type(model).__mro__
-    )
+    return _st_class(model, ("SentenceTransformer",)) is not None
+
+
+def _is_st_model(model: Any) -> bool:
+    """A sentence-transformers model object of any kind: its identity is its weights'."""
+    return _is_sentence_transformer(model) or _st_class(model, KIND_OBJECTS) is not None
 
 
 def is_transformers_model(model: Any) -> bool:
@@ -35,12 +82,14 @@ def default_name(model: ModelLike) -> str:
         return model
     if isinstance(model, Encoder):
         return model.name
-    if _is_sentence_transformer(model):
-        origin = getattr(model[0].auto_model.config, "_name_or_path", "") if len(model) else ""
-        return f"st-object:{origin or type(model).__name__}"
+    if _is_st_model(model):
+        first = model[0] if len(model) else None
+        config = getattr(getattr(first, "auto_model", None), "config", None)
+        return f"st-object:{getattr(config, '_name_or_path', '') or type(model).__name__}"
     if is_transformers_model(model):
         return f"hf-object:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
-    return f"callable:{getattr(model, '__qualname__', type(model).__name__)}"
+    fn = model.fn if isinstance(model, PairScorer) else model
+    return f"callable:{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
 def check_keywords(
@@ -62,7 +111,7 @@ def check_keywords(
             "by name, use the spec hf:<id or folder>?pooling=<pooling>"
         )
     if identity is not None and (
-        isinstance(model, (str, Encoder)) or is_transformers_model(model) or _is_sentence_transformer(model)
+        isinstance(model, (str, Encoder)) or is_transformers_model(model) or _is_st_model(model)
     ):
         raise InvalidInputError(
             f"identity= pins a plain callable; a {kind} has an identity of its own (a model "
@@ -115,6 +164,14 @@ def as_encoder(
         return resolver.get(model)
     if isinstance(model, Encoder):
         return model
+    kind_class = _st_class(model, KIND_OBJECTS)
+    if kind_class is not None:  # before the dense check: a kind's object is never taken for vectors
+        wrap: Callable[..., Encoder] = load_object(KIND_OBJECTS[kind_class])
+        return wrap(model, name, **sizes, device=device)
+    if isinstance(model, PairScorer):
+        from benchharness.encoders.in_memory import PairCallable
+
+        return PairCallable(name, model.fn, identity=identity, **sizes)
     if _is_sentence_transformer(model):
         from benchharness.encoders.in_memory import SentenceTransformerObjectEncoder
 
@@ -135,6 +192,7 @@ def as_encoder(
         return CallableEncoder(name, fn, identity=identity, **sizes)
     raise InvalidInputError(
         f"cannot evaluate a {type(model).__name__}: pass a name or spec, an Encoder, a "
-        "SentenceTransformer, a transformers model with tokenizer= and pooling=, or a callable "
-        "from a list of sentences to vectors"
+        "SentenceTransformer (or a CrossEncoder, SparseEncoder, MultiVectorEncoder), a transformers model with "
+        "tokenizer= and pooling=, a callable from a list of sentences to vectors, or PairScorer(a callable from "
+        "text pairs to scores)"
     )
