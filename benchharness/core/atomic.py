@@ -29,6 +29,13 @@ def _renamed(exc: OSError, path: Path) -> OSError:
     return OSError(exc.errno, exc.strerror or str(exc), str(path))
 
 
+def is_temporary_of(name: str, target: str) -> bool:
+    """Whether ``name`` is a temporary sibling that writing ``target`` here makes (``.<target>.<random>.tmp``,
+    or the ``.<target>.old`` that ``atomic_dir`` moves the previous folder to): a write killed midway
+    leaves one, and it belongs to whatever owns ``target``."""
+    return name == f".{target}.old" or (name.startswith(f".{target}.") and name.endswith(".tmp"))
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

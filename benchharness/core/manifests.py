@@ -5,17 +5,37 @@ by tuning (which writes one); written by training (``training.manifest``) and tu
 One record type for both kinds of run, here at the bottom layer so that its writers and readers
 share it. (No ``from __future__ import annotations``: ``TypedDict`` sees ``Required`` only in
 evaluated annotations.)
+
+The names a training run writes in its folder are declared here too (:data:`RUN_ENTRIES`), once: the
+loop writes them, the resolver tells an unfinished run by them, and ``--overwrite`` deletes them and
+nothing else (:func:`clear_run`).
 """
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any, Required, TypedDict, cast
 
+from benchharness.core.atomic import is_temporary_of
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.specs import COMPOSE, EncoderSpec, split_composition
 
 MANIFEST = "manifest.json"
+#: the metrics log, one JSON object a line (``training.outputs``)
+METRICS = "metrics.jsonl"
+#: the folder of the resumable checkpoint, and its file (``training.resume``)
+CHECKPOINT = "checkpoint"
+CHECKPOINT_STATE = "state.pt"
+#: the selected encoder and its tokenizer, a sentence-transformers model too
+MODEL = "model"
+#: every entry a training run writes in its output folder: the loop's four, then the figures of its
+#: entry space that DefSent+ adds (``training.methods.defsent_plus``). A write killed midway may leave
+#: a temporary sibling of one of them (``atomic.is_temporary_of``), which is the run's too.
+RUN_ENTRIES = (MANIFEST, METRICS, CHECKPOINT, MODEL, "entry_space.png", "entry_space_after.png")
+#: foreign names listed in a refusal; the rest are counted
+LISTED = 3
 
 
 class CodeVersion(TypedDict):
@@ -171,3 +191,57 @@ def registered_runs(runs_dir: Path) -> dict[str, Path]:
                 name = record.get("name")
                 runs[name if isinstance(name, str) and name else manifest.parent.name] = manifest.parent
     return runs
+
+
+def is_run_entry(name: str) -> bool:
+    """Whether a run writes the entry ``name`` of its folder (or is the temporary of one)."""
+    return any(name == entry or is_temporary_of(name, entry) for entry in RUN_ENTRIES)
+
+
+def foreign_entries(folder: Path) -> list[str]:
+    """The entries of ``folder`` that no run writes, sorted; none when it is not a folder."""
+    return sorted(p.name for p in folder.iterdir() if not is_run_entry(p.name)) if folder.is_dir() else []
+
+
+def listed(names: list[str]) -> str:
+    """The first few ``names``, and how many more there are."""
+    shown = ", ".join(names[:LISTED])
+    return shown if len(names) <= LISTED else f"{shown} and {len(names) - LISTED} more"
+
+
+def check_clearable(folder: Path) -> None:
+    """Refuse in one line to clear ``folder`` for a new run when that could delete what no run
+    wrote: when it holds an entry no run writes (the user's own files), or is the working directory
+    or one of its parents (a run's entry may be where the user stands)."""
+    try:
+        here = Path(os.getcwd()).resolve()
+    except FileNotFoundError:  # the working directory was deleted: no folder can be it
+        here = None
+    where = folder.resolve()
+    if here is not None and (where == here or where in here.parents):
+        which = "the current folder" if where == here else f"a parent of the current folder ({here})"
+        raise InvalidInputError(
+            f"{folder} is {which}, which --overwrite never clears; train into a folder of its own (another --out)"
+        )
+    foreign = foreign_entries(folder)
+    if foreign:
+        raise InvalidInputError(
+            f"{folder} holds {listed(foreign)}, which no run writes, and --overwrite deletes only what a run "
+            f"wrote ({', '.join(e + '/' if e in (CHECKPOINT, MODEL) else e for e in RUN_ENTRIES)}): move the rest away "
+            "or choose another --out"
+        )
+
+
+def clear_run(folder: Path) -> None:
+    """Delete what a run wrote in ``folder`` (:data:`RUN_ENTRIES` and their temporaries) so that a new
+    run starts there; refused, before anything is deleted, where :func:`check_clearable` refuses. The
+    folder itself stays; a link among the entries is removed, never followed."""
+    if not folder.exists():
+        return
+    check_clearable(folder)
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+

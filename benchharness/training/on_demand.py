@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchharness.core.data_root import DataRoot, default_data
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.manifests import MANIFEST
 from benchharness.core.specs import EncoderSpec
 from benchharness.training.recipes import (
     RECIPE_PREFIX,
@@ -320,7 +321,11 @@ def train_into(recipe: Recipe, out: Path, *, context: TrainingContext, store: Ru
     from benchharness.training import data_parallel
     from benchharness.training.base_model import base_folder
     from benchharness.training.manifest import update_manifest
+    from benchharness.training.resume import check_out
 
+    if data_parallel.is_main():  # refused before any model loads, the base recipe's included
+        for folder in output_folders(recipe, out):
+            check_out(folder, context.overwrite)
     base = recipe.base
     if recipe.base_recipe is not None:
         base = str(ensure_trained(recipe.base_recipe, train=True, context=context, store=store))
@@ -331,7 +336,7 @@ def train_into(recipe: Recipe, out: Path, *, context: TrainingContext, store: Ru
     if not data_parallel.is_main():
         return runs
     for r, folder in enumerate(output_folders(recipe, out), 1):
-        if (folder / "manifest.json").is_file():
+        if (folder / MANIFEST).is_file():
             update_manifest(folder, recipe=round_recipe(recipe, r).record())
     return runs
 

@@ -379,6 +379,6 @@ RUNTIME: dict[str, RuntimeFlag] = {
     "threads": RuntimeFlag(("--threads",), "torch CPU threads", positive_int),
     "stop_after": RuntimeFlag(("--stop-after",), "stop this invocation after step N (resumable)", positive_int),
     "keep_checkpoint": RuntimeFlag(("--keep-checkpoint",), "keep the resumable checkpoint", switch=True),
-    "overwrite": RuntimeFlag(("--overwrite",), "discard what --out holds and retrain", switch=True),
+    "overwrite": RuntimeFlag(("--overwrite",), "delete what a run wrote in --out (only that) and retrain", switch=True),
     "quiet": RuntimeFlag(("-q", "--quiet"), "warnings and errors only, no progress bar", switch=True),
 }

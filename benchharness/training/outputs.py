@@ -10,6 +10,9 @@ the module, on every rank of a data-parallel run alike, ends with its final ones
     <out>/model/          encoder weights + tokenizer (save_pretrained), a sentence-transformers model too
     <out>/manifest.json   the run's typed record (``manifest.py``), which makes the folder an encoder
     <out>/metrics.jsonl   one JSON object per logged step / evaluation
+    <out>/checkpoint/     the resumable state (``resume.py``), removed when the run finishes
+
+(the names, with what a method adds, are ``core.manifests.RUN_ENTRIES``: all that ``--overwrite`` may delete)
 """
 
 from __future__ import annotations
@@ -21,18 +24,11 @@ from typing import Any
 import torch
 
 from benchharness.core.atomic import atomic_dir
-from benchharness.core.manifests import RunManifest
+from benchharness.core.manifests import METRICS, MODEL, RunManifest
 from benchharness.encoders.checkpoint import quiet_loading
 from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
 from benchharness.training.method import TrainingMethod
-from benchharness.training.resume import (
-    MODEL_DIR,
-    prepare_out,
-    remove_checkpoint,
-    save_checkpoint,
-)
-
-METRICS_FILE = "metrics.jsonl"
+from benchharness.training.resume import prepare_out, remove_checkpoint, save_checkpoint
 
 
 def encoder_state(method: TrainingMethod) -> dict[str, torch.Tensor]:
@@ -89,7 +85,7 @@ class FolderOutput(MemoryOutput):
     def log(self, record: dict[str, Any]) -> None:
         """Append one line of the metrics log; a full disk is named as this file's (the write that
         fails may be the flush at ``close``, whose error carries no file name)."""
-        path = self.folder / METRICS_FILE
+        path = self.folder / METRICS
         try:
             with path.open("a", encoding="utf8") as fh:
                 fh.write(json.dumps(record) + "\n")
@@ -114,13 +110,13 @@ class FolderOutput(MemoryOutput):
         write_run_files(self.folder, manifest, {})
         if not keep_checkpoint:
             remove_checkpoint(self.folder)
-        path = self.folder / METRICS_FILE
+        path = self.folder / METRICS
         return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
 def save_encoder(method: TrainingMethod, out: Path) -> None:
     """The encoder and tokenizer (never the training heads) into ``<out>/model``, replaced whole."""
-    with atomic_dir(out / MODEL_DIR) as tmp, quiet_loading():  # no "Writing model shards" bar
+    with atomic_dir(out / MODEL) as tmp, quiet_loading():  # no "Writing model shards" bar
         method.encoder.save_pretrained(tmp)
         method.tokenizer.save_pretrained(tmp)
 
@@ -134,7 +130,7 @@ def write_run_files(out: Path, manifest: RunManifest, files: dict[str, bytes]) -
 
     spec = manifest["encoder"]
     if spec.get("pooling") in EXPORTABLE:  # loadable by SentenceTransformer(path), pooled as evaluated
-        save_as_sentence_transformer(out / MODEL_DIR, {"pooling": spec["pooling"], "max_length": spec["max_length"]})
+        save_as_sentence_transformer(out / MODEL, {"pooling": spec["pooling"], "max_length": spec["max_length"]})
     for name, content in files.items():
         with atomic_file(out / name, "wb") as fh:
             fh.write(content)
@@ -151,10 +147,10 @@ def write_run(
 ) -> None:
     """A trained run held in memory, written as ``benchharness train --out`` leaves its folder."""
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_dir(out / MODEL_DIR) as tmp, quiet_loading():
+    with atomic_dir(out / MODEL) as tmp, quiet_loading():
         encoder.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
     from benchharness.core.atomic import write_text
 
-    write_text(out / METRICS_FILE, "".join(json.dumps(record) + "\n" for record in metrics))
+    write_text(out / METRICS, "".join(json.dumps(record) + "\n" for record in metrics))
     write_run_files(out, manifest, files)

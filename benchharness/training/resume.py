@@ -19,15 +19,15 @@ import torch
 
 from benchharness.core.atomic import atomic_file
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.manifests import CHECKPOINT as CHECKPOINT_DIR
+from benchharness.core.manifests import CHECKPOINT_STATE as CHECKPOINT_FILE
+from benchharness.core.manifests import MANIFEST as MANIFEST_FILE
+from benchharness.core.manifests import MODEL as MODEL_DIR  # noqa: F401  (training.manifest's name for it)
+from benchharness.core.manifests import check_clearable, clear_run, is_run_entry, listed
 from benchharness.training.options import TrainingOptions
 
 if TYPE_CHECKING:
     from benchharness.training.method import TrainingMethod
-
-CHECKPOINT_DIR = "checkpoint"
-CHECKPOINT_FILE = "state.pt"
-MODEL_DIR = "model"
-MANIFEST_FILE = "manifest.json"
 
 #: settings that may change between a run and its resumption without changing its result
 RESUMABLE_CHANGES = ("device", "stop_after", "threads", "progress", "overwrite", "out")
@@ -43,21 +43,40 @@ FIELD_DEFAULTS: dict[str, Any] = {
 }
 
 
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse now, before any model loads, an output folder the loop would refuse: with ``overwrite``,
+    one that :func:`clear_run` must not clear (the user's own files, the working directory or a
+    parent of it); without, one that holds files but neither a run to resume nor a finished one."""
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"--out {out} is a file; give a folder")
+    if overwrite:
+        check_clearable(out)
+        return
+    if not out.is_dir() or (out / MANIFEST_FILE).exists() or (out / CHECKPOINT_DIR / CHECKPOINT_FILE).exists():
+        return
+    entries = [p.name for p in out.iterdir()]
+    if entries and not any(is_run_entry(name) for name in entries):
+        raise InvalidInputError(
+            f"{out} holds {listed(sorted(entries))} and no run; train into a new or empty folder (choose another --out)"
+        )
+    if entries:
+        raise InvalidInputError(
+            f"{out} holds an unfinished run with no checkpoint to resume (stopped before its first); "
+            "pass --overwrite to start it again"
+        )
+
+
 def prepare_out(out: Path, overwrite: bool) -> Path | None:
-    """Create the output folder; return the checkpoint to resume from, if any."""
-    ckpt = out / CHECKPOINT_DIR / CHECKPOINT_FILE
-    if overwrite and out.exists():
-        shutil.rmtree(out)
+    """Create the output folder; return the checkpoint to resume from, if any. ``overwrite`` first
+    deletes what an earlier run wrote there, and only that (:func:`clear_run`)."""
+    check_out(out, overwrite)
+    if overwrite:
+        clear_run(out)
     if (out / MANIFEST_FILE).exists():
         raise InvalidInputError(f"{out} already holds a finished run ({MANIFEST_FILE}); pass --overwrite to retrain")
-    if ckpt.exists():
-        return ckpt
-    if out.exists() and any(out.iterdir()):
-        raise InvalidInputError(
-            f"{out} exists and is not empty (no checkpoint to resume); pass --overwrite or choose --out"
-        )
     out.mkdir(parents=True, exist_ok=True)
-    return None
+    ckpt = out / CHECKPOINT_DIR / CHECKPOINT_FILE
+    return ckpt if ckpt.exists() else None
 
 
 def rng_state() -> dict[str, Any]:

@@ -20,22 +20,19 @@ import contextlib
 import fcntl
 import json
 import logging
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.manifests import CHECKPOINT, CHECKPOINT_STATE, MANIFEST, clear_run
 
 logger = logging.getLogger(__name__)
 
 RECIPE_FILE = "recipe.json"
 LOCK_FILE = ".lock"
 RUN_DIR = "run"
-#: what the loop leaves in an output folder (``benchharness.training.resume``)
-MANIFEST_FILE = "manifest.json"
-CHECKPOINT_STATE = Path("checkpoint") / "state.pt"
 
 
 class Recipe(Protocol):
@@ -90,18 +87,18 @@ class RunStore:
 
     def finished(self, recipe: Recipe) -> bool:
         """Whether the whole run is trained (every round of a DefSent+ run)."""
-        return all((f / MANIFEST_FILE).is_file() for f in self.output_folders(recipe))
+        return all((f / MANIFEST).is_file() for f in self.output_folders(recipe))
 
     def write_recipe(self, recipe: Recipe) -> None:
         write_json(self.folder(recipe) / RECIPE_FILE, recipe.record())
 
     def clear_unresumable(self, recipe: Recipe) -> None:
-        """Remove output folders that an interruption left with neither a finished run nor a
+        """Clear output folders that an interruption left with neither a finished run nor a
         checkpoint (killed before the first checkpoint): the loop would refuse them, and there is
-        nothing in them to resume."""
+        nothing in them to resume. Only what the run wrote is deleted (``manifests.clear_run``)."""
         for folder in self.output_folders(recipe):
-            if folder.is_dir() and not (folder / MANIFEST_FILE).exists() and not (folder / CHECKPOINT_STATE).exists():
-                shutil.rmtree(folder)
+            if not (folder / MANIFEST).exists() and not (folder / CHECKPOINT / CHECKPOINT_STATE).exists():
+                clear_run(folder)
 
     @contextlib.contextmanager
     def lock(self, recipe: Recipe) -> Iterator[None]:
@@ -157,7 +154,7 @@ class RunStore:
                     "name": record.get("name"),
                     "method": record.get("method"),
                     "folder": path.parent,
-                    "finished": bool(outputs) and all((p / MANIFEST_FILE).is_file() for p in outputs),
+                    "finished": bool(outputs) and all((p / MANIFEST).is_file() for p in outputs),
                 }
             )
         return rows
