@@ -17,6 +17,7 @@ import errno
 import functools
 import logging
 import os
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -24,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from benchharness.core.encoder import Encoder
+from benchharness.core.encoder import Encoder, WrappingEncoder
 from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.prompts import DEFAULT, Role
-from benchharness.evaluation.cache import ENCODE_CHUNK, CachingEncoder
+from benchharness.evaluation.cache import ENCODE_CHUNK, CachingEncoder, cache_key, sentence_key
 from benchharness.evaluation.run_settings import DEFAULT_MEMORY_MIB
 
 #: sentences above which an encoder without cache encodes a pass in chunks (longest first, as the
@@ -307,6 +308,30 @@ def encoding_line(total: int, cached: int) -> str:
     return f"encoding {total - cached:,} of {total:,} unique sentences ({cached:,} cached)"
 
 
+def cache_below(encoder: Encoder) -> CachingEncoder | None:
+    """The embedding cache a pass of ``encoder`` goes through: its own, or, for a stage the cache
+    does not keep (``+truncate``, ``+quantize``), its base's; it counts what the model encoded."""
+    while not isinstance(encoder, CachingEncoder):
+        if not isinstance(encoder, WrappingEncoder):
+            return None
+        encoder = encoder.wrapped
+    return encoder
+
+
+def _held_below(encoder: Encoder, sentences: Sequence[str], role: Role) -> int:
+    """How many of ``sentences`` the cache below ``encoder``'s uncached stages holds for ``role``:
+    what a pass of ``encoder`` will not encode (its stages ask their base for the same sentences).
+    A cache that cannot be read counts none: the pass meets the same failure and says it."""
+    cache = cache_below(encoder)
+    if cache is None or cache.without_cache:
+        return 0
+    try:
+        held = cache.cache.lookup(cache_key(cache.inner, role)).index
+    except (sqlite3.Error, OSError, UserError):
+        return 0
+    return sum(sentence_key(s) in held for s in sentences)
+
+
 def encode_pass(
     encoder: Encoder,
     sentences: Sequence[str],
@@ -315,7 +340,8 @@ def encode_pass(
     role: Role = DEFAULT,
 ) -> Vectors:
     """Every (distinct) sentence's vector, in order, in the array ``allocate`` makes; ``cached`` is
-    told, before any encoding, how many of them the cache serves (0 without a cache).
+    told, before any encoding, how many of them the cache serves (0 without a cache), the cache of
+    the base for stages it does not keep.
 
     Through the cache, rows are copied in as the cache is scanned and as chunks are encoded. An
     encoder without cache encodes a pass of up to ``LARGE_PASS`` sentences in one call, as it always
@@ -326,7 +352,7 @@ def encode_pass(
     if isinstance(encoder, CachingEncoder):
         return encoder.encode_into(sentences, memory.allocate, cached, role)
     if cached is not None:
-        cached(0)
+        cached(_held_below(encoder, sentences, role))
     if len(sentences) <= LARGE_PASS:
         vectors = _checked(encoder, np.asarray(encoder.encode_role(list(sentences), role)), len(sentences))
         out = memory.allocate(vectors.shape[1])

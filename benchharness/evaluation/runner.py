@@ -42,12 +42,14 @@ from benchharness.core.provenance import now, versions
 from benchharness.core.resources import peak_rss_mib
 from benchharness.core.results import ProtocolRecord, Result, ResultSink, Timings, fingerprint
 from benchharness.core.seeding import seed_everything
+from benchharness.core.specs import split_composition
 from benchharness.core.task import DataRecord, Embed, EncoderDrivenTask, Evaluation, Task
 from benchharness.evaluation.cache import CachingEncoder
 from benchharness.evaluation.embeddings import (
     EmbeddingStore,
     Group,
     PassMemory,
+    cache_below,
     encode_groups,
     encoding_line,
     non_finite_message,
@@ -150,7 +152,10 @@ def run(
     loaded = _load_tasks(tasks, encoder_names, ctx)
     if not loaded:  # no model is loaded (or trained on demand) for nothing
         return ctx.summary
+    pending: list[_Pass] = []
     for enc_name in encoder_names:
+        if pending and not _same_base(enc_name, pending[0].enc_name):  # before another model loads
+            pending = _pend(pending, None, ctx)
         try:
             encoder = get_encoder(enc_name)
             info = encoder.identity_record()
@@ -168,7 +173,8 @@ def run(
                 _evaluate_driven(task, enc_name, encoder, identity, ctx)
         from_embeddings = [t for t in plan.todo if not isinstance(t, EncoderDrivenTask)]
         if from_embeddings:
-            _evaluate_from_embeddings(from_embeddings, enc_name, encoder, identity, plan, ctx)
+            pending = _pend(pending, _Pass(enc_name, encoder, identity, plan, from_embeddings), ctx)
+    _pend(pending, None, ctx)
     return ctx.summary
 
 
@@ -250,28 +256,88 @@ def _plan(enc_name: str, encoder: Encoder, identity: str, tasks: dict[str, Task]
     return plan
 
 
-def _evaluate_from_embeddings(
-    todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan, ctx: _Context
-) -> None:
-    """The shared pass: every unique sentence of ``todo`` encoded once for each distinct vector its
-    roles call for (once in all, for a symmetric encoder), then each task evaluated from the
-    embeddings."""
+@dataclass
+class _Pass:
+    """One encoder's pass over the tasks it evaluates from embeddings (``todo``)."""
+
+    enc_name: str
+    encoder: Encoder
+    identity: dict
+    plan: _Plan
+    todo: list[Task]
+    #: what the pass encodes with: the encoder, or the base of a last stage calibrated on each task
+    #: (the pass encodes what it quantizes, once for all tasks)
+    passing: Encoder = field(init=False)
+    groups: dict[str, Group] = field(init=False)
+    #: the embedding cache the pass goes through (``cache_below``), if any
+    cache: CachingEncoder | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        encoder = self.encoder
+        self.passing = (
+            encoder.wrapped if encoder.calibrated_per_task and isinstance(encoder, WrappingEncoder) else encoder
+        )
+        self.groups = pass_groups(self.todo, self.passing)
+        self.cache = cache_below(self.passing)
+
+    def shares(self, other: _Pass) -> bool:
+        """Whether the two passes encode the same sentences through one embedding cache: the
+        variants of one base (``minilm-l6+truncate(d=64|128)``), which the resolver builds on one
+        shared base; the first pass fills the cache and the others are served from it."""
+        return self.cache is not None and self.cache is other.cache and self.groups == other.groups
+
+
+def _same_base(name: str, other: str) -> bool:
+    """Whether two names are compositions of one base, which the resolver builds once for both."""
+    parts, others = split_composition(name), split_composition(other)
+    return len(parts) > 1 and len(others) > 1 and parts[0] == others[0]
+
+
+def _pend(pending: list[_Pass], new: _Pass | None, ctx: _Context) -> list[_Pass]:
+    """The passes waiting to run: ``new`` joins those it shares its base's cache with; otherwise
+    (or with no ``new``: the next encoder has another base) they run now, and it waits alone. So the
+    variants of one base run together, and the log says once what the base encodes for all of them."""
+    if new is not None and pending and new.shares(pending[0]):
+        return [*pending, new]
+    variants = [p.enc_name for p in pending] if len(pending) > 1 else None
+    for p in pending:
+        _evaluate_from_embeddings(p, ctx, variants)
+    return [] if new is None else [new]
+
+
+def _evaluate_from_embeddings(p: _Pass, ctx: _Context, variants: list[str] | None = None) -> None:
+    """The shared pass: every unique sentence of ``p.todo`` encoded once for each distinct vector
+    its roles call for (once in all, for a symmetric encoder), then each task evaluated from the
+    embeddings. ``variants``: the passes of one base run together (``_pend``), the first of which
+    says what the base encodes for all of them; the others, served by its cache, say nothing, unless
+    the cache did not serve them all (the first pass failed, or the cache was left)."""
+    todo, enc_name, encoder, identity, plan = p.todo, p.enc_name, p.encoder, p.identity, p.plan
     seed_everything(ctx.seed)
-    # a last stage calibrated on each task: the pass encodes what it quantizes, once for all tasks
-    passing = encoder.wrapped if encoder.calibrated_per_task and isinstance(encoder, WrappingEncoder) else encoder
-    groups = pass_groups(todo, passing)
+    passing, groups, cache = p.passing, p.groups, p.cache
     sentences = [s for _, members in groups.values() for s in members]
     t0 = time.perf_counter()
-    cache = _cache_of(passing)
     encoded_before = cache.encoded if cache is not None else 0
+    leads = variants is None or variants[0] == enc_name
 
     def told(role: Any, total: int, cached: int) -> None:
         side = f" as {role}" if len(groups) > 1 else ""
-        logger.info("[%s] %s%s for %d task(s)", enc_name, encoding_line(total, cached), side, len(todo))
+        line = encoding_line(total, cached)
+        if variants is None or cache is None:
+            logger.info("[%s] %s%s for %d task(s)", enc_name, line, side, len(todo))
+        else:
+            logger.info(
+                "[%s] %s%s for %d task(s), once for its %d variants: %s",
+                cache.name,
+                line,
+                side,
+                len(todo),
+                len(variants),
+                ", ".join(variants),
+            )
 
     with PassMemory(len(sentences), ctx.settings.embedding_memory_mib, ctx.scratch) as memory:
         try:
-            vectors = encode_groups(passing, groups, memory, told)
+            vectors = encode_groups(passing, groups, memory, told if leads else None)
         except Exception as exc:
             for task in todo:
                 ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=f"encoding: {exc}"))
@@ -281,6 +347,9 @@ def _evaluate_from_embeddings(
             return
         encode_seconds = time.perf_counter() - t0
         newly_encoded = cache.encoded - encoded_before if cache is not None else len(sentences)
+        if not leads and newly_encoded:
+            line = encoding_line(len(sentences), len(sentences) - newly_encoded)
+            logger.info("[%s] %s for %d task(s), which the cache did not hold", enc_name, line, len(todo))
         _evaluate_tasks(
             todo,
             enc_name,
@@ -373,16 +442,6 @@ def _evaluate_tasks(
             confidence=confidence,
             previous=plan.previous.get(task.name),
         )
-
-
-def _cache_of(encoder: Encoder) -> CachingEncoder | None:
-    """The embedding cache a pass of ``encoder`` goes through: its own, or, for a stage the cache
-    does not keep (``+truncate``, ``+quantize``), its base's; it counts what the model encoded."""
-    while not isinstance(encoder, CachingEncoder):
-        if not isinstance(encoder, WrappingEncoder):
-            return None
-        encoder = encoder.wrapped
-    return encoder
 
 
 def _task_embed(encoder: Encoder, embeddings: EmbeddingStore, requests: dict[Role, list[str]]) -> Embed:
