@@ -27,6 +27,7 @@ import copy
 import json
 import logging
 import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,8 @@ logger = logging.getLogger(__name__)
 HELP = "train an encoder with a method of the field"
 #: attempts after a Ray worker training a seed dies
 RAY_RETRIES = 3
+#: the exit status of a command stopped by Ctrl-C (128 + SIGINT), as a shell reports it
+INTERRUPTED = 130
 #: run-time flags passed on to the processes of a data-parallel run, as they were given
 PASSED_ON = ("device", "threads", "stop_after", "overwrite", "quiet", "keep_checkpoint", "name")
 
@@ -324,6 +327,24 @@ def check_outputs(args: argparse.Namespace, seeds: list[int] | None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Train as the flags say; a Ctrl-C ends in one line that says what is kept and how to go on,
+    with the shell's status for an interrupted command (130)."""
+    from benchharness.training.resume import Interrupted
+
+    try:
+        return _main(args)
+    except Interrupted as exc:
+        print(f"benchharness: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(  # not inside a training loop (loading, a torchrun launcher, a Ray driver): what was saved stays
+            "benchharness: interrupted; what was saved before is kept (finished runs, the last checkpoint); "
+            "rerun the same command to go on",
+            file=sys.stderr,
+        )
+    return INTERRUPTED
+
+
+def _main(args: argparse.Namespace) -> int:
     raise_unavailable(args)
     seeds = getattr(args, "seeds", None)
     on_ray = getattr(args, "executor", None) == "ray"

@@ -245,3 +245,17 @@ def clear_run(folder: Path) -> None:
         else:
             entry.unlink()
 
+
+def unfinished_run(folder: Path) -> str | None:
+    """What ``folder`` is when a training run began there and has not written its manifest yet, said
+    with how to go on; None for anything else."""
+    if not folder.is_dir() or (folder / MANIFEST).exists():
+        return None
+    if (folder / CHECKPOINT / CHECKPOINT_STATE).is_file():
+        return "an unfinished run (a checkpoint, no manifest.json yet); rerun the train command to resume it"
+    if (folder / METRICS).is_file():
+        return (
+            "an unfinished run with no checkpoint to resume (stopped before its first); rerun the train "
+            "command with --overwrite to start it again"
+        )
+    return None

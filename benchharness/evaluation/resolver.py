@@ -34,7 +34,14 @@ from typing import TYPE_CHECKING, Any, cast
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.local_paths import check_local_path
-from benchharness.core.manifests import RunManifest, manifest_spec, read_manifest, registered_runs
+from benchharness.core.manifests import (
+    MANIFEST,
+    RunManifest,
+    manifest_spec,
+    read_manifest,
+    registered_runs,
+    unfinished_run,
+)
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.prompts import NO_PROMPTS, PROMPT_KEYS, check_prompt
 from benchharness.core.settings import Config
@@ -221,9 +228,10 @@ class Resolver:
                 return configured
         folder = Path(name).expanduser()
         try:
-            is_run = (folder / "manifest.json").is_file()
+            is_run = (folder / MANIFEST).is_file()
+            unfinished = None if is_run else unfinished_run(folder)
         except OSError:  # a name too long to be a path (an ad-hoc spec with a long prompt) names no folder
-            is_run = False
+            is_run, unfinished = False, None
         run = folder if is_run else registered_runs(self.config.runs_dir).get(name)
         if run is not None:
             manifest = read_manifest(run)
@@ -231,6 +239,8 @@ class Resolver:
         adhoc = parse_adhoc(name)
         if adhoc is not None:
             return adhoc, None, chain
+        if unfinished is not None:
+            raise InvalidInputError(f"encoder {name!r}: {folder} is {unfinished}")
         known = self.known_names()
         close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""

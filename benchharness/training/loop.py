@@ -27,6 +27,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from tqdm.auto import tqdm
 from benchharness.core.cpu_share import kept_threads
 from benchharness.core.devices import autocast, check_precision, pick_device
 from benchharness.core.errors import DivergedError, InvalidInputError
-from benchharness.core.manifests import RunManifest
+from benchharness.core.manifests import MODEL, RunManifest
 from benchharness.core.seeding import seed_everything
 from benchharness.encoders import hub
 from benchharness.training import data_parallel
@@ -47,7 +48,7 @@ from benchharness.training.method import LossOutput, TrainedRun, TrainingContext
 from benchharness.training.optim import LegacyAdamW, clip_gradients
 from benchharness.training.options import TrainingOptions
 from benchharness.training.outputs import FolderOutput, MemoryOutput
-from benchharness.training.resume import MODEL_DIR, rng_state
+from benchharness.training.resume import Interrupted, rng_state
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +146,18 @@ def local_loss(
     return output, batch, loss
 
 
+@dataclass
+class Position:
+    """How far a run has come, kept outside the loop so that a Ctrl-C can say it: the steps done
+    (None until a resumed run's checkpoint is read), the step of the checkpoint in its folder
+    (None: none yet), how often one is written, and the progress bar to close."""
+
+    step: int | None = None
+    checkpoint: int | None = None
+    every: int = 0
+    bar: Any = None
+
+
 @kept_threads()  # context.threads is this run's: a library call that trains leaves the count as found
 def run_loop(
     method: TrainingMethod,
@@ -166,8 +179,32 @@ def run_loop(
     without periodic evaluation, once after training; ``dev_task`` names what it measures, for
     the manifest. Options that ask for dev evaluation without a ``dev`` are refused. Rerunning
     with the same ``out`` resumes from the checkpoint there (the settings must match, except
-    for those in ``resume.RESUMABLE_CHANGES``).
+    for those in ``resume.RESUMABLE_CHANGES``). A Ctrl-C once training has begun raises
+    :class:`~benchharness.training.resume.Interrupted`, which says what the folder keeps.
     """
+    position = Position()
+    try:
+        return _run_loop(method, examples, options, context, data, base_source, dev, dev_task, position)
+    except KeyboardInterrupt:
+        if position.bar is not None:
+            position.bar.close()  # the message that follows starts on a line of its own
+        if position.step is None:
+            raise
+        raise Interrupted(context.out, position.step, position.checkpoint, position.every) from None
+
+
+def _run_loop(
+    method: TrainingMethod,
+    examples: Sequence[Any],
+    options: TrainingOptions,
+    context: TrainingContext,
+    data: dict[str, Any],
+    base_source: hub.ModelSource | None,
+    dev: DevScore | None,
+    dev_task: str | None,
+    position: Position,
+) -> TrainedRun:
+    """:func:`run_loop`'s work, which records in ``position`` how far it has come."""
     if dev is None and options.wants_dev:
         raise InvalidInputError(
             "this run evaluates on a dev set (eval_every or eval_at_start is set) but no dev "
@@ -227,6 +264,8 @@ def run_loop(
         )
         if main:
             logger.info("resuming %s at step %d/%d", context.out, state["step"], steps)
+        position.checkpoint = state["step"]
+    position.step, position.every = state["step"], checkpoint_every
     # DDP copies rank 0's parameters to every rank here (the same ones: same base, seed and checkpoint)
     model = data_parallel.wrap(scored, ctx) if ctx is not None else scored
 
@@ -265,6 +304,8 @@ def run_loop(
         rngs = data_parallel.gather_objects(rng_state(), ctx) if ctx is not None else None
         if main:
             output.checkpoint(record, method, optimizer, scheduler, scaler, state, rngs)
+        if context.out is not None:
+            position.checkpoint = state["step"]
 
     bar = tqdm(
         total=steps,
@@ -274,6 +315,7 @@ def run_loop(
         disable=not (context.progress and main),
         dynamic_ncols=True,
     )
+    position.bar = bar
     if state["step"] == 0 and options.eval_at_start and dev is not None and not state["dev_curve"]:
         evaluate(0)
     window: dict[str, list[float]] = {}
@@ -306,7 +348,7 @@ def run_loop(
             state["sentences"] += int(sentences)
             state["step"] += 1
             state["batch_in_epoch"] += 1
-            step = state["step"]
+            step = position.step = state["step"]
             if not math.isfinite(logs["loss"]):
                 raise DivergedError(f"loss is {logs['loss']} at step {step}; lower --lr or use fp32")
             for k, v in logs.items():
@@ -413,8 +455,8 @@ def _finish(
             output.log({"step": state["step"], "dev_spearman": state["dev_curve"][-1][1]})
     else:
         output.restore_best(method)
-    if state["step"] == 0 or (context.out is not None and not (context.out / MODEL_DIR).is_dir()):
-        where = "in memory" if context.out is None else f"in {context.out / MODEL_DIR}"
+    if state["step"] == 0 or (context.out is not None and not (context.out / MODEL).is_dir()):
+        where = "in memory" if context.out is None else f"in {context.out / MODEL}"
         raise RuntimeError(
             f"{context.out or 'the run'}: the run trained {state['step']} steps and saved no model {where}; "
             "it is not registered (no manifest.json written)"

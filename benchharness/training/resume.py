@@ -43,6 +43,30 @@ FIELD_DEFAULTS: dict[str, Any] = {
 }
 
 
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C during a run's training, with what it leaves: the steps done, the step of the
+    checkpoint its folder keeps (None: none yet; one is written every ``every`` steps), so that the
+    command line can say in one line what is kept and how to go on. Nothing is saved at the
+    interruption itself: the step it cut short may be half applied."""
+
+    def __init__(self, out: Path | None, step: int, checkpoint: int | None, every: int) -> None:
+        super().__init__(out, step, checkpoint, every)
+        self.out, self.step, self.checkpoint, self.every = out, step, checkpoint, every
+
+    def __str__(self) -> str:
+        if self.out is None:
+            return f"interrupted after step {self.step}; a run trained in memory keeps nothing"
+        if self.checkpoint is None:
+            return (
+                f"interrupted after step {self.step}, before the run's first checkpoint (one every {self.every} "
+                f"steps): nothing in {self.out} to resume; rerun the same command with --overwrite to start again"
+            )
+        return (
+            f"interrupted after step {self.step}; the checkpoint of step {self.checkpoint} is kept in {self.out}; "
+            "rerun the same command to resume"
+        )
+
+
 def check_out(out: Path, overwrite: bool) -> None:
     """Refuse now, before any model loads, an output folder the loop would refuse: with ``overwrite``,
     one that :func:`clear_run` must not clear (the user's own files, the working directory or a
