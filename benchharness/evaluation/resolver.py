@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
+from benchharness.core.kinds import DENSE, KindMismatchError
 from benchharness.core.local_paths import check_local_path
 from benchharness.core.manifests import (
     MANIFEST,
@@ -56,6 +57,7 @@ from benchharness.core.specs import (
     parse_params,
     split_composition,
 )
+from benchharness.evaluation.kinds import kind_of
 
 if TYPE_CHECKING:
     from benchharness.evaluation.run_settings import RunSettings
@@ -336,6 +338,12 @@ class Resolver:
             prefix = base_name
         for part in parts[1:]:
             factory, params = self._stage(name, part)
+            if encoder.model_kind != DENSE:
+                kind = kind_of(encoder)
+                raise KindMismatchError(
+                    f"encoder {name!r}: {part.partition('(')[0]} post-processes dense vectors, and {prefix} is "
+                    f"{kind.title} ({kind.gives}); evaluate {prefix} without post-processors"
+                )
             prefix = f"{prefix}+{part}"
             if "data_dir" in inspect.signature(factory).parameters:  # fit corpora live under the data root
                 params["data_dir"] = self.context.data_root

@@ -37,6 +37,7 @@ import numpy as np
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder, WrappingEncoder, stable_hash
 from benchharness.core.errors import UserError
+from benchharness.core.kinds import ModelKind, ViewSettings
 from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.provenance import now, versions
 from benchharness.core.resources import peak_rss_mib
@@ -56,6 +57,7 @@ from benchharness.evaluation.embeddings import (
     pass_groups,
     zero_vectors,
 )
+from benchharness.evaluation.kinds import kind_of
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.scoring.confidence import confidence_record
 
@@ -167,15 +169,38 @@ def run(
                 "[%s] cannot build encoder: %s", enc_name, exc, exc_info=None if isinstance(exc, UserError) else exc
             )
             continue
-        plan = _plan(enc_name, encoder, identity["hash"], loaded, ctx)
+        try:
+            kind = kind_of(encoder)
+        except UserError as exc:
+            for name in loaded:
+                ctx.summary.outcomes.append(Outcome(enc_name, name, "failed", message=f"encoder: {exc}"))
+            logger.error("[%s] %s", enc_name, exc)
+            continue
+        plan = _plan(enc_name, encoder, identity["hash"], loaded, ctx, kind)
+        plan.todo = _runnable(plan.todo, enc_name, kind, ctx)
         for task in plan.todo:
             if isinstance(task, EncoderDrivenTask):
                 _evaluate_driven(task, enc_name, encoder, identity, ctx)
         from_embeddings = [t for t in plan.todo if not isinstance(t, EncoderDrivenTask)]
-        if from_embeddings:
+        if from_embeddings and kind.open_view is None:
             pending = _pend(pending, _Pass(enc_name, encoder, identity, plan, from_embeddings), ctx)
+        elif from_embeddings:
+            _evaluate_with_views(from_embeddings, enc_name, encoder, identity, plan, ctx, kind)
     _pend(pending, None, ctx)
     return ctx.summary
+
+
+def _runnable(tasks: list[Task], enc_name: str, kind: ModelKind, ctx: _Context) -> list[Task]:
+    """The tasks a model of ``kind`` can run; each other one fails now, before anything is encoded,
+    in one line naming the kind and what the task needs (a cross-encoder has no vector to cluster)."""
+    runnable = []
+    for task in tasks:
+        why = kind.refusal(enc_name, task.name, task.takes)
+        if why is None:
+            runnable.append(task)
+        else:
+            ctx.fail(enc_name, task.name, why, f"[{enc_name}/{task.name}] {why}")
+    return runnable
 
 
 def _load_tasks(tasks: list[Task], encoder_names: list[str], ctx: _Context) -> dict[str, Task]:
@@ -209,7 +234,9 @@ def _load_tasks(tasks: list[Task], encoder_names: list[str], ctx: _Context) -> d
     return loaded
 
 
-def _plan(enc_name: str, encoder: Encoder, identity: str, tasks: dict[str, Task], ctx: _Context) -> _Plan:
+def _plan(
+    enc_name: str, encoder: Encoder, identity: str, tasks: dict[str, Task], ctx: _Context, kind: ModelKind
+) -> _Plan:
     """Which tasks this encoder computes: stored results are reused as the overwrite strategy says,
     except those lacking items when ``add_items`` asks for them. Without a store, all of them.
 
@@ -227,7 +254,7 @@ def _plan(enc_name: str, encoder: Encoder, identity: str, tasks: dict[str, Task]
         if stored is not None and add_items and not ctx.store.has_items(stored):  # type: ignore[union-attr]
             plan.previous[name] = stored.main_score
         elif stored is not None and overwrite != "always":
-            fresh = stored.fingerprint() == fingerprint(identity, ctx.digests[name], _protocol(task))
+            fresh = stored.fingerprint() == fingerprint(identity, ctx.digests[name], _protocol(task, kind))
             same_identity = stored.encoder_identity.get("hash") == identity
             same_inputs = _inputs_of(stored) == _inputs(encoder, task)
             if fresh or (overwrite == "reuse" and same_identity and same_inputs):
@@ -410,38 +437,87 @@ def _evaluate_tasks(
         except Exception as exc:
             ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
             continue
-        timings: Timings = {
-            **pass_timings,
-            "evaluate_seconds": round(time.perf_counter() - t1, 3),
-            "peak_rss_mb": round(peak_rss_mib(), 1),
-        }
-        data_record: DataRecord = {
-            "sha256": ctx.digests[task.name],
-            "root": DATA_ROOT_LABEL,
-            "files": sorted(ctx.data.label(f) for f in task.files),
-            "verified": ctx.data.verified(task.files),
-        }
-        confidence = (
-            None
-            if not ctx.settings.intervals
-            else _confidence(
-                evaluation, task, ctx.seed, _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions)
-            )
-        )
-        _keep(
+        timings: Timings = {**pass_timings, "evaluate_seconds": round(time.perf_counter() - t1, 3)}
+        _finish(
             task,
             enc_name,
             encoder,
             identity,
-            evaluation,
-            data_record,
-            timings,
+            plan,
             ctx,
+            evaluation,
+            timings,
             zeros=zeros,
             width=_width(embed, requests),
-            confidence=confidence,
-            previous=plan.previous.get(task.name),
         )
+
+
+def _evaluate_with_views(
+    todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan, ctx: _Context, kind: ModelKind
+) -> None:
+    """Each task scored through a view of a model of ``kind`` (``ModelKind.open_view``): the view
+    computes what the task asks for through the kind's cache, a corpus a block at a time, and what
+    it reports of the model's cost (active dimensions, bytes per document) joins the task's metrics."""
+    assert kind.open_view is not None
+    settings = ViewSettings(ctx.settings.cache_dir, ctx.settings.embedding_memory_mib)
+    for task in todo:
+        seed_everything(ctx.seed)
+        t1 = time.perf_counter()
+        try:
+            view = kind.open_view(encoder, settings)
+            evaluation = task.evaluate_items(view, ctx.seed)
+            evaluation.metrics.update(view.facts())
+        except Exception as exc:
+            ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
+            continue
+        timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t1, 3)}
+        _finish(task, enc_name, encoder, identity, plan, ctx, evaluation, timings, kind=kind)
+
+
+def _finish(
+    task: Task,
+    enc_name: str,
+    encoder: Encoder,
+    identity: dict,
+    plan: _Plan,
+    ctx: _Context,
+    evaluation: Evaluation,
+    timings: Timings,
+    *,
+    zeros: int | None = None,
+    width: int | None = None,
+    kind: ModelKind | None = None,
+) -> None:
+    """A task evaluated from the run's data: its data record, intervals and memory, then kept."""
+    timings["peak_rss_mb"] = round(peak_rss_mib(), 1)
+    data_record: DataRecord = {
+        "sha256": ctx.digests[task.name],
+        "root": DATA_ROOT_LABEL,
+        "files": sorted(ctx.data.label(f) for f in task.files),
+        "verified": ctx.data.verified(task.files),
+    }
+    confidence = (
+        None
+        if not ctx.settings.intervals
+        else _confidence(
+            evaluation, task, ctx.seed, _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions)
+        )
+    )
+    _keep(
+        task,
+        enc_name,
+        encoder,
+        identity,
+        evaluation,
+        data_record,
+        timings,
+        ctx,
+        zeros=zeros,
+        width=width,
+        confidence=confidence,
+        previous=plan.previous.get(task.name),
+        kind=kind,
+    )
 
 
 def _task_embed(encoder: Encoder, embeddings: EmbeddingStore, requests: dict[Role, list[str]]) -> Embed:
@@ -492,6 +568,7 @@ def _keep(
     width: int | None = None,
     confidence: dict | None = None,
     previous: float | None = None,
+    kind: ModelKind | None = None,
 ) -> None:
     """Build the task's result, with its per-item outputs attached, save it to the store if there is
     one, and report it. A metric that is NaN or infinite fails the task alone, naming the metric: such
@@ -511,7 +588,7 @@ def _keep(
         main_score=float(metrics[task.metadata.main_score]),
         main_metric=task.metadata.main_score,
         metrics=metrics,
-        protocol=_protocol(task),
+        protocol=_protocol(task, kind),
         encoder_identity=identity,
         encoder_metadata=_metadata(encoder, task, evaluation.prompts),
         data=data_record,
@@ -621,7 +698,9 @@ def _inputs_of(result: Result) -> dict[str, Any]:
     return {"prompts": prompts, "instruction": result.protocol.get("instruction")}
 
 
-def _protocol(task: Task) -> ProtocolRecord:
+def _protocol(task: Task, kind: ModelKind | None = None) -> ProtocolRecord:
+    """The task's protocol record; for a model of a kind other than dense, with the kind and the
+    similarity it scored by (the task's own ``similarity`` names the dense one, cosine)."""
     meta = task.metadata
     record = {
         "variant": meta.protocol,
@@ -630,6 +709,9 @@ def _protocol(task: Task) -> ProtocolRecord:
         **meta.protocol_details,
         **({"instruction": meta.instruction} if meta.instruction else {}),
     }
+    if kind is not None and kind.open_view is not None:
+        record["model_kind"] = kind.name
+        record["similarity"] = kind.similarity
     return cast(ProtocolRecord, record)  # the named keys, then the task's own protocol details
 
 
