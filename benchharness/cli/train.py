@@ -237,7 +237,10 @@ def _train_one(args: argparse.Namespace) -> int:
             )
         return 0
     if args.out is not None:
-        runs = on_demand.train_into(recipe, args.out, context=context, store=RunStore(args.configuration.runs_dir))
+        book = recipes.load_book(config=args.configuration)  # the throughput of the time estimate
+        runs = on_demand.train_into(
+            recipe, args.out, context=context, store=RunStore(args.configuration.runs_dir), book=book
+        )
         for run in runs:
             if run.completed and run.manifest is not None and run.out is not None and is_main():
                 logger.info("%s", resolvable_as(run.out, run.manifest["name"], args.configuration.runs_dir))

@@ -10,6 +10,7 @@ without selection.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,8 @@ def preflight(options: TrainingOptions, context: TrainingContext, n_examples: in
 def training_sentences(options: TrainingOptions, context: TrainingContext) -> tuple[list[str], dict[str, Any]]:
     """The unlabeled sentences a run trains on and their description for the manifest: the ones the
     context holds (``benchharness.train(sentences=[...])``), else the corpus ``options.data`` names
-    under the context's data root; cut to ``options.limit``."""
+    under the context's data root; cut to ``options.limit``. Sentences too repeated for the batch
+    to teach anything are warned about (:func:`warn_repeats`), once, by rank 0 of a data-parallel run."""
     if context.sentences is not None:
         sentences = list(context.sentences)
         data: dict[str, Any] = {"name": options.data, "kind": "unlabeled sentences", "n_examples": len(sentences)}
@@ -54,7 +56,39 @@ def training_sentences(options: TrainingOptions, context: TrainingContext) -> tu
 
         sentences = load_sentences(options.data, context.data)
         data = {"name": options.data, "kind": "unlabeled sentences", "n_examples": len(sentences)}
-    return limited(sentences, data, options)
+    sentences, data = limited(sentences, data, options)
+    if data_parallel.is_main():
+        warn_repeats(sentences, options.batch_size, options.data)
+    return sentences, data
+
+
+def in_batch_copies(counts: Sequence[int], batch_size: int) -> float:
+    """How many copies of its own text a sentence meets, on average, among the others of its batch,
+    for a corpus whose distinct sentences occur ``counts`` times, in batches drawn as the loop draws
+    them (a random permutation cut in batches of ``b``): ``(b - 1) * sum(c * (c - 1)) / (n * (n - 1))``."""
+    n = sum(counts)
+    if n < 2:
+        return 0.0
+    return (min(batch_size, n) - 1) * sum(c * (c - 1) for c in counts) / (n * (n - 1))
+
+
+def warn_repeats(sentences: Sequence[str], batch_size: int, name: str) -> None:
+    """Warn when the sentences repeat so much that a sentence meets, on average, at least one copy of
+    itself in its batch (evenly repeated data: fewer distinct sentences than a batch holds). A copy
+    is an in-batch negative identical to the positive, from which a contrastive method learns nothing."""
+    counts = list(Counter(sentences).values())
+    copies = in_batch_copies(counts, batch_size)
+    if copies >= 1:
+        logger.warning(
+            "training data %s: %s distinct sentences among %s, so in a batch of %d a sentence meets on average "
+            "%.1f copies of itself as in-batch negatives, identical to its positive, which teach nothing; "
+            "give more varied sentences (more distinct ones than a batch holds)",
+            name,
+            f"{len(counts):,}",
+            f"{len(sentences):,}",
+            batch_size,
+            copies,
+        )
 
 
 def limited(examples: list[Any], data: dict[str, Any], options: TrainingOptions) -> tuple[list[Any], dict[str, Any]]:

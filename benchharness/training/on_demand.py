@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchharness.core.data_root import DataRoot, default_data
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.manifests import MANIFEST
+from benchharness.core.manifests import CHECKPOINT, MANIFEST
 from benchharness.core.specs import EncoderSpec
 from benchharness.training.recipes import (
     RECIPE_PREFIX,
@@ -63,11 +63,17 @@ class Estimate:
         if self.steps is None:
             return f"steps unknown ({self.basis})"
         if self.seconds is None:
-            return f"{self.steps} steps, time unknown ({self.basis})"
-        return f"{self.steps} steps, about {duration(self.seconds)} ({self.basis})"
+            return f"{self.steps:,} steps, time unknown ({self.basis})"
+        return f"{self.steps:,} steps, about {duration(self.seconds)} ({self.basis})"
+
+
+#: a year: an estimate beyond it is no run anyone plans but a mistyped --max-steps or --epochs
+ABSURD_SECONDS = 365 * 24 * 3600
 
 
 def duration(seconds: float) -> str:
+    if seconds >= ABSURD_SECONDS:
+        return f"{seconds / ABSURD_SECONDS:,.0f} years"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 600:  # a short run: to the ten seconds, which is how far the estimate is trusted
@@ -272,6 +278,30 @@ def estimate(
     return Estimate(steps, seconds, basis)
 
 
+def announce(recipe: Recipe, out: Path, context: TrainingContext, book: RecipeBook | None = None) -> None:
+    """Say what is about to train into ``out`` and about how long it takes (:func:`estimate`), and
+    warn when that is beyond a year (:data:`ABSURD_SECONDS`): a number mistyped, which the run would
+    otherwise take up in silence."""
+    resuming = not context.overwrite and any((f / CHECKPOINT).exists() for f in output_folders(recipe, out))
+    found = estimate(recipe, book, context.device, context.data)
+    logger.info(
+        "%s %s (%s; key %s) in %s: %s",
+        "resuming" if resuming else "training",
+        recipe.display_name,
+        recipe.summary(),
+        recipe.key,
+        out,
+        found,
+    )
+    if found.seconds is not None and found.seconds > ABSURD_SECONDS:
+        logger.warning(
+            "%s would train for about %s (%s steps); check --max-steps and --epochs, or stop it with Ctrl-C",
+            recipe.display_name,
+            duration(found.seconds),
+            f"{found.steps:,}",
+        )
+
+
 # ----------------------------------------------------------------------------------------------
 # training
 
@@ -312,12 +342,16 @@ def context_for(settings: RunSettings, data: DataRoot) -> TrainingContext:
     )
 
 
-def train_into(recipe: Recipe, out: Path, *, context: TrainingContext, store: RunStore) -> list[TrainedRun]:
+def train_into(
+    recipe: Recipe, out: Path, *, context: TrainingContext, store: RunStore, book: RecipeBook | None = None
+) -> list[TrainedRun]:
     """Train ``recipe`` into the output folder ``out`` with its method's ``train``, then record the
     recipe in every manifest it wrote (rank 0's job in a data-parallel run). A base that is another
     recipe is trained first when missing, into ``store``. ``context`` says how and where (its base,
     output folder and name are the recipe's to set; its ``name`` stands, when given, for the
-    recipe's run name)."""
+    recipe's run name). The folders are checked and the run announced with its time estimate
+    (from ``book``'s measurements) before any model loads; sentences held in memory have no
+    corpus to count for it."""
     from benchharness.training import data_parallel
     from benchharness.training.base_model import base_folder
     from benchharness.training.manifest import update_manifest
@@ -326,6 +360,8 @@ def train_into(recipe: Recipe, out: Path, *, context: TrainingContext, store: Ru
     if data_parallel.is_main():  # refused before any model loads, the base recipe's included
         for folder in output_folders(recipe, out):
             check_out(folder, context.overwrite)
+        if context.sentences is None:
+            announce(recipe, out, context, book)
     base = recipe.base
     if recipe.base_recipe is not None:
         base = str(ensure_trained(recipe.base_recipe, train=True, context=context, store=store))
@@ -349,7 +385,7 @@ def train_in_store(
     book: RecipeBook | None = None,
 ) -> Path:
     """Train ``recipe`` into its run-store folder unless it is there (``context.overwrite`` retrains):
-    announce it with the time estimate, hold the recipe's lock, resume an interrupted run."""
+    hold the recipe's lock, announce it with the time estimate, resume an interrupted run."""
     from benchharness.training import data_parallel
 
     if not data_parallel.is_main():
@@ -361,18 +397,8 @@ def train_in_store(
         if store.finished(recipe) and not context.overwrite:
             return store.encoder_folder(recipe)
         store.clear_unresumable(recipe)
-        resuming = any((f / "checkpoint").exists() for f in store.output_folders(recipe))
-        logger.info(
-            "%s %s (%s; key %s) in %s: %s",
-            "resuming" if resuming else "training",
-            recipe.display_name,
-            recipe.summary(),
-            recipe.key,
-            store.folder(recipe),
-            estimate(recipe, book, context.device, context.data),
-        )
         store.write_recipe(recipe)
-        train_into(recipe, store.out(recipe), context=context, store=store)
+        train_into(recipe, store.out(recipe), context=context, store=store, book=book)
     return store.encoder_folder(recipe)
 
 
