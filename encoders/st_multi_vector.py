@@ -1,0 +1,247 @@
+"""sentence-transformers' ``MultiVectorEncoder`` (late interaction, ColBERT), as a multi-vector model:
+``st:<folder or hub id>`` on a folder whose configuration says it is one (``model_type:
+MultiVectorEncoder``, PyLate's ``ColBERT``, a Stanford ``HF_ColBERT`` checkpoint; ``encoders.sbert``
+hands it here), or a ``MultiVectorEncoder`` object given to ``benchharness.evaluate`` (``from_object``).
+
+Every text is encoded by the model's own methods, as ``MultiVectorInformationRetrievalEvaluator``
+encodes it: ``encode_query`` for the query role (the query prompt, ``query_length``, query expansion
+to a fixed number of tokens), ``encode_document`` for the document role (the document prompt,
+``document_length``, the skiplist's tokens dropped), ``encode`` for a symmetric task, each with the
+role's prompt (the model's own, a spec's, or a task's instruction through the template). What comes
+back is one float32 matrix per text, a row per token the model scores.
+
+The identity pins what decides the token vectors and their scores: the weights (the transformer's
+and every module's own, such as the projection's), every configuration file of the modules (query
+and document lengths, query expansion, the skiplist), the tokenizer's maximum length, the prompts
+and the similarity (``maxsim``, or ``meanmaxsim``: MaxSim divided by the query's token count).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from benchharness.core.devices import DeviceChoice
+from benchharness.core.errors import InvalidInputError
+from benchharness.core.kind_models import MultiVectorModel
+from benchharness.core.progress import shown
+from benchharness.core.prompts import DEFAULT, Role
+from benchharness.core.specs import BuildContext, Params
+from benchharness.encoders.backends import REFERENCE
+from benchharness.encoders.checkpoint import quiet_loading, refuse_missing_tokenizer
+from benchharness.encoders.hub import WEIGHT_FILES, ModelSource, weights_fingerprint
+from benchharness.encoders.in_memory import HeldSource, SentenceTransformerObjectEncoder, evaluating
+from benchharness.encoders.sbert import prompts_by_role
+from benchharness.encoders.st_cross_encoder import _read_json, declared_max_length, folder_configs, transformer_folder
+
+#: sentence-transformers' own default batch size, and its multi-vector evaluators'
+BATCH_SIZE = 32
+#: the backends of ``st:`` that run a multi-vector encoder: ``MultiVectorEncoder.encode`` itself, in PyTorch
+BACKENDS = (None, "eager", REFERENCE)
+#: the similarities of ``MultiVectorEncoder`` (``similarity_fn_name``), and the one it defaults to
+SIMILARITIES = ("maxsim", "meanmaxsim")
+MAXSIM = "maxsim"
+
+
+class MultiVectorSentenceTransformer(MultiVectorModel):
+    """A ``MultiVectorEncoder``; its subclasses say where it comes from (``model``) and what pins it."""
+
+    role_aware = True
+
+    def __init__(self, name: str, batch_size: int = BATCH_SIZE, device: str | None = None) -> None:
+        super().__init__(name)
+        if int(batch_size) < 1:
+            raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
+        self.batch_size = int(batch_size)
+        self._device = DeviceChoice(device)
+        self._model: Any = None
+
+    @property
+    @abstractmethod
+    def model(self) -> Any:
+        """The ``MultiVectorEncoder``."""
+
+    def _similarity_settings(self, value: Any) -> None:
+        """The model's similarity, refused in one line when MaxSim's view does not compute it."""
+        similarity = MAXSIM if value is None else str(value)
+        if similarity not in SIMILARITIES:
+            raise InvalidInputError(
+                f"{self.name}: its similarity_fn_name is {similarity!r}; a multi-vector encoder scores by "
+                f"{' or '.join(SIMILARITIES)}"
+            )
+        self.similarity = similarity
+        self.length_normalized = similarity == "meanmaxsim"
+
+    def encode_tokens(self, sentences: Sequence[str], role: Role = DEFAULT) -> list[np.ndarray]:
+        """Each text's token vectors for ``role``, by ``encode_query``, ``encode_document`` or
+        ``encode`` with the role's prompt, in eval mode (batches sorted by length: ST's own)."""
+        if not sentences:
+            return []
+        model = self.model
+        method = {"query": model.encode_query, "document": model.encode_document}.get(role.name or "", model.encode)
+        with evaluating(model):
+            matrices = method(
+                list(sentences),
+                prompt=self.prompts.for_role(role) or None,
+                batch_size=self.batch_size,
+                show_progress_bar=shown(),
+                convert_to_numpy=True,
+            )
+        return [np.asarray(m, dtype=np.float32) for m in matrices]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {
+            **super().metadata,
+            "similarity_fn_name": self.similarity,
+            "batch_size": self.batch_size,
+            "device": self._device.chosen,
+        }
+
+
+class MultiVectorEncoderFolder(MultiVectorSentenceTransformer):
+    """A ``MultiVectorEncoder`` saved in a folder (or a hub snapshot), read with ``local_files_only``
+    when it first encodes: a rerun whose outputs are all cached loads nothing, except a folder of an
+    older format (PyLate's, Stanford's), whose prompts are what sentence-transformers composes when it
+    loads it (a ``query_prefix``, a ``[Q]`` marker), so it is loaded to read them."""
+
+    def __init__(self, name: str, source: ModelSource, batch_size: int = BATCH_SIZE, device: str | None = None) -> None:
+        super().__init__(name, batch_size, device)
+        self.source = source
+        refuse_missing_tokenizer(transformer_folder(source.path), name)
+        settings = _read_json(source.path / "config_sentence_transformers.json", name)
+        self._similarity_settings(settings.get("similarity_fn_name"))
+        if settings.get("model_type") == "MultiVectorEncoder":
+            self.prompts = prompts_by_role(
+                _set(settings.get("prompts")), settings.get("default_prompt_name"), False, f"{name}: {source.path}"
+            )
+        else:
+            self.prompts = _prompts_of(self.model, name)
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            from sentence_transformers import MultiVectorEncoder
+
+            with quiet_loading():
+                self._model = MultiVectorEncoder(
+                    str(self.source.path), device=str(self._device.get()), local_files_only=True
+                )
+        return self._model
+
+    def identity_info(self) -> dict[str, Any]:
+        folder = self.source.path
+        return {
+            "family": "sentence-transformers",
+            "model": self.source.name,
+            "revision": self.source.revision,
+            "weights_sha256": self.source.weights_sha256,
+            "module_weights": _module_weights(folder),
+            "modules": {
+                "modules.json": [m.get("type") for m in _modules(folder)],
+                **folder_configs(folder, self.name),
+                **_stanford_metadata(folder, self.name),
+            },
+            "max_length": declared_max_length(folder, self.name),
+            "similarity_fn_name": self.similarity,
+        }
+
+
+class MultiVectorEncoderObject(MultiVectorSentenceTransformer):
+    """A ``MultiVectorEncoder`` in memory: its weights as they are now are its identity, and it encodes
+    in eval mode and is handed back in the mode it was in (a model being trained is evaluated in place)."""
+
+    def __init__(self, name: str, model: Any, batch_size: int = BATCH_SIZE, device: str | None = None) -> None:
+        super().__init__(name, batch_size, device or str(model.device))
+        self._model = model if device is None else model.to(device)
+        self.source = HeldSource.of(
+            model, name, described_by=getattr(model[0], "auto_model", model), unused=_poolers(model)
+        )
+        self.prompts = _prompts_of(model, name)
+        self._similarity_settings(model.similarity_fn_name)
+
+    @property
+    def model(self) -> Any:
+        return self._model
+
+    def identity_info(self) -> dict[str, Any]:
+        return {
+            "family": "sentence-transformers-object",
+            "model": self.source.name,
+            "weights_sha256": self.source.weights_sha256,
+            # the dense in-memory encoder's record of a model's modules (it reads only ``self._model``)
+            "modules": SentenceTransformerObjectEncoder._module_configs(cast(SentenceTransformerObjectEncoder, self)),
+            "max_length": self._model.max_seq_length,
+            "similarity_fn_name": self.similarity,
+        }
+
+
+def _set(prompts: Any) -> Any:
+    """A model's named prompts without those set to None (``MultiVectorEncoder``'s defaults, which
+    it applies as no prompt)."""
+    return {k: v for k, v in prompts.items() if v is not None} if isinstance(prompts, dict) else prompts
+
+
+def _prompts_of(model: Any, name: str) -> Any:
+    """The prompts a loaded ``MultiVectorEncoder`` applies by role."""
+    return prompts_by_role(_set(dict(model.prompts or {})), model.default_prompt_name, False, name)
+
+
+def _modules(folder: Path) -> list[dict[str, Any]]:
+    """``modules.json``: each module's class and folder, in order (none for a Stanford checkpoint)."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [m for m in modules if isinstance(m, dict)] if isinstance(modules, list) else []
+
+
+def _module_weights(folder: Path) -> dict[str, str]:
+    """The sha256 of each module's own weights (a projection's ``Dense``), by module folder: the
+    transformer's, in the model's folder, are ``weights_sha256``."""
+    paths = [str(m["path"]) for m in _modules(folder) if m.get("path")]
+    held = [p for p in paths if any((folder / p / w).is_file() for w in WEIGHT_FILES)]
+    return {p: weights_fingerprint(str(folder / p)) for p in held}
+
+
+def _stanford_metadata(folder: Path, name: str) -> dict[str, Any]:
+    """A Stanford ColBERT checkpoint's ``artifact.metadata`` (its query and document lengths, the
+    punctuation it masks, its markers), which sentence-transformers reads when it loads one."""
+    metadata = _read_json(folder / "artifact.metadata", name)
+    return {"artifact.metadata": metadata} if metadata else {}
+
+
+def _poolers(model: Any) -> tuple[str, ...]:
+    """The weight prefixes of the Transformer modules' poolers: a multi-vector model passes the token
+    states on, so a pooler's weights (random where the checkpoint has none) never reach an output."""
+    return tuple(
+        f"{i}.{path}."
+        for i, module in enumerate(model)
+        if type(module).__name__ == "Transformer"
+        for path, _ in module.named_modules()
+        if path.rsplit(".", 1)[-1] == "pooler"
+    )
+
+
+def build(name: str, spec: Params, context: BuildContext, source: ModelSource) -> MultiVectorEncoderFolder:
+    """``st:<folder>`` of a ``MultiVectorEncoder`` (``encoders.sbert.build``, which resolved ``source``)."""
+    precision, backend = spec.get("precision", "fp32"), spec.get("backend")
+    if precision != "fp32" or backend not in BACKENDS:
+        raise InvalidInputError(
+            f"encoder {name!r}: a multi-vector encoder runs through sentence-transformers' MultiVectorEncoder.encode "
+            "in fp32; precision= and backend= choose the dense inference engine, so leave them out"
+        )
+    sizes: dict[str, Any] = {**context.sizes(), **{k: spec[k] for k in ("batch_size", "device") if k in spec}}
+    return MultiVectorEncoderFolder(name, source, **sizes)
+
+
+def from_object(
+    model: Any, name: str, batch_size: int | None = None, device: str | None = None
+) -> MultiVectorEncoderObject:
+    """A ``MultiVectorEncoder`` object given to ``benchharness.evaluate``."""
+    return MultiVectorEncoderObject(name, model, batch_size or BATCH_SIZE, device)
