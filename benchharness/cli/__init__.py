@@ -61,6 +61,8 @@ COMMANDS: dict[str, ModuleType] = {
 }
 #: commands whose sub-commands come from plugins that import torch: built only when named
 PLUGIN_COMMANDS = ("train", "tune")
+#: the exit status of a command stopped by Ctrl-C, as the shell reports one (128 + SIGINT)
+INTERRUPTED = 130
 
 
 def build_parser(expand: str | None = None) -> argparse.ArgumentParser:
@@ -122,6 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"benchharness: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        # any command: results and runs are written whole, one at a time, so what was stored stays;
+        # an interrupted training says itself what its folder keeps (training.resume.Interrupted)
+        said = str(exc) or (
+            "interrupted; what was stored before is kept (each result, each finished run, the last "
+            "checkpoint); rerun the same command to compute the rest"
+        )
+        print(f"benchharness: {said}", file=sys.stderr)
+        return INTERRUPTED
     except OSError as exc:
         if exc.filename is None:  # not about a path the user controls: keep the traceback
             raise
