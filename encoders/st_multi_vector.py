@@ -66,7 +66,7 @@ class MultiVectorSentenceTransformer(MultiVectorModel):
     def model(self) -> Any:
         """The ``MultiVectorEncoder``."""
 
-    def _similarity_settings(self, value: Any) -> None:
+    def _set_similarity(self, value: Any) -> None:
         """The model's similarity, refused in one line when MaxSim's view does not compute it."""
         similarity = MAXSIM if value is None else str(value)
         if similarity not in SIMILARITIES:
@@ -115,7 +115,7 @@ class MultiVectorEncoderFolder(MultiVectorSentenceTransformer):
         self.source = source
         refuse_missing_tokenizer(transformer_folder(source.path), name)
         settings = _read_json(source.path / "config_sentence_transformers.json", name)
-        self._similarity_settings(settings.get("similarity_fn_name"))
+        self._set_similarity(settings.get("similarity_fn_name"))
         if settings.get("model_type") == "MultiVectorEncoder":
             self.prompts = prompts_by_role(
                 _set(settings.get("prompts")), settings.get("default_prompt_name"), False, f"{name}: {source.path}"
@@ -163,7 +163,7 @@ class MultiVectorEncoderObject(MultiVectorSentenceTransformer):
             model, name, described_by=getattr(model[0], "auto_model", model), unused=_poolers(model)
         )
         self.prompts = _prompts_of(model, name)
-        self._similarity_settings(model.similarity_fn_name)
+        self._set_similarity(model.similarity_fn_name)
 
     @property
     def model(self) -> Any:

@@ -92,6 +92,26 @@ def test_a_spec_prompt_and_a_task_instruction_replace_the_models_own(colbert, re
         np.testing.assert_allclose(got, w, atol=1e-5)
 
 
+def test_an_older_formats_prompts_are_those_sentence_transformers_composes(colbert, tmp_path):
+    """A PyLate save keeps its markers as ``query_prefix``/``document_prefix`` beside no prompts: the
+    folder is loaded to read the prompts sentence-transformers makes of them, and encodes as it does."""
+    from sentence_transformers import MultiVectorEncoder
+
+    folder = tmp_path / "pylate"
+    shutil.copytree(colbert, folder)
+    config = json.loads((folder / "config_sentence_transformers.json").read_text())
+    del config["prompts"]
+    config.update(model_type="ColBERT", query_prefix="[unused0]", document_prefix="[unused1]")
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(config))
+    encoder = built(f"st:{folder}")
+    assert (encoder.prompts.query, encoder.prompts.document) == ("[unused0]", "[unused1]")
+    reference = MultiVectorEncoder(str(folder), local_files_only=True, device="cpu")
+    for got, want in zip(
+        encoder.encode_tokens(DOCUMENTS, DOCUMENT), reference.encode_document(DOCUMENTS, convert_to_numpy=True)
+    ):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
 def test_the_identity_pins_the_projection_weights_and_the_similarity(colbert, tmp_path):
     from safetensors.torch import load_file, save_file
 
