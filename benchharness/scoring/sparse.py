@@ -17,10 +17,11 @@ the view scored: ``query_active_dims``, ``query_sparsity_ratio``, ``corpus_activ
 ``corpus_sparsity_ratio`` and ``avg_flops`` as ``SparseInformationRetrievalEvaluator`` computes them
 (the mean count of active terms per row; one minus its share of the vocabulary; the dot product of
 the query side's and the corpus side's mean "is this term active" vectors, the expected number of
-multiplications a query costs per document); for a symmetric task (STS) ``active_dims`` and
-``sparsity_ratio`` of every text scored, as ``SparseEmbeddingSimilarityEvaluator``'s; and, after a
-search, the bytes of the corpus as one CSR matrix (``index_bytes``: values, column indices and row
-pointers) and ``bytes_per_document``.
+multiplications a query costs per document); for a reranking task's pairs, each query once however
+many candidates it is paired with, as ``SparseRerankingEvaluator`` counts it; for a symmetric task
+(STS) ``active_dims`` and ``sparsity_ratio`` of every text scored, as
+``SparseEmbeddingSimilarityEvaluator``'s; and, after a search, the bytes of the corpus as one CSR
+matrix (``index_bytes``: values, column indices and row pointers) and ``bytes_per_document``.
 """
 
 from __future__ import annotations
@@ -86,9 +87,10 @@ class SparseView(View):
         self._width = 0
         self._index: tuple[int, int] | None = None  # (bytes, documents) of the last corpus searched
 
-    def rows(self, sentences: Sequence[str], role: Role) -> Any:
-        """The CSR rows of ``sentences`` for ``role``, float32 without stored zeros, counted in the
-        facts, and unit-length when the similarity is cosine (a zero row stays zero)."""
+    def rows(self, sentences: Sequence[str], role: Role, counted: np.ndarray | None = None) -> Any:
+        """The CSR rows of ``sentences`` for ``role``, float32 without stored zeros, and unit-length
+        when the similarity is cosine (a zero row stays zero); the facts count them all, or the rows
+        at the positions ``counted``."""
         import scipy.sparse as sp
 
         matrix = sp.csr_matrix(self._encode(list(sentences), role), dtype=np.float32)
@@ -99,7 +101,7 @@ class SparseView(View):
         matrix.eliminate_zeros()
         matrix.sort_indices()
         self._width = max(self._width, matrix.shape[1])
-        self._sides.setdefault(_side(role), _Side()).add(matrix)
+        self._sides.setdefault(_side(role), _Side()).add(matrix if counted is None else matrix[counted])
         if self.similarity == "cosine":
             norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1), dtype=np.float64).ravel())
             matrix = sp.csr_matrix(sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ matrix, dtype=np.float32)
@@ -110,7 +112,11 @@ class SparseView(View):
     ) -> np.ndarray:
         if len(left) != len(right):
             raise InvalidInputError(f"{len(left)} left texts and {len(right)} right texts: pairs need one of each")
-        a, b = self.rows(left, roles[0]), self.rows(right, roles[1])
+        # a query paired with each of its candidates (reranking) is counted once, as sentence-transformers'
+        # reranking evaluators encode a sample's query once; a symmetric task's texts as they are listed
+        queries = roles[0].name == "query"
+        a = self.rows(left, roles[0], _runs(left) if queries else None)
+        b = self.rows(right, roles[1])
         return np.asarray(a.multiply(b).sum(axis=1, dtype=np.float64)).ravel()
 
     def search(
@@ -172,6 +178,11 @@ def _side(role: Role) -> str:
     """The name sentence-transformers gives the side a role is on: queries, the corpus, or ""
     for the texts of a symmetric task."""
     return {"query": "query", "document": "corpus"}.get(role.name or "", "")
+
+
+def _runs(texts: Sequence[str]) -> np.ndarray:
+    """The positions where a run of equal consecutive texts starts."""
+    return np.array([i for i, text in enumerate(texts) if i == 0 or text != texts[i - 1]], dtype=np.intp)
 
 
 def _block_best(scores: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:

@@ -182,3 +182,17 @@ def test_stored_zeros_are_not_active_and_bad_rows_are_refused():
         SparseView(lambda s, r: sp.csr_matrix(np.full((len(s), 3), np.nan))).pairs(["a"], ["b"])
     with pytest.raises(InvalidInputError, match="'manhattan' is not computed here"):
         SparseView(with_zeros, similarity="manhattan")
+
+
+def test_a_reranking_task_counts_each_query_once_and_every_candidate():
+    """As ``SparseRerankingEvaluator``: a sample's query encoded once, its candidates each."""
+    rng = np.random.default_rng(19)
+    queries, docs = _random_rows(rng, 3, terms=8), _random_rows(rng, 7, terms=8)
+    candidates = [[0, 1, 2], [3], [4, 5, 6]]
+    left = [f"q{q}" for q, cands in enumerate(candidates) for _ in cands]
+    right = [f"d{d}" for cands in candidates for d in cands]
+    view = _view(queries, docs)
+    view.pairs(left, right, (QUERY, DOCUMENT))
+    facts = view.facts()
+    assert facts["query_active_dims"] == pytest.approx((queries != 0).sum(axis=1).mean())
+    assert facts["corpus_active_dims"] == pytest.approx((docs != 0).sum(axis=1).mean())
