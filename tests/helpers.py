@@ -87,9 +87,12 @@ def make_tiny_bert(folder: Path, seed: int = 0, layers: int = 2, hidden: int = 3
     return folder
 
 
-def make_cross_encoder(folder: Path, seed: int = 0, layout: str = "st", labels: int = 1, **settings) -> Path:
-    """A cross-encoder of paraphrase-MiniLM-L3-v2's encoder with a head seeded by ``seed`` (its pooler
-    and classifier, normal with std 0.2, so that scores spread and rarely tie), saved to ``folder``:
+def make_cross_encoder(
+    folder: Path, seed: int = 0, layout: str = "st", labels: int = 1, base: Path | None = None, **settings
+) -> Path:
+    """A cross-encoder of paraphrase-MiniLM-L3-v2's encoder (or of the BERT in ``base``, such as
+    ``make_tiny_bert``'s) with a head seeded by ``seed`` (its pooler and classifier, normal with std
+    0.2, so that scores spread and rarely tie), saved to ``folder``:
     ``layout="st"`` as ``CrossEncoder.save`` writes it (modules.json, ``model_type: CrossEncoder``;
     ``settings`` go to ``CrossEncoder``: max_length, activation_fn, prompts...), ``"hub"`` as the
     hub's older cross-encoders are (cross-encoder/ms-marco-MiniLM-L6-v2: a transformers
@@ -100,7 +103,7 @@ def make_cross_encoder(folder: Path, seed: int = 0, layout: str = "st", labels: 
 
     from benchharness.encoders.checkpoint import quiet_loading
 
-    snapshot = snapshot_download(MINILM_L3, local_files_only=True)
+    snapshot = str(base) if base is not None else snapshot_download(MINILM_L3, local_files_only=True)
     hub = folder if layout == "hub" else folder.with_name(folder.name + "-hub")
     with quiet_loading():  # the head is missing from the checkpoint: that is the point
         model = BertForSequenceClassification.from_pretrained(snapshot, num_labels=labels)
