@@ -215,6 +215,7 @@ class MultiVectorView(View):
             counts.document_tokens += len(block.vectors)
             if n:
                 best_s, best_i = self._merge_block(query_tokens, block, start, k, exclude, best_s, best_i)
+            del block  # dropped before the next block is encoded
             start = stop
         self._counts = counts
         if best_s.shape[1] < k:

@@ -183,6 +183,27 @@ def test_blocks_keep_to_the_memory_bound():
     assert facts["bytes_per_document"] == 4 * 10 * DIM and facts["index_bytes"] == 1000 * 4 * 10 * DIM
 
 
+def test_a_search_holds_no_more_than_the_bound_whatever_the_corpus():
+    """What a search allocates (numpy reports its buffers to tracemalloc) beside the model's own
+    outputs: under a 2 MiB bound for a corpus whose token vectors take 20 MiB, at most the bound; in
+    one block, the corpus twice over (its matrices and their stacking)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(7)
+    dim, tokens, n_docs = 64, 20, 4000
+    table = {("query", f"q{i}"): rng.standard_normal((8, dim)).astype(np.float32) for i in range(20)}
+    table |= {("document", f"d{i}"): rng.standard_normal((tokens, dim)).astype(np.float32) for i in range(n_docs)}
+    corpus_mib = n_docs * tokens * dim * 4 / MIB
+    peaks = {}
+    for memory in (2.0, 4 * corpus_mib):
+        view = MultiVectorView(FakeModel(table), memory_mib=memory)
+        tracemalloc.start()
+        view.search([f"q{i}" for i in range(20)], [f"d{i}" for i in range(n_docs)], 10)
+        peaks[memory] = tracemalloc.get_traced_memory()[1] / MIB
+        tracemalloc.stop()
+    assert corpus_mib > 19 and peaks[2.0] < 2.0 < corpus_mib < peaks[4 * corpus_mib]
+
+
 def test_facts_are_the_means_over_the_corpus():
     rng = np.random.default_rng(5)
     queries, docs, table = corpus_model(rng, n_docs=50)
