@@ -89,7 +89,7 @@ class SparseSentenceTransformer(SparseModel):
         self._width = int(embeddings.shape[1])
         coo = embeddings.coalesce()
         rows, columns = coo.indices().numpy()
-        values = coo.values().to("cpu").numpy().astype(np.float32)
+        values = coo.values().numpy().astype(np.float32)  # on the CPU: save_to_cpu
         matrix = sp.csr_matrix((values, (rows, columns)), shape=tuple(coo.shape), dtype=np.float32)
         matrix.eliminate_zeros()
         return matrix
