@@ -196,3 +196,42 @@ def test_a_reranking_task_counts_each_query_once_and_every_candidate():
     facts = view.facts()
     assert facts["query_active_dims"] == pytest.approx((queries != 0).sum(axis=1).mean())
     assert facts["corpus_active_dims"] == pytest.approx((docs != 0).sum(axis=1).mean())
+
+
+def test_a_search_holds_one_block_of_the_corpus_never_the_whole():
+    """Documents of 50 active terms in a 30,000-term vocabulary, searched 1,000 a block: the search's
+    peak allocations (the encoding of a block included) are the same for 5,000 documents and for
+    20,000 (7.6 MiB as CSR, 2.2 GiB dense), and under half the larger corpus."""
+    import tracemalloc
+
+    width, terms = 30_000, 50
+
+    def encode(sentences, role):
+        rows = []
+        for text in sentences:
+            rng = np.random.default_rng(int(text[1:]) + (0 if text[0] == "d" else 10**6))
+            rows.append((rng.choice(width, size=terms, replace=False), rng.random(terms, dtype=np.float32)))
+        indices = np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, np.int64)
+        data = np.concatenate([v for _, v in rows]) if rows else np.zeros(0, np.float32)
+        return sp.csr_matrix((data, indices, np.arange(len(rows) + 1) * terms), shape=(len(rows), width))
+
+    def peak_of(documents: int) -> tuple[int, tuple[np.ndarray, np.ndarray]]:
+        view = SparseView(encode, doc_block=1_000, memory_mib=1.0)
+        queries, corpus = _texts("q", 10), _texts("d", documents)  # the texts are the caller's
+        tracemalloc.start()
+        try:
+            found = view.search(queries, corpus, 5)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert view.facts()["index_bytes"] == 8 * terms * documents + 4 * (documents + 1)
+        return peak, found
+
+    small, _ = peak_of(5_000)
+    large, (scores, ids) = peak_of(20_000)
+    corpus_bytes = 8 * terms * 20_000
+    assert abs(large - small) < 2**19 and large < corpus_bytes / 2, (small, large)
+    # and the lists are the exact ones, block by block as a whole
+    whole = SparseView(encode, doc_block=20_000).search(_texts("q", 10), _texts("d", 20_000), 5)
+    np.testing.assert_array_equal(ids, whole[1])
+    np.testing.assert_array_equal(scores, whole[0])
