@@ -8,7 +8,8 @@ sentences as the corpus, gold >= 4 relevant), against the evaluator on the same 
 The two protocols are made to coincide where they could differ:
 
 - ties: the evaluator orders tied scores by corpus id as text, benchharness by corpus order; the
-  evaluator's ids are the documents' positions written with six digits, so the two orders are one;
+  evaluator's ids are the documents' positions written with seven digits (``evaluator_inputs`` of
+  ``benchmarks/beir_versus_st.py``, which the benchmark uses too), so the two orders are one;
 - cutoffs: the evaluator keeps each query's best ``max_k`` = 100 documents, as the task does (its
   depth for MAP@100 and recall@100); it is asked for nDCG@10, MRR@10, MAP@100 and recall@100;
 - relevance: every judgement is 1, so the evaluator's binary nDCG is pytrec_eval's graded one, and
@@ -35,12 +36,11 @@ from benchharness.core.data_root import DataRoot
 from benchharness.tasks.files import declarations
 from benchharness.tasks.files.declarations import register_file_task
 from benchmarks.beir_stsb import write_stsb_beir
+from benchmarks.beir_versus_st import METRICS, evaluator_inputs
 from tests.helpers import DATA, MINILM_L3, needs_data
 from tests.multi_vector_helpers import make_colbert
 
 PAIRS = 200
-#: the metrics compared, named alike by the evaluator (after its similarity's prefix) and the task
-METRICS = ("ndcg@10", "mrr@10", "map@100", "recall@100")
 
 
 @needs_data("senteval/STS/STSBenchmark/sts-test.csv")
@@ -64,18 +64,7 @@ def test_beir_retrieval_equals_multi_vector_information_retrieval_evaluator(tmp_
     task = tasks.get("beir-stsb-subset")
     task.load(DataRoot(DATA))
     data = task.data
-    evaluator = MultiVectorInformationRetrievalEvaluator(
-        queries={f"q{i:06d}": text for i, text in enumerate(data.queries)},
-        corpus={f"{i:06d}": text for i, text in enumerate(data.documents)},
-        relevant_docs={f"q{i:06d}": {f"{j:06d}" for j in rel} for i, rel in enumerate(data.relevant)},
-        mrr_at_k=[10],
-        ndcg_at_k=[10],
-        map_at_k=[100],
-        precision_recall_at_k=[100],
-        accuracy_at_k=[1],
-        batch_size=32,
-        write_csv=False,
-    )
+    evaluator = MultiVectorInformationRetrievalEvaluator(**evaluator_inputs(data))
     reference = evaluator(MultiVectorEncoder(str(folder), local_files_only=True, device="cpu"))
     assert max(len(rel) for rel in data.relevant) <= 100
     assert {v for rel in data.relevant for v in rel.values()} == {1}
