@@ -31,7 +31,7 @@ from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE
 from benchharness.encoders.sbert import SentenceTransformerEncoder, prompts_by_role
 from benchharness.encoders.transformer import TransformerEncoder
-from benchharness.scoring.pair_view import as_scores
+from benchharness.scoring.pair_view import PAIR_SCORE, as_scores
 
 if TYPE_CHECKING:
     import torch
@@ -283,6 +283,7 @@ class PairCallable(_GivenIdentity, PairModel):
     and the scores come back in the order given; pinned by ``identity``."""
 
     family = "pair-callable"
+    similarity = PAIR_SCORE
 
     def __init__(
         self,

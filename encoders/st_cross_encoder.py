@@ -38,7 +38,7 @@ from benchharness.encoders.checkpoint import quiet_loading, weights_file
 from benchharness.encoders.hub import ModelSource
 from benchharness.encoders.in_memory import HeldSource, evaluating
 from benchharness.encoders.tokenizer_files import sentence_transformer_tokenizer_folder
-from benchharness.scoring.pair_view import as_scores
+from benchharness.scoring.pair_view import PAIR_SCORE, as_scores
 
 #: what ``CrossEncoder`` applies to a one-label model's logit, and to a model of several labels, when
 #: its configuration names no activation (``CrossEncoder.get_default_activation_fn``)
@@ -146,6 +146,8 @@ def one_label(labels: int, name: str) -> None:
 
 class CrossEncoderModel(PairModel):
     """What both ways of holding a ``CrossEncoder`` share: scoring pairs with ``predict``."""
+
+    similarity = PAIR_SCORE
 
     def __init__(self, name: str, batch_size: int) -> None:
         super().__init__(name)

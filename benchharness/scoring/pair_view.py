@@ -23,6 +23,8 @@ from benchharness.core.prompts import DEFAULT, DOCUMENT, NO_PROMPTS, QUERY, Prom
 
 #: pairs of texts, in the order their scores come back
 Pairs = Sequence[tuple[str, str]]
+#: how a cross-encoder compares two texts, for results' protocols and its metadata
+PAIR_SCORE = "the model's pair score"
 
 
 def as_scores(value: Any, n: int, name: str) -> np.ndarray:

@@ -23,7 +23,7 @@ from benchharness.core.prompts import DEFAULT
 from benchharness.evaluation.cache import CachingEncoder
 from benchharness.evaluation.kinds.outputs import Outputs
 from benchharness.evaluation.row_codecs import DENSE_ROWS
-from benchharness.scoring.pair_view import PairView
+from benchharness.scoring.pair_view import PAIR_SCORE, PairView
 
 
 def pair_key(left: str, right: str) -> str:
@@ -69,6 +69,6 @@ KIND = ModelKind(
     title="a cross-encoder",
     offers=frozenset({PAIRS}),
     gives="a score for each text pair, read together",
-    similarity="the model's pair score",
+    similarity=PAIR_SCORE,
     open_view=open_view,
 )

@@ -166,3 +166,11 @@ def test_a_crossencoder_object_is_scored_as_one_and_left_in_its_mode(folders):
     assert encoder.identity != before  # the weights it holds now, hashed again outside an evaluation call
     with pytest.raises(InvalidInputError, match="identity= pins a plain callable; a CrossEncoder has an identity"):
         benchharness.as_encoder(model, identity="mine")
+
+
+def test_a_rerun_reads_the_cached_scores_and_loads_no_model(folders, tmp_path, monkeypatch):
+    [first] = benchharness.evaluate(f"st:{folders['st']}", "SICKRelatedness-trial", cache_dir=tmp_path, intervals=False)
+    monkeypatch.setattr(CrossEncoderFolder, "model", property(lambda self: pytest.fail("the model was loaded")))
+    [again] = benchharness.evaluate(f"st:{folders['st']}", "SICKRelatedness-trial", cache_dir=tmp_path, intervals=False)
+    assert again.main_score == first.main_score and again.metrics["pairs_scored"] == 500
+    assert again.encoder_metadata["similarity"] == "the model's pair score"
