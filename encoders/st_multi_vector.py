@@ -87,7 +87,7 @@ class MultiVectorSentenceTransformer(MultiVectorModel):
         with evaluating(model):
             matrices = method(
                 list(sentences),
-                prompt=self.prompts.for_role(role) or None,
+                prompt=self.prompts.for_role(role),  # "" applies none, as a prompt set to nothing
                 batch_size=self.batch_size,
                 show_progress_bar=shown(),
                 convert_to_numpy=True,
@@ -117,9 +117,9 @@ class MultiVectorEncoderFolder(MultiVectorSentenceTransformer):
         settings = _read_json(source.path / "config_sentence_transformers.json", name)
         self._set_similarity(settings.get("similarity_fn_name"))
         if settings.get("model_type") == "MultiVectorEncoder":
-            self.prompts = prompts_by_role(
-                _set(settings.get("prompts")), settings.get("default_prompt_name"), False, f"{name}: {source.path}"
-            )
+            where = f"{name}: {source.path}"
+            named = _named_prompts(settings.get("prompts"))
+            self.prompts = prompts_by_role(named, settings.get("default_prompt_name"), False, where)
         else:
             self.prompts = _prompts_of(self.model, name)
 
@@ -181,7 +181,7 @@ class MultiVectorEncoderObject(MultiVectorSentenceTransformer):
         }
 
 
-def _set(prompts: Any) -> Any:
+def _named_prompts(prompts: Any) -> Any:
     """A model's named prompts without those set to None (``MultiVectorEncoder``'s defaults, which
     it applies as no prompt)."""
     return {k: v for k, v in prompts.items() if v is not None} if isinstance(prompts, dict) else prompts
@@ -189,7 +189,7 @@ def _set(prompts: Any) -> Any:
 
 def _prompts_of(model: Any, name: str) -> Any:
     """The prompts a loaded ``MultiVectorEncoder`` applies by role."""
-    return prompts_by_role(_set(dict(model.prompts or {})), model.default_prompt_name, False, name)
+    return prompts_by_role(_named_prompts(dict(model.prompts or {})), model.default_prompt_name, False, name)
 
 
 def _modules(folder: Path) -> list[dict[str, Any]]:

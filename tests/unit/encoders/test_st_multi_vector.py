@@ -80,11 +80,15 @@ def test_each_role_is_encoded_by_the_models_own_method(colbert, reference):
     assert [len(m) for m in expected[DOCUMENT]] == [len(m) + 1 for m in expected[DEFAULT]]
 
 
-def test_a_spec_prompt_and_a_task_instruction_replace_the_models_own(colbert, reference):
+def test_a_spec_prompt_an_empty_one_and_a_task_instruction_replace_the_models_own(colbert, reference):
     encoder = built(f"st:{colbert}?query_prompt=search: ")
     assert encoder.identity != built(f"st:{colbert}").identity
     want = reference.encode_query(QUERIES, prompt="search: ", convert_to_numpy=True)
     for got, w in zip(encoder.encode_tokens(QUERIES, QUERY), want):
+        np.testing.assert_allclose(got, w, atol=1e-5)
+    unprompted = built(f"st:{colbert}?query_prompt=")
+    want = reference.encode_query(QUERIES, prompt="", convert_to_numpy=True)
+    for got, w in zip(unprompted.encode_tokens(QUERIES, QUERY), want):
         np.testing.assert_allclose(got, w, atol=1e-5)
     instructed = Role("query", instruction="Find the answer")
     want = reference.encode_query(QUERIES, prompt="Find the answer", convert_to_numpy=True)
