@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from abc import abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,13 @@ def default_prompts(prompts: Any, default_name: str | None, where: str) -> Promp
     return Prompts(default=check_prompt(where, f"prompt {default_name!r}", prompts[default_name]) or None)
 
 
+def sequence_classifier(config: dict[str, Any]) -> bool:
+    """Whether a transformers config declares a sequence classifier (a head read through its pooler)."""
+    return any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures") or [])
+
+
 def one_label(labels: int, name: str) -> None:
+    """Refuse a model of several labels: a classifier's outputs are no single score of a pair."""
     if labels != 1:
         raise InvalidInputError(
             f"{name} is a cross-encoder with {labels} labels (a classifier, such as an NLI model), which gives no "
@@ -156,9 +163,9 @@ class CrossEncoderModel(PairModel):
         self.batch_size = int(batch_size)
 
     @property
+    @abstractmethod
     def model(self) -> Any:
         """The ``CrossEncoder``."""
-        raise NotImplementedError
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """``CrossEncoder.predict`` on the pairs as given (the view put any prompt in front of their
@@ -200,7 +207,7 @@ class CrossEncoderFolder(CrossEncoderModel):
         self._device = DeviceChoice(device)
         self._model: Any = None
         transformer = _read_json(transformer_folder(source.path) / "config.json", name)
-        if any(str(a).endswith("ForSequenceClassification") for a in transformer.get("architectures") or []):
+        if sequence_classifier(transformer):
             one_label(declared_labels(transformer), name)
         settings = _read_json(source.path / "config_sentence_transformers.json", name)
         self.prompts = default_prompts(
@@ -245,8 +252,7 @@ def _refuse_random_head(folder: Path, name: str) -> None:
     """Refuse a sequence-classification checkpoint that lacks weights its model reads (a base model's
     folder whose config names a classifier it never trained): transformers would make them up at
     random, and ``CrossEncoder`` only logs it. The weights are loaded once more, briefly, to ask."""
-    config = _read_json(folder / "config.json", name)
-    if not any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures") or []):
+    if not sequence_classifier(_read_json(folder / "config.json", name)):
         return
     from transformers import AutoModelForSequenceClassification
 
