@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchharness.core.devices import checked_batch_size
 from benchharness.core.encoder import Encoder, length_sorted_batches, scoped_fingerprint
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.kind_models import PairModel
@@ -30,6 +31,7 @@ from benchharness.encoders import hub
 from benchharness.encoders.huggingface import HFEncoder
 from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE
 from benchharness.encoders.sbert import SentenceTransformerEncoder, prompts_by_role
+from benchharness.encoders.st_folder import object_module_configs, unused_poolers
 from benchharness.encoders.transformer import TransformerEncoder
 from benchharness.scoring.pair_view import PAIR_SCORE, as_scores
 
@@ -129,16 +131,9 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
     ) -> None:
         TransformerEncoder.__init__(self, name, batch_size, device or str(model.device), precision, backend)
         self._model = model.to(self.device)
-        # sentence-transformers' Transformer module passes on token embeddings only: the model's
-        # pooler never reaches an output (and is random where the checkpoint has none)
-        unused = tuple(
-            f"{i}.{path}."
-            for i, m in enumerate(self._model)
-            if type(m).__name__ == "Transformer"
-            for path, _ in m.named_modules()
-            if path.rsplit(".", 1)[-1] == "pooler"
+        self.source = HeldSource.of(
+            self._model, name, described_by=model[0].auto_model, unused=unused_poolers(self._model)
         )
-        self.source = HeldSource.of(self._model, name, described_by=model[0].auto_model, unused=unused)
         self.prompts = prompts_by_role(
             getattr(model, "prompts", None) or {},
             getattr(model, "default_prompt_name", None),
@@ -147,13 +142,7 @@ class SentenceTransformerObjectEncoder(_HeldModel, SentenceTransformerEncoder):
         )
 
     def _module_configs(self) -> dict[str, Any]:
-        """Each module's class and configuration (pooling mode, normalisation, max sequence length)."""
-        configs: dict[str, Any] = {"modules": [f"{type(m).__module__}.{type(m).__name__}" for m in self._model]}
-        for index, module in enumerate(self._model):
-            get = getattr(module, "get_config_dict", None)
-            if get is not None:
-                configs[f"{index}/config"] = get()
-        return configs
+        return object_module_configs(self._model)
 
     def identity_info(self) -> dict[str, Any]:
         return {
@@ -252,7 +241,7 @@ class CallableEncoder(_GivenIdentity, Encoder):
         self, name: str, fn: Callable[[list[str]], Any], batch_size: int = 64, identity: str | None = None
     ) -> None:
         super().__init__(name)
-        self.fn, self.batch_size, self.given_identity = fn, int(batch_size), identity
+        self.fn, self.batch_size, self.given_identity = fn, checked_batch_size(name, batch_size), identity
         #: the width of the vectors returned so far (every batch must return the same)
         self._width: int | None = None
 
@@ -293,9 +282,7 @@ class PairCallable(_GivenIdentity, PairModel):
         identity: str | None = None,
     ) -> None:
         super().__init__(name)
-        if int(batch_size) < 1:
-            raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
-        self.fn, self.batch_size, self.given_identity = fn, int(batch_size), identity
+        self.fn, self.batch_size, self.given_identity = fn, checked_batch_size(name, batch_size), identity
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         scores = np.zeros(len(pairs))

@@ -22,6 +22,7 @@ from benchharness.encoders import hub as hub_files
 from benchharness.encoders.backends import REFERENCE, changes_outputs
 from benchharness.encoders.checkpoint import load_complete, quiet_loading
 from benchharness.encoders.model_type import declared_kind
+from benchharness.encoders.st_folder import module_weights
 from benchharness.encoders.tokenizer_files import declared_token, sentence_transformer_tokenizer_folder
 from benchharness.encoders.transformer import TransformerEncoder
 
@@ -190,6 +191,11 @@ class SentenceTransformerEncoder(TransformerEncoder):
             "weights_sha256": self.source.weights_sha256,
             "modules": self._module_configs(),
         }
+        # a module's own weights (a projection's Dense after the pooling) decide the vectors as much as
+        # the transformer's; recorded where there are any, so models without them keep their identity
+        held = module_weights(self.source.path)
+        if held:
+            info["module_weights"] = held
         # only when they move vectors, so that fp32 eager keeps the reference path's identity
         if self.precision != "fp32":
             info["precision"] = self.precision

@@ -20,7 +20,6 @@ single score for a pair and is refused when it is built.
 from __future__ import annotations
 
 import inspect
-import json
 from abc import abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,55 +27,28 @@ from typing import Any
 
 import numpy as np
 
-from benchharness.core.devices import DeviceChoice
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.kind_models import PairModel
 from benchharness.core.progress import shown
 from benchharness.core.prompts import Prompts, check_prompt
 from benchharness.core.specs import BuildContext, Params
-from benchharness.encoders.backends import REFERENCE
 from benchharness.encoders.checkpoint import quiet_loading, weights_file
 from benchharness.encoders.hub import ModelSource
 from benchharness.encoders.in_memory import HeldSource, evaluating
-from benchharness.encoders.tokenizer_files import sentence_transformer_tokenizer_folder
+from benchharness.encoders.st_folder import (
+    VERSION_KEYS,
+    LibraryModel,
+    folder_identity,
+    library_sizes,
+    object_module_configs,
+    read_config,
+    transformer_folder,
+)
 from benchharness.scoring.pair_view import PAIR_SCORE, as_scores
 
 #: what ``CrossEncoder`` applies to a one-label model's logit, and to a model of several labels, when
 #: its configuration names no activation (``CrossEncoder.get_default_activation_fn``)
 SIGMOID, IDENTITY = "torch.nn.modules.activation.Sigmoid", "torch.nn.modules.linear.Identity"
-#: keys of a configuration file that say which library versions wrote it, not how the model scores
-VERSION_KEYS = ("__version__", "transformers_version", "_name_or_path")
-#: the backends of ``st:`` that run a cross-encoder: ``CrossEncoder.predict`` itself, in PyTorch
-BACKENDS = (None, "eager", REFERENCE)
-
-
-def _read_json(path: Path, name: str) -> dict[str, Any]:
-    """A model configuration file, without the keys that only record versions; {} where absent."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(f"{name}: cannot read {path}: {exc}") from None
-    return {k: v for k, v in data.items() if k not in VERSION_KEYS} if isinstance(data, dict) else {}
-
-
-def transformer_folder(folder: Path) -> Path:
-    """The folder of the model's transformer: its ``modules.json`` Transformer module's, or the
-    folder itself (a hub checkpoint of the older layout is one transformers model)."""
-    return sentence_transformer_tokenizer_folder(folder) or folder
-
-
-def folder_configs(folder: Path, name: str) -> dict[str, Any]:
-    """Every configuration file that decides how a cross-encoder folder scores, by relative path:
-    ``modules.json`` and sentence-transformers' model configuration, then each module's
-    ``config.json`` and ``sentence_bert_config.json`` (the transformer's ``config.json`` holds its
-    architecture and ``num_labels``)."""
-    modules = json.loads((folder / "modules.json").read_text()) if (folder / "modules.json").is_file() else []
-    paths = dict.fromkeys([str(m.get("path", "")) for m in modules if isinstance(m, dict)] or [""])
-    files = ["modules.json", "config_sentence_transformers.json"]
-    files += [str(Path(p) / f) for p in paths for f in ("config.json", "sentence_bert_config.json")]
-    return {f: config for f in files if (config := _read_json(folder / f, name))}
 
 
 def declared_labels(config: dict[str, Any]) -> int:
@@ -91,9 +63,9 @@ def declared_activation(folder: Path, name: str) -> str:
     (``sentence_transformers.activation_fn``, or the older ``sbert_ce_default_activation_function``);
     a path outside ``torch.`` is not trusted (loading runs no remote code) and the default applies:
     sigmoid for one label, identity for several."""
-    transformer = _read_json(transformer_folder(folder) / "config.json", name)
+    transformer = read_config(transformer_folder(folder) / "config.json", name)
     declared = [
-        _read_json(folder / "config_sentence_transformers.json", name).get("activation_fn"),
+        read_config(folder / "config_sentence_transformers.json", name).get("activation_fn"),
         (transformer.get("sentence_transformers") or {}).get("activation_fn"),
         transformer.get("sbert_ce_default_activation_function"),
     ]
@@ -101,20 +73,6 @@ def declared_activation(folder: Path, name: str) -> str:
     if isinstance(chosen, str) and chosen.startswith("torch."):
         return chosen
     return SIGMOID if declared_labels(transformer) == 1 else IDENTITY
-
-
-def declared_max_length(folder: Path, name: str) -> int | None:
-    """The most tokens of a pair the model reads, as sentence-transformers' Transformer module
-    sets it: the module's ``max_seq_length`` where its configuration gives one, else the
-    tokenizer's ``model_max_length`` capped at the model's ``max_position_embeddings``."""
-    transformer = transformer_folder(folder)
-    module = _read_json(transformer / "sentence_bert_config.json", name)
-    if module.get("max_seq_length") is not None:
-        return int(module["max_seq_length"])
-    limit = _read_json(transformer / "tokenizer_config.json", name).get("model_max_length")
-    positions = _read_json(transformer / "config.json", name).get("max_position_embeddings")
-    bounds = [int(v) for v in (limit, positions) if isinstance(v, (int, float)) and 0 < v < 1e18]
-    return min(bounds) if bounds else None
 
 
 def activation_name(fn: Any) -> str:
@@ -151,16 +109,10 @@ def one_label(labels: int, name: str) -> None:
         )
 
 
-class CrossEncoderModel(PairModel):
+class CrossEncoderModel(LibraryModel, PairModel):
     """What both ways of holding a ``CrossEncoder`` share: scoring pairs with ``predict``."""
 
     similarity = PAIR_SCORE
-
-    def __init__(self, name: str, batch_size: int) -> None:
-        super().__init__(name)
-        if int(batch_size) < 1:
-            raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
-        self.batch_size = int(batch_size)
 
     @property
     @abstractmethod
@@ -188,28 +140,13 @@ class CrossEncoderFolder(CrossEncoderModel):
     """A cross-encoder folder (``st:``), loaded when it first scores: a rerun whose scores are all
     cached loads nothing."""
 
-    def __init__(
-        self,
-        name: str,
-        source: ModelSource,
-        batch_size: int = 64,
-        device: str | None = None,
-        precision: str = "fp32",
-        backend: str | None = None,
-    ) -> None:
-        super().__init__(name, batch_size)
-        if precision != "fp32" or backend not in BACKENDS:
-            raise InvalidInputError(
-                f"{name} is a cross-encoder, scored by CrossEncoder.predict in fp32 PyTorch; "
-                f"precision={precision} and backend={backend} apply to dense encoders only"
-            )
+    def __init__(self, name: str, source: ModelSource, batch_size: int = 64, device: str | None = None) -> None:
+        super().__init__(name, batch_size, device)
         self.source = source
-        self._device = DeviceChoice(device)
-        self._model: Any = None
-        transformer = _read_json(transformer_folder(source.path) / "config.json", name)
+        transformer = read_config(transformer_folder(source.path) / "config.json", name)
         if sequence_classifier(transformer):
             one_label(declared_labels(transformer), name)
-        settings = _read_json(source.path / "config_sentence_transformers.json", name)
+        settings = read_config(source.path / "config_sentence_transformers.json", name)
         self.prompts = default_prompts(
             settings.get("prompts") or {}, settings.get("default_prompt_name"), f"{name}: {source.path}"
         )
@@ -227,15 +164,9 @@ class CrossEncoderFolder(CrossEncoderModel):
         return self._model
 
     def identity_info(self) -> dict[str, Any]:
-        folder = self.source.path
         return {
-            "family": "sentence-transformers",
-            "model": self.source.name,
-            "revision": self.source.revision,
-            "weights_sha256": self.source.weights_sha256,
-            "modules": folder_configs(folder, self.name),
-            "activation_fn": declared_activation(folder, self.name),
-            "max_length": declared_max_length(folder, self.name),
+            **folder_identity(self.source, self.name),
+            "activation_fn": declared_activation(self.source.path, self.name),
         }
 
     @property
@@ -252,7 +183,7 @@ def _refuse_random_head(folder: Path, name: str) -> None:
     """Refuse a sequence-classification checkpoint that lacks weights its model reads (a base model's
     folder whose config names a classifier it never trained): transformers would make them up at
     random, and ``CrossEncoder`` only logs it. The weights are loaded once more, briefly, to ask."""
-    if not sequence_classifier(_read_json(folder / "config.json", name)):
+    if not sequence_classifier(read_config(folder / "config.json", name)):
         return
     from transformers import AutoModelForSequenceClassification
 
@@ -274,7 +205,7 @@ class CrossEncoderObject(CrossEncoderModel):
     identity pins the weights it holds now, as ``SentenceTransformerObjectEncoder``'s does."""
 
     def __init__(self, name: str, model: Any, batch_size: int = 64, device: str | None = None) -> None:
-        super().__init__(name, batch_size)
+        super().__init__(name, batch_size, device)
         one_label(model.num_labels, name)
         self._model = model if device is None else model.to(device)
         self.source = HeldSource.of(model, name, described_by=model.model)
@@ -287,16 +218,11 @@ class CrossEncoderObject(CrossEncoderModel):
     def identity_info(self) -> dict[str, Any]:
         model = self._model
         config = {k: v for k, v in model.model.config.to_dict().items() if k not in VERSION_KEYS}
-        modules = [f"{type(m).__module__}.{type(m).__name__}" for m in model]
         return {
             "family": "sentence-transformers-object",
             "model": self.source.name,
             "weights_sha256": self.source.weights_sha256,
-            "modules": {
-                "modules": modules,
-                "config.json": config,
-                **{f"{i}/config": m.get_config_dict() for i, m in enumerate(model) if hasattr(m, "get_config_dict")},
-            },
+            "modules": {**object_module_configs(model), "config.json": config},
             "activation_fn": activation_name(model.activation_fn),
             "max_length": model.max_seq_length,
         }
@@ -304,8 +230,7 @@ class CrossEncoderObject(CrossEncoderModel):
 
 def build(name: str, spec: Params, context: BuildContext, source: ModelSource) -> CrossEncoderFolder:
     """``st:<folder>`` of a cross-encoder (``encoders.sbert.build`` dispatches here on the folder's kind)."""
-    params = {**context.sizes(), **{k: v for k, v in spec.items() if k != "model"}}
-    return CrossEncoderFolder(name, source, **params)
+    return CrossEncoderFolder(name, source, **library_sizes(name, "a cross-encoder", spec, context))
 
 
 def from_object(model: Any, name: str, batch_size: int | None = None, device: str | None = None) -> CrossEncoderObject:

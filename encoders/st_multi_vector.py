@@ -18,48 +18,43 @@ and the similarity (``maxsim``, or ``meanmaxsim``: MaxSim divided by the query's
 
 from __future__ import annotations
 
-import json
 from abc import abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from benchharness.core.devices import DeviceChoice
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.kind_models import MultiVectorModel
 from benchharness.core.progress import shown
 from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.specs import BuildContext, Params
-from benchharness.encoders.backends import REFERENCE
 from benchharness.encoders.checkpoint import quiet_loading, refuse_missing_tokenizer
-from benchharness.encoders.hub import WEIGHT_FILES, ModelSource, weights_fingerprint
-from benchharness.encoders.in_memory import HeldSource, SentenceTransformerObjectEncoder, evaluating
+from benchharness.encoders.hub import ModelSource
+from benchharness.encoders.in_memory import HeldSource, evaluating
 from benchharness.encoders.sbert import prompts_by_role
-from benchharness.encoders.st_cross_encoder import _read_json, declared_max_length, folder_configs, transformer_folder
+from benchharness.encoders.st_folder import (
+    LibraryModel,
+    folder_identity,
+    library_sizes,
+    object_module_configs,
+    read_config,
+    transformer_folder,
+    unused_poolers,
+)
 
 #: sentence-transformers' own default batch size, and its multi-vector evaluators'
 BATCH_SIZE = 32
-#: the backends of ``st:`` that run a multi-vector encoder: ``MultiVectorEncoder.encode`` itself, in PyTorch
-BACKENDS = (None, "eager", REFERENCE)
 #: the similarities of ``MultiVectorEncoder`` (``similarity_fn_name``), and the one it defaults to
 SIMILARITIES = ("maxsim", "meanmaxsim")
 MAXSIM = "maxsim"
 
 
-class MultiVectorSentenceTransformer(MultiVectorModel):
+class MultiVectorSentenceTransformer(LibraryModel, MultiVectorModel):
     """A ``MultiVectorEncoder``; its subclasses say where it comes from (``model``) and what pins it."""
 
     role_aware = True
-
-    def __init__(self, name: str, batch_size: int = BATCH_SIZE, device: str | None = None) -> None:
-        super().__init__(name)
-        if int(batch_size) < 1:
-            raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
-        self.batch_size = int(batch_size)
-        self._device = DeviceChoice(device)
-        self._model: Any = None
 
     @property
     @abstractmethod
@@ -114,7 +109,7 @@ class MultiVectorEncoderFolder(MultiVectorSentenceTransformer):
         super().__init__(name, batch_size, device)
         self.source = source
         refuse_missing_tokenizer(transformer_folder(source.path), name)
-        settings = _read_json(source.path / "config_sentence_transformers.json", name)
+        settings = read_config(source.path / "config_sentence_transformers.json", name)
         self._set_similarity(settings.get("similarity_fn_name"))
         if settings.get("model_type") == "MultiVectorEncoder":
             where = f"{name}: {source.path}"
@@ -135,21 +130,9 @@ class MultiVectorEncoderFolder(MultiVectorSentenceTransformer):
         return self._model
 
     def identity_info(self) -> dict[str, Any]:
-        folder = self.source.path
-        return {
-            "family": "sentence-transformers",
-            "model": self.source.name,
-            "revision": self.source.revision,
-            "weights_sha256": self.source.weights_sha256,
-            "module_weights": _module_weights(folder),
-            "modules": {
-                "modules.json": [m.get("type") for m in _modules(folder)],
-                **folder_configs(folder, self.name),
-                **_stanford_metadata(folder, self.name),
-            },
-            "max_length": declared_max_length(folder, self.name),
-            "similarity_fn_name": self.similarity,
-        }
+        identity = folder_identity(self.source, self.name)
+        identity["modules"].update(_stanford_metadata(self.source.path, self.name))
+        return {**identity, "similarity_fn_name": self.similarity}
 
 
 class MultiVectorEncoderObject(MultiVectorSentenceTransformer):
@@ -160,7 +143,7 @@ class MultiVectorEncoderObject(MultiVectorSentenceTransformer):
         super().__init__(name, batch_size, device or str(model.device))
         self._model = model if device is None else model.to(device)
         self.source = HeldSource.of(
-            model, name, described_by=getattr(model[0], "auto_model", model), unused=_poolers(model)
+            model, name, described_by=getattr(model[0], "auto_model", model), unused=unused_poolers(model)
         )
         self.prompts = _prompts_of(model, name)
         self._set_similarity(model.similarity_fn_name)
@@ -174,8 +157,7 @@ class MultiVectorEncoderObject(MultiVectorSentenceTransformer):
             "family": "sentence-transformers-object",
             "model": self.source.name,
             "weights_sha256": self.source.weights_sha256,
-            # the dense in-memory encoder's record of a model's modules (it reads only ``self._model``)
-            "modules": SentenceTransformerObjectEncoder._module_configs(cast(SentenceTransformerObjectEncoder, self)),
+            "modules": object_module_configs(self._model),
             "max_length": self._model.max_seq_length,
             "similarity_fn_name": self.similarity,
         }
@@ -192,52 +174,16 @@ def _prompts_of(model: Any, name: str) -> Any:
     return prompts_by_role(_named_prompts(dict(model.prompts or {})), model.default_prompt_name, False, name)
 
 
-def _modules(folder: Path) -> list[dict[str, Any]]:
-    """``modules.json``: each module's class and folder, in order (none for a Stanford checkpoint)."""
-    try:
-        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [m for m in modules if isinstance(m, dict)] if isinstance(modules, list) else []
-
-
-def _module_weights(folder: Path) -> dict[str, str]:
-    """The sha256 of each module's own weights (a projection's ``Dense``), by module folder: the
-    transformer's, in the model's folder, are ``weights_sha256``."""
-    paths = [str(m["path"]) for m in _modules(folder) if m.get("path")]
-    held = [p for p in paths if any((folder / p / w).is_file() for w in WEIGHT_FILES)]
-    return {p: weights_fingerprint(str(folder / p)) for p in held}
-
-
 def _stanford_metadata(folder: Path, name: str) -> dict[str, Any]:
     """A Stanford ColBERT checkpoint's ``artifact.metadata`` (its query and document lengths, the
     punctuation it masks, its markers), which sentence-transformers reads when it loads one."""
-    metadata = _read_json(folder / "artifact.metadata", name)
+    metadata = read_config(folder / "artifact.metadata", name)
     return {"artifact.metadata": metadata} if metadata else {}
-
-
-def _poolers(model: Any) -> tuple[str, ...]:
-    """The weight prefixes of the Transformer modules' poolers: a multi-vector model passes the token
-    states on, so a pooler's weights (random where the checkpoint has none) never reach an output."""
-    return tuple(
-        f"{i}.{path}."
-        for i, module in enumerate(model)
-        if type(module).__name__ == "Transformer"
-        for path, _ in module.named_modules()
-        if path.rsplit(".", 1)[-1] == "pooler"
-    )
 
 
 def build(name: str, spec: Params, context: BuildContext, source: ModelSource) -> MultiVectorEncoderFolder:
     """``st:<folder>`` of a ``MultiVectorEncoder`` (``encoders.sbert.build``, which resolved ``source``)."""
-    precision, backend = spec.get("precision", "fp32"), spec.get("backend")
-    if precision != "fp32" or backend not in BACKENDS:
-        raise InvalidInputError(
-            f"encoder {name!r}: a multi-vector encoder runs through sentence-transformers' MultiVectorEncoder.encode "
-            "in fp32; precision= and backend= choose the dense inference engine, so leave them out"
-        )
-    sizes: dict[str, Any] = {**context.sizes(), **{k: spec[k] for k in ("batch_size", "device") if k in spec}}
-    return MultiVectorEncoderFolder(name, source, **sizes)
+    return MultiVectorEncoderFolder(name, source, **library_sizes(name, "a multi-vector encoder", spec, context))
 
 
 def from_object(

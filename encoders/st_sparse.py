@@ -17,42 +17,40 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from benchharness.core.devices import DeviceChoice
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.kind_models import SparseModel
 from benchharness.core.progress import shown
 from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.specs import BuildContext, Params
-from benchharness.encoders.backends import DEFAULT_BACKEND, REFERENCE
 from benchharness.encoders.checkpoint import quiet_loading, refuse_missing_tokenizer
 from benchharness.encoders.hub import ModelSource
-from benchharness.encoders.in_memory import HeldSource, SentenceTransformerObjectEncoder, evaluating
+from benchharness.encoders.in_memory import HeldSource, evaluating
 from benchharness.encoders.sbert import configured_prompts, prompts_by_role
-from benchharness.encoders.st_cross_encoder import declared_max_length, folder_configs, transformer_folder
+from benchharness.encoders.st_folder import (
+    LibraryModel,
+    folder_identity,
+    library_sizes,
+    object_module_configs,
+    read_config,
+    transformer_folder,
+)
 from benchharness.scoring.sparse import SIMILARITIES
 
 #: sentence-transformers' own default batch size, and its sparse evaluators'
 BATCH_SIZE = 32
-#: the backends of ``st:`` that run a sparse encoder: ``SparseEncoder.encode`` itself, in PyTorch
-BACKENDS = (None, DEFAULT_BACKEND, REFERENCE)
 
 
-class SparseSentenceTransformer(SparseModel):
+class SparseSentenceTransformer(LibraryModel, SparseModel):
     """A ``SparseEncoder``; its subclasses say where it comes from (``model``) and what pins it."""
 
     role_aware = True
 
     def __init__(self, name: str, batch_size: int = BATCH_SIZE, device: str | None = None) -> None:
-        super().__init__(name)
-        if int(batch_size) < 1:
-            raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
-        self.batch_size = int(batch_size)
-        self._device = DeviceChoice(device)
-        self._model: Any = None
+        super().__init__(name, batch_size, device)
         self._width: int | None = None
 
     @property
@@ -119,8 +117,7 @@ class SparseEncoderFolder(SparseSentenceTransformer):
         super().__init__(name, batch_size, device)
         self.source = source
         self.prompts = configured_prompts(source.path, name)
-        self._configs = folder_configs(source.path, name)
-        self._settings = self._configs.get("config_sentence_transformers.json", {})
+        self._settings = read_config(source.path / "config_sentence_transformers.json", name)
         self.similarity_fn = _similarity(self._settings.get("similarity_fn_name"), name)
         self.similarity = self.similarity_fn
         refuse_missing_tokenizer(transformer_folder(source.path), name)
@@ -141,15 +138,7 @@ class SparseEncoderFolder(SparseSentenceTransformer):
         return None if value is None else int(value)
 
     def identity_info(self) -> dict[str, Any]:
-        return {
-            "family": "sentence-transformers",
-            "model": self.source.name,
-            "revision": self.source.revision,
-            "weights_sha256": self.source.weights_sha256,
-            "modules": self._configs,
-            "max_length": declared_max_length(self.source.path, self.name),
-            **self._sparse_settings(),
-        }
+        return {**folder_identity(self.source, self.name), **self._sparse_settings()}
 
 
 class SparseEncoderObject(SparseSentenceTransformer):
@@ -174,16 +163,12 @@ class SparseEncoderObject(SparseSentenceTransformer):
         value = self._model.max_active_dims
         return None if value is None else int(value)
 
-    def _module_configs(self) -> dict[str, Any]:
-        # the dense in-memory encoder's record of a model's modules (it reads only ``self._model``)
-        return SentenceTransformerObjectEncoder._module_configs(cast(SentenceTransformerObjectEncoder, self))
-
     def identity_info(self) -> dict[str, Any]:
         return {
             "family": "sentence-transformers-object",
             "model": self.source.name,
             "weights_sha256": self.source.weights_sha256,
-            "modules": self._module_configs(),
+            "modules": object_module_configs(self._model),
             "max_length": self._model.max_seq_length,
             **self._sparse_settings(),
         }
@@ -191,14 +176,7 @@ class SparseEncoderObject(SparseSentenceTransformer):
 
 def build(name: str, spec: Params, context: BuildContext, source: ModelSource) -> SparseEncoderFolder:
     """``st:<folder>`` of a ``SparseEncoder`` (``encoders.sbert.build``, which resolved ``source``)."""
-    precision, backend = spec.get("precision", "fp32"), spec.get("backend")
-    if precision != "fp32" or backend not in BACKENDS:
-        raise InvalidInputError(
-            f"encoder {name!r}: a sparse encoder runs through sentence-transformers' SparseEncoder.encode in fp32; "
-            "precision= and backend= choose the dense inference engine, so leave them out"
-        )
-    sizes: dict[str, Any] = {**context.sizes(), **{k: spec[k] for k in ("batch_size", "device") if k in spec}}
-    return SparseEncoderFolder(name, source, **sizes)
+    return SparseEncoderFolder(name, source, **library_sizes(name, "a sparse encoder", spec, context))
 
 
 def from_object(

@@ -14,7 +14,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchharness.core.devices import DeviceChoice, check_precision
+from benchharness.core.devices import DeviceChoice, check_precision, checked_batch_size
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import DEFAULT, Role
@@ -43,9 +43,7 @@ class TransformerEncoder(Encoder):
 
     def __init__(self, name: str, batch_size: int, device: str | None, precision: str, backend: str | None) -> None:
         super().__init__(name)
-        if int(batch_size) < 1:
-            raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
-        self.batch_size = int(batch_size)
+        self.batch_size = checked_batch_size(name, batch_size)
         self._device = DeviceChoice(device)
         # fp32 needs no device; reduced precision is checked against it now (that imports torch)
         self.precision = "fp32" if precision == "fp32" else check_precision(precision, self.device)

@@ -53,6 +53,14 @@ def pick_device(requested: str | None = None) -> torch.device:
     return device
 
 
+def checked_batch_size(name: str, batch_size: int | str) -> int:
+    """``batch_size`` as a positive int, else one line naming the encoder."""
+    value = int(batch_size)
+    if value < 1:
+        raise InvalidInputError(f"encoder {name!r}: batch_size must be a positive number, got {batch_size}")
+    return value
+
+
 class DeviceChoice:
     """The device of an encoder, chosen when first needed.
 

@@ -188,7 +188,8 @@ def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None, codec
         dim = int(meta["dim"]) if "dim" in meta else None
         index: set[bytes] = set()
         for n, keys, vecs, crc in con.execute("SELECT n, keys, vecs, crc FROM chunks ORDER BY id"):
-            if len(keys) != n * KEY_BYTES or not codec.fits(vecs, n, dim) or _crc(keys, vecs) != crc:
+            rows = codec.checked_unpack(vecs, n, dim)
+            if len(keys) != n * KEY_BYTES or rows is None or _crc(keys, vecs) != crc:
                 raise DamagedCacheError(f"a chunk of {n} rows fails its length or crc32 check")
             chunk_keys = [keys[i : i + KEY_BYTES] for i in range(0, len(keys), KEY_BYTES)]
             before = len(index)
@@ -196,7 +197,7 @@ def _read(path: Path, con: sqlite3.Connection, visit: Visit | None = None, codec
             if len(index) != before + n:
                 raise DamagedCacheError("a key is stored twice")  # writers skip known keys
             if visit is not None:
-                visit(chunk_keys, codec.unpack(vecs, n, dim or 0))
+                visit(chunk_keys, rows)
     except sqlite3.DatabaseError as exc:
         if _is_corruption(exc):
             raise DamagedCacheError(str(exc)) from exc
@@ -415,6 +416,53 @@ class EmbeddingCache:
             if visit is not None:
                 writer.read(visit)
             return writer.rows
+
+    def key_index(self, identity: str) -> dict[bytes, int]:
+        """Each cached key's chunk id, from a scan of the keys alone (20 bytes a row, no rows read): a
+        caller that asks for a few rows at a time (a corpus a block at a time) reads only the chunks
+        that hold them (``read_chunks``)."""
+        path = self._folder(identity) / DB_NAME
+        if not path.exists():
+            return {}
+        con = _connect(path)
+        try:
+            rows = _patiently(con, path, lambda: con.execute("SELECT id, n, keys FROM chunks").fetchall())
+        finally:
+            con.close()
+        index: dict[bytes, int] = {}
+        for chunk, n, keys in rows:
+            if len(keys) != n * KEY_BYTES:
+                raise DamagedCacheError(f"{path}: a chunk of {n} rows holds {len(keys)} bytes of keys")
+            index.update((keys[i : i + KEY_BYTES], chunk) for i in range(0, len(keys), KEY_BYTES))
+        return index
+
+    def read_chunks(self, identity: str, chunks: Iterable[int], visit: Visit) -> None:
+        """``visit`` each of ``chunks``' keys and rows, every chunk checked against its length and
+        crc32 (``DamagedCacheError`` otherwise: ``lookup`` then repairs the file)."""
+        wanted = sorted(set(chunks))
+        if not wanted:
+            return
+        path = self._folder(identity) / DB_NAME
+        con = _connect(path)
+        try:
+            meta = dict(_patiently(con, path, lambda: con.execute("SELECT name, value FROM meta").fetchall()))
+            if meta.get("format") != self.codec.format:
+                raise InvalidInputError(
+                    f"embedding cache {path} has format {meta.get('format')!r}; this version reads format "
+                    f"{self.codec.format!r} there. Use another cache folder (--cache-dir) or update benchharness"
+                )
+            width = int(meta.get("dim", 0))
+            for start in range(0, len(wanted), 500):  # SQLite's bound on a statement's parameters
+                ids = wanted[start : start + 500]
+                marks = ",".join("?" * len(ids))
+                query = f"SELECT n, keys, vecs, crc FROM chunks WHERE id IN ({marks}) ORDER BY id"
+                for n, keys, vecs, crc in con.execute(query, ids):
+                    rows = self.codec.checked_unpack(vecs, n, width)
+                    if len(keys) != n * KEY_BYTES or rows is None or _crc(keys, vecs) != crc:
+                        raise DamagedCacheError(f"{path}: a chunk of {n} rows fails its length or crc32 check")
+                    visit([keys[i : i + KEY_BYTES] for i in range(0, len(keys), KEY_BYTES)], rows)
+        finally:
+            con.close()
 
     @contextlib.contextmanager
     def writer(self, identity: str) -> Iterator[CacheWriter]:

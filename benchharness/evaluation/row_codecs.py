@@ -57,13 +57,13 @@ class RowCodec(ABC):
     def unpack(self, blob: bytes, n: int, width: int) -> Any:
         """The rows a blob holds; ValueError when its length does not match its header."""
 
-    def fits(self, blob: bytes, n: int, width: int | None) -> bool:
-        """Whether ``blob`` has the length its ``n`` rows of ``width`` need."""
+    def checked_unpack(self, blob: bytes, n: int, width: int | None) -> Any | None:
+        """The rows ``blob`` holds, or None when its length does not match its ``n`` rows of ``width``
+        (read once: the check is the unpacking)."""
         try:
-            self.unpack(blob, n, width or 0)
+            return self.unpack(blob, n, width or 0)
         except ValueError:
-            return False
-        return True
+            return None
 
     def empty(self, width: int) -> Any:
         return self.concat([], width)

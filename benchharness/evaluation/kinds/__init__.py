@@ -6,8 +6,9 @@ cross-encoder). ``kind_of`` is the one place the runner asks which kind a model 
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
-from benchharness.core.encoder import Encoder
+from benchharness.core.encoder import Encoder, WrappingEncoder
 from benchharness.core.kinds import KindMismatchError, ModelKind
 from benchharness.core.plugins import PLUGINS
 
@@ -27,3 +28,14 @@ def model_kind(name: str) -> ModelKind:
 def kind_of(encoder: Encoder) -> ModelKind:
     """The kind of ``encoder`` (``Encoder.model_kind``; a wrapper's is its base's)."""
     return model_kind(encoder.model_kind)
+
+
+def held_model(encoder: Encoder, cls: type, kind: ModelKind) -> Any:
+    """The model of ``kind`` under ``encoder``: the run hands it wrapped (in the embedding cache,
+    whose rows are the dense kind's; a kind's view caches its own outputs)."""
+    model = encoder
+    while isinstance(model, WrappingEncoder):
+        model = model.wrapped
+    if not isinstance(model, cls):
+        raise KindMismatchError(f"{encoder.name} is {type(model).__name__}, not {kind.title}")
+    return model

@@ -18,9 +18,9 @@ import numpy as np
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.kind_models import PairModel
-from benchharness.core.kinds import CROSS_ENCODER, PAIRS, KindMismatchError, ModelKind, View, ViewSettings
+from benchharness.core.kinds import CROSS_ENCODER, PAIRS, ModelKind, View, ViewSettings
 from benchharness.core.prompts import DEFAULT
-from benchharness.evaluation.cache import CachingEncoder
+from benchharness.evaluation.kinds import held_model
 from benchharness.evaluation.kinds.outputs import Outputs
 from benchharness.evaluation.row_codecs import DENSE_ROWS
 from benchharness.scoring.pair_view import PAIR_SCORE, PairView
@@ -32,22 +32,9 @@ def pair_key(left: str, right: str) -> str:
     return f"{len(left)}\x1f{left}\x1f{right}"
 
 
-def pair_model(encoder: Encoder) -> PairModel:
-    """The cross-encoder a run hands over, out of the embedding cache's wrapper (its outputs are
-    cached here, per pair); a stage that needs vectors (``+whitening``) cannot wrap one."""
-    while isinstance(encoder, CachingEncoder):
-        encoder = encoder.wrapped
-    if not isinstance(encoder, PairModel):
-        raise KindMismatchError(
-            f"{encoder.name}: {type(encoder).__name__} works on vectors, and a cross-encoder gives none; "
-            "evaluate the cross-encoder without it"
-        )
-    return encoder
-
-
 def open_view(encoder: Encoder, settings: ViewSettings) -> View:
     """The pairs of one task scored by ``encoder``'s model through the kind's cache."""
-    model = pair_model(encoder)
+    model: PairModel = held_model(encoder, PairModel, KIND)
     outputs = Outputs(model, DEFAULT, DENSE_ROWS, settings.cache_dir)
 
     def score(pairs: Sequence[tuple[str, str]]) -> np.ndarray:

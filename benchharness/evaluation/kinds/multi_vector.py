@@ -7,45 +7,22 @@ so tasks that train a classifier, cluster or quantize are refused before anythin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
-
-from benchharness.core.encoder import Encoder, WrappingEncoder
+from benchharness.core.encoder import Encoder
 from benchharness.core.kind_models import MultiVectorModel
-from benchharness.core.kinds import MULTI_VECTOR, PAIRS, SEARCH, KindMismatchError, ModelKind, View, ViewSettings
-from benchharness.core.prompts import Role
-
-
-def multi_vector_model(encoder: Encoder) -> MultiVectorModel:
-    """The multi-vector model under ``encoder`` (the run hands it wrapped in the embedding cache)."""
-    model = encoder
-    while isinstance(model, WrappingEncoder):
-        model = model.wrapped
-    if not isinstance(model, MultiVectorModel):
-        raise KindMismatchError(f"{encoder.name} is {type(model).__name__}, not a multi-vector model")
-    return model
+from benchharness.core.kinds import MULTI_VECTOR, PAIRS, SEARCH, ModelKind, View, ViewSettings
 
 
 def open_view(encoder: Encoder, settings: ViewSettings) -> View:
     """A ``MultiVectorView`` whose token vectors are the model's ``encode_tokens``, through the kind's
-    cache: each text is encoded once per role and identity, and read back on a later run. The view
-    asks for a block of texts at a time, and so does the cache: no more of the corpus is held."""
-    from benchharness.evaluation.kinds.outputs import Outputs
+    cache. The view asks for a block of texts at a time, and so does the cache: no more of the corpus
+    is held."""
+    from benchharness.evaluation.kinds import held_model
+    from benchharness.evaluation.kinds.outputs import by_role
     from benchharness.evaluation.row_codecs import TOKEN_ROWS
     from benchharness.scoring.maxsim import MultiVectorView
 
-    model = multi_vector_model(encoder)
-    outputs: dict[Role, Outputs] = {}
-
-    def encode(sentences: Sequence[str], role: Role) -> list[np.ndarray]:
-        if role not in outputs:
-            outputs[role] = Outputs(model, role, TOKEN_ROWS, settings.cache_dir)
-        rows: list[np.ndarray] = outputs[role].get(
-            sentences, lambda positions: model.encode_tokens([sentences[i] for i in positions], role)
-        )
-        return rows
-
+    model: MultiVectorModel = held_model(encoder, MultiVectorModel, KIND)
+    encode = by_role(model, TOKEN_ROWS, settings.cache_dir, model.encode_tokens)
     return MultiVectorView(encode, model.length_normalized, settings.memory_mib)
 
 

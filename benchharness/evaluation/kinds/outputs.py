@@ -20,7 +20,15 @@ import numpy as np
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.prompts import Role
-from benchharness.evaluation.cache import ENCODE_CHUNK, CacheWriteError, EmbeddingCache, cache_key, sentence_key
+from benchharness.evaluation.cache import (
+    ENCODE_CHUNK,
+    CacheWriteError,
+    DamagedCacheError,
+    EmbeddingCache,
+    Visit,
+    cache_key,
+    sentence_key,
+)
 from benchharness.evaluation.row_codecs import RowCodec
 
 logger = logging.getLogger(__name__)
@@ -42,6 +50,8 @@ class Outputs:
         self.identity = cache_key(encoder, role)
         self.cache = None if cache_dir is None or not encoder.pinned else EmbeddingCache(Path(cache_dir), codec)
         self.computed = 0
+        #: each cached key's chunk id, read once and renewed after a write (``_read``)
+        self._index: dict[bytes, int] | None = None
 
     def get(self, keys: Sequence[str], compute: Callable[[list[int]], Any]) -> Any:
         first: dict[str, int] = {}
@@ -59,7 +69,7 @@ class Outputs:
 
         if self.cache is not None:
             try:
-                self.cache.lookup(self.identity, visit, parts.clear)
+                self._read(slot, visit, parts.clear)
             except _CACHE_FAILURES as exc:
                 parts.clear()
                 self._leave_cache("read", exc)
@@ -81,6 +91,20 @@ class Outputs:
         row_of_slot[np.concatenate([dst for dst, _ in parts])] = np.arange(self.codec.count(joined))
         return self.codec.take(joined, row_of_slot[[slot[sentence_key(k)] for k in keys]])
 
+    def _read(self, slot: dict[bytes, int], visit: Visit, restart: Callable[[], None]) -> None:
+        """Visit the cached rows of the keys in ``slot``: only the chunks that hold them are read (the
+        chunk of each key is known from one scan of the keys, renewed after each write), so asking
+        for a corpus a block at a time reads each stored chunk about once, not the whole cache a block."""
+        assert self.cache is not None
+        try:
+            if self._index is None:
+                self._index = self.cache.key_index(self.identity)
+            self.cache.read_chunks(self.identity, {self._index[k] for k in slot if k in self._index}, visit)
+        except DamagedCacheError:
+            restart()
+            self._index = None
+            self.cache.lookup(self.identity, visit)  # checks, quarantines and recreates the damaged file
+
     def _store(self, keys: list[str], rows: Any) -> None:
         """Commit the finite rows of one computed chunk (a non-finite one is returned, never cached)."""
         if self.cache is None:
@@ -89,6 +113,7 @@ class Outputs:
         try:
             with self.cache.writer(self.identity) as writer:
                 writer.add_keys([sentence_key(keys[i]) for i in finite], self.codec.take(rows, finite))
+            self._index = None  # the new chunk (and a compaction's merged ones) are found at the next read
         except _CACHE_FAILURES as exc:
             self._leave_cache("written", exc)
 
@@ -102,3 +127,18 @@ class Outputs:
             exc,
         )
         self.cache = None
+
+
+def by_role(
+    model: Encoder, codec: RowCodec, cache_dir: Path | None, compute: Callable[[Sequence[str], Role], Any]
+) -> Callable[[Sequence[str], Role], Any]:
+    """``encode(texts, role)``: ``compute``'s rows of ``texts`` for ``role`` through one ``Outputs`` per
+    role, each text computed once per role and identity, and read back on a later run."""
+    held: dict[Role, Outputs] = {}
+
+    def encode(texts: Sequence[str], role: Role) -> Any:
+        if role not in held:
+            held[role] = Outputs(model, role, codec, cache_dir)
+        return held[role].get(texts, lambda positions: compute([texts[i] for i in positions], role))
+
+    return encode

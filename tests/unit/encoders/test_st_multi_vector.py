@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 
 import benchharness
+from benchharness.core.kind_models import MultiVectorModel
 from benchharness.core.kinds import ViewSettings
 from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
 from benchharness.encoders.st_multi_vector import MultiVectorEncoderFolder, MultiVectorEncoderObject
-from benchharness.evaluation.kinds.multi_vector import KIND, multi_vector_model
+from benchharness.evaluation.kinds import held_model
+from benchharness.evaluation.kinds.multi_vector import KIND
 from benchharness.evaluation.models import as_encoder
 from benchharness.evaluation.resolver import Resolver
 from benchharness.tasks.files import declarations
@@ -207,6 +209,8 @@ def test_the_kind_unwraps_the_cache_and_refuses_another_model(colbert):
     from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
 
     encoder = built(f"st:{colbert}")
-    assert multi_vector_model(CachingEncoder(encoder, EmbeddingCache(colbert.parent / "cache"))) is encoder
-    with pytest.raises(KindMismatchError, match="not a multi-vector model"):
-        multi_vector_model(built("glove-50d"))
+    assert (
+        held_model(CachingEncoder(encoder, EmbeddingCache(colbert.parent / "cache")), MultiVectorModel, KIND) is encoder
+    )
+    with pytest.raises(KindMismatchError, match="not a multi-vector encoder"):
+        held_model(built("glove-50d"), MultiVectorModel, KIND)

@@ -116,7 +116,7 @@ def test_a_similarity_the_view_does_not_compute_is_refused_in_one_line(splade, t
 
 @pytest.mark.parametrize("setting", ["precision=fp16", "backend=onnx"])
 def test_the_dense_engines_settings_are_refused(splade, setting):
-    with pytest.raises(InvalidInputError, match="a sparse encoder runs through sentence-transformers' SparseEncoder"):
+    with pytest.raises(InvalidInputError, match="a sparse encoder runs through sentence-transformers' own methods in fp32"):
         Resolver().get(f"st:{splade}?{setting}")
 
 

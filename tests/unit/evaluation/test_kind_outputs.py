@@ -13,7 +13,7 @@ from benchharness.core.kind_models import SparseModel
 from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY
 from benchharness.evaluation.cache import DB_NAME, EmbeddingCache
 from benchharness.evaluation.kinds.outputs import Outputs
-from benchharness.evaluation.row_codecs import DENSE_ROWS, SPARSE_ROWS, TOKEN_ROWS
+from benchharness.evaluation.row_codecs import DENSE_ROWS, SPARSE_ROWS, TOKEN_ROWS, TokenRows
 
 
 class _Sparse(SparseModel):
@@ -112,3 +112,26 @@ def test_a_dense_cache_is_never_read_as_another_kind(tmp_path):
     EmbeddingCache(tmp_path).add("same-identity", ["abc"], np.ones((1, 4), np.float32))
     with pytest.raises(Exception, match="format '1'"):
         EmbeddingCache(tmp_path, SPARSE_ROWS).lookup("same-identity")
+
+
+def test_a_block_at_a_time_reads_only_the_chunks_that_hold_it(tmp_path):
+    """A corpus asked for a block at a time (a multi-vector search) reads each stored chunk once, not
+    the whole cache for every block."""
+
+    class Counting(TokenRows):
+        unpacked = 0
+
+        def unpack(self, blob, n, width):
+            Counting.unpacked += 1
+            return super().unpack(blob, n, width)
+
+    codec = Counting()
+    blocks = [[f"text {b}-{i}" for i in range(3)] for b in range(5)]
+    for block in blocks:  # five runs, five chunks
+        Outputs(_Sparse(), QUERY, codec, tmp_path).get(block, lambda p, block=block: _tokens([block[i] for i in p]))
+    outputs = Outputs(_Sparse(), QUERY, codec, tmp_path)
+    Counting.unpacked = 0
+    for block in blocks:
+        rows = outputs.get(block, lambda p: pytest.fail("all cached"))
+        assert all(np.array_equal(a, b) for a, b in zip(rows, _tokens(block)))
+    assert Counting.unpacked == 5  # one chunk a block; a full scan each time would read 25
