@@ -39,6 +39,7 @@ from benchharness.core.kinds import PAIRS
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
+from benchharness.scoring.graded import ndcg_at
 from benchharness.scoring.ranking import means, per_query_metrics, ranked_relevance
 from benchharness.scoring.views import as_view
 from benchharness.tasks import boards
@@ -149,6 +150,8 @@ class AskUbuntu(Task):
                 "ties": "equal cosine keeps BM25 (file) order",
                 "map": "mean precision at each similar candidate's rank in the 20-list",
                 "mrr": "first similar candidate, no cutoff; mrr@10 also",
+                "ndcg": "nDCG@10 of the 20-list, gain 1 for a similar candidate (as sentence-transformers' "
+                "CrossEncoderRerankingEvaluator reports it)",
             },
         )
 
@@ -183,7 +186,7 @@ class AskUbuntu(Task):
         return self.evaluate_items(embed, seed).metrics
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
-        """Metrics and, per query, the AP, RR, RR@10, P@1 and P@5 they average."""
+        """Metrics and, per query, the AP, RR, RR@10, P@1, P@5 and nDCG@10 they average."""
         left = [self.titles[q.qid] for q in self.queries for _ in q.candidates]
         right = [self.titles[c] for q in self.queries for c in q.candidates]
         scores = as_view(embed).pairs(left, right, (self.query_role, DOCUMENT))
@@ -193,6 +196,9 @@ class AskUbuntu(Task):
             start += len(q.candidates)
             rankings.append(ranked_relevance(block, np.array([c in q.similar for c in q.candidates])))
         per_query = per_query_metrics(rankings, ks_mrr=(10,), ks_p=(1, 5))
+        per_query["ndcg@10"] = np.array(
+            [ndcg_at(r, np.ones(len(q.similar)), 10) for r, q in zip(rankings, self.queries)]
+        )
         metrics: Metrics = {**means(per_query)}
         metrics["n_queries"] = len(rankings)
         return Evaluation(metrics, per_query, "ranking")

@@ -13,7 +13,8 @@ from a BEIR folder and reranking from a JSON lines file, each scored as BEIR/mte
 - ``reranking``: one JSON object a line, ``{"query": ..., "positive": [...], "negative": [...]}``
   (mteb's reranking format). Each line's candidates (its positives and negatives) are ranked by
   cosine with its query; MAP (the mean over lines of the average precision over that whole
-  ranking) and MRR@10, as mteb's ``RerankingEvaluator``; main score ``map``. A line without a
+  ranking) and MRR@10, as mteb's ``RerankingEvaluator``, and nDCG@10 (binary gains), as
+  sentence-transformers' ``CrossEncoderRerankingEvaluator`` adds; main score ``map``. A line without a
   positive is an error (it cannot be scored); a line without a negative is skipped, as mteb skips
   it (every ranking of it is perfect), and counted in the protocol. Ties: a negative tied with a
   positive ranks above it, so that an encoder never gains from a tie (a degenerate encoder whose
@@ -39,7 +40,7 @@ from benchharness.core.kinds import PAIRS, SEARCH, VECTORS
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import Embed, Evaluation, Metrics, TaskMetadata
 from benchharness.data.readers import excerpt
-from benchharness.scoring.graded import retrieval_per_query
+from benchharness.scoring.graded import ndcg_at, retrieval_per_query
 from benchharness.scoring.quantized_search import QuantizedCorpus, describe
 from benchharness.scoring.ranking import average_precision, means, ranked_relevance, reciprocal_rank
 from benchharness.scoring.top_k import DOC_BLOCK, exact_ties, refuse_constant
@@ -213,6 +214,8 @@ class FileRerankingTask(FileTask):
                 "map": "average precision over each line's whole ranking of positives and negatives, "
                 "mean over lines (mteb's RerankingEvaluator)",
                 "mrr": f"MRR@{MRR_K}",
+                "ndcg": f"nDCG@{NDCG_K} of each line's ranking, gain 1 for a positive (as "
+                "sentence-transformers' CrossEncoderRerankingEvaluator reports it)",
                 "ties": "a negative tied with a positive ranks above it",
                 "lines": "a line without a positive is an error; one without a negative is skipped (as mteb)",
             },
@@ -268,8 +271,8 @@ class FileRerankingTask(FileTask):
         return self.evaluate_items(embed, seed).metrics
 
     def evaluate_items(self, embed: Embed, seed: int) -> Evaluation:
-        """Metrics and, per line, the AP and RR@10 they average."""
-        ap, rr = [], []
+        """Metrics and, per line, the AP, RR@10 and nDCG@10 they average."""
+        ap, rr, ndcg = [], [], []
         view = as_view(embed)
         for lines in self._blocks():
             left = [self.reranking.queries[i] for i in lines for _ in self._candidates_of(i)]
@@ -283,7 +286,12 @@ class FileRerankingTask(FileTask):
                 ranked = ranked_relevance(scores, np.r_[np.zeros(n_neg, bool), np.ones(n_pos, bool)])
                 ap.append(average_precision(ranked))
                 rr.append(reciprocal_rank(ranked, MRR_K))
-        per_line = {"map": np.asarray(ap, dtype=np.float64), f"mrr@{MRR_K}": np.asarray(rr, dtype=np.float64)}
+                ndcg.append(ndcg_at(ranked, np.ones(n_pos), NDCG_K))
+        per_line = {
+            "map": np.asarray(ap, dtype=np.float64),
+            f"mrr@{MRR_K}": np.asarray(rr, dtype=np.float64),
+            f"ndcg@{NDCG_K}": np.asarray(ndcg, dtype=np.float64),
+        }
         metrics: Metrics = {**means(per_line), "n_queries": self.reranking.n}
         return Evaluation(metrics, per_line, "ranking")
 
