@@ -27,11 +27,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from benchharness.core.errors import UserError
+from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
 
 if TYPE_CHECKING:
     import numpy as np
+
+#: the roles of a pair's two sides
+Roles = tuple[Role, Role]
+#: each query's top documents: (scores, corpus indices), one row per query, best first
+Ranked = tuple["np.ndarray", "np.ndarray"]
 
 #: rows of numbers, one per text: what a classifier is trained on, what is clustered or quantized
 VECTORS = "vectors"
@@ -104,29 +109,44 @@ class View(ABC):
     cross-encoder. Ties in ``search`` follow the shared rule: score descending, then corpus order."""
 
     kind: str = DENSE
+    #: the operations this view answers (a cross-encoder's: pairs only)
+    offers: frozenset[str] = frozenset({VECTORS, PAIRS, SEARCH})
 
     def __call__(self, sentences: list[str], role: Role = DEFAULT, /) -> np.ndarray:
         raise KindMismatchError(f"a {self.kind} model gives no dense vectors; this task needs them")
 
-    @abstractmethod
-    def pairs(
-        self, left: Sequence[str], right: Sequence[str], roles: tuple[Role, Role] = (DEFAULT, DEFAULT)
-    ) -> np.ndarray:
+    def pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles = (DEFAULT, DEFAULT)) -> np.ndarray:
         """One float64 score for each pair ``(left[i], right[i])``, ``left`` taken in ``roles[0]``
         and ``right`` in ``roles[1]`` (a query and its candidates: ``(query role, DOCUMENT)``)."""
+        if len(left) != len(right):
+            raise InvalidInputError(f"{len(left)} left texts and {len(right)} right texts: pairs need one of each")
+        return self._pairs(left, right, roles)
 
-    @abstractmethod
     def search(
         self,
         queries: Sequence[str],
         corpus: Sequence[str],
         k: int,
-        roles: tuple[Role, Role] = (QUERY, DOCUMENT),
-        exclude: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+        roles: Roles = (QUERY, DOCUMENT),
+        exclude: Any = None,
+    ) -> Ranked:
         """Each query's ``k`` best corpus documents, exactly: (scores, corpus indices), best first,
         padded with score -inf and index -1 when the corpus is smaller; ``exclude[i]`` (an index or
         -1) never appears in query i's list."""
+        if SEARCH not in self.offers:
+            raise KindMismatchError(
+                f"a {self.kind} model scores given pairs and cannot search a corpus of {len(corpus):,} documents; "
+                "rerank a first stage's candidates instead (a reranking task)"
+            )
+        return self._search(queries, corpus, k, roles, exclude)
+
+    @abstractmethod
+    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
+        """``pairs``, once the two sides are known to be of one length."""
+
+    def _search(self, queries: Sequence[str], corpus: Sequence[str], k: int, roles: Roles, exclude: Any) -> Ranked:
+        """``search``, for a view whose kind offers it."""
+        raise NotImplementedError
 
     def facts(self) -> dict[str, float | int]:
         """What the kind reports beside a task's metrics, for what this view scored (a sparse

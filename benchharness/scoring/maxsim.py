@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.kinds import MULTI_VECTOR, View
-from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
+from benchharness.core.kinds import MULTI_VECTOR, Ranked, Roles, View
+from benchharness.core.prompts import Role
 from benchharness.scoring.top_k import _merge
 
 #: a text's token vectors, one float32 matrix (tokens x dimension) per text, as encoded for a role
@@ -162,13 +163,9 @@ class MultiVectorView(View):
             )
         return matrices
 
-    def pairs(
-        self, left: Sequence[str], right: Sequence[str], roles: tuple[Role, Role] = (DEFAULT, DEFAULT)
-    ) -> np.ndarray:
+    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
         """MaxSim of ``left[i]``'s tokens (the query side) against ``right[i]``'s, a block of pairs at
         a time within a quarter of the bound, each distinct text of a block encoded once."""
-        if len(left) != len(right):
-            raise InvalidInputError(f"{len(left)} left texts for {len(right)} right ones; pairs need as many")
         scores = np.empty(len(left), dtype=np.float64)
         sizer = _Sizer(self.memory / 4)
         start = 0
@@ -184,14 +181,7 @@ class MultiVectorView(View):
             start = stop
         return scores
 
-    def search(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: tuple[Role, Role] = (QUERY, DOCUMENT),
-        exclude: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _search(self, queries: Sequence[str], corpus: Sequence[str], k: int, roles: Roles, exclude: Any) -> Ranked:
         listed = self.tokens(queries, roles[0])
         counts = _Counts(queries=len(listed), query_tokens=sum(len(q) for q in listed))
         counts.dimension = listed[0].shape[1] if listed else 0

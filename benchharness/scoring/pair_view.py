@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.kinds import CROSS_ENCODER, KindMismatchError, View
-from benchharness.core.prompts import DEFAULT, DOCUMENT, NO_PROMPTS, QUERY, Prompts, Role
+from benchharness.core.kinds import CROSS_ENCODER, PAIRS, Roles, View
+from benchharness.core.prompts import DOCUMENT, NO_PROMPTS, Prompts
 
 #: pairs of texts, in the order their scores come back
 Pairs = Sequence[tuple[str, str]]
@@ -52,6 +52,7 @@ class PairView(View):
     included: the kind's cache (``evaluation.kinds.outputs``) scores each distinct pair once."""
 
     kind = CROSS_ENCODER
+    offers = frozenset({PAIRS})
 
     def __init__(self, score: Callable[[Pairs], np.ndarray], prompts: Prompts = NO_PROMPTS, name: str = "") -> None:
         self._score = score
@@ -59,11 +60,7 @@ class PairView(View):
         self._name = name or "the cross-encoder"
         self._asked = 0
 
-    def pairs(
-        self, left: Sequence[str], right: Sequence[str], roles: tuple[Role, Role] = (DEFAULT, DEFAULT)
-    ) -> np.ndarray:
-        if len(left) != len(right):
-            raise InvalidInputError(f"{len(left)} left texts and {len(right)} right texts: pairs need one of each")
+    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
         first = self._prompts.for_role(roles[0])
         second = self._prompts.document if roles[1].name == DOCUMENT.name and self._prompts.document else ""
         pairs = [(first + a, second + b) for a, b in zip(left, right)]
@@ -76,19 +73,6 @@ class PairView(View):
             )
         self._asked += len(pairs)
         return scores
-
-    def search(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: tuple[Role, Role] = (QUERY, DOCUMENT),
-        exclude: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        raise KindMismatchError(
-            f"{self._name} is a cross-encoder: it scores given pairs and cannot search a corpus of "
-            f"{len(corpus):,} documents; rerank a first stage's candidates instead (a reranking task)"
-        )
 
     def facts(self) -> dict[str, float | int]:
         """How many pairs the task had scored (``pairs_scored``: the cross-encoder's forward passes

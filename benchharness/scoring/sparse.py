@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.kinds import SPARSE, View
-from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
+from benchharness.core.kinds import SPARSE, Ranked, Roles, View
+from benchharness.core.prompts import Role
 from benchharness.scoring.top_k import DOC_BLOCK, _merge
 
 #: the similarities a sparse model may name (``SparseEncoder.similarity_fn_name``) that the view computes
@@ -107,11 +107,7 @@ class SparseView(View):
             matrix = sp.csr_matrix(sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ matrix, dtype=np.float32)
         return matrix
 
-    def pairs(
-        self, left: Sequence[str], right: Sequence[str], roles: tuple[Role, Role] = (DEFAULT, DEFAULT)
-    ) -> np.ndarray:
-        if len(left) != len(right):
-            raise InvalidInputError(f"{len(left)} left texts and {len(right)} right texts: pairs need one of each")
+    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
         # a query paired with each of its candidates (reranking) is counted once, as sentence-transformers'
         # reranking evaluators encode a sample's query once; a symmetric task's texts as they are listed
         queries = roles[0].name == "query"
@@ -119,14 +115,7 @@ class SparseView(View):
         b = self.rows(right, roles[1])
         return np.asarray(a.multiply(b).sum(axis=1, dtype=np.float64)).ravel()
 
-    def search(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: tuple[Role, Role] = (QUERY, DOCUMENT),
-        exclude: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _search(self, queries: Sequence[str], corpus: Sequence[str], k: int, roles: Roles, exclude: Any) -> Ranked:
         query_rows = self.rows(queries, roles[0])
         n = query_rows.shape[0]
         best_s = np.full((n, k), -np.inf, dtype=np.float32)  # padding: merged away by any real hit

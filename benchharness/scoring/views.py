@@ -9,11 +9,12 @@ A task is handed a view by the runner, or a plain ``embed`` function by a test o
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
-from benchharness.core.kinds import DENSE, View
-from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
+from benchharness.core.kinds import DENSE, Ranked, Roles, View
+from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.task import Embed
 from benchharness.scoring.metrics import paired_cosine
 from benchharness.scoring.top_k import DOC_BLOCK, normalise, top_k
@@ -34,19 +35,10 @@ class DenseView(View):
         # function (``encoder.encode``) serves them as before
         return self._embed(sentences) if role == DEFAULT else self._embed(sentences, role)
 
-    def pairs(
-        self, left: Sequence[str], right: Sequence[str], roles: tuple[Role, Role] = (DEFAULT, DEFAULT)
-    ) -> np.ndarray:
+    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
         return paired_cosine(self(list(left), roles[0]), self(list(right), roles[1]))
 
-    def search(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: tuple[Role, Role] = (QUERY, DOCUMENT),
-        exclude: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _search(self, queries: Sequence[str], corpus: Sequence[str], k: int, roles: Roles, exclude: Any) -> Ranked:
         query_vectors = self(list(queries), roles[0])
 
         def blocks() -> Iterator[np.ndarray]:

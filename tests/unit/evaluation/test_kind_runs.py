@@ -14,7 +14,7 @@ from benchharness import tasks
 from benchharness.core.data_root import DataRoot
 from benchharness.core.kind_models import PairModel
 from benchharness.core.kinds import PAIRS, KindMismatchError, ModelKind, View
-from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
+from benchharness.core.prompts import Role
 from benchharness.evaluation.resolver import Resolver
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.evaluation.runner import run
@@ -37,15 +37,13 @@ class _LengthScorer(PairModel):
 
 class _PairView(View):
     kind = "toy-pairs"
+    offers = frozenset({PAIRS})
 
     def __init__(self, model: _LengthScorer) -> None:
         self.model = model
 
-    def pairs(self, left: Sequence[str], right: Sequence[str], roles: tuple[Role, Role] = (DEFAULT, DEFAULT)):
+    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: tuple[Role, Role]):
         return self.model.score_pairs(list(zip(left, right)))
-
-    def search(self, queries, corpus, k, roles=(QUERY, DOCUMENT), exclude=None):
-        raise AssertionError("never asked: the kind offers no search")
 
     def facts(self) -> dict:
         return {"pairs_scored": sum(map(len, self.model.calls))}

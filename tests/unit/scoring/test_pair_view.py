@@ -50,7 +50,7 @@ def test_the_left_roles_prompt_goes_before_the_first_text_only():
 
 
 def test_a_cross_encoder_cannot_search_a_corpus():
-    with pytest.raises(KindMismatchError, match=r"^rr is a cross-encoder: it scores given pairs and cannot search"):
+    with pytest.raises(KindMismatchError, match=r"^a cross-encoder model scores given pairs and cannot search"):
         PairView(Recorder(), name="rr").search(["q"], ["a", "b"], 1)
 
 
