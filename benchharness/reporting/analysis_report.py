@@ -10,7 +10,10 @@ written to ``<out>/<encoder>.json``, and the figures, every encoder in each, to
 SVG and PDF. When some of the encoders are sizes of another (``minilm-l6+truncate(d=64|128)`` beside
 ``minilm-l6``: truncated or quantized variants), ``<out>/size-curve.<fmt>`` draws each one's STS-B
 test Spearman correlation, with its 95% bootstrap interval, against the bytes one vector takes.
-Nothing is written outside ``out``.
+Given cost points of stored results (``reporting.cost_curve``: the tasks where a named sparse or
+multi-vector model has a search result, dense ones beside it), ``<out>/cost.json`` holds them with
+their units and ``<out>/cost.<fmt>`` draws each task's scores against bytes per document and
+against operations per query-document pair. Nothing is written outside ``out``.
 
 The encoder comes from the resolver, wrapped by the embedding cache, like ``run``, so a second
 analysis of the same encoder encodes nothing. The pairs are those of the ``STSBenchmark`` task
@@ -30,6 +33,7 @@ from benchharness.core.provenance import now, versions
 from benchharness.core.results import slug
 from benchharness.evaluation.run_settings import DEFAULT_SEED
 from benchharness.reporting import analysis
+from benchharness.reporting.cost_curve import UNITS, CostPoint, cost_figure
 from benchharness.reporting.size_curve import SizePoint, group_sizes, size_figure
 from benchharness.scoring.confidence import RESAMPLES
 from benchharness.scoring.metrics import paired_cosine
@@ -92,16 +96,23 @@ def analyze(
 
 def write(
     reports: list[tuple[dict[str, Any], np.ndarray]],
-    gold: np.ndarray,
+    gold: np.ndarray | None,
     out: Path,
     formats: tuple[str, ...] = analysis.FIGURE_FORMATS,
+    costs: dict[str, list[CostPoint]] | None = None,
 ) -> list[Path]:
     """Each report as ``<out>/<encoder>.json``, and the two figures of all encoders in each format
-    (three where some encoders are sizes of another: the size curve)."""
+    (three where some encoders are sizes of another: the size curve; none when ``gold`` is None, no
+    encoder named having one vector a sentence); given ``costs`` (by task), also ``cost.json`` and
+    the cost figure."""
     written = []
     for report, _ in reports:
         path = out / f"{slug(report['encoder'])}.json"
         write_json(path, report)
+        written.append(path)
+    if costs:
+        path = out / "cost.json"
+        write_json(path, {"units": UNITS, "tasks": {task: [p.as_dict() for p in ps] for task, ps in costs.items()}})
         written.append(path)
     points = {r["encoder"]: (r["alignment"], r["uniformity"]) for r, _ in reports}
     cosines = {r["encoder"]: cosine for r, cosine in reports}
@@ -119,10 +130,13 @@ def write(
     for fmt in formats:
         if sizes:
             written.append(analysis.save_figure(size_figure(sizes), out / f"size-curve.{fmt}"))
-        written.append(analysis.plot_alignment_uniformity(points, out / f"alignment-uniformity.{fmt}"))
-        written.append(
-            analysis.plot_cosine_levels(
-                cosines, gold, out / f"cosine-levels.{fmt}", title="STS-B test: cosine per gold level"
+        if costs:
+            written.append(analysis.save_figure(cost_figure(costs), out / f"cost.{fmt}"))
+        if gold is not None:
+            written.append(analysis.plot_alignment_uniformity(points, out / f"alignment-uniformity.{fmt}"))
+            written.append(
+                analysis.plot_cosine_levels(
+                    cosines, gold, out / f"cosine-levels.{fmt}", title="STS-B test: cosine per gold level"
+                )
             )
-        )
     return written

@@ -12,11 +12,13 @@ per leaderboard section:
   is significantly better than B (the leaderboard's paired tests, p < 0.05, no multiplicity
   correction), over the results that keep per-item outputs;
 
-then each encoder's sizes, quality against bytes per vector (``reporting.size_curve``), each base
-encoder's protocol spread (``reporting.protocol_spread``), the analysis figures of
-``benchharness analyze`` (when its folder is given) and, per encoder,
-its provenance: identity, model and revision, recipe, versions, protocol variants and date, and for
-an encoder with prompts, its prompts by task and the text each task's roles got in front of their
+then each encoder's sizes, quality against bytes per vector (``reporting.size_curve``); on the
+tasks where a sparse or multi-vector model has a search result, every kind's quality against bytes
+per document and operations per query-document pair, as a figure and a table a task
+(``reporting.cost_curve``); each base encoder's protocol spread (``reporting.protocol_spread``), the
+analysis figures of ``benchharness analyze`` (when its folder is given) and, per encoder, its
+provenance: identity, model and revision, recipe, versions, protocol variants and date, and for an
+encoder with prompts, its prompts by task and the text each task's roles got in front of their
 sentences (``prompts_applied``). Under each table, as on the leaderboard, the prompts of its rows
 and the instructions of its tasks (``table_formats.html_prompt_notes``), all as escaped text.
 
@@ -37,6 +39,7 @@ from benchharness.core.provenance import now
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.version import __version__
 from benchharness.reporting.board import Board, Table
+from benchharness.reporting.cost_curve import BYTES_UNIT, WORK_UNIT, CostPoint, amount, cost_figure, cost_points
 from benchharness.reporting.leaderboard import ALPHA, build, prompt_text, prompts_of
 from benchharness.reporting.size_curve import size_families, size_figure
 from benchharness.reporting.table_formats import html_prompt_notes, html_table
@@ -283,7 +286,7 @@ def _analysis(folder: Path | None) -> str:
             "then <code>benchharness report --analysis DIR</code>.</p>"
         )
     shown = []
-    for name in ("alignment-uniformity.svg", "cosine-levels.svg", "size-curve.svg"):
+    for name in ("alignment-uniformity.svg", "cosine-levels.svg", "size-curve.svg", "cost.svg"):
         if (folder / name).is_file():
             # a file from elsewhere is an image, never markup of the page: scripts in an <img> never run
             data = base64.b64encode((folder / name).read_bytes()).decode("ascii")
@@ -292,6 +295,37 @@ def _analysis(folder: Path | None) -> str:
                 f"<figcaption>{name}</figcaption></figure>"
             )
     return "\n".join(shown) or f'<p class="note">{html.escape(str(folder))} holds no analysis figures (SVG).</p>'
+
+
+def cost_section(by_task: dict[str, list[CostPoint]]) -> str:
+    """Every kind's quality against cost (``reporting.cost_curve``): the figure, then a table a task
+    of the points it draws; nothing without points."""
+    figure = cost_figure(by_task)
+    if figure is None:
+        return ""
+    tables = []
+    for task, points in by_task.items():
+        rows = "".join(
+            f"<tr><td>{html.escape(p.encoder)}</td><td>{html.escape(p.kind)}</td><td>{p.score:.2f}"
+            + (f'<span class="ci">[{p.interval[0]:.2f}, {p.interval[1]:.2f}]</span>' if p.interval else "")
+            + f"</td><td>{amount(p.bytes_per_document)}</td><td>{amount(p.work)}</td></tr>"
+            for p in points
+        )
+        tables.append(
+            f"<details><summary>{html.escape(task)} ({html.escape(points[0].metric)})</summary><table><thead><tr>"
+            f"<th>encoder</th><th>kind</th><th>score</th><th>{BYTES_UNIT}</th><th>{WORK_UNIT}</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></details>"
+        )
+    return (
+        "<h2>Quality against cost</h2>"
+        f"<figure>{_svg(figure)}</figure>{''.join(tables)}"
+        '<p class="note">On each task where a sparse or multi-vector model has a search result, every result: the '
+        "score and its 95% interval against the bytes one document takes in the index (a dense vector's, or the "
+        "task's quantized index's; a sparse row's values and indices; a multi-vector model's float32 token "
+        "vectors) and against the operations that score one query against one document (dense: d multiply-adds, "
+        "binary d one-bit operations, 64 to a word; sparse: the expected terms active in both, avg_flops; "
+        "multi-vector: query tokens x document tokens x dimension), both on log scales.</p>"
+    )
 
 
 def protocol_tables(board: Board, store: ResultStore) -> str:
@@ -358,7 +392,7 @@ def render(board: Board, store: ResultStore, analysis_dir: Path | None = None) -
         "below the full vector: <code>benchharness compare</code> with its value list.</p>"
         if sizes is not None
         else ""
-    )
+    ) + cost_section(cost_points(results))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>benchharness report</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{_STYLE}</style></head>
