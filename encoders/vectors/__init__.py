@@ -24,6 +24,14 @@ separately, and a role is answered only by its own rows. A sentence without a ro
 replaced by anything: the request fails, naming what is missing, and no task is scored from a
 partial set.
 
+A folder may instead hold a sparse model's rows (``vectors.npz``, a scipy.sparse matrix of one row
+per line) or a multi-vector model's token vectors (``tokens.npy``, every line's stacked, with
+``token_offsets.npy``, where each line's start), and optionally ``similarity.json``: the encoder is
+then a model of that kind (``core.kind_models``), scored through its kind's view; its files say its
+kind, and a folder with two kinds' files is refused. The keyed files hold dense rows only.
+
 The format's names are in ``layout``, the writing side (what ``benchharness sentences`` writes) in
-``writer``, the three layouts' readers in ``readers`` and the ``vectors`` family in ``encoder``.
+``writer``, the dense layouts' readers in ``readers``, the other kinds' in ``kind_readers``, what
+every encoder of the family shares in ``served``, the other kinds' encoders in ``kind_encoders``
+and the ``vectors`` family in ``encoder``.
 """
