@@ -2,8 +2,9 @@
 
 For a model that cannot run inside the harness: ``sentences --tasks sts --out DIR`` writes
 ``DIR/sentences.jsonl`` (each sentence once per role it is asked for in), the user encodes its
-lines wherever the model runs and saves ``DIR/vectors.npy``, and ``run --encoders vectors:DIR``
-scores those vectors by the harness's own protocols (``benchharness.encoders.vectors``).
+lines wherever the model runs and saves ``DIR/vectors.npy`` (a sparse model ``DIR/vectors.npz``, a
+multi-vector model ``DIR/tokens.npy`` and ``DIR/token_offsets.npy``), and ``run --encoders vectors:DIR``
+scores them by the harness's own protocols (``benchharness.encoders.vectors``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from benchharness.cli.options import check_output, data_root
     from benchharness.core.atomic import atomic_file
-    from benchharness.encoders.vectors.layout import SENTENCES, SENTENCES_DIGEST, VECTORS
+    from benchharness.encoders.vectors.layout import (
+        KIND_FILES,
+        SENTENCES,
+        SENTENCES_DIGEST,
+        SPARSE_VECTORS,
+        TOKEN_OFFSETS,
+        TOKENS,
+        VECTORS,
+    )
     from benchharness.encoders.vectors.writer import jsonl_line, sentence_records
     from benchharness.evaluation.evaluate import resolve_tasks
 
@@ -44,8 +53,8 @@ def main(args: argparse.Namespace) -> int:
     target = out / SENTENCES
     if target.exists() and not args.overwrite:
         raise InvalidInputError(
-            f"{target} exists; give --overwrite to replace it (the vectors of the old lines in "
-            f"{out / VECTORS} must then be computed again)"
+            f"{target} exists; give --overwrite to replace it (the vectors computed for the old lines must then "
+            "be computed again)"
         )
     tasks = resolve_tasks(args.tasks, args.configuration)
     data = data_root(args)
@@ -64,11 +73,17 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"{'unchanged' if unchanged else 'wrote'} {target}: {len(records):,} lines ({by_role}) for {len(tasks)} task(s)"
     )
-    if (out / VECTORS).exists() and not unchanged:
-        logger.warning("%s was computed for the lines just replaced: compute it again", out / VECTORS)
+    for path in (out / name for names in KIND_FILES.values() for name in names):
+        if path.exists() and not unchanged:
+            logger.warning("%s was computed for the lines just replaced: compute it again", path)
     print(
         f"next: write {out / VECTORS}: one float32 row per line, same order "
         f"(numpy.save, shape ({len(records)}, dim)); then: benchharness run --encoders vectors:{out} "
         f"--tasks {args.tasks}"
+    )
+    print(
+        f"  (a sparse model's rows: {out / SPARSE_VECTORS}, scipy.sparse.save_npz, shape ({len(records)}, vocabulary); "
+        f"a multi-vector model's: {out / TOKENS}, every line's token vectors stacked, and {out / TOKEN_OFFSETS}, "
+        f"{len(records) + 1} int64 offsets: each line's first row, then the end)"
     )
     return 0

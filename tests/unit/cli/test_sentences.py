@@ -75,6 +75,20 @@ def test_an_existing_file_is_replaced_only_with_overwrite(here, capsys):
     assert (here / "out/sentences.jsonl").read_bytes() != before
 
 
+def test_the_next_step_names_each_kind_files_and_a_replacement_warns_of_each(here, capsys):
+    assert sentences("--out", "out") == 0
+    out = capsys.readouterr().out
+    n = len({s for a, b, _ in PAIRS for s in (a, b)}) + len(QUERIES) + len(DOCUMENTS)
+    assert f"a sparse model's rows: out/vectors.npz, scipy.sparse.save_npz, shape ({n}, vocabulary)" in out
+    assert f"out/tokens.npy, every line's token vectors stacked, and out/token_offsets.npy, {n + 1} int64" in out
+    for name in ("vectors.npz", "tokens.npy"):
+        (here / "out" / name).write_bytes(b"computed for the old lines")
+    assert main(["sentences", "--tasks", "VecPairs", "--data-dir", "data", "--out", "out", "--overwrite"]) == 0
+    err = capsys.readouterr().err
+    for name in ("vectors.npz", "tokens.npy"):
+        assert f"out/{name} was computed for the lines just replaced: compute it again" in err
+
+
 def test_missing_data_and_bad_selections_are_one_line_errors(here, capsys):
     assert main(["sentences", "--tasks", "STSBenchmark", "--data-dir", "data", "--out", "out"]) == 2
     assert capsys.readouterr().err.startswith("benchharness: error: missing data file")
