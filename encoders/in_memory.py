@@ -33,7 +33,7 @@ from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE
 from benchharness.encoders.sbert import SentenceTransformerEncoder, prompts_by_role
 from benchharness.encoders.st_folder import object_module_configs, unused_poolers
 from benchharness.encoders.transformer import TransformerEncoder
-from benchharness.scoring.pair_view import PAIR_SCORE, as_scores
+from benchharness.scoring.pair_view import as_scores
 
 if TYPE_CHECKING:
     import torch
@@ -272,7 +272,6 @@ class PairCallable(_GivenIdentity, PairModel):
     and the scores come back in the order given; pinned by ``identity``."""
 
     family = "pair-callable"
-    similarity = PAIR_SCORE
 
     def __init__(
         self,

@@ -44,7 +44,7 @@ from benchharness.encoders.st_folder import (
     read_config,
     transformer_folder,
 )
-from benchharness.scoring.pair_view import PAIR_SCORE, as_scores
+from benchharness.scoring.pair_view import as_scores
 
 #: what ``CrossEncoder`` applies to a one-label model's logit, and to a model of several labels, when
 #: its configuration names no activation (``CrossEncoder.get_default_activation_fn``)
@@ -111,8 +111,6 @@ def one_label(labels: int, name: str) -> None:
 
 class CrossEncoderModel(LibraryModel, PairModel):
     """What both ways of holding a ``CrossEncoder`` share: scoring pairs with ``predict``."""
-
-    similarity = PAIR_SCORE
 
     @property
     @abstractmethod

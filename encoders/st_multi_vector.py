@@ -70,7 +70,6 @@ class MultiVectorSentenceTransformer(LibraryModel, MultiVectorModel):
                 f"{' or '.join(SIMILARITIES)}"
             )
         self.similarity = similarity
-        self.length_normalized = similarity == "meanmaxsim"
 
     def encode_tokens(self, sentences: Sequence[str], role: Role = DEFAULT) -> list[np.ndarray]:
         """Each text's token vectors for ``role``, by ``encode_query``, ``encode_document`` or

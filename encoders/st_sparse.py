@@ -103,7 +103,7 @@ class SparseSentenceTransformer(LibraryModel, SparseModel):
 
     def _sparse_settings(self) -> dict[str, Any]:
         """What decides the scores beside the modules: the similarity and ``max_active_dims``."""
-        return {"similarity_fn": self.similarity_fn, "max_active_dims": self._max_active_dims()}
+        return {"similarity_fn": self.similarity, "max_active_dims": self._max_active_dims()}
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -118,8 +118,7 @@ class SparseEncoderFolder(SparseSentenceTransformer):
         self.source = source
         self.prompts = configured_prompts(source.path, name)
         self._settings = read_config(source.path / "config_sentence_transformers.json", name)
-        self.similarity_fn = _similarity(self._settings.get("similarity_fn_name"), name)
-        self.similarity = self.similarity_fn
+        self.similarity = _similarity(self._settings.get("similarity_fn_name"), name)
         refuse_missing_tokenizer(transformer_folder(source.path), name)
 
     @property
@@ -152,8 +151,7 @@ class SparseEncoderObject(SparseSentenceTransformer):
         self.prompts = prompts_by_role(
             dict(getattr(model, "prompts", None) or {}), getattr(model, "default_prompt_name", None), False, name
         )
-        self.similarity_fn = _similarity(model.similarity_fn_name, name)
-        self.similarity = self.similarity_fn
+        self.similarity = _similarity(model.similarity_fn_name, name)
 
     @property
     def model(self) -> Any:

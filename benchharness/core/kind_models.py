@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.encoder import Encoder
-from benchharness.core.kinds import CROSS_ENCODER, MULTI_VECTOR, SPARSE, KindMismatchError
+from benchharness.core.kinds import CROSS_ENCODER, MULTI_VECTOR, PAIR_SCORE, SPARSE, KindMismatchError
 from benchharness.core.prompts import DEFAULT, Role
 
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ class SparseModel(KindModel):
     """A sparse encoder (SPLADE): one vocabulary-sized vector per text, few of its terms active."""
 
     model_kind = SPARSE
-    #: how two vectors are compared: "dot" (SPLADE's) or "cosine"
-    similarity_fn: str = "dot"
+    #: how two vectors are compared (sentence-transformers' ``similarity_fn_name``): "dot" (SPLADE's) or "cosine"
+    similarity = "dot"
 
     @abstractmethod
     def encode_sparse(self, sentences: Sequence[str], role: Role = DEFAULT) -> Any:
@@ -52,8 +52,12 @@ class MultiVectorModel(KindModel):
     """A late-interaction encoder (ColBERT): one vector per token, scored by MaxSim."""
 
     model_kind = MULTI_VECTOR
-    #: MaxSim divided by the query's token count ("meanmaxsim"), when the model was trained so
-    length_normalized: bool = False
+    #: "maxsim", or "meanmaxsim": MaxSim divided by the query's token count, for a model trained so
+    similarity = "maxsim"
+
+    @property
+    def length_normalized(self) -> bool:
+        return self.similarity == "meanmaxsim"
 
     @abstractmethod
     def encode_tokens(self, sentences: Sequence[str], role: Role = DEFAULT) -> list[np.ndarray]:
@@ -64,6 +68,8 @@ class PairModel(KindModel):
     """A cross-encoder: a score for each (left, right) pair of texts, read together."""
 
     model_kind = CROSS_ENCODER
+    #: what it compares two texts by, for results' protocols and its metadata
+    similarity = PAIR_SCORE
 
     @abstractmethod
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:

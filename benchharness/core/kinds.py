@@ -53,6 +53,8 @@ OPERATIONS = {
 
 #: the built-in kinds' names
 DENSE, SPARSE, MULTI_VECTOR, CROSS_ENCODER = "dense", "sparse", "multi-vector", "cross-encoder"
+#: how a cross-encoder compares two texts, for results' protocols and its metadata
+PAIR_SCORE = "the model's pair score"
 
 
 class KindMismatchError(UserError):

@@ -10,6 +10,7 @@ from typing import Any
 
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
+from benchharness.core.kinds import DENSE
 from benchharness.evaluation.resolver import Resolver
 from benchharness.evaluation.run_settings import RunSettings
 
@@ -31,14 +32,15 @@ def cache_at(cache_dir: str | Path) -> Any:
 
 
 def caching(cache: Any, pools: Any = None) -> Callable[[Encoder], Encoder]:
-    """Wraps each encoder in the cache (but one that says it is not ``cacheable``); a
+    """Wraps each dense encoder in the cache (but one that says it is not ``cacheable``); a model of
+    another kind caches its own outputs through its kind's view (``evaluation.kinds.outputs``). A
     post-processor's rows are computed from its base's, so only base encoders encode through the
     pools."""
     from benchharness.encoders.postprocess.fitting import PostProcessor
     from benchharness.evaluation.cache import CachingEncoder
 
     def wrap(encoder: Encoder) -> Encoder:
-        if not encoder.cacheable:
+        if not encoder.cacheable or encoder.model_kind != DENSE:
             return encoder
         chunks = None if pools is None or isinstance(encoder, PostProcessor) else pools.for_encoder(encoder)
         return CachingEncoder(encoder, cache, encode_chunks=chunks)

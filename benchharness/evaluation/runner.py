@@ -37,7 +37,7 @@ import numpy as np
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder, WrappingEncoder, stable_hash
 from benchharness.core.errors import UserError
-from benchharness.core.kinds import ModelKind, ViewSettings
+from benchharness.core.kinds import DENSE, ModelKind, ViewSettings
 from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.provenance import now, versions
 from benchharness.core.resources import peak_rss_mib
@@ -176,7 +176,7 @@ def run(
                 ctx.summary.outcomes.append(Outcome(enc_name, name, "failed", message=f"encoder: {exc}"))
             logger.error("[%s] %s", enc_name, exc)
             continue
-        plan = _plan(enc_name, encoder, identity["hash"], loaded, ctx, kind)
+        plan = _plan(enc_name, encoder, identity["hash"], loaded, ctx)
         plan.todo = _runnable(plan.todo, enc_name, kind, ctx)
         for task in plan.todo:
             if isinstance(task, EncoderDrivenTask):
@@ -234,9 +234,7 @@ def _load_tasks(tasks: list[Task], encoder_names: list[str], ctx: _Context) -> d
     return loaded
 
 
-def _plan(
-    enc_name: str, encoder: Encoder, identity: str, tasks: dict[str, Task], ctx: _Context, kind: ModelKind
-) -> _Plan:
+def _plan(enc_name: str, encoder: Encoder, identity: str, tasks: dict[str, Task], ctx: _Context) -> _Plan:
     """Which tasks this encoder computes: stored results are reused as the overwrite strategy says,
     except those lacking items when ``add_items`` asks for them. Without a store, all of them.
 
@@ -254,7 +252,7 @@ def _plan(
         if stored is not None and add_items and not ctx.store.has_items(stored):  # type: ignore[union-attr]
             plan.previous[name] = stored.main_score
         elif stored is not None and overwrite != "always":
-            fresh = stored.fingerprint() == fingerprint(identity, ctx.digests[name], _protocol(task, kind))
+            fresh = stored.fingerprint() == fingerprint(identity, ctx.digests[name], _protocol(task, encoder))
             same_identity = stored.encoder_identity.get("hash") == identity
             same_inputs = _inputs_of(stored) == _inputs(encoder, task)
             if fresh or (overwrite == "reuse" and same_identity and same_inputs):
@@ -471,7 +469,7 @@ def _evaluate_with_views(
             ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
             continue
         timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t1, 3)}
-        _finish(task, enc_name, encoder, identity, plan, ctx, evaluation, timings, kind=kind)
+        _finish(task, enc_name, encoder, identity, plan, ctx, evaluation, timings)
 
 
 def _finish(
@@ -486,7 +484,6 @@ def _finish(
     *,
     zeros: int | None = None,
     width: int | None = None,
-    kind: ModelKind | None = None,
 ) -> None:
     """A task evaluated from the run's data: its data record, intervals and memory, then kept."""
     timings["peak_rss_mb"] = round(peak_rss_mib(), 1)
@@ -516,7 +513,6 @@ def _finish(
         width=width,
         confidence=confidence,
         previous=plan.previous.get(task.name),
-        kind=kind,
     )
 
 
@@ -568,7 +564,6 @@ def _keep(
     width: int | None = None,
     confidence: dict | None = None,
     previous: float | None = None,
-    kind: ModelKind | None = None,
 ) -> None:
     """Build the task's result, with its per-item outputs attached, save it to the store if there is
     one, and report it. A metric that is NaN or infinite fails the task alone, naming the metric: such
@@ -588,7 +583,7 @@ def _keep(
         main_score=float(metrics[task.metadata.main_score]),
         main_metric=task.metadata.main_score,
         metrics=metrics,
-        protocol=_protocol(task, kind),
+        protocol=_protocol(task, encoder),
         encoder_identity=identity,
         encoder_metadata=_metadata(encoder, task, evaluation.prompts),
         data=data_record,
@@ -698,8 +693,8 @@ def _inputs_of(result: Result) -> dict[str, Any]:
     return {"prompts": prompts, "instruction": result.protocol.get("instruction")}
 
 
-def _protocol(task: Task, kind: ModelKind | None = None) -> ProtocolRecord:
-    """The task's protocol record; for a model of a kind other than dense, with the kind and the
+def _protocol(task: Task, encoder: Encoder | None = None) -> ProtocolRecord:
+    """The task's protocol record; for a model of a kind other than dense, with its kind and the
     similarity it scored by (the task's own ``similarity`` names the dense one, cosine)."""
     meta = task.metadata
     record = {
@@ -709,9 +704,9 @@ def _protocol(task: Task, kind: ModelKind | None = None) -> ProtocolRecord:
         **meta.protocol_details,
         **({"instruction": meta.instruction} if meta.instruction else {}),
     }
-    if kind is not None and kind.open_view is not None:
-        record["model_kind"] = kind.name
-        record["similarity"] = kind.similarity
+    if encoder is not None and encoder.model_kind != DENSE:
+        record["model_kind"] = encoder.model_kind
+        record["similarity"] = encoder.similarity  # the model's own: dot or cosine, maxsim or meanmaxsim
     return cast(ProtocolRecord, record)  # the named keys, then the task's own protocol details
 
 

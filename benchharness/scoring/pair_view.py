@@ -23,8 +23,6 @@ from benchharness.core.prompts import DOCUMENT, NO_PROMPTS, Prompts
 
 #: pairs of texts, in the order their scores come back
 Pairs = Sequence[tuple[str, str]]
-#: how a cross-encoder compares two texts, for results' protocols and its metadata
-PAIR_SCORE = "the model's pair score"
 
 
 def as_scores(value: Any, n: int, name: str) -> np.ndarray:

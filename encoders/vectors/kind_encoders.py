@@ -47,7 +47,6 @@ class PrecomputedSparse(_ScoredRows[SparseTable], SparseModel):
 
     def __init__(self, name: str, path: str | Path) -> None:
         super().__init__(name, path)
-        self.similarity_fn = self.table.similarity
 
     def _read(self) -> SparseTable:
         return read_sparse_folder(self.path)
@@ -66,7 +65,6 @@ class PrecomputedTokens(_ScoredRows[TokenTable], MultiVectorModel):
 
     def __init__(self, name: str, path: str | Path) -> None:
         super().__init__(name, path)
-        self.length_normalized = self.table.similarity == "meanmaxsim"
 
     def _read(self) -> TokenTable:
         return read_token_folder(self.path)

@@ -18,12 +18,12 @@ import numpy as np
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.kind_models import PairModel
-from benchharness.core.kinds import CROSS_ENCODER, PAIRS, ModelKind, View, ViewSettings
+from benchharness.core.kinds import CROSS_ENCODER, PAIR_SCORE, PAIRS, ModelKind, View, ViewSettings
 from benchharness.core.prompts import DEFAULT
 from benchharness.evaluation.kinds import held_model
 from benchharness.evaluation.kinds.outputs import Outputs
 from benchharness.evaluation.row_codecs import DENSE_ROWS
-from benchharness.scoring.pair_view import PAIR_SCORE, PairView
+from benchharness.scoring.pair_view import PairView
 
 
 def pair_key(left: str, right: str) -> str:

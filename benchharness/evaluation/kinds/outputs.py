@@ -48,7 +48,9 @@ class Outputs:
         self.name = encoder.name
         self.codec = codec
         self.identity = cache_key(encoder, role)
-        self.cache = None if cache_dir is None or not encoder.pinned else EmbeddingCache(Path(cache_dir), codec)
+        # an unpinned model's outputs could be anyone's; rows read from files are cheaper to read again
+        cached = encoder.pinned and encoder.cacheable
+        self.cache = EmbeddingCache(Path(cache_dir), codec) if cache_dir is not None and cached else None
         self.computed = 0
         #: each cached key's chunk id, read once and renewed after a write (``_read``)
         self._index: dict[bytes, int] | None = None

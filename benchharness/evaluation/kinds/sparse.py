@@ -21,7 +21,7 @@ def open_view(encoder: Encoder, settings: ViewSettings) -> View:
 
     model: SparseModel = held_model(encoder, SparseModel, KIND)
     encode = by_role(model, SPARSE_ROWS, settings.cache_dir, model.encode_sparse)
-    return SparseView(encode, model.similarity_fn, settings.memory_mib)
+    return SparseView(encode, model.similarity, settings.memory_mib)
 
 
 KIND = ModelKind(

@@ -227,10 +227,8 @@ def test_token_vectors_score_sts_and_retrieval_by_maxsim(tmp_path, data_dir, bei
     words = sum(len(d.split()) for d in CORPUS)
     assert scored[BEIR].metrics["index_bytes"] == 4 * words * DIMENSION
     assert scored[BEIR].protocol["model_kind"] == "multi-vector"
-    # a second run through the same cache folder gives the same scores
-    assert {t: r.metrics for t, r in metrics(folder, [SICK, BEIR], data_dir, cache_dir=tmp_path / "cache").items()} == {
-        t: r.metrics for t, r in scored.items()
-    }
+    # rows read from files are not copied into the embedding cache (reading the folder again is as cheap)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
     model = open_vectors("v", folder)
     assert isinstance(model, PrecomputedTokens) and not model.length_normalized
     served = model.encode_tokens([CORPUS[3], CORPUS[0]], DOCUMENT)

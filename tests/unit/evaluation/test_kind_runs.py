@@ -23,6 +23,8 @@ from benchharness.evaluation.runner import run
 class _LengthScorer(PairModel):
     """A pair scorer whose score is minus the difference of the texts' lengths; it records each call."""
 
+    similarity = "minus length difference"
+
     def __init__(self) -> None:
         super().__init__("toy-pairs")
         self.calls: list[list[tuple[str, str]]] = []
