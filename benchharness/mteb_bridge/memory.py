@@ -5,10 +5,12 @@ with them, and ``benchmarks/mteb_overhead.py`` times the wrapper offline."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from datasets import Dataset, DatasetDict
+from mteb.abstasks.retrieval import AbsTaskRetrieval
+from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 from mteb.abstasks.sts import AbsTaskSTS
 from mteb.abstasks.task_metadata import TaskMetadata
 
@@ -86,3 +88,52 @@ def multilingual_sts_task(
 
     InMemoryMultilingualSTS.max_score = max_score  # type: ignore[assignment]  # as in sts_task
     return InMemoryMultilingualSTS()
+
+
+def retrieval_task(
+    name: str, queries: Mapping[str, str], corpus: Mapping[str, str], relevant: Mapping[str, Mapping[str, int]]
+) -> AbsTaskRetrieval:
+    """An mteb retrieval task (main score nDCG@10, as most of mteb's): ``queries`` and ``corpus``
+    map ids to texts, ``relevant`` each query's judged documents to their relevance."""
+    meta = TaskMetadata(type="Retrieval", name=name, main_score="ndcg_at_10", **TASK_ARGS)
+    return _retrieval(meta, queries, corpus, {q: dict(docs) for q, docs in relevant.items()}, None)
+
+
+def reranking_task(
+    name: str,
+    queries: Mapping[str, str],
+    corpus: Mapping[str, str],
+    candidates: Mapping[str, Sequence[str]],
+    relevant: Mapping[str, set[str]],
+) -> AbsTaskRetrieval:
+    """An mteb reranking task: each query reranks its candidate ids (``top_ranked``); qrels give
+    1 to the relevant candidates and 0 to the others, as mteb's AskUbuntuDupQuestions does."""
+    meta = TaskMetadata(type="Reranking", name=name, main_score="map_at_1000", **TASK_ARGS)
+    judged = {q: {d: int(d in relevant[q]) for d in cands} for q, cands in candidates.items()}
+    return _retrieval(meta, queries, corpus, judged, {q: list(cands) for q, cands in candidates.items()})
+
+
+def _retrieval(
+    meta: TaskMetadata,
+    queries: Mapping[str, str],
+    corpus: Mapping[str, str],
+    relevant: dict[str, dict[str, int]],
+    top_ranked: dict[str, list[str]] | None,
+) -> AbsTaskRetrieval:
+    """A retrieval task of ``meta`` whose test split holds these texts, judgements and candidate
+    lists, in mteb's current layout."""
+
+    class InMemoryRetrieval(AbsTaskRetrieval):
+        metadata = meta
+
+        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+            split: RetrievalSplitData = {
+                "queries": Dataset.from_list([{"id": q, "text": t} for q, t in queries.items()]),
+                "corpus": Dataset.from_list([{"id": d, "text": t} for d, t in corpus.items()]),
+                "relevant_docs": relevant,
+                "top_ranked": top_ranked,
+            }
+            self.dataset = {"default": {"test": split}}
+            self.data_loaded = True
+
+    return InMemoryRetrieval()

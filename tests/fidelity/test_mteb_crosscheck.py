@@ -40,15 +40,10 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="mteb-cache-"))
 pytest.importorskip("mteb")
 
-from datasets import Dataset
-from mteb.abstasks.retrieval import AbsTaskRetrieval
-from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
-from mteb.abstasks.task_metadata import TaskMetadata
-
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
 from benchharness.mteb_bridge.evaluate import run_task
-from benchharness.mteb_bridge.memory import TASK_ARGS, sts_task
+from benchharness.mteb_bridge.memory import reranking_task, sts_task
 from benchharness.scoring.metrics import paired_cosine
 from benchharness.scoring.ranking import means, per_query_metrics, ranked_relevance
 from benchharness.tasks import sts
@@ -163,32 +158,6 @@ def _askubuntu(tmp_path, title) -> AskUbuntu:
     task = AskUbuntu("mteb")
     task.load(DataRoot(tmp_path))
     return task
-
-
-def reranking_task(
-    name: str,
-    queries: dict[str, str],
-    corpus: dict[str, str],
-    candidates: dict[str, list[str]],
-    relevant: dict[str, set[str]],
-) -> AbsTaskRetrieval:
-    """An mteb reranking task: each query reranks its candidate ids (``top_ranked``); qrels give
-    1 to the relevant candidates and 0 to the others, as mteb's AskUbuntuDupQuestions does."""
-
-    class InMemoryReranking(AbsTaskRetrieval):
-        metadata = TaskMetadata(type="Reranking", name=name, main_score="map_at_1000", **TASK_ARGS)
-
-        def load_data(self, num_proc=None, **kwargs) -> None:
-            split: RetrievalSplitData = {
-                "queries": Dataset.from_list([{"id": q, "text": t} for q, t in queries.items()]),
-                "corpus": Dataset.from_list([{"id": d, "text": t} for d, t in corpus.items()]),
-                "relevant_docs": {q: {d: int(d in relevant[q]) for d in cands} for q, cands in candidates.items()},
-                "top_ranked": {q: list(cands) for q, cands in candidates.items()},
-            }
-            self.dataset = {"default": {"test": split}}
-            self.data_loaded = True
-
-    return InMemoryReranking()
 
 
 def _mteb_reranking(task: AskUbuntu):
