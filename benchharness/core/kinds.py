@@ -94,8 +94,8 @@ class ModelKind:
         missing = sorted(takes - self.offers)
         if not missing:
             return None
-        needs = ", ".join(OPERATIONS.get(op, op) for op in missing)
-        offers = ", ".join(OPERATIONS.get(op, op) for op in sorted(self.offers)) or "nothing a task uses"
+        needs = " and ".join(OPERATIONS.get(op, op) for op in missing)
+        offers = " and ".join(OPERATIONS.get(op, op) for op in sorted(self.offers)) or "nothing a task uses"
         return (
             f"{encoder} is {self.title} ({self.gives}), and {task} needs {needs}; {self.title} gives {offers}. "
             "Run it on tasks that use what it gives, or choose a dense encoder for this one"
