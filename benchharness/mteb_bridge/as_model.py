@@ -1,33 +1,66 @@
-"""A benchharness encoder as an mteb model.
+"""A benchharness encoder as an mteb model, in the protocol mteb 2 takes a model of its kind in.
 
 mteb keys its result cache on the model's name and revision, and silently serves a cached result
 to any model with the same pair. So the name comes from the benchharness encoder name (a built-in,
 a composition, a trained run or an ad-hoc spec) and the revision is the encoder identity, the
 hash of everything that determines the vectors: two encoders that could give different vectors
 never share a (name, revision), and a retrained or re-fitted model gets a new revision.
+
+Which protocol (``mteb_model``): a dense encoder is mteb's ``EncoderProtocol`` (``MtebEncoder``:
+vectors, which any mteb task takes). A model of another kind is scored through its kind's view
+(``core.kinds.View``: the kind's own scoring, through its cache of outputs) and handed to mteb as
+what mteb 2 evaluates such a model with, which only its retrieval tasks (retrieval, reranking,
+instruction retrieval and reranking) take: a kind that searches a corpus (sparse, multi-vector) is
+a ``SearchProtocol`` (``MtebSearchModel``: a full search, or each query's given candidates scored as
+pairs), as mteb's own ``MultiVectorWrapper`` is and its ``SearchEncoderWrapper`` makes of a
+``SparseEncoder``; a kind that scores pairs only (a cross-encoder) is a ``CrossEncoderProtocol``
+(``MtebPairModel``), whose pairs mteb's ``SearchCrossEncoderWrapper`` builds from each query's
+candidates, as it does for a sentence-transformers ``CrossEncoder``. The texts are the ones mteb's
+dataloaders give its own wrappers (a document's title and text, a query with its instruction).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from mteb._create_dataloaders import create_dataloader
 from mteb.models import ModelMeta
 from mteb.models.abs_encoder import AbsEncoder
 from mteb.models.model_meta import ScoringFunction
+from mteb.types import PromptType
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Role
+from benchharness.core.kinds import (
+    CROSS_ENCODER,
+    DENSE,
+    MULTI_VECTOR,
+    PAIRS,
+    SEARCH,
+    SPARSE,
+    KindMismatchError,
+    View,
+    ViewSettings,
+)
+from benchharness.core.prompts import DEFAULT, DOCUMENT, QUERY, Prompts, Role
 from benchharness.core.results import slug
 from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
+from benchharness.evaluation.kinds import kind_of
 from benchharness.mteb_bridge.model_facts import HUB_ID, ModelFacts, innermost
 
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
-    from mteb.types import BatchedInput, PromptType
+    from mteb.types import (
+        BatchedInput,
+        CorpusDatasetType,
+        QueryDatasetType,
+        RetrievalOutputType,
+        TopRankedDocumentsType,
+    )
     from torch.utils.data import DataLoader
 
 #: organisation part of every exported or evaluated model name: keeps benchharness's encoders
@@ -118,6 +151,27 @@ def training_datasets(training: Mapping[str, Any]) -> set[str]:
     return seen
 
 
+#: mteb's name (``ModelMeta.model_type``) for each kind of model benchharness ships; a kind mteb has
+#: no name for is left at mteb's default
+MODEL_TYPES: dict[str, Any] = {
+    DENSE: "dense",
+    SPARSE: "sparse",
+    MULTI_VECTOR: "late-interaction",
+    CROSS_ENCODER: "cross-encoder",
+}
+
+
+def scoring_function(similarity: str, kind: str) -> ScoringFunction | None:
+    """mteb's name for how a model of ``kind`` compares texts: a late-interaction model's MaxSim
+    (divided by the query's length or not: the same order), none for a cross-encoder (as mteb's own
+    metadata of one), a similarity mteb has no name for as ``custom``."""
+    if kind == MULTI_VECTOR:
+        return ScoringFunction.MAX_SIM
+    if kind == CROSS_ENCODER:
+        return None
+    return ScoringFunction(similarity) if similarity in set(ScoringFunction) else ScoringFunction.CUSTOM
+
+
 def registry_meta(hub_id: str) -> ModelMeta | None:
     """mteb's own metadata for a hub model (``mteb.get_model_meta``), or None when its registry,
     shipped with the package, does not list it."""
@@ -151,7 +205,10 @@ def model_meta(
     token limit, licence, languages, release date), fill the fields, and only the gaps of a
     registry entry; an evaluation through mteb reads no file for them (mteb keys its cache on the
     name and revision alone). ``embed_dim``, when given, is the width the caller knows. The memory
-    is mteb's own estimate from the parameter count (``ModelMeta.calculate_memory_usage_mb``)."""
+    is mteb's own estimate from the parameter count (``ModelMeta.calculate_memory_usage_mb``).
+    The identity's ``kind`` (a model that is not dense records it) gives mteb's model type and the
+    name of its similarity (``scoring_function``)."""
+    kind = str(identity_info.get("kind", DENSE))
     mteb_model, revision = export_name(name, identity, identity_info)[:2] if export else (mteb_name(name), identity)
     found = facts.known() if facts is not None else {}
     if embed_dim is not None:
@@ -176,7 +233,8 @@ def model_meta(
         public_training_code=None,
         public_training_data=None,
         framework=frameworks(identity_info),
-        similarity_fn_name=ScoringFunction(similarity),
+        similarity_fn_name=scoring_function(similarity, kind),
+        model_type=[MODEL_TYPES.get(kind, "dense")],
         # an instruction model: one whose prompts take a task's instruction (MtebEncoder.role_for)
         use_instructions="instruction_template" in (identity_info.get("prompts") or {}),
         training_datasets=training_datasets(training) if training else None,
@@ -202,7 +260,56 @@ def adapted_from(mteb_model: str, identity_info: Mapping[str, Any], training: Ma
     return None if source == mteb_model else source
 
 
-class MtebEncoder(AbsEncoder):
+#: what ``AbsEncoder.get_instruction`` reads of a model: its own table of prompts (a benchharness
+#: model has none: its prompts are its roles') and the order of the places an instruction comes from
+_NO_PROMPT_TABLE = SimpleNamespace(prompts_dict=None, prompt_priority=AbsEncoder.prompt_priority)
+
+
+def task_role(prompts: Prompts, task_metadata: TaskMetadata, prompt_type: PromptType | None) -> Role:
+    """The role mteb's ``prompt_type`` asks for, with the task's instruction when the model takes
+    instructions (its prompts have an ``instruction_template``) and the side is not the documents:
+    mteb's ``get_instruction`` (the task's prompt for that side, else its task type's default)."""
+    role = role_of(prompt_type)
+    if prompts.instruction_template is None or role.name == DOCUMENT.name:
+        return role
+    instruction = AbsEncoder.get_instruction(_NO_PROMPT_TABLE, task_metadata, prompt_type)  # type: ignore[arg-type]
+    return Role(role.name, instruction or None)
+
+
+def loader_texts(inputs: DataLoader[BatchedInput], task_metadata: TaskMetadata) -> list[str]:
+    """The texts of every batch of one of mteb's dataloaders, in order."""
+    texts: list[str] = []
+    for batch in inputs:
+        if "text" not in batch:
+            raise InvalidInputError(
+                f"mteb task {task_metadata.name}: batch without a 'text' field "
+                f"(fields {sorted(batch)}); benchharness encoders take text only"
+            )
+        texts.extend(batch["text"])
+    return texts
+
+
+class _Sides:
+    """What every model handed to mteb does with a task's sides: the role each is encoded or
+    scored in (``task_role``), and the text put in front of each side's sentences (``applied``,
+    by side: ``query``, ``document``, ``default``; empty for a model without prompts)."""
+
+    def __init__(self, prompts: Prompts) -> None:
+        self.prompts = prompts
+        self.applied: dict[str, str] = {}
+
+    def role_for(self, task_metadata: TaskMetadata, prompt_type: PromptType | None) -> Role:
+        role = task_role(self.prompts, task_metadata, prompt_type)
+        if not self.prompts.empty:
+            self.applied[str(role)] = self.prompts.for_role(role)
+        return role
+
+    def facts(self) -> dict[str, float | int]:
+        """What the model reports beside mteb's scores, as ``split/subset/name``; none for vectors."""
+        return {}
+
+
+class MtebEncoder(AbsEncoder, _Sides):
     """mteb's encoder protocol over any benchharness ``Encoder``.
 
     mteb hands over a DataLoader of ``{"text": [...]}`` batches; the texts of all batches are
@@ -210,7 +317,7 @@ class MtebEncoder(AbsEncoder):
     with ``cache``, benchharness's embedding cache apply (a sentence seen by any earlier run of
     the same encoder identity is not encoded again).
 
-    Prompts and instructions, as mteb's own wrappers give them (:meth:`role_for`):
+    Prompts and instructions, as mteb's own wrappers give them (``task_role``):
 
     - mteb's ``prompt_type`` is the encoder's role (``query``, ``document``, none: the symmetric
       default), so an encoder with role prompts gets them as mteb's sentence-transformers wrapper
@@ -221,25 +328,14 @@ class MtebEncoder(AbsEncoder):
       documents get their own prompt, as mteb's instruction wrapper does with
       ``apply_instruction_to_passages=False`` (e5-mistral, gte-Qwen, Qwen3-Embedding);
     - an encoder without prompts gets none.
-
-    ``applied`` records the text put in front of each side's sentences.
     """
 
     mteb_model_meta: ModelMeta  # always set here (AbsEncoder allows None; mteb's EncoderProtocol does not)
 
     def __init__(self, encoder: Encoder, cache: EmbeddingCache | None = None) -> None:
         self.model = encoder if cache is None else CachingEncoder(encoder, cache)
+        _Sides.__init__(self, self.model.prompts)
         self.mteb_model_meta = model_meta(encoder.name, encoder.identity, encoder.identity_record(), encoder.similarity)
-        #: the text put in front of each side's sentences so far (side: ``query``, ``document``, ``default``)
-        self.applied: dict[str, str] = {}
-
-    def role_for(self, task_metadata: TaskMetadata, prompt_type: PromptType | None) -> Role:
-        """The role mteb's ``prompt_type`` asks for, with the task's instruction when the encoder
-        takes instructions (it has an ``instruction_template``) and the side is not the documents."""
-        role = role_of(prompt_type)
-        if self.model.prompts.instruction_template is None or role.name == "document":
-            return role
-        return Role(role.name, self.get_instruction(task_metadata, prompt_type) or None)
 
     def encode(
         self,
@@ -251,17 +347,8 @@ class MtebEncoder(AbsEncoder):
         prompt_type: PromptType | None = None,
         **kwargs: Any,
     ) -> np.ndarray:
-        texts: list[str] = []
-        for batch in inputs:
-            if "text" not in batch:
-                raise InvalidInputError(
-                    f"mteb task {task_metadata.name}: batch without a 'text' field "
-                    f"(fields {sorted(batch)}); benchharness encoders take text only"
-                )
-            texts.extend(batch["text"])
+        texts = loader_texts(inputs, task_metadata)
         role = self.role_for(task_metadata, prompt_type)
-        if not self.model.prompts.empty:
-            self.applied[str(role)] = self.model.prompts.for_role(role)
         return np.asarray(self.model.encode_role(texts, role), dtype=np.float32)
 
 
@@ -269,3 +356,171 @@ def role_of(prompt_type: PromptType | str | None) -> Role:
     """mteb's ``prompt_type`` as a benchharness role."""
     value = getattr(prompt_type, "value", prompt_type)
     return {"query": QUERY, "document": DOCUMENT}.get(value, DEFAULT) if value is not None else DEFAULT
+
+
+class MtebKindModel(_Sides):
+    """A model of a kind other than dense, scored through its kind's views: one view for each split
+    and subset mteb evaluates, so that what each reports (``facts``: active dimensions, bytes per
+    document, pairs scored) is its own. Each view reads and keeps the model's outputs in the kind's
+    cache (``settings.cache_dir``), under the model's identity."""
+
+    def __init__(self, encoder: Encoder, settings: ViewSettings) -> None:
+        self.model = encoder
+        super().__init__(self.model.prompts)
+        self.kind = kind_of(self.model)
+        self.settings = settings
+        self.mteb_model_meta = model_meta(
+            self.model.name, self.model.identity, self.model.identity_record(), self.model.similarity
+        )
+        self._views: dict[tuple[str, str], View] = {}
+
+    def view(self, hf_split: str, hf_subset: str) -> View:
+        if (hf_split, hf_subset) not in self._views:
+            assert self.kind.open_view is not None  # a kind with no view is dense: MtebEncoder
+            self._views[hf_split, hf_subset] = self.kind.open_view(self.model, self.settings)
+        return self._views[hf_split, hf_subset]
+
+    def sides(self, task_metadata: TaskMetadata) -> tuple[Role, Role]:
+        """The roles of a (query, document) pair of a retrieval task."""
+        return self.role_for(task_metadata, PromptType.query), self.role_for(task_metadata, PromptType.document)
+
+    def facts(self) -> dict[str, float | int]:
+        return {
+            f"{split}/{subset}/{name}": value
+            for (split, subset), view in self._views.items()
+            for name, value in view.facts().items()
+        }
+
+
+class MtebPairModel(MtebKindModel):
+    """mteb's ``CrossEncoderProtocol`` over a model that scores pairs (a cross-encoder): mteb pairs
+    each query of a reranking task with its candidates (``SearchCrossEncoderWrapper``), and the pairs
+    are scored by the kind's view, the query in the query role and the candidate in the document's."""
+
+    def predict(
+        self,
+        inputs1: DataLoader[BatchedInput],
+        inputs2: DataLoader[BatchedInput],
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        prompt_type: PromptType | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
+        left, right = loader_texts(inputs1, task_metadata), loader_texts(inputs2, task_metadata)
+        return self.view(hf_split, hf_subset).pairs(left, right, self.sides(task_metadata))
+
+
+class MtebSearchModel(MtebKindModel):
+    """mteb's ``SearchProtocol`` over a model whose kind searches a corpus (sparse, multi-vector):
+    without candidates, each query's ``top_k`` best documents of the whole corpus by the view's exact
+    search (a corpus block at a time); with a reranking task's candidates (``top_ranked``), each
+    query's candidates scored as (query, document) pairs and its ``top_k`` best kept, as mteb's
+    search wrappers rerank. A query without candidates gets none, as there."""
+
+    def __init__(self, encoder: Encoder, settings: ViewSettings) -> None:
+        super().__init__(encoder, settings)
+        self._corpus: CorpusDatasetType | None = None
+
+    def index(
+        self,
+        corpus: CorpusDatasetType,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        encode_kwargs: Mapping[str, Any],
+        num_proc: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Keep the corpus: its documents are encoded during ``search``, a block at a time."""
+        self._corpus = corpus
+
+    def search(
+        self,
+        queries: QueryDatasetType,
+        *,
+        task_metadata: TaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        top_k: int,
+        encode_kwargs: Mapping[str, Any],
+        top_ranked: TopRankedDocumentsType | None = None,
+        num_proc: int | None = None,
+        **kwargs: Any,
+    ) -> RetrievalOutputType:
+        if self._corpus is None:
+            raise ValueError("mteb searched before indexing a corpus")
+        corpus, self._corpus = self._corpus, None
+        ids = list(corpus["id"])
+        documents = self._texts(corpus, task_metadata, PromptType.document, num_proc)
+        query_ids = list(queries["id"])
+        texts = self._texts(queries, task_metadata, PromptType.query, num_proc)
+        view, roles = self.view(hf_split, hf_subset), self.sides(task_metadata)
+        if top_ranked is None:
+            scores, found = view.search(texts, documents, min(top_k, len(documents)), roles)
+            return {
+                qid: {ids[j]: float(score) for score, j in zip(row, hits) if j >= 0}
+                for qid, row, hits in zip(query_ids, scores, found)
+            }
+        return _reranked(view, roles, query_ids, texts, ids, documents, top_ranked, top_k)
+
+    @staticmethod
+    def _texts(
+        dataset: CorpusDatasetType, task_metadata: TaskMetadata, prompt_type: PromptType, num_proc: int | None
+    ) -> list[str]:
+        """The texts mteb's dataloader gives a model for one side (a document's title and text, a
+        query and its instruction)."""
+        if len(dataset) == 0:
+            return []
+        loader = create_dataloader(dataset, task_metadata=task_metadata, prompt_type=prompt_type, num_proc=num_proc)
+        return loader_texts(loader, task_metadata)
+
+
+def _reranked(
+    view: View,
+    roles: tuple[Role, Role],
+    query_ids: Sequence[str],
+    queries: Sequence[str],
+    ids: Sequence[str],
+    documents: Sequence[str],
+    top_ranked: TopRankedDocumentsType,
+    top_k: int,
+) -> RetrievalOutputType:
+    """Each query's candidates scored as pairs in one call of the view (a query's pairs next to each
+    other), and its ``top_k`` best kept."""
+    position = {doc: i for i, doc in enumerate(ids)}
+    asked = [(qid, query, list(top_ranked[qid])) for qid, query in zip(query_ids, queries) if top_ranked.get(qid)]
+    left = [query for _, query, candidates in asked for _ in candidates]
+    right = [documents[position[doc]] for _, _, candidates in asked for doc in candidates]
+    scores = view.pairs(left, right, roles) if left else np.zeros(0)
+    results: RetrievalOutputType = {qid: {} for qid in query_ids}
+    start = 0
+    for qid, _, candidates in asked:
+        mine = scores[start : start + len(candidates)]
+        start += len(candidates)
+        best = np.argsort(-mine, kind="stable")[:top_k]
+        results[qid] = {candidates[i]: float(mine[i]) for i in best}
+    return results
+
+
+def mteb_model(
+    encoder: Encoder, cache: EmbeddingCache | None = None, settings: ViewSettings | None = None
+) -> MtebEncoder | MtebPairModel | MtebSearchModel:
+    """``encoder`` in the protocol mteb 2 evaluates a model of its kind with (see the module's
+    docstring). A dense encoder's vectors go through ``cache``; a model of another kind keeps its
+    outputs in its kind's cache under ``settings.cache_dir`` (else ``cache``'s folder, else nowhere)
+    and searches a corpus a block within ``settings.memory_mib`` at a time."""
+    kind = kind_of(encoder)
+    if kind.open_view is None:
+        return MtebEncoder(encoder, cache)
+    settings = settings or ViewSettings(cache.root if cache is not None else None)
+    if SEARCH in kind.offers:
+        return MtebSearchModel(encoder, settings)
+    if PAIRS in kind.offers:
+        return MtebPairModel(encoder, settings)
+    raise KindMismatchError(
+        f"{encoder.name} is {kind.title} ({kind.gives}); mteb evaluates a model that is not dense by pair "
+        "scores or a search of a corpus, and it offers neither"
+    )

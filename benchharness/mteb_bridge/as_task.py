@@ -10,16 +10,49 @@ score x100 as ``split/subset/metric``.
 Loading fetches the dataset (mteb downloads it online into the Hugging Face cache); offline, a
 dataset missing from that cache fails this task alone, with the dataset, revision and cache
 folders named (``evaluate.DatasetNotCachedError``); the run tells several such tasks in one line.
+
+What the task takes of a model (``takes``, ``operations``) is what mteb 2's evaluation of its task
+type uses of a model that is not dense. mteb's retrieval tasks (retrieval, reranking, instruction
+retrieval and reranking) are the only ones that take a model other than an encoder of vectors: a
+split with candidate lists to rerank (``top_ranked``: a reranking task) scores each query's
+candidates as pairs, which a cross-encoder does; a split without searches the whole corpus, which a
+sparse or multi-vector model does and a cross-encoder cannot (mteb refuses it too). Every other task
+type (STS, pair classification, classification, clustering, bitext mining, summarization...)
+computes on one vector per text: mteb refuses a cross-encoder or a multi-vector model there and runs
+a sparse model on its vocabulary-sized vectors made dense, which the sparse kind does not give, so
+those tasks take vectors and the runner refuses any other kind before anything is encoded.
 """
 
 from __future__ import annotations
 
 import mteb
+from mteb.abstasks import AbsTask, AbsTaskRetrieval
 
 from benchharness.core.data_root import DataRoot
 from benchharness.core.encoder import Encoder
+from benchharness.core.kinds import PAIRS, SEARCH, VECTORS, ViewSettings
 from benchharness.core.task import DataRecord, EncoderDrivenTask, Evaluation, TaskMetadata
 from benchharness.mteb_bridge import evaluate, selection
+
+
+def operations(task: AbsTask) -> frozenset[str]:
+    """What mteb's evaluation of ``task`` uses of a model that is not dense (see the module's
+    docstring): vectors for every task but retrieval's; for a retrieval task, pair scores for each
+    split that reranks given candidates and a search for each that does not, read from its data
+    once loaded (``evaluate.load_task_data``), and from its type until then (a reranking type has
+    candidate lists)."""
+    if not isinstance(task, AbsTaskRetrieval):
+        return frozenset({VECTORS})
+    by_type = frozenset({PAIRS if "Reranking" in task.metadata.type else SEARCH})
+    if not task.data_loaded:
+        return by_type
+    found = frozenset(
+        PAIRS if split.get("top_ranked") is not None else SEARCH
+        for subset in task.dataset.values()
+        for name, split in subset.items()
+        if name in task.eval_splits
+    )
+    return found or by_type
 
 
 class MtebTask(EncoderDrivenTask):
@@ -49,9 +82,11 @@ class MtebTask(EncoderDrivenTask):
                 **({"subsets": list(self.task.hf_subsets)} if canonical != evaluate.PREFIX + meta.name else {}),
             },
         )
+        self.takes = operations(self.task)
 
     def _load(self, data: DataRoot) -> None:
         evaluate.load_task_data(self.task)
+        self.takes = operations(self.task)
 
     def data_record(self) -> DataRecord:
         """The data are the Hugging Face dataset at the revision mteb pins (read by the datasets
@@ -64,9 +99,10 @@ class MtebTask(EncoderDrivenTask):
             "verified": False,
         }
 
-    def evaluate_encoder(self, encoder: Encoder, seed: int) -> Evaluation:
-        """mteb's scores, and the prompt each side got (mteb gives the task's instruction)."""
-        record = evaluate.run_task(encoder, self.task)
+    def evaluate_encoder(self, encoder: Encoder, seed: int, settings: ViewSettings | None = None) -> Evaluation:
+        """mteb's scores, and the prompt each side got (mteb gives the task's instruction); a model
+        of a kind other than dense keeps its outputs in its kind's cache as the run's ``settings`` say."""
+        record = evaluate.run_task(encoder, self.task, settings=settings)
         return Evaluation(
             {**record.metrics, self.metadata.main_score: record.main_score}, prompts=record.prompts or None
         )

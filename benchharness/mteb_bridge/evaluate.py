@@ -14,19 +14,21 @@ the dataset, its revision and the cache folders, instead of the datasets library
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mteb
-from mteb.abstasks import AbsTask
+from mteb.abstasks import AbsTask, AbsTaskRetrieval
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import UserError
+from benchharness.core.kinds import ViewSettings
 from benchharness.evaluation.cache import EmbeddingCache
 from benchharness.evaluation.runner import UnavailableDataError
-from benchharness.mteb_bridge.as_model import MtebEncoder
+from benchharness.mteb_bridge.as_model import mteb_model
 
 PREFIX = "mteb:"
 PROTOCOL = "mteb"  # protocol variants are "mteb-<mteb version>": the version that ran the evaluation
@@ -150,9 +152,16 @@ def cache_folders() -> dict[str, str]:
 
 
 def load_task_data(task: AbsTask) -> None:
-    """Load the task's dataset, turning a missing dataset into an error that says which one."""
-    if task.data_loaded:
-        return
+    """Load the task's dataset, turning a missing dataset into an error that says which one. A
+    retrieval task's data are put in mteb's current layout (as its evaluation does first), where
+    each split says whether it holds candidate lists to rerank (``as_task.operations``)."""
+    if not task.data_loaded:
+        _load(task)
+    if isinstance(task, AbsTaskRetrieval):
+        task.convert_v1_dataset_format_to_v2(num_proc=None)
+
+
+def _load(task: AbsTask) -> None:
     from datasets.exceptions import DatasetNotFoundError
 
     try:
@@ -170,29 +179,40 @@ def load_task_data(task: AbsTask) -> None:
 
 def flatten_scores(scores: Mapping[str, list[Mapping[str, Any]]]) -> dict[str, float]:
     """``{split: [{hf_subset, metric: value...}]}`` -> ``{"split/subset/metric": value x100}``;
-    numbers only (``languages``, ``hf_subset`` and the like are labels, not scores)."""
+    numbers only (``languages``, ``hf_subset`` and the like are labels, not scores), and defined ones
+    only: mteb's nAUC of a metric every query scores alike is NaN (recall@k of a reranking task
+    whose lists hold k candidates or fewer is 1 for every query), a score no result can hold."""
     flat: dict[str, float] = {}
     for split, entries in scores.items():
         for entry in entries:
             subset = entry["hf_subset"]
             for key, value in entry.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                     flat[f"{split}/{subset}/{key}"] = float(value) * 100.0
     return flat
 
 
 def run_task(
-    encoder: Encoder, task: str | AbsTask, cache: EmbeddingCache | None = None, batch_size: int = 32
+    encoder: Encoder,
+    task: str | AbsTask,
+    cache: EmbeddingCache | None = None,
+    batch_size: int = 32,
+    settings: ViewSettings | None = None,
 ) -> MtebRecord:
     """Evaluate ``encoder`` on one mteb task with mteb's own evaluation.
 
     ``task`` is a name (``STS22`` or ``mteb:STS22``) or an mteb task object (in-memory tasks, as
     mteb's mock tasks are). mteb's result cache is not used: benchharness stores the result, and
     reusing mteb's cache would bypass benchharness's overwrite rules.
+
+    A model of a kind other than dense is handed to mteb in the protocol mteb 2 takes such a model
+    in (``as_model.mteb_model``), its outputs cached as ``settings`` (a run's ``ViewSettings``) say;
+    what its kind reports beside the scores (active dimensions, bytes per document, pairs scored)
+    joins the metrics as ``split/subset/name``, unscaled.
     """
     task_obj = get_task(task) if isinstance(task, str) else task
     load_task_data(task_obj)
-    model = MtebEncoder(encoder, cache)
+    model = mteb_model(encoder, cache, settings)
     outcome = mteb.evaluate(
         model,
         task_obj,
@@ -214,7 +234,7 @@ def run_task(
         mteb_version=result.mteb_version or mteb.__version__,
         main_metric=meta.main_score,
         main_score=float(result.get_score()) * 100.0,
-        metrics=flatten_scores(result.scores),
+        metrics={**flatten_scores(result.scores), **model.facts()},
         scores=result.scores,
         evaluation_seconds=result.evaluation_time,
         prompts=dict(model.applied),
