@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from benchharness.core.data_root import DataRoot
-from benchharness.core.kinds import VECTORS
+from benchharness.core.kinds import VECTORS, ViewSettings
 from benchharness.core.prompts import DEFAULT, QUERY, Role
 
 if TYPE_CHECKING:  # the contract needs no numpy at run time (the leaderboard reads results without it)
@@ -210,9 +210,13 @@ class EncoderDrivenTask(Task):
         raise TypeError(f"{self.name} drives encoding itself: call evaluate_encoder(encoder, seed)")
 
     @abstractmethod
-    def evaluate_encoder(self, encoder: Encoder, seed: int) -> Metrics | Evaluation:
+    def evaluate_encoder(
+        self, encoder: Encoder, seed: int, settings: ViewSettings | None = None
+    ) -> Metrics | Evaluation:
         """Metrics (scores x100), including ``metadata.main_score``; or an ``Evaluation`` of them that
-        also says which prompt each side's sentences got (``Evaluation.prompts``)."""
+        also says which prompt each side's sentences got (``Evaluation.prompts``). ``settings`` are the
+        run's for a model of a kind other than dense: where its kind caches its outputs, and the memory
+        a corpus block may take (``core.kinds.ViewSettings``)."""
 
     @abstractmethod
     def data_record(self) -> DataRecord:

@@ -457,7 +457,7 @@ def _evaluate_with_views(
     computes what the task asks for through the kind's cache, a corpus a block at a time, and what
     it reports of the model's cost (active dimensions, bytes per document) joins the task's metrics."""
     assert kind.open_view is not None
-    settings = ViewSettings(ctx.settings.cache_dir, ctx.settings.embedding_memory_mib)
+    settings = _view_settings(ctx)
     for task in todo:
         seed_everything(ctx.seed)
         t1 = time.perf_counter()
@@ -470,6 +470,11 @@ def _evaluate_with_views(
             continue
         timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t1, 3)}
         _finish(task, enc_name, encoder, identity, plan, ctx, evaluation, timings)
+
+
+def _view_settings(ctx: _Context) -> ViewSettings:
+    """What a kind's view is told of the run: its cache folder and memory bound."""
+    return ViewSettings(ctx.settings.cache_dir, ctx.settings.embedding_memory_mib)
 
 
 def _finish(
@@ -539,7 +544,7 @@ def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, i
     t0 = time.perf_counter()
     encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else None
     try:
-        outcome = task.evaluate_encoder(encoder, ctx.seed)
+        outcome = task.evaluate_encoder(encoder, ctx.seed, _view_settings(ctx))
     except Exception as exc:
         ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
         return

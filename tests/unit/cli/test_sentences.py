@@ -109,7 +109,7 @@ def test_a_task_that_drives_its_own_encoding_is_refused(here, register_plugin, c
         def _load(self, data):
             pass
 
-        def evaluate_encoder(self, encoder, seed):
+        def evaluate_encoder(self, encoder, seed, settings=None):
             return {"x": 0.0}
 
         def data_record(self):

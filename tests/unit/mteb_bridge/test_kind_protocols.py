@@ -239,6 +239,16 @@ def test_a_rerun_reads_the_scores_from_the_kind_s_cache(tmp_path):
     assert again.metrics == first.metrics
 
 
+def test_a_run_s_cache_folder_reaches_an_mteb_task_of_another_kind(tmp_path):
+    """Through evaluate (the runner), the run's cache folder is the kind's: a second run scores nothing."""
+    scorer = Counting()
+    first = ours(benchharness.PairScorer(scorer), "XReranking", identity="overlap-v1", cache_dir=tmp_path / "cache")
+    scored = len(scorer.pairs)
+    again = ours(benchharness.PairScorer(scorer), "XReranking", identity="overlap-v1", cache_dir=tmp_path / "cache")
+    assert scored > 0 and len(scorer.pairs) == scored
+    assert again.metrics == first.metrics
+
+
 def test_an_instruction_model_gets_the_task_s_instruction_on_the_query_side():
     model = Letters(Prompts(instruction_template="Instruct: {instruction}\nQuery: "))
     result = ours(model, "XRetrieval")
