@@ -62,9 +62,10 @@ PHASES: list[tuple[str, str]] = [
     ("dev evaluation", "(benchharness/training/dev_eval.py"),
     ("checkpoints and saving", "save_checkpoint (benchharness/training/resume.py"),
     ("checkpoints and saving", "save_encoder (benchharness/training/outputs.py"),
-    ("checkpoints and saving", "_finish (benchharness/training/loop.py"),
+    ("checkpoints and saving", "finish (benchharness/training/loop.py"),
     ("training steps", "run_loop (benchharness/training/loop.py"),
-    ("training setup (data, model)", "train (benchharness/training/methods/"),
+    ("training setup (data, model)", "(benchharness/training/harness.py"),
+    ("training setup (data, model)", "(benchharness/training/methods/"),
     ("final encoding", "(encoders/inference.py"),
     ("imports", "_find_and_load ("),
 ]

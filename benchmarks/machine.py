@@ -49,7 +49,7 @@ def data_root() -> DataRoot:
 
 def header() -> str:
     from benchharness.core.provenance import versions
-    from benchharness.training.on_demand import cpu_kind
+    from benchharness.training.estimate import cpu_kind
 
     model = next(
         (

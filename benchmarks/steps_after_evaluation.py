@@ -44,39 +44,38 @@ def one_run(recipe_name: str, steps: int, precision: str, evaluate_first: bool) 
 
     import torch
 
-    from benchharness.training import launch
+    from benchharness.training import harness
     from benchharness.training.dev_eval import for_training
-    from benchharness.training.method import TrainingContext
-    from benchharness.training.on_demand import train_into
+    from benchharness.training.plan import Plan
     from benchharness.training.recipes import load_book
-    from benchharness.training.runstore import RunStore
+    from benchharness.training.settings import TrainSettings
+    from benchharness.training.train import train_with
 
-    inner = launch.run_loop
+    inner = harness.run_loop
     found: dict[str, object] = {}
 
-    def measured(method, examples, options, context, **kw):
+    def measured(method, examples, options, settings, plan, **kw):
         if evaluate_first:
             t0 = time.perf_counter()
-            for_training(method, options, context)(method.encoder)
+            for_training(method, options, settings)(method.encoder)
             found["evaluation_seconds"] = round(time.perf_counter() - t0, 2)
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        result = inner(method, examples, options, context, **kw)
+        result = inner(method, examples, options, settings, plan, **kw)
         found["faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         return result
 
-    launch.run_loop = measured
+    harness.run_loop = measured
     recipe = load_book().get(recipe_name)
     recipe = replace(recipe, typed=replace(recipe.typed, precision=precision))
-    context = TrainingContext(
-        base="",
-        data=data_root(),
-        hub=config().hub(),
+    settings = TrainSettings(
+        config=config(),
+        data_dir=data_root().root,
         stop_after=steps,
-        dev=lambda method, options, context: SkippedDev(),
+        dev=lambda method, options, settings: SkippedDev(),
     )
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        train_into(recipe, out, context=context, store=RunStore(config().runs_dir))
+        train_with(settings, Plan.of(recipe, out=out))
         folder = out if recipe.rounds is None else out.with_name("run-r1")
         state = torch.load(folder / "checkpoint" / "state.pt", map_location="cpu", weights_only=True)["state"]
     return {

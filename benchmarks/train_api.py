@@ -170,7 +170,7 @@ def command_side(method: str, corpus: Path, steps: int, env: dict[str, str], cwd
     [stored] = results.glob(f"*/{DEV}.json")
     manifest = json.loads((out / "manifest.json").read_text())
     return {
-        "weights": hash_of(AutoModel.from_pretrained(out / "model").state_dict()),
+        "weights": hash_of(AutoModel.from_pretrained(out).state_dict()),
         "score": json.loads(stored.read_text())["main_score"],
         "train_seconds": round(seconds, 1),
         "key": manifest["recipe"]["key"],

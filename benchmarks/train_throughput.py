@@ -212,13 +212,13 @@ def labelled(method: nn.Module) -> None:
     torch.Tensor.backward = wrapped("backward", torch.Tensor.backward)
 
 
-def evaluation_seconds(method: nn.Module, options, context) -> float:
+def evaluation_seconds(method: nn.Module, options, settings) -> float:
     """One STS-B dev evaluation of the method's encoder as the loop makes it (the run's evaluator,
     built once and called again: the second call is timed)."""
 
     from benchharness.training.dev_eval import for_training
 
-    evaluation = for_training(method, options, context)
+    evaluation = for_training(method, options, settings)
     evaluation(method.encoder)
     t0 = time.perf_counter()
     evaluation(method.encoder)
@@ -441,10 +441,11 @@ def main() -> None:
 
     from dataclasses import replace
 
-    from benchharness.training.method import TrainingContext
-    from benchharness.training.on_demand import device_kind, train_into
+    from benchharness.training.estimate import device_kind
+    from benchharness.training.plan import Plan
     from benchharness.training.recipes import load_book
-    from benchharness.training.runstore import RunStore
+    from benchharness.training.settings import TrainSettings
+    from benchharness.training.train import train_with
 
     recipe = load_book().get(args.recipe)
     if recipe.base_recipe is not None:
@@ -458,42 +459,41 @@ def main() -> None:
             current = getattr(recipe.typed, key)
             changed[key] = value if current is None else type(current)(value)
         recipe = replace(recipe, typed=replace(recipe.typed, **changed))
-    context = TrainingContext(
-        base="",
-        data=data_root(),
-        hub=config().hub(),
+    settings = TrainSettings(
+        config=config(),
+        data_dir=data_root().root,
         device=args.device,
         threads=args.threads,
         stop_after=args.steps,
-        dev=lambda method, options, context: SkippedDev(),
+        dev=lambda method, options, settings: SkippedDev(),
     )
     captured: dict[str, object] = {}
-    # keep the method, its examples, options and context, which the method's train builds
-    from benchharness.training import launch
+    # keep the method, its examples and options, which the harness builds
+    from benchharness.training import harness
 
-    inner = launch.run_loop
+    inner = harness.run_loop
 
-    def keeping(method, examples, options, context, **kw):
+    def keeping(method, examples, options, settings, plan, **kw):
         captured.update(method=method, examples=examples, options=options)
         if args.profile:
             labelled(method)
             out: dict[str, object] = {}
             captured["profile"] = profile_phases(
-                context.stop_after, lambda: out.update(result=inner(method, examples, options, context, **kw))
+                settings.stop_after, lambda: out.update(result=inner(method, examples, options, settings, plan, **kw))
             )
             return out["result"]
-        result = inner(method, examples, options, context, **kw)
+        result = inner(method, examples, options, settings, plan, **kw)
         if "seconds_per_evaluation" not in captured:
             t0 = time.perf_counter()
-            captured["seconds_per_evaluation"] = evaluation_seconds(method, options, context)
+            captured["seconds_per_evaluation"] = evaluation_seconds(method, options, settings)
             captured["evaluation_wall"] = time.perf_counter() - t0
         return result
 
-    launch.run_loop = keeping
+    harness.run_loop = keeping
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        train_into(recipe, out, context=context, store=RunStore(config().runs_dir))
+        train_with(settings, Plan.of(recipe, out=out))
         state_file = (out if recipe.rounds is None else out.with_name("run-r1")) / "checkpoint" / "state.pt"
         state = torch.load(state_file, map_location="cpu", weights_only=True)["state"]
         wall = time.perf_counter() - started

@@ -79,20 +79,42 @@ def module_stack(
 
 
 def save_as_sentence_transformer(model_dir: Path, spec: dict[str, Any]) -> None:
-    """Rewrite ``model_dir`` (a ``save_pretrained`` folder) as a sentence-transformers model pooled as
-    the encoder ``spec`` says; the folder is replaced whole, so a failure leaves the old one."""
+    """Make ``model_dir`` (a ``save_pretrained`` folder) a sentence-transformers model pooled as the
+    encoder ``spec`` says, by adding sentence-transformers' own files beside the model's: the module
+    list, the root module's configuration and each further module's folder. The weights are the
+    folder's already and are not written again (``SentenceTransformer.save`` would write them anew);
+    the tokenizer's files are, with the truncation (``max_length``) that sentence-transformers reads
+    there, and ``config.json`` where the pooling needs every layer's hidden states."""
+    import json
+
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(
-        modules=module_stack(
-            model_dir,
-            spec.get("pooling", "avg"),
-            spec.get("max_length"),
-            bool(spec.get("normalize")),
-            int(spec.get("first_layer", 1)),
-        ),
-        device="cpu",
+    stack = module_stack(
+        model_dir,
+        spec.get("pooling", "avg"),
+        spec.get("max_length"),
+        bool(spec.get("normalize")),
+        int(spec.get("first_layer", 1)),
     )
+    model = SentenceTransformer(modules=stack, device="cpu")
     model.similarity_fn_name = "cosine"
-    with atomic_dir(model_dir) as tmp, quiet_loading():  # no "Writing model shards" bar
-        model.save(str(tmp))
+    root, *others = stack
+    entries = [_entry(0, "", root)]
+    with quiet_loading():
+        root.save_config(str(model_dir))
+        root.processor.save_pretrained(str(model_dir))
+        if root.model.config.output_hidden_states:  # a layer-weighted pooling reads every layer
+            root.model.config.save_pretrained(str(model_dir))
+        for idx, module in enumerate(others, 1):
+            path = f"{idx}_{type(module).__name__}"
+            with atomic_dir(model_dir / path) as tmp:
+                module.save(str(tmp))
+            entries.append(_entry(idx, path, module))
+    settings = model._get_model_config()  # what SentenceTransformer.save writes there: versions, prompts, similarity
+    (model_dir / "config_sentence_transformers.json").write_text(json.dumps(settings, indent=2, sort_keys=True))
+    (model_dir / "modules.json").write_text(json.dumps(entries, indent=2))
+
+
+def _entry(idx: int, path: str, module: Any) -> dict[str, Any]:
+    """A module's line of ``modules.json``, as ``SentenceTransformer.save`` writes it."""
+    return {"idx": idx, "name": str(idx), "path": path, "type": f"{type(module).__module__}.{type(module).__name__}"}

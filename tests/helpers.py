@@ -123,8 +123,8 @@ def make_cross_encoder(
     return folder
 
 
-#: the settings of ``TrainingContext`` that ``training`` takes besides the options
-CONTEXT_KEYS = ("name", "device", "threads", "stop_after", "overwrite", "keep_checkpoint", "progress", "dev")
+#: the training settings (``TrainSettings``) that ``training`` takes besides the options and the plan's name
+SETTINGS_KEYS = ("device", "threads", "stop_after", "overwrite", "keep_checkpoint", "progress", "dev")
 
 
 @contextlib.contextmanager
@@ -176,23 +176,20 @@ def nltk_wordnet(monkeypatch: pytest.MonkeyPatch):
 
 
 def training(base, out=None, options_class=None, **settings):
-    """``(options, context)`` of one run of the training loop: ``settings`` split between the
-    method's options (``options_class``, default: the shared ones) and the context (the shared data
-    root and Hugging Face cache); ``out`` None trains in memory."""
-    from benchharness.core.data_root import DataRoot
-    from benchharness.core.settings import hub_settings, load_config
-    from benchharness.training.method import TrainingContext
+    """``(options, settings, plan)`` of one run of the training loop: ``settings`` split between the
+    method's options (``options_class``, default: the shared ones), the training settings (the shared
+    data root, the configuration found here) and the plan (from ``base``, into ``out``, named ``name``);
+    ``out`` None trains in memory."""
+    from benchharness.core.settings import load_config
     from benchharness.training.options import TrainingOptions
+    from benchharness.training.plan import Plan
+    from benchharness.training.settings import TrainSettings
 
-    context = {k: settings.pop(k) for k in CONTEXT_KEYS if k in settings}
+    name = settings.pop("name", None)
+    run = {k: settings.pop(k) for k in SETTINGS_KEYS if k in settings}
     options = (options_class or TrainingOptions)(**settings)
-    return options, TrainingContext(
-        base=str(base),
-        data=DataRoot(DATA),
-        hub=hub_settings(load_config()),
-        out=None if out is None else Path(out),
-        **context,
-    )
+    plan = Plan(base=str(base), out=None if out is None else Path(out), name=name)
+    return options, TrainSettings(config=load_config(), data_dir=DATA, **run), plan
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
 """``benchharness train <method>``: the command line of a ``methods`` plugin, the one place where
 argparse meets training. Each method's flags come from its declaration (its options class and
-presets, ``benchharness.training.options``); the flags given turn into a recipe
-(``benchharness.training.recipes``), trained with the STS-B dev evaluation
-(``benchharness.training.dev_eval.for_training``), which the method receives in its context since
-the methods know no evaluation task.
+presets, ``benchharness.training.options``), the run-time flags from ``settings.RUNTIME``; the flags
+given turn into a recipe (``benchharness.training.recipes``), a plan and the training settings (with
+the STS-B dev evaluation, ``benchharness.training.dev_eval.for_training``), built once and handed to
+``train.train_with``.
 
 Without ``--out`` the recipe trains into its run-store folder (``benchharness.training.runstore``),
 where ``benchharness run --encoders <name>`` finds it; with ``--out`` it trains into that folder,
-which registers under its folder name.
+which ``run --encoders <folder>`` evaluates and ``SentenceTransformer(<folder>)`` loads, and which
+``--name N`` registers in the runs folder under N.
 
 ``--nproc N`` trains in N processes (DistributedDataParallel through torchrun, which the command
 starts); ``torchrun --nproc-per-node N -m benchharness.cli train ...`` works too, its world size
@@ -37,9 +38,11 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 
 if TYPE_CHECKING:
-    from benchharness.training.method import Method, TrainingContext
+    from benchharness.training.method import Method
     from benchharness.training.options import Option
+    from benchharness.training.plan import Plan
     from benchharness.training.recipes import Recipe
+    from benchharness.training.settings import TrainSettings
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +51,6 @@ HELP = "train an encoder with a method of the field"
 RAY_RETRIES = 3
 #: the exit status of a command stopped by Ctrl-C (128 + SIGINT), as a shell reports it
 INTERRUPTED = 130
-#: run-time flags passed on to the processes of a data-parallel run, as they were given
-PASSED_ON = ("device", "threads", "stop_after", "overwrite", "quiet", "keep_checkpoint", "name")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,9 +72,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_unavailable(sub, "methods")
 
 
-def _add_option(group: argparse._ArgumentGroup, name: str, meta: Option, default: Any) -> None:
-    """One option's flags, as its declaration says: unset flags stay None, so that a recipe can tell
-    the values a user gave from those it leaves to its preset."""
+def add_option(group: argparse._ArgumentGroup, name: str, meta: Option, default: Any) -> None:
+    """One declared option's flags (``training.options.option``): unset flags stay None, so that a
+    recipe can tell the values a user gave from those it leaves to its preset; an option without a
+    default is a required flag."""
+    from dataclasses import MISSING
+
     flag = meta.flag_for(name)
     assert flag is not None  # only options with a flag are added
     if isinstance(default, bool):
@@ -82,7 +86,8 @@ def _add_option(group: argparse._ArgumentGroup, name: str, meta: Option, default
             group.add_argument(meta.off_flag, dest=name, action="store_false", default=None, help=meta.off_help)
         return
     parse: dict[str, Any] = {} if meta.parse is None else {"type": meta.parse}
-    group.add_argument(flag, dest=name, choices=meta.choices, help=meta.help, **parse)
+    required = default is MISSING
+    group.add_argument(flag, dest=name, required=required, choices=meta.choices, help=meta.help, **parse)
 
 
 def add_method_arguments(parser: argparse.ArgumentParser, method: Method[Any]) -> None:
@@ -109,14 +114,14 @@ def add_method_arguments(parser: argparse.ArgumentParser, method: Method[Any]) -
         )
     for name, meta, default in options:
         if name in shared:
-            _add_option(g, name, meta, default)
+            add_option(g, name, meta, default)
     for key in ("device", "threads", "stop_after", "keep_checkpoint", "overwrite", "quiet"):
         _add_runtime(g, key)
     g.add_argument("--show", action="store_true", help="print the recipe these flags give, with its key, and exit")
     own = parser.add_argument_group(method.title)
     for name, meta, default in options:
         if name not in shared:
-            _add_option(own, name, meta, default)
+            add_option(own, name, meta, default)
     if method.describe_data is not None:
         own.add_argument(
             "--stats-only", action="store_true", default=None, help="print the training data's statistics and exit"
@@ -124,8 +129,8 @@ def add_method_arguments(parser: argparse.ArgumentParser, method: Method[Any]) -
 
 
 def _add_runtime(group: argparse._ArgumentGroup, key: str) -> None:
-    """A run-time setting's flag (a switch is None when not given, but ``--quiet``, False)."""
-    from benchharness.training.options import RUNTIME
+    """A run-time key's flag (a switch is None when not given, but ``--quiet``, False)."""
+    from benchharness.training.settings import RUNTIME
 
     flag = RUNTIME[key]
     if flag.switch:
@@ -182,51 +187,61 @@ def recipe_of(args: argparse.Namespace) -> Recipe:
     )
 
 
-def context_of(args: argparse.Namespace) -> TrainingContext:
-    """How and where the flags say to train: the configured data root and Hugging Face settings, the
-    run-time flags, the harness's dev evaluation; the recipe sets the base and output folder."""
-    from benchharness.core.data_root import DataRoot
+def settings_of(args: argparse.Namespace) -> TrainSettings:
+    """How and where the flags say to train: the configuration read once, the run-time flags, the
+    harness's dev evaluation."""
     from benchharness.training.dev_eval import for_training
-    from benchharness.training.method import TrainingContext
+    from benchharness.training.settings import TrainSettings
 
-    return TrainingContext(
-        base="",
-        data=DataRoot(args.configuration.data_root()),
-        hub=args.configuration.hub(),
-        name=args.name,
+    return TrainSettings(
+        config=args.configuration,
         device=args.device,
         threads=args.threads,
         stop_after=args.stop_after,
         overwrite=bool(args.overwrite),
         keep_checkpoint=bool(args.keep_checkpoint),
-        dev=for_training,
         progress=bars_shown(args.quiet),
+        dev=for_training,
     )
 
 
-def _train_one(args: argparse.Namespace) -> int:
-    from dataclasses import replace
+def plan_of(args: argparse.Namespace, recipe: Recipe) -> Plan:
+    """What the flags train and into where: ``--out`` (else the recipe's run-store folder) under
+    ``--name`` (else the recipe's name), which registers the run when given."""
+    from benchharness.training.plan import Plan
+    from benchharness.training.runstore import RunStore
 
-    from benchharness.training import on_demand, recipes
-    from benchharness.training.base_model import base_folder
+    if args.out is None:
+        if args.name is not None:
+            raise InvalidInputError(
+                f"--name names a run in an --out folder; a run-store run is named by its recipe ({recipe.display_name})"
+            )
+        return Plan.of(recipe, out=RunStore(args.configuration.runs_dir).out(recipe))
+    register = getattr(args, "register", args.name is not None)  # one seed's run: as the command's --name says
+    return Plan.of(recipe, out=Path(args.out), name=args.name, register=register)
+
+
+def _train_one(args: argparse.Namespace) -> int:
+    from benchharness.training import recipes
     from benchharness.training.data_parallel import is_main, launch, launched_world_size
     from benchharness.training.runstore import RunStore
+    from benchharness.training.settings import RUNTIME
+    from benchharness.training.train import train_in_store, train_with
 
     recipe = recipe_of(args)
     if getattr(args, "show", False):
         print(json.dumps({"name": recipe.display_name, **recipe.record()}, indent=2))
         return 0
-    context = context_of(args)
+    settings = settings_of(args)
     if getattr(args, "stats_only", None):
-        method = recipes.method_named(recipe.method)
-        assert method.describe_data is not None and recipe.typed is not None  # the flag exists only then
-        base = base_folder(recipe.base, args.configuration.runs_dir)
-        print(method.describe_data(recipe.typed, replace(context, base=base)))
+        from benchharness.training.train import describe
+
+        print(describe(settings, plan_of(args, recipe)))
         return 0
     nproc = recipe.options.get("nproc", 1)
     if nproc > 1 and launched_world_size() == 1:  # the same command, in nproc processes that torchrun starts
-        runtime = {k: getattr(args, k) for k in PASSED_ON if getattr(args, k, None) not in (None, False)}
-        words = recipes.command_words(recipe, out=args.out, **runtime)
+        runtime = {k: getattr(args, k) for k in RUNTIME if getattr(args, k, None) not in (None, False)}
+        words = recipes.command_words(recipe, **runtime)
         if args.configuration.file is not None:  # the processes read the configuration this one read
             words = ["--config", str(args.configuration.file), *words]
         status = launch(nproc, __package__, words)  # python -m benchharness.cli
@@ -236,19 +251,13 @@ def _train_one(args: argparse.Namespace) -> int:
                 f"{status}; the processes' errors are above); rerun the command to resume it"
             )
         return 0
+    plan = plan_of(args, recipe)
     if args.out is not None:
-        book = recipes.load_book(config=args.configuration)  # the throughput of the time estimate
-        runs = on_demand.train_into(
-            recipe, args.out, context=context, store=RunStore(args.configuration.runs_dir), book=book
-        )
+        runs = train_with(settings, plan, recipes.load_book(config=args.configuration))
         for run in runs:
             if run.completed and run.manifest is not None and run.out is not None and is_main():
                 logger.info("%s", resolvable_as(run.out, run.manifest["name"], args.configuration.runs_dir))
         return 0
-    if args.name is not None:
-        raise InvalidInputError(
-            f"--name names a run in an --out folder; a run-store run is named by its recipe ({recipe.display_name})"
-        )
     store = RunStore(args.configuration.runs_dir)
     if store.finished(recipe) and not args.overwrite:
         print(
@@ -256,7 +265,7 @@ def _train_one(args: argparse.Namespace) -> int:
             "--overwrite retrains it"
         )
         return 0
-    on_demand.train_in_store(recipe, context=context, store=store)
+    train_in_store(settings, recipe)
     if not is_main():  # a rank > 0 under torchrun: rank 0 reports
         return 0
     if store.finished(recipe):
@@ -311,6 +320,7 @@ def per_seed(args: argparse.Namespace, seed: int) -> argparse.Namespace:
         out = Path(args.out)
         one.out = out.with_name(f"{out.name}-s{seed}")
         one.name = f"{args.name or out.name}-s{seed}"
+        one.register = args.name is not None  # a name given registers each seed's run
     return one
 
 

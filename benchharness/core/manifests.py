@@ -6,13 +6,14 @@ One record type for both kinds of run, here at the bottom layer so that its writ
 share it. (No ``from __future__ import annotations``: ``TypedDict`` sees ``Required`` only in
 evaluated annotations.)
 
-The names a training run writes in its folder are declared here too (:data:`RUN_ENTRIES`), once: the
-loop writes them, the resolver tells an unfinished run by them, and ``--overwrite`` deletes them and
-nothing else (:func:`clear_run`).
+The names a training run writes in its folder are declared here too (:data:`RUN_ENTRIES`, and its
+model's :data:`MODEL_ENTRIES`), once: the loop writes them, the resolver tells an unfinished run by
+them, and ``--overwrite`` deletes them and nothing else (:func:`clear_run`).
 """
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Required, TypedDict, cast
@@ -28,12 +29,39 @@ METRICS = "metrics.jsonl"
 #: the folder of the resumable checkpoint, and its file (``training.resume``)
 CHECKPOINT = "checkpoint"
 CHECKPOINT_STATE = "state.pt"
-#: the selected encoder and its tokenizer, a sentence-transformers model too
+#: where a run written before its model's files sat beside its manifest keeps them (and where a run
+#: keeps its selected encoder while it trains, inside its checkpoint folder)
 MODEL = "model"
-#: every entry a training run writes in its output folder: the loop's four, then the figures of its
-#: entry space that DefSent+ adds (``training.methods.defsent_plus``). A write killed midway may leave
-#: a temporary sibling of one of them (``atomic.is_temporary_of``), which is the run's too.
-RUN_ENTRIES = (MANIFEST, METRICS, CHECKPOINT, MODEL, "entry_space.png", "entry_space_after.png")
+#: what a run's model writes beside its manifest: the encoder and tokenizer as ``save_pretrained``
+#: writes them (for the tokenizers of the field), and sentence-transformers' description of its pooling
+MODEL_ENTRIES = (
+    "config.json",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+    "chat_template.jinja",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+)
+#: the model's other entries: weight shards, and sentence-transformers' module folders (``1_Pooling``...)
+MODEL_PATTERN = re.compile(r"model-\d+-of-\d+\.safetensors|\d+_(Pooling|Dense|Normalize|WeightedLayerPooling)")
+#: every other entry a training run writes in its output folder: the loop's four (``model/`` in runs
+#: written before), then the figures of its entry space that DefSent+ adds
+#: (``training.methods.defsent_plus``). A write killed midway may leave a temporary sibling of one of
+#: them (``atomic.is_temporary_of``), which is the run's too.
+RUN_ENTRIES = (MANIFEST, METRICS, CHECKPOINT, MODEL, "entry_space.png", "entry_space_after.png", *MODEL_ENTRIES)
 #: foreign names listed in a refusal; the rest are counted
 LISTED = 3
 
@@ -147,20 +175,26 @@ def refuse_code(folder: Path, spec: EncoderSpec) -> None:
 
 
 def manifest_spec(folder: Path, manifest: RunManifest) -> EncoderSpec:
-    """A trained run's encoder spec with its model path made absolute. A run whose weights are gone
-    (the folder kept, ``model/`` deleted) is refused here with the command that trains it again,
+    """A trained run's encoder spec with its model path made absolute. A run whose model is gone
+    (the folder kept, its weights deleted) is refused here with the command that trains it again,
     before a model loader reads the path as a hub id. A spec that names code is refused (:func:`refuse_code`)."""
     spec: EncoderSpec = dict(manifest["encoder"])  # type: ignore[assignment]
     refuse_code(folder, spec)
     for key in ("model", "file"):
         if key in spec and not Path(spec[key]).is_absolute():
             path = folder / spec[key]
-            if not path.exists():
+            if not path.exists() or (key == "model" and not _holds_model(path)):
                 raise MissingFileError(
-                    f"{folder}: the run's {spec[key]} is gone (deleted or moved); {_retrain_hint(folder, manifest)}"
+                    f"{folder}: the run's {key} is gone (deleted or moved); {_retrain_hint(folder, manifest)}"
                 )
             spec[key] = str(path.resolve())
     return spec
+
+
+def _holds_model(path: Path) -> bool:
+    """Whether a run's model folder still holds a model: its configuration and its weights."""
+    weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+    return path.is_file() or ((path / "config.json").is_file() and any((path / w).is_file() for w in weights))
 
 
 def _retrain_hint(folder: Path, manifest: RunManifest) -> str:
@@ -195,6 +229,8 @@ def registered_runs(runs_dir: Path) -> dict[str, Path]:
 
 def is_run_entry(name: str) -> bool:
     """Whether a run writes the entry ``name`` of its folder (or is the temporary of one)."""
+    if MODEL_PATTERN.fullmatch(name) or re.fullmatch(rf"\.(?:{MODEL_PATTERN.pattern})\.(?:.+\.tmp|old)", name):
+        return True
     return any(name == entry or is_temporary_of(name, entry) for entry in RUN_ENTRIES)
 
 
@@ -227,8 +263,8 @@ def check_clearable(folder: Path) -> None:
     if foreign:
         raise InvalidInputError(
             f"{folder} holds {listed(foreign)}, which no run writes, and --overwrite deletes only what a run "
-            f"wrote ({', '.join(e + '/' if e in (CHECKPOINT, MODEL) else e for e in RUN_ENTRIES)}): move the rest away "
-            "or choose another --out"
+            f"wrote ({', '.join(e + '/' if e in (CHECKPOINT, MODEL) else e for e in RUN_ENTRIES[:6])} and its model's "
+            "files): move the rest away or choose another --out"
         )
 
 

@@ -7,7 +7,7 @@ Seven kinds, one entry-point group each (``benchharness.<kind>``):
 ``postprocessors`` a ``PostProcessor`` class, or a factory ``(base, name, **params) -> Encoder``
 ``catalogues``     a :class:`~benchharness.core.specs.Catalogue` of named encoders
 ``tasks``          a :class:`~benchharness.core.task.TaskProvider` of tasks and groups
-``methods``        a training command: ``HELP``, ``add_arguments``, ``options``, ``main``
+``methods``        a :class:`~benchharness.training.method.Method`: options, examples, model
 ``tuners``         a tuning command: ``HELP``, ``add_arguments``, ``main``
 ``model_kinds``    a :class:`~benchharness.core.kinds.ModelKind`: what a kind of model offers tasks
 =================  ==========================================================================

@@ -13,19 +13,22 @@ from pathlib import Path
 
 from benchharness.core.atomic import write_text
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.manifests import MANIFEST, RunManifest, read_manifest
+from benchharness.core.manifests import CHECKPOINT, MANIFEST, METRICS, RunManifest, read_manifest
 from benchharness.core.results import ResultStore
 
 
 def run_folder(spec: dict) -> Path:
-    """The run folder behind a trained encoder's spec (its ``model`` is ``<run>/model``)."""
+    """The run folder behind a trained encoder's spec (its ``model`` is the run folder, or
+    ``<run>/model`` in runs written before the model's files sat beside the manifest)."""
     model = spec.get("model")
-    if spec.get("type") != "hf" or not model or not (Path(model).parent / MANIFEST).is_file():
+    runs = [Path(model), Path(model).parent] if spec.get("type") == "hf" and model else []
+    found = next((folder for folder in runs if (folder / MANIFEST).is_file()), None)
+    if found is None:
         raise InvalidInputError(
             "only a trained run can be pushed (a run folder, its registered name or a "
             f"recipe that has been trained); this encoder is {spec.get('type', '?')}:{model}"
         )
-    return Path(model).parent
+    return found
 
 
 def stage(name: str, folder: Path, store: ResultStore, out: Path, repo_id: str | None = None) -> Path:
@@ -37,7 +40,9 @@ def stage(name: str, folder: Path, store: ResultStore, out: Path, repo_id: str |
     manifest: RunManifest = read_manifest(folder)
     if out.exists() and any(out.iterdir()):
         raise InvalidInputError(f"{out} is not empty; stage into a new folder")
-    shutil.copytree(folder / manifest["encoder"]["model"], out, dirs_exist_ok=True)
+    model = folder / manifest["encoder"]["model"]
+    records = shutil.ignore_patterns(MANIFEST, METRICS, CHECKPOINT, "*.png")  # the run's, beside its model's files
+    shutil.copytree(model, out, dirs_exist_ok=True, ignore=records if model.resolve() == folder.resolve() else None)
     if not (out / "modules.json").is_file():
         save_as_sentence_transformer(out, dict(manifest["encoder"]))
     shutil.copy2(folder / MANIFEST, out / "benchharness_manifest.json")

@@ -1,16 +1,17 @@
 """The model a training run starts from, and the one rule that says what a ``--base`` names.
 
-A base is a Hugging Face hub id, a model folder, a trained run folder (``manifest.json`` beside
-``model/``) or the registered name of such a run. A run stands for its saved model, so a run can
-continue another (ConSERT's sup-unsup and joint-unsup, supervised PaSeR from an unsupervised run).
-Every method resolves its base through :func:`base_folder`, so they all accept the same names.
+A base is a Hugging Face hub id, a model folder, a trained run folder (``manifest.json`` beside its
+model's files, or above ``model/`` in a run written before) or the registered name of such a run. A
+run stands for its saved model, so a run can continue another (ConSERT's sup-unsup and joint-unsup,
+supervised PaSeR from an unsupervised run). Every method resolves its base through
+:func:`base_folder`, so they all accept the same names.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.settings import HubSettings
@@ -19,6 +20,14 @@ from benchharness.encoders.checkpoint import load_complete, refuse_missing_token
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
+
+
+class Base(NamedTuple):
+    """A loaded base model: the encoder (``AutoModel``), its tokenizer and where they came from."""
+
+    encoder: PreTrainedModel
+    tokenizer: Any
+    source: hub.ModelSource
 
 
 def base_folder(base: str, runs_dir: Path) -> str:
@@ -59,7 +68,7 @@ def _run_model(folder: Path, manifest: Path) -> Path:
     return model
 
 
-def load_base(base: str, settings: HubSettings | None = None) -> tuple[PreTrainedModel, Any, hub.ModelSource]:
+def load_base(base: str, settings: HubSettings | None = None) -> Base:
     """The base encoder (``AutoModel``), its tokenizer and where they came from. ``base`` is a hub
     id or a model folder (:func:`base_folder` turns a run's folder or name into its model folder
     first); ``settings``: the Hugging Face cache and offline mode (default: the environment's, with
@@ -76,4 +85,4 @@ def load_base(base: str, settings: HubSettings | None = None) -> tuple[PreTraine
     refuse_missing_tokenizer(source.path, source.name)
     model = load_complete(source.path, source.name)
     tokenizer = AutoTokenizer.from_pretrained(str(source.path))
-    return model, tokenizer, source
+    return Base(model, tokenizer, source)

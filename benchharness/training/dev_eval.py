@@ -5,7 +5,9 @@ The training loop (``benchharness.training.loop``) knows no task: training build
 module being trained as an in-memory encoder with the pooling and truncation the registered
 encoder will use and scores it with :func:`benchharness.evaluate`, the one evaluation code path
 (the same engine, pooling and task as ``benchharness run``; no bootstrap intervals), so the dev
-score in a manifest is the score ``benchharness run`` reproduces for the saved encoder.
+score in a manifest is the score ``benchharness run`` reproduces for the saved encoder. It scores
+with the training's own settings (``settings.TrainSettings``): their data root and configuration,
+made once into the run settings of every evaluation.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from benchharness import tasks
 from benchharness.core.data_root import DataRoot, default_data
 from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.settings import Config, load_config
 from benchharness.encoders.in_memory import TransformersModelEncoder
-from benchharness.evaluation.evaluate import evaluate
+from benchharness.evaluation.evaluate import evaluate_with
+from benchharness.evaluation.run_settings import RunSettings
 
 if TYPE_CHECKING:
-    from benchharness.training.method import TrainingContext, TrainingMethod
+    from benchharness.training.method import TrainingMethod
     from benchharness.training.options import TrainingOptions
+    from benchharness.training.settings import TrainSettings
 
 #: the one dev task training selects on (model selection must never see a test split)
 DEV_TASK = "STSBenchmark-dev"
@@ -44,6 +49,7 @@ class DevEvaluator:
         precision: str,
         task_name: str = DEV_TASK,
         data: DataRoot | None = None,
+        config: Config | None = None,
     ) -> None:
         if pooling == "prompt":
             raise InvalidInputError("dev evaluation with pooling 'prompt' is not supported by the training loop")
@@ -54,6 +60,13 @@ class DevEvaluator:
         self.sentences = list(dict.fromkeys(self.task.sentences()))
         self.tokenizer, self.pooling, self.max_length = tokenizer, pooling, max_length
         self.batch_size, self.device, self.precision = batch_size, device, precision
+        self.settings = RunSettings(
+            data_dir=self.data.root,
+            verify_data=self.data.verify,
+            seed=0,
+            intervals=False,
+            config=config or load_config(),
+        )
 
     def encoder(self, module: nn.Module) -> TransformersModelEncoder:
         """The module as the encoder its saved run will be: same pooling, truncation and precision."""
@@ -69,23 +82,17 @@ class DevEvaluator:
         )
 
     def __call__(self, module: nn.Module) -> float:
-        results = evaluate(
-            self.encoder(module),
-            [self.task],
-            data_dir=self.data.root,
-            verify_data=self.data.verify,
-            seed=0,
-            intervals=False,
-        )
+        results = evaluate_with(self.settings, self.encoder(module), [self.task])
         if results.failed:
             raise RuntimeError(f"dev evaluation on {self.task_name} failed: {results.failed[0].message}")
         return results.results[0].main_score
 
 
-def for_training(method: TrainingMethod, options: TrainingOptions, context: TrainingContext) -> DevEvaluator:
+def for_training(method: TrainingMethod, options: TrainingOptions, settings: TrainSettings) -> DevEvaluator:
     """The dev evaluator of a training run: the run's evaluation pooling (the method's unless the
-    options override it), truncation, batch size and precision, on the context's device and data root."""
-    device = pick_device(context.device)
+    options override it), truncation, batch size and precision, on the settings' device, data root
+    and configuration."""
+    device = pick_device(settings.device)
     return DevEvaluator(
         method.tokenizer,
         options.eval_pooling or method.eval_pooling,
@@ -93,5 +100,6 @@ def for_training(method: TrainingMethod, options: TrainingOptions, context: Trai
         options.eval_batch_size,
         device,
         check_precision(options.precision, device),
-        data=context.data,
+        data=settings.data(),
+        config=settings.config,
     )

@@ -1,13 +1,18 @@
 """The contract between a training method and the harness.
 
 A method is one value, :class:`Method`, declared as a ``methods`` plugin (an entry point naming it,
-or ``PLUGINS.register("methods", name, METHOD)``). It names its options class (a frozen dataclass
-extending ``options.TrainingOptions``), its presets, and one function, ``train(options, context)``,
-that loads its data and base model, builds its trainable module (a :class:`TrainingMethod`) and runs
-the shared loop (``launch.run_method``). Everything that says where and how a run goes (the base,
-the device, the data root, the Hugging Face settings, the dev evaluation, the output folder or none,
-progress) comes in the :class:`TrainingContext`; everything that says what is trained comes in the
-options. The command line, the recipes and ``benchharness.train`` build the same two values.
+or ``PLUGINS.register("methods", name, METHOD)``). It declares what only it knows: its options class
+(a frozen dataclass extending ``options.TrainingOptions``) and presets, its examples
+(``examples(options, data)``: what it trains on, read from the data root or the sentences a caller
+holds) and its model (``build(options, base, data)``: its trainable module, a
+:class:`TrainingMethod`, around the base encoder). The harness (``harness.py``) does the rest for
+every method alike: the checks before any model loads, the base model, the loop with its dev
+evaluation, the outputs, and the counting (the example count is the examples'). A method that trains
+in stages (DefSent+'s rounds) declares ``stages`` instead of ``build`` and drives its stages through
+the harness's ``Trainer``.
+
+Where and how a run goes is never the method's: that is the settings (``settings.py``) and the plan
+(``plan.py``) the command line, the recipes and ``benchharness.train`` build.
 
 The loop trains every parameter of the module (training-only heads included) but keeps only
 ``module.encoder`` and ``module.tokenizer``: the encoder is what the harness evaluates, the heads are
@@ -16,17 +21,18 @@ scaffolding that a trained encoder must not depend on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import torch
 from torch import nn
 
 from benchharness.core.data_root import DataRoot
-from benchharness.core.settings import HubSettings
+from benchharness.training.base_model import Base
 from benchharness.training.options import Adjust, TrainingOptions
+from benchharness.training.train_data import load_sentences
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -45,7 +51,8 @@ class LossOutput:
 class TrainingMethod(nn.Module):
     """Base class of a method's trainable module.
 
-    Construct it after ``seed_everything(options.seed)`` so that randomly initialised heads are
+    Its constructor takes the base encoder, its tokenizer and the run's options; the harness builds it
+    (:meth:`build`) right after seeding with the run's seed, so that randomly initialised heads are
     reproducible. Implement ``collate(examples) -> batch`` (CPU tensors in a dict, or anything
     ``loop.to_device`` moves) and ``forward(batch) -> LossOutput``, passing the sentence embedding
     through :meth:`sized` (what lets any method train with a Matryoshka loss); set ``eval_pooling`` (a name
@@ -84,6 +91,12 @@ class TrainingMethod(nn.Module):
             return embedding
         return torch.nn.functional.pad(embedding[..., :size], (0, embedding.shape[-1] - size))
 
+    @classmethod
+    def build(cls, options: Any, base: Base, data: DataRoot) -> TrainingMethod:
+        """The module of a run (a ``Method``'s ``build``): ``cls(encoder, tokenizer, options)``. A
+        module that needs more of the base (where it came from) or of the data root overrides it."""
+        return cls(base.encoder, base.tokenizer, options)  # type: ignore[call-arg]
+
     def collate(self, examples: list[Any]) -> Any:
         raise NotImplementedError
 
@@ -98,63 +111,11 @@ class TrainingMethod(nn.Module):
         return len(examples)
 
 
-class DevEvaluation(Protocol):
-    """A dev evaluation the loop can call, and the name of the task it scores on (for the manifest)."""
-
-    task_name: str
-
-    def __call__(self, encoder: nn.Module, /) -> float: ...
-
-
-#: builds the dev evaluation of a run: its module (tokenizer, pooling), options and context
-DevFactory = Callable[[TrainingMethod, TrainingOptions, "TrainingContext"], DevEvaluation]
-
-
-@dataclass(frozen=True)
-class TrainingContext:
-    """Where and how a run goes: never part of what it trains, so never part of a recipe key.
-
-    ``base`` is the model to start from (a hub id or a model folder), ``data`` the data root the
-    method reads its corpus from and the dev evaluation its dev split from, ``hub`` where hub
-    models are found. ``out`` is the output folder (resumable, registered by its ``manifest.json``);
-    None trains in memory and writes nothing. ``dev`` builds the dev evaluation (None: a run that
-    asks for one is refused). ``sentences`` stands for the options' ``data`` when given (a list
-    held in memory)."""
-
-    base: str
-    data: DataRoot
-    hub: HubSettings
-    out: Path | None = None
-    name: str | None = None
-    device: str | None = None
-    threads: int | None = None
-    stop_after: int | None = None
-    overwrite: bool = False
-    keep_checkpoint: bool = False
-    dev: DevFactory | None = None
-    progress: bool = False
-    sentences: tuple[str, ...] | None = None
-
-    def record(self) -> dict[str, Any]:
-        """The context as the loop's checkpoint has always recorded it beside the shared options
-        (a resumed run compares them: only ``resume.RESUMABLE_CHANGES`` may differ)."""
-        return {
-            "base": self.base,
-            "out": None if self.out is None else str(self.out),
-            "name": self.name,
-            "device": self.device,
-            "threads": self.threads,
-            "stop_after": self.stop_after,
-            "overwrite": self.overwrite,
-            "keep_checkpoint": self.keep_checkpoint,
-        }
-
-
 @dataclass
 class TrainedRun:
     """One trained encoder: its module, its tokenizer, its record. In memory the module holds the
-    selected weights; with an output folder it holds the run's final weights and ``<out>/model`` the
-    selected ones (:func:`selected_encoder` reads them).
+    selected weights; with an output folder it holds the run's final weights and the folder the
+    selected ones (``trained.selected_encoder`` reads them).
 
     ``manifest`` is None for a run paused by ``stop_after`` (and on the ranks > 0 of a data-parallel
     run); ``metrics`` is the training log; ``files`` are a method's other outputs by file name
@@ -172,13 +133,45 @@ class TrainedRun:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
-def selected_encoder(run: TrainedRun) -> PreTrainedModel:
-    """The encoder a run selected: the module itself in memory, else the model its folder holds."""
-    if run.out is None or run.manifest is None or run.manifest["selection"]["rule"] == "final weights":
-        return run.encoder
-    from benchharness.encoders.checkpoint import load_complete
+#: the ``kind`` of examples that are unlabeled sentences (which ``sentences=`` may stand for, and whose
+#: repeats the harness warns about)
+SENTENCES = "unlabeled sentences"
 
-    return load_complete(run.out / "model", str(run.out))
+
+@dataclass
+class Examples:
+    """A run's training examples (any indexable sequence its module's ``collate`` takes) and what
+    its manifest records of them (``name``, ``kind``, ``n_examples``, a method's own statistics)."""
+
+    items: Sequence[Any]
+    record: dict[str, Any]
+
+    def limited(self, limit: int | None) -> Examples:
+        """The first ``limit`` examples (all without a limit); the record keeps the full count and
+        notes the limit."""
+        if not limit:
+            return self
+        return Examples(self.items[:limit], {**self.record, "limit": limit})
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """Where a method's examples come from: the data root (corpora, NLI files, dictionaries) and the
+    sentences a caller holds in memory (``benchharness.train(sentences=[...])``), which stand for
+    the options' ``data``."""
+
+    root: DataRoot
+    held: tuple[str, ...] | None = None
+
+    def sentences(self, options: TrainingOptions) -> Examples:
+        """The unlabeled sentences a run trains on: those held, else the corpus ``options.data`` names."""
+        items = list(self.held) if self.held is not None else load_sentences(options.data, self.root)
+        return Examples(items, {"name": options.data, "kind": SENTENCES, "n_examples": len(items)})
+
+
+def sentences(options: TrainingOptions, data: TrainingData) -> Examples:
+    """The ``examples`` of a method that trains on unlabeled sentences."""
+    return data.sentences(options)
 
 
 OptionsT = TypeVar("OptionsT", bound=TrainingOptions)
@@ -188,19 +181,29 @@ OptionsT = TypeVar("OptionsT", bound=TrainingOptions)
 class Method(Generic[OptionsT]):
     """A training method, as a ``methods`` plugin declares it.
 
-    ``train(options, context)`` returns the trained runs, one per stage the method produces (one,
-    or one per DefSent+ round, the last being the method's encoder). ``count_examples`` says how
-    many training examples a run sees per epoch (per round), for the time estimate of on-demand
-    training. ``adjust`` is a method's own step of option resolution (``options.resolve``).
-    ``describe_data`` summarises the training data (``--stats-only``)."""
+    ``examples(options, data)`` reads what the method trains on (:class:`TrainingData`: the data
+    root, or sentences held in memory); the harness cuts them to ``options.limit`` and counts them
+    (the time estimate's count). ``build(options, base, data)`` makes the trainable module from the
+    base model (``base_model.Base``: encoder, tokenizer, where they came from), after the harness has
+    seeded the run, so that the heads it draws are reproducible; ``data`` is the data root, for a
+    module that reads resources there (PaSeR's WordNet). A method that trains in stages declares
+    ``stages(options, examples, trainer)`` instead, which returns one run per stage (the last being
+    the method's encoder) and trains each through the harness's ``harness.Trainer``. ``adjust`` is a
+    method's own step of option resolution (``options.resolve``); ``describe_data(options, examples,
+    tokenizer)`` summarises the training data (``--stats-only``)."""
 
     name: str
     help: str
     title: str  # the method's own group of flags in ``benchharness train <name> -h``
     options: type[OptionsT]
-    train: Callable[[OptionsT, TrainingContext], list[TrainedRun]]
-    count_examples: Callable[[OptionsT, DataRoot], int]
+    examples: Callable[[OptionsT, TrainingData], Examples]
+    build: Callable[[OptionsT, Base, DataRoot], TrainingMethod] | None = None
+    stages: Callable[[OptionsT, Examples, Any], list[TrainedRun]] | None = None
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     default_preset: str | None = None
     adjust: Adjust | None = None
-    describe_data: Callable[[OptionsT, TrainingContext], str] | None = None
+    describe_data: Callable[[OptionsT, Examples, Any], str] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.build is None) == (self.stages is None):
+            raise TypeError(f"method {self.name!r}: declare either build (one module) or stages, not both or neither")

@@ -4,7 +4,8 @@ Every method declares its options as a frozen dataclass that extends :class:`Tra
 settings the loop reads: batch size, learning rate, evaluation, seed...) with its own fields. Each
 field carries its default, its help text and its checks through :func:`option`; the command line
 derives its flags from these declarations, and ``benchharness.train(**options)``, the recipe file
-and ``benchharness train`` all build the same value from them.
+and ``benchharness train`` all build the same value from them. A tuner's options are declared the
+same way (:class:`Declared`).
 
 A run's options resolve in one order, lowest first: the declared defaults, the chosen preset, then
 the values given (flags, a recipe's ``options``, keywords). What resolves is also recorded as a
@@ -22,7 +23,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from benchharness.core.devices import PRECISIONS
 from benchharness.core.errors import InvalidInputError
@@ -150,9 +151,44 @@ def _fits(value: Any, allowed: tuple[type, ...]) -> bool:
 
 
 @dataclass(frozen=True)
-class TrainingOptions:
+class Declared:
+    """Options declared one field at a time with :func:`option`: a training method's, a tuner's. Each
+    value is checked when the value is made, whoever gives it (a flag, a recipe file, a keyword), in
+    one line: against the field's type, its choices and its rule."""
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for name, meta, _ in declared(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, list):  # a recipe file's or a caller's list: one value type, the tuple
+                value = tuple(value)
+                object.__setattr__(self, name, value)
+            allowed = _allowed(hints[name])
+            if not _fits(value, allowed):
+                raise InvalidInputError(f"{name} must be {_kind(allowed)}, got {value!r}")
+            if value is None:
+                continue
+            if meta.choices is not None and value not in meta.choices:
+                raise InvalidInputError(
+                    f"unknown {name.replace('_', ' ')} {value!r}; choose one of {', '.join(map(str, meta.choices))}"
+                )
+            rule = meta.check or meta.parse
+            if rule is not None and not isinstance(value, bool):
+                try:
+                    rule(flag_text(value))
+                except ValueError as exc:  # flag_types.BadValue: the rule's own words
+                    raise InvalidInputError(f"{name} {exc}") from None
+            object.__setattr__(self, name, _as_declared(value, hints[name]))
+
+
+@dataclass(frozen=True)
+class TrainingOptions(Declared):
     """The settings every method shares: what the loop trains with. A method's own options class
     extends it (and may redeclare a shared field to give it the method's default)."""
+
+    #: whether ``eval_at_start`` without ``eval_every`` scores the dev set before and after training
+    #: (DefSent+'s ``--dev``); for the others, ``eval_every`` 0 is no dev evaluation at all
+    DEV_WITHOUT_PERIOD: ClassVar[bool] = False
 
     data: str = option("sts-unlabeled", "training data (default: the method's; see `benchharness train <method> -h`)")
     max_length: int = option(64, "max tokens per training sentence", parse=positive_int)
@@ -235,28 +271,7 @@ class TrainingOptions:
     )
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
-        for name, meta, _ in declared(type(self)):
-            value = getattr(self, name)
-            if isinstance(value, list):  # a recipe file's or a caller's list: one value type, the tuple
-                value = tuple(value)
-                object.__setattr__(self, name, value)
-            allowed = _allowed(hints[name])
-            if not _fits(value, allowed):
-                raise InvalidInputError(f"{name} must be {_kind(allowed)}, got {value!r}")
-            if value is None:
-                continue
-            if meta.choices is not None and value not in meta.choices:
-                raise InvalidInputError(
-                    f"unknown {name.replace('_', ' ')} {value!r}; choose one of {', '.join(map(str, meta.choices))}"
-                )
-            rule = meta.check or meta.parse
-            if rule is not None and not isinstance(value, bool):
-                try:
-                    rule(flag_text(value))
-                except ValueError as exc:  # flag_types.BadValue: the rule's own words
-                    raise InvalidInputError(f"{name} {exc}") from None
-            object.__setattr__(self, name, _as_declared(value, hints[name]))
+        super().__post_init__()
         if not self.correct_bias and self.optimizer != "adamw-legacy":
             raise InvalidInputError(
                 f"correct_bias=False needs optimizer adamw-legacy: {self.optimizer} always corrects the bias"
@@ -280,9 +295,16 @@ class TrainingOptions:
             )
 
     @property
+    def dev_at_start(self) -> bool:
+        """Whether the run scores the base model on the dev set first (step 0, never selected): with
+        periodic evaluation, or where a method scores before and after training without a period
+        (:attr:`DEV_WITHOUT_PERIOD`); ``eval_every`` 0 (None) otherwise means no dev evaluation."""
+        return self.eval_at_start and (self.eval_every is not None or self.DEV_WITHOUT_PERIOD)
+
+    @property
     def wants_dev(self) -> bool:
-        """Whether the run evaluates on the dev set at all (periodically, or once at step 0)."""
-        return self.eval_every is not None or self.eval_at_start
+        """Whether the run evaluates on the dev set at all (periodically, or before and after)."""
+        return self.eval_every is not None or self.dev_at_start
 
     def sentence_data(self) -> str | None:
         """Why ``sentences=`` cannot stand for this run's data (None: it trains on sentences, so it
@@ -351,34 +373,3 @@ def resolve(
     if value.nproc > 1:
         record.update({k: getattr(value, k) for k in DATA_PARALLEL_FIELDS})
     return value, dict(sorted(record.items()))
-
-
-# ----------------------------------------------------------------------------------------------
-# how and where a run goes: never part of its options or recipe
-
-
-@dataclass(frozen=True)
-class RuntimeFlag:
-    """A run-time setting's command-line flag (``benchharness train``, and the command a recipe
-    renders for torchrun); ``switch``: a flag without a value."""
-
-    flags: tuple[str, ...]
-    help: str
-    parse: Callable[[str], Any] | None = None
-    switch: bool = False
-
-
-RUNTIME: dict[str, RuntimeFlag] = {
-    "out": RuntimeFlag(
-        ("--out",),
-        "output folder (default: the recipe's run in the runs folder, keyed by the recipe); rerun to resume",
-        Path,
-    ),
-    "name": RuntimeFlag(("--name",), "name the run registers under (default: the --out folder name)"),
-    "device": RuntimeFlag(("--device",), "cpu, cuda, cuda:1 (default: cuda if available)"),
-    "threads": RuntimeFlag(("--threads",), "torch CPU threads", positive_int),
-    "stop_after": RuntimeFlag(("--stop-after",), "stop this invocation after step N (resumable)", positive_int),
-    "keep_checkpoint": RuntimeFlag(("--keep-checkpoint",), "keep the resumable checkpoint", switch=True),
-    "overwrite": RuntimeFlag(("--overwrite",), "delete what a run wrote in --out (only that) and retrain", switch=True),
-    "quiet": RuntimeFlag(("-q", "--quiet"), "warnings and errors only, no progress bar", switch=True),
-}

@@ -2,31 +2,39 @@
 
 The loop hands every output to one of these: its metrics, the best encoder so far, its checkpoints,
 the finished run's record. :class:`FolderOutput` writes the folder that ``benchharness train --out``
-leaves (resumable, registered by its manifest), whose ``model/`` holds the selected weights while
-the module, on every rank of a data-parallel run alike, ends with its final ones;
-:class:`MemoryOutput` keeps what the run needs in memory and writes nothing, for
-``benchharness.train()`` without ``out=``, and puts the selected weights back into the module::
+leaves (resumable, registered by its manifest); :class:`MemoryOutput` keeps what the run needs in
+memory and writes nothing, for ``benchharness.train()`` without ``out=``, and puts the selected
+weights back into the module. A finished folder is a sentence-transformers model, with the
+harness's record beside the model's files::
 
-    <out>/model/          encoder weights + tokenizer (save_pretrained), a sentence-transformers model too
-    <out>/manifest.json   the run's typed record (``manifest.py``), which makes the folder an encoder
-    <out>/metrics.jsonl   one JSON object per logged step / evaluation
-    <out>/checkpoint/     the resumable state (``resume.py``), removed when the run finishes
+    <out>/config.json, model.safetensors, tokenizer files   the encoder (save_pretrained)
+    <out>/modules.json, 1_Pooling/, ...                     how sentence-transformers pools it, as evaluated
+    <out>/manifest.json                                     the run's typed record, which makes the folder an encoder
+    <out>/metrics.jsonl                                     one JSON object per logged step / evaluation
+    <out>/checkpoint/                                       the resumable state (``resume.py``), removed at the end
 
-(the names, with what a method adds, are ``core.manifests.RUN_ENTRIES``: all that ``--overwrite`` may delete)
+While the run trains, the selected encoder so far waits in ``checkpoint/model/`` (the module, on
+every rank of a data-parallel run alike, ends with its final weights); the finished run moves its
+files up beside the manifest, so they are written once. (The names are ``core.manifests.RUN_ENTRIES``
+and ``MODEL_ENTRIES``: all that ``--overwrite`` may delete. A folder written before this layout keeps
+its model in ``model/``, which still loads.)
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from benchharness.core.atomic import atomic_dir
-from benchharness.core.manifests import METRICS, MODEL, RunManifest
+from benchharness.core.atomic import atomic_dir, atomic_file, write_text
+from benchharness.core.manifests import CHECKPOINT, METRICS, MODEL, RunManifest
 from benchharness.encoders.checkpoint import quiet_loading
 from benchharness.encoders.sentence_transformers_format import EXPORTABLE, save_as_sentence_transformer
+from benchharness.training.manifest import write_manifest
 from benchharness.training.method import TrainingMethod
 from benchharness.training.resume import prepare_out, remove_checkpoint, save_checkpoint
 
@@ -39,8 +47,6 @@ def encoder_state(method: TrainingMethod) -> dict[str, torch.Tensor]:
 class MemoryOutput:
     """Outputs kept in memory: the metric records and the best encoder's weights. Nothing is
     written, so nothing can be resumed (``stop_after`` needs an output folder)."""
-
-    out: Path | None = None
 
     def __init__(self) -> None:
         self.metrics: list[dict[str, Any]] = []
@@ -66,18 +72,23 @@ class MemoryOutput:
     def save_final(self, method: TrainingMethod) -> None:
         """Without dev selection the module's final weights are the encoder: nothing to keep."""
 
+    def has_model(self) -> bool:
+        """Whether the selected encoder is kept (in memory: the module itself)."""
+        return True
+
     def finish(self, method: TrainingMethod, manifest: RunManifest, keep_checkpoint: bool) -> list[dict[str, Any]]:
         return list(self.metrics)
 
 
 class FolderOutput(MemoryOutput):
     """Outputs written to the run's folder as they come: the metrics log line by line, the best
-    encoder whenever the dev score improves, resumable checkpoints, then the sentence-transformers
-    files and the manifest."""
+    encoder whenever the dev score improves, resumable checkpoints; at the end the encoder's files
+    beside sentence-transformers' and the manifest."""
 
     def __init__(self, out: Path) -> None:
         super().__init__()
-        self.out = self.folder = out
+        self.folder = out
+        self.staged = out / CHECKPOINT / MODEL
 
     def prepare(self, overwrite: bool) -> Path | None:
         return prepare_out(self.folder, overwrite)
@@ -93,20 +104,30 @@ class FolderOutput(MemoryOutput):
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
     def keep_best(self, method: TrainingMethod) -> None:
-        save_encoder(method, self.folder)
+        save_encoder(method.encoder, method.tokenizer, self.staged)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> None:
         save_checkpoint(self.folder, *args, **kwargs)
 
     def restore_best(self, method: TrainingMethod) -> None:
-        """The selected weights are ``model/``'s; the module keeps its final ones."""
+        """The selected weights are the folder's; the module keeps its final ones."""
 
     def save_final(self, method: TrainingMethod) -> None:
-        save_encoder(method, self.folder)
+        save_encoder(method.encoder, method.tokenizer, self.staged)
+
+    def has_model(self) -> bool:
+        return self.staged.is_dir() or (self.folder / MODEL).is_dir()  # model/: a run begun before this layout
 
     def finish(self, method: TrainingMethod, manifest: RunManifest, keep_checkpoint: bool) -> list[dict[str, Any]]:
-        """The sentence-transformers files (pooled as evaluated), the manifest, the checkpoint
-        removed unless kept; the whole metrics log, earlier invocations' lines included."""
+        """The encoder's files moved up beside the manifest, sentence-transformers' added, the
+        manifest written, the checkpoint removed unless kept; the whole metrics log, earlier
+        invocations' lines included."""
+        legacy = self.folder / MODEL  # where a run begun before this layout kept its selected encoder
+        staged = self.staged if self.staged.is_dir() else legacy
+        for entry in sorted(staged.iterdir()):
+            os.replace(entry, self.folder / entry.name)
+        staged.rmdir()
+        shutil.rmtree(legacy, ignore_errors=True)
         write_run_files(self.folder, manifest, {})
         if not keep_checkpoint:
             remove_checkpoint(self.folder)
@@ -114,23 +135,20 @@ class FolderOutput(MemoryOutput):
         return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
-def save_encoder(method: TrainingMethod, out: Path) -> None:
-    """The encoder and tokenizer (never the training heads) into ``<out>/model``, replaced whole."""
-    with atomic_dir(out / MODEL) as tmp, quiet_loading():  # no "Writing model shards" bar
-        method.encoder.save_pretrained(tmp)
-        method.tokenizer.save_pretrained(tmp)
+def save_encoder(encoder: Any, tokenizer: Any, folder: Path) -> None:
+    """The encoder and tokenizer (never the training heads) into ``folder``, replaced whole."""
+    with atomic_dir(folder) as tmp, quiet_loading():  # no "Writing model shards" bar
+        encoder.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
 
 
 def write_run_files(out: Path, manifest: RunManifest, files: dict[str, bytes]) -> None:
-    """What makes ``out`` (whose ``model/`` is written) a finished run: ``model/`` as a
-    sentence-transformers model pooled as the run is evaluated (where that pooling exists there),
-    a method's other files, and last the manifest, which registers the folder."""
-    from benchharness.core.atomic import atomic_file
-    from benchharness.training.manifest import write_manifest
-
+    """What makes ``out`` (which holds the encoder's files) a finished run: sentence-transformers'
+    files, pooled as the run is evaluated (where that pooling exists there), a method's other files,
+    and last the manifest, which registers the folder."""
     spec = manifest["encoder"]
-    if spec.get("pooling") in EXPORTABLE:  # loadable by SentenceTransformer(path), pooled as evaluated
-        save_as_sentence_transformer(out / MODEL, {"pooling": spec["pooling"], "max_length": spec["max_length"]})
+    if spec.get("pooling") in EXPORTABLE:  # loadable by SentenceTransformer(out), pooled as evaluated
+        save_as_sentence_transformer(out, {"pooling": spec["pooling"], "max_length": spec["max_length"]})
     for name, content in files.items():
         with atomic_file(out / name, "wb") as fh:
             fh.write(content)
@@ -145,12 +163,11 @@ def write_run(
     metrics: list[dict[str, Any]],
     files: dict[str, bytes],
 ) -> None:
-    """A trained run held in memory, written as ``benchharness train --out`` leaves its folder."""
+    """A trained run held in memory, written as ``benchharness train --out`` leaves its folder, its
+    weights written once."""
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_dir(out / MODEL) as tmp, quiet_loading():
-        encoder.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-    from benchharness.core.atomic import write_text
-
+    with quiet_loading():
+        encoder.save_pretrained(out)
+        tokenizer.save_pretrained(out)
     write_text(out / METRICS, "".join(json.dumps(record) + "\n" for record in metrics))
     write_run_files(out, manifest, files)

@@ -29,6 +29,7 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.plugins import PLUGINS
 from benchharness.core.settings import Config
 from benchharness.training.runstore import RunStore
+from benchharness.training.settings import RUNTIME
 
 if TYPE_CHECKING:
     from benchharness.training.method import Method
@@ -39,30 +40,13 @@ RECIPES_FILE = Path(str(files("benchharness.training") / "recipes.toml"))
 #: a recipe base that is another recipe's run
 RECIPE_PREFIX = "recipe:"
 KEY_LENGTH = 12
-#: flags that say where or how a run goes, not what it trains: never part of a recipe or its key
-RUNTIME_FLAGS = frozenset(
-    {
-        "recipe",
-        "base",
-        "out",
-        "name",
-        "preset",
-        "device",
-        "threads",
-        "stop_after",
-        "overwrite",
-        "quiet",
-        "verbose",
-        "progress",
-        "keep_checkpoint",
-        "stats_only",
-        "show",
-        "data_dir",
-        "command",
-        "method",
-        "executor",
-        "address",
-    }
+#: words of ``benchharness train`` that are not options: what picks the recipe (its name, base and
+#: preset), what the command does (``--show``, ``--stats-only``, the seed grid's executor) and the run-time
+#: keys (``settings.RUNTIME``); never part of a recipe or its key
+NOT_OPTIONS = frozenset(
+    {"recipe", "base", "preset", "verbose", "progress", "stats_only", "show", "data_dir", "command", "method"}
+    | {"seeds", "executor", "address"}
+    | set(RUNTIME)
 )
 ENTRY_KEYS = frozenset({"method", "base", "revision", "preset", "options", "extends", "round", "description"})
 THROUGHPUT_KEYS = (
@@ -127,6 +111,9 @@ class Recipe:
     description: str = ""
     base_recipe: Recipe | None = None  # when ``base`` is another recipe
     base_fingerprint: str | None = field(default=None, compare=False)  # weights sha256 of a folder base
+    #: the model folder or hub id ``base`` names (``base_model.base_folder``: a run's model, a registered
+    #: run's), found once when the recipe is built; None when ``base`` is another recipe
+    base_path: str | None = field(default=None, compare=False)
     #: sha256 of the training files the ``data`` option names (``text:<path>``, a .jsonl/.csv file),
     #: or of the sentences a caller holds in memory; None for the named corpora of the data root, which
     #: its pinned checksums already fix
@@ -226,6 +213,18 @@ class RecipeBook:
             if recipe.rounds is not None:
                 return with_round(recipe, int(m.group(2)), name)
         return None
+
+    def written(self, name: str) -> tuple[str, int | None] | None:
+        """The entry a name stands for and the round it names (``<entry>-r<k>``), without building
+        anything; None when it names no entry."""
+        if name in self.entries:
+            return name, None
+        m = re.fullmatch(r"(.+)-r(\d+)", name)
+        if m is None or m.group(1) not in self.entries:
+            return None
+        method = self.source(m.group(1)).get("method")  # only a method that trains in rounds names them
+        trains_in_rounds = isinstance(method, str) and "rounds" in fields_of(method)
+        return (m.group(1), int(m.group(2))) if trains_in_rounds else None
 
     def get(self, name: str) -> Recipe:
         recipe = self.lookup(name)
@@ -349,17 +348,31 @@ def method_named(name: str) -> Method[Any]:
     return method
 
 
+def fields_of(method: str) -> set[str]:
+    """The option names a method declares (none for a method not installed)."""
+    if PLUGINS.entry("methods", method) is None:
+        return set()
+    return set(method_named(method).options.__dataclass_fields__)
+
+
+def preset_of(method: str, preset: str | None) -> str | None:
+    """The preset a recipe of ``method`` trains with: the one named, else the method's default; None
+    for a method without presets."""
+    declared = method_named(method)
+    if not declared.presets:
+        return None
+    return declared.default_preset if preset is None else preset
+
+
 def resolve_options(method: str, given: dict[str, Any], preset: str | None) -> tuple[TrainingOptions, dict[str, Any]]:
     """The typed options the preset (the method's default preset when None) and the given values
     resolve to, and their record (``options.resolve``); refusals are ``RecipeError``s."""
     from benchharness.training.options import resolve
 
     declared = method_named(method)
-    if declared.presets and preset is None:
-        preset = declared.default_preset
     try:
         value, record = resolve(
-            method, declared.options, declared.presets, preset if declared.presets else None, given, declared.adjust
+            method, declared.options, declared.presets, preset_of(method, preset), given, declared.adjust
         )
     except ValueError as exc:
         raise RecipeError(str(exc)) from None
@@ -394,11 +407,12 @@ def build(
     """
     book = book or load_book()
     flags = {k.replace("-", "_"): v for k, v in flags.items()}
-    runtime = sorted(set(flags) & RUNTIME_FLAGS)
+    runtime = sorted(set(flags) & NOT_OPTIONS)
     if runtime:
         raise RecipeError(f"{', '.join(runtime)} say where or how a run goes, not what it trains: not recipe options")
     base_recipe = None
     fingerprint = None
+    folder = None
     if base.startswith(RECIPE_PREFIX):
         base_recipe = base_recipe_named(base[len(RECIPE_PREFIX) :], book, bases)
         revision = None
@@ -413,15 +427,13 @@ def build(
             revision = None
         elif revision is None:
             revision = cached_revision(base, book.config.hub().cache)
-    declared = method_named(method)
-    if declared.presets and preset is None:
-        preset = declared.default_preset
+    preset = preset_of(method, preset)
     typed, options = resolve_options(method, flags, preset)
     recipe = Recipe(
         method,
         base,
         revision,
-        preset if declared.presets else None,
+        preset,
         flags,
         options,
         name,
@@ -429,6 +441,7 @@ def build(
         description,
         base_recipe,
         fingerprint,
+        folder,
         data_digest or training_files_digest(options.get("data")),
         typed,
     )
@@ -495,7 +508,7 @@ def derive(
     data_digest: str | None = None,
 ) -> Recipe:
     """The recipe ``benchharness train <method> [--recipe NAME] [flags]`` (or ``benchharness.train``)
-    asks for.
+    asks for, built once.
 
     It starts from ``recipe`` (default: the recipe named after the method; a method without one, a
     plugin's, starts from its defaults and needs ``base``); ``base``, ``preset`` and every option
@@ -504,8 +517,10 @@ def derive(
     """
     book = book or load_book()
     start_name = recipe or method
-    start = book.get(start_name) if recipe is not None else book.lookup(start_name)
-    if start is None:
+    written = book.written(start_name)
+    if written is None:
+        if recipe is not None:
+            book.get(start_name)  # refused: an unknown recipe, named with the file's
         method_named(method)  # an unknown method is named as such, not as a missing recipe
         if base is None:
             raise RecipeError(
@@ -513,28 +528,29 @@ def derive(
                 "(--base, or base= in Python)"
             )
         return build(method, base, preset, dict(given), book=book, data_digest=data_digest)
-    if start.method != method:
+    src = book.source(written[0])
+    if src.get("method") != method:
         raise RecipeError(
-            f"recipe {start_name!r} trains {start.method}, not {method}: "
-            f"run `benchharness train {start.method} --recipe {start_name}`"
+            f"recipe {start_name!r} trains {src.get('method')}, not {method}: "
+            f"run `benchharness train {src.get('method')} --recipe {start_name}`"
         )
-    base = base or start.base
-    preset = preset or start.preset
-    if not given and base == start.base and preset == start.preset and data_digest is None:
-        return start
-    revision = start.base_revision if base == start.base else None
+    start_preset = preset_of(method, src.get("preset"))
+    same_base = base is None or base == src["base"]
+    if not given and same_base and (preset is None or preset == start_preset) and data_digest is None:
+        return book.get(start_name)
+    flags = {k.replace("-", "_"): v for k, v in src["options"].items()}
     derived = build(
         method,
-        base,
-        preset,
-        {**start.flags, **given},
-        revision=revision,
-        round=start.round,
+        src["base"] if same_base else str(base),
+        preset or src.get("preset"),
+        {**flags, **given},
+        revision=src.get("revision") if same_base else None,
+        round=written[1] or src.get("round"),
         book=book,
         data_digest=data_digest,
     )
-    if derived.key == start.key:
-        return replace(derived, name=start.name, description=start.description)
+    if same_base and data_digest is None and derived.options == resolve_options(method, flags, start_preset)[1]:
+        return replace(derived, name=start_name, description=src.get("description", ""))  # the recipe itself
     return derived
 
 
@@ -566,7 +582,7 @@ def from_record(record: dict[str, Any], book: RecipeBook | None = None) -> Recip
 def _flag_words(method: Method[Any], name: str, value: Any) -> list[str]:
     """The command-line words that set ``name`` to ``value``: a method's option, or a run-time
     setting; a switch is its flag (``--no-...`` for False where one exists), or nothing for False."""
-    from benchharness.training.options import RUNTIME, declared, flag_text
+    from benchharness.training.options import declared, flag_text
 
     runtime = RUNTIME.get(name)
     if runtime is not None:

@@ -22,24 +22,18 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.manifests import CHECKPOINT as CHECKPOINT_DIR
 from benchharness.core.manifests import CHECKPOINT_STATE as CHECKPOINT_FILE
 from benchharness.core.manifests import MANIFEST as MANIFEST_FILE
-from benchharness.core.manifests import MODEL as MODEL_DIR  # noqa: F401  (training.manifest's name for it)
 from benchharness.core.manifests import check_clearable, clear_run, is_run_entry, listed
 from benchharness.training.options import TrainingOptions
+from benchharness.training.settings import RECORDED, RESUMABLE, RUNTIME
 
 if TYPE_CHECKING:
     from benchharness.training.method import TrainingMethod
 
-#: settings that may change between a run and its resumption without changing its result
-RESUMABLE_CHANGES = ("device", "stop_after", "threads", "progress", "overwrite", "out")
-#: the defaults of the shared options and of the context, for checkpoints written before a setting existed
+#: the defaults of the shared options and of the recorded run-time keys, for checkpoints written before
+#: a setting existed
 FIELD_DEFAULTS: dict[str, Any] = {
     **{f.name: f.default for f in fields(TrainingOptions)},
-    "name": None,
-    "device": None,
-    "threads": None,
-    "stop_after": None,
-    "overwrite": False,
-    "keep_checkpoint": False,
+    **{k: RUNTIME[k].default for k in RECORDED if k in RUNTIME and k != "out"},
 }
 
 
@@ -184,7 +178,7 @@ def load_checkpoint(
     diffs = [
         f"{k}: {made_with.get(k)!r} -> {now.get(k)!r}"
         for k in dict.fromkeys([*now, *made_with])
-        if k not in RESUMABLE_CHANGES and made_with.get(k) != now.get(k)
+        if k not in RESUMABLE and made_with.get(k) != now.get(k)
     ]
     if diffs:
         raise InvalidInputError(

@@ -6,12 +6,15 @@
     <runs root>/<method>/<key>/.lock         held (flock) while a process trains the recipe
     <runs root>/<method>/<key>/run/          the trained encoder (the loop's output folder), or
     <runs root>/<method>/<key>/run-r<k>/     round k of a DefSent+ run
+    <runs root>/<name>                       a link to a run trained elsewhere (``train --out d --name N``)
 
 The runs root is ``benchharness.core.settings``'s ``runs_dir`` (``BENCHHARNESS_RUNS``, else ``[paths]
 runs_dir``, else the XDG data folder), outside the checkout by default, so a recipe trained by one
 checkout is reused by all. The key comes from the recipe, so two recipes never share a folder and
 a recipe is never trained twice; the lock makes a second process wait for the first one's run
-instead of training the same recipe beside it.
+instead of training the same recipe beside it. A run trained into a folder of the user's choice is
+registered under its name by a link beside them, which is how ``run --encoders <name>`` finds it
+(``core.manifests.registered_runs``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any, Protocol
 
 from benchharness.core.atomic import write_json
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.manifests import CHECKPOINT, CHECKPOINT_STATE, MANIFEST, clear_run
+from benchharness.core.manifests import CHECKPOINT, CHECKPOINT_STATE, MANIFEST, clear_run, registered_runs
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +125,29 @@ class RunStore:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
+    def check_name(self, name: str, folder: Path) -> None:
+        """Refuse, before anything trains, a name that cannot register the run in ``folder``: one that
+        is not a plain folder name, or one the runs folder already gives to something else."""
+        if name in ("", ".", "..") or "/" in name or "\0" in name or name.startswith("."):
+            raise InvalidInputError(f"--name {name!r}: give a plain name (no '/', not starting with '.')")
+        here = folder.resolve()
+        taken = self.root / name
+        found = [p for p in (taken, registered_runs(self.root).get(name)) if p is not None and _occupied(p)]
+        clash = next((p for p in found if p.resolve() != here), None)
+        if clash is not None:
+            raise InvalidInputError(
+                f"--name {name}: the runs folder {self.root} already has {name!r} ({clash}); choose another --name"
+            )
+
+    def register(self, name: str, folder: Path) -> None:
+        """Register the finished run in ``folder`` under ``name``: a link in the runs folder, unless
+        the runs folder finds it by that name already (a run trained inside it)."""
+        self.check_name(name, folder)
+        found = registered_runs(self.root).get(name)
+        if found is None or found.resolve() != folder.resolve():
+            self.root.mkdir(parents=True, exist_ok=True)
+            (self.root / name).symlink_to(folder.resolve(), target_is_directory=True)
+
     def find(self, key: str) -> Path | None:
         """The folder of a key, whatever its method."""
         hits = sorted(self.root.glob(f"*/{key}/{RECIPE_FILE}")) if self.root.is_dir() else []
@@ -158,6 +184,11 @@ class RunStore:
                 }
             )
         return rows
+
+
+def _occupied(path: Path) -> bool:
+    """Whether something stands at ``path`` (a link counts, even one whose target is gone)."""
+    return path.exists() or path.is_symlink()
 
 
 def portable(value: Any, roots: dict[Path, str]) -> Any:

@@ -2,20 +2,34 @@
 
 It is an ``Encoder`` that encodes exactly as the ``hf`` family encodes the folder its run would be
 saved to (the same module, pooling and truncation), so ``benchharness.evaluate`` takes it as it is
-and scores it as it scores that folder; its identity is its weights, as for any model in memory.
-:meth:`TrainedEncoder.save` writes the folder ``benchharness train --out`` writes.
+and scores it as it scores that folder; its name is the one ``train(name=...)`` gave (else
+``trained:`` and its recipe's), its identity its weights, as for any model in memory.
+:meth:`TrainedEncoder.save` writes the folder ``benchharness train --out`` writes, which
+``SentenceTransformer(folder)`` loads as it is.
 """
 
 from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.manifests import RunManifest
 from benchharness.encoders.in_memory import TransformersModelEncoder
-from benchharness.training.method import TrainedRun, selected_encoder
+from benchharness.training.method import TrainedRun
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+
+def selected_encoder(run: TrainedRun) -> PreTrainedModel:
+    """The encoder a run selected: the module itself in memory, else the model its folder holds."""
+    if run.out is None or run.manifest is None or run.manifest["selection"]["rule"] == "final weights":
+        return run.encoder
+    from benchharness.encoders.checkpoint import load_complete
+
+    return load_complete(run.out / run.manifest["encoder"]["model"], str(run.out))
 
 
 class TrainedEncoder(TransformersModelEncoder):
@@ -41,9 +55,9 @@ class TrainedEncoder(TransformersModelEncoder):
         return dict(self.manifest.get("recipe", {}))
 
     def save(self, folder: str | Path, name: str | None = None) -> Path:
-        """Write the run's folder, as ``benchharness train --out <folder>`` leaves it: ``model/`` (a
-        sentence-transformers model too), ``manifest.json`` (the run named ``name``, default: as
-        training named it, after its recipe) and ``metrics.jsonl``; ``benchharness run --encoders
+        """Write the run's folder, as ``benchharness train --out <folder>`` leaves it: the model's
+        files, which ``SentenceTransformer(folder)`` loads, beside ``manifest.json`` (the run named
+        ``name``, default: as training named it) and ``metrics.jsonl``; ``benchharness run --encoders
         <folder>`` evaluates it. A folder that already holds files is refused."""
         from benchharness.training.outputs import write_run
 

@@ -101,12 +101,12 @@ TEXTS = [f"sentence {i} about {w} ." for i, w in enumerate(["cats", "dogs", "rai
 @pytest.mark.parametrize("checkpoint_every", [None, 2])
 def test_an_interrupted_loop_says_which_checkpoint_its_folder_keeps(project, tiny_bert, checkpoint_every):
     """The 6th forward is cut short: 5 steps done; with a checkpoint every 2 steps, step 4's is on disk."""
-    options, context = training(
+    options, settings, plan = training(
         tiny_bert, project / "run", batch_size=4, max_steps=50, eval_every=None, eval_at_start=False,
         log_every=1, threads=1, checkpoint_every=checkpoint_every,
     )  # fmt: skip
     with pytest.raises(Interrupted) as raised:
-        run_loop(interrupting(tiny_bert, 6), TEXTS, options, context, data={})
+        run_loop(interrupting(tiny_bert, 6), TEXTS, options, settings, plan, data={})
     assert (raised.value.step, raised.value.checkpoint) == (5, None if checkpoint_every is None else 4)
     state = project / "run" / "checkpoint" / "state.pt"
     if checkpoint_every is None:

@@ -26,7 +26,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchharness.training.methods.consert.model import AUGMENTATIONS, PAPER_RATES, PRESETS, ConSERT, nt_xent
+from benchharness.training.methods.consert.model import (
+    AUGMENTATIONS,
+    PAPER_RATES,
+    PRESETS,
+    ConSERT,
+    ConSERTOptions,
+    nt_xent,
+)
 from tests.fidelity.shared_steps import (
     APART,
     TOL,
@@ -148,9 +155,7 @@ def official_loss(reference, features, views, draws) -> torch.Tensor:
 
 def setup(folder, view1: str, view2: str, rate1=None, rate2=None):
     encoder, tokenizer = load_tiny(folder)
-    method = ConSERT(
-        encoder,
-        tokenizer,
+    options = ConSERTOptions(
         view1=view1,
         rate1=rate1,
         view2=view2,
@@ -159,7 +164,8 @@ def setup(folder, view1: str, view2: str, rate1=None, rate2=None):
         cl_rate=CL_RATE,
         max_length=64,
         no_dropout=True,
-    ).double()
+    )
+    method = ConSERT(encoder, tokenizer, options).double()
     reference, _ = load_tiny(folder, dropout=0.0)
     return method, reference, tokenizer
 

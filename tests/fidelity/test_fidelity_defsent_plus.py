@@ -19,14 +19,15 @@ import json
 import pytest
 import torch
 
-from benchharness.core.data_root import DataRoot
 from benchharness.core.settings import Config
-from benchharness.training.method import TrainingContext
+from benchharness.training.harness import Trainer
 from benchharness.training.methods.defsent_plus import model as defsent_plus
 from benchharness.training.methods.defsent_plus.dictionary import Dictionary
 from benchharness.training.methods.defsent_plus.entry_space import entry_embeddings
 from benchharness.training.methods.defsent_plus.method import METHOD
 from benchharness.training.options import resolve
+from benchharness.training.plan import Plan
+from benchharness.training.settings import TrainSettings
 from tests.fidelity.shared_steps import (
     APART,
     TOL,
@@ -207,12 +208,13 @@ def test_pst_round_two_trains_the_original_weights_against_round_one_entries(tin
         {"dictionary": str(dictionary), "rounds": 2, "batch_size": 32, "round_lrs": "1e-2,0", "no_final_space": True},
         METHOD.adjust,
     )
-    runs = METHOD.train(options, TrainingContext(base=str(base), data=DataRoot(DATA), hub=Config().hub(), out=out))
+    trainer = Trainer(METHOD, options, TrainSettings(config=Config(), data_dir=DATA), Plan(base=str(base), out=out))
+    runs = trainer.run(trainer.examples())
     assert [run.completed for run in runs] == [True, True]
     r1, r2 = out.with_name("toy-r1"), out.with_name("toy-r2")
     original, _ = load_tiny(base)
-    round1, _ = load_tiny(r1 / "model")
-    round2, _ = load_tiny(r2 / "model")
+    round1, _ = load_tiny(r1)
+    round2, _ = load_tiny(r2)
 
     def first_loss(run) -> float:
         return next(

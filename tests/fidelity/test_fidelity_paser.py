@@ -34,7 +34,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from benchharness.training.methods.paser.model import PRESETS, PaSeR, mlm_mask
+from benchharness.training.methods.paser.model import PRESETS, PaSeR, PaSeROptions, mlm_mask
 from benchharness.training.methods.paser.rake import rake
 from tests.fidelity.shared_steps import (
     APART,
@@ -181,9 +181,8 @@ def build(folder, signal: str, dropout: float | None = None):
     official LM head's output matrix, a copy of the word embeddings (untied), among them."""
     encoder, tokenizer = load_tiny(folder, dropout=dropout)
     torch.manual_seed(0)
-    method = PaSeR(
-        encoder, tokenizer, max_length=32, top_k=3, augment="none", signal=signal, decoder_layers=2, decoder_heads=16
-    ).double()
+    options = PaSeROptions(max_length=32, top_k=3, augment="none", signal=signal, decoder_layers=2, decoder_heads=16)
+    method = PaSeR(encoder, tokenizer, options).double()
     assert not method.decoder.config.scale_embedding  # official embed_scale = 1
     if dropout == 0.0:
         no_dropout(method.decoder)

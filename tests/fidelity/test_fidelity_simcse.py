@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchharness.training.methods.simcse.model import PRESETS, SimCSE
+from benchharness.training.methods.simcse.model import PRESETS, SimCSE, SimCSEOptions
 from tests.fidelity.shared_steps import (
     APART,
     TOL,
@@ -68,7 +68,7 @@ def official_loss(
 def setup(folder, dropout: float | None):
     encoder, tokenizer = load_tiny(folder, dropout=dropout)
     torch.manual_seed(1)
-    method = SimCSE(encoder, tokenizer, temperature=TEMPERATURE, max_length=32).double()
+    method = SimCSE(encoder, tokenizer, SimCSEOptions(temperature=TEMPERATURE, max_length=32)).double()
     reference, _ = load_tiny(folder, dropout=dropout)
     return method, reference, tokenizer
 

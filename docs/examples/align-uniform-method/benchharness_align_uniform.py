@@ -3,8 +3,9 @@ views of each sentence, mean-pooled and L2-normalised, pulled together (alignmen
 E ||x - y||^2) while the batch spreads over the hypersphere (uniformity, log E exp(-t ||x - x'||^2),
 on each view).
 
-A complete ``benchharness.methods`` plugin in one module: the options (one frozen dataclass), a
-preset, the trainable module, ``train(options, context)`` and the ``Method`` that declares them.
+A complete ``benchharness.methods`` plugin in one module, a declaration plus a model: the options
+(one frozen dataclass), a preset, the trainable module, and the ``Method`` that declares them with the
+examples it trains on (unlabeled sentences). The harness does the rest.
 """
 
 from __future__ import annotations
@@ -15,22 +16,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from benchharness.core.data_root import DataRoot
 from benchharness.core.flag_types import non_negative_float, positive_float
-from benchharness.training.authoring import (
-    LossOutput,
-    Method,
-    TrainedRun,
-    TrainingContext,
-    TrainingMethod,
-    TrainingOptions,
-    base_model,
-    option,
-    preflight,
-    run_method,
-    training_sentences,
-)
-from benchharness.training.train_data import load_sentences
+from benchharness.training.authoring import LossOutput, Method, TrainingMethod, TrainingOptions, option, sentences
 
 
 @dataclass(frozen=True)
@@ -77,24 +64,13 @@ class AlignUniform(TrainingMethod):
         return {"views": "dropout x2", "pooling": "mean, L2-normalised", "weight": self.weight, "t": self.t}
 
 
-def train(options: AlignUniformOptions, context: TrainingContext) -> list[TrainedRun]:
-    sentences, data = training_sentences(options, context)
-    preflight(options, context, len(sentences))
-    encoder, tokenizer, source = base_model(options, context)
-    return [run_method(AlignUniform(encoder, tokenizer, options), sentences, options, context, data, source)]
-
-
-def count_examples(options: AlignUniformOptions, data: DataRoot) -> int:
-    return len(load_sentences(options.data, data))
-
-
 METHOD = Method(
     name="align-uniform",
     help="alignment and uniformity (Wang & Isola, 2020) on two dropout views",
     title="align-uniform",
     options=AlignUniformOptions,
-    train=train,
-    count_examples=count_examples,
+    examples=sentences,
+    build=AlignUniform.build,
     presets=PRESETS,
     default_preset="small",
 )

@@ -43,7 +43,7 @@ def test_encoders_and_training_follow_the_rule_of_core_devices(
     """Patching the CPU check in core.devices alone changes what both an encoder and a training run
     accept: there is no second copy of the rule."""
     from benchharness.encoders.huggingface import HFEncoder
-    from benchharness.training.launch import preflight
+    from benchharness.training.harness import preflight
     from tests.helpers import training
 
     config = training(tiny_bert, tmp_path / "run", precision="bf16", device="cpu")

@@ -50,7 +50,7 @@ def _train_and_run(project: Path, base: str, task: str = "STSBenchmark") -> dict
 
 
 def _cosines(project: Path, data_dir: Path, task_name: str = "STSBenchmark") -> tuple[np.ndarray, np.ndarray]:
-    """Cosines of a task's pairs from ``SentenceTransformer("run/model")``, and the gold scores."""
+    """Cosines of a task's pairs from ``SentenceTransformer("run")``, and the gold scores."""
     from sentence_transformers import SentenceTransformer
 
     from benchharness import tasks
@@ -59,7 +59,7 @@ def _cosines(project: Path, data_dir: Path, task_name: str = "STSBenchmark") -> 
     task = tasks.get(task_name)
     task.load(DataRoot(data_dir))
     ((first, second, gold),) = task.subsets.values()  # the sentences as the harness's protocol reads them
-    model = SentenceTransformer(str(project / "run" / "model"), device="cpu")
+    model = SentenceTransformer(str(project / "run"), device="cpu")
     a, b = (model.encode(list(s), convert_to_numpy=True, batch_size=64) for s in (first, second))
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1), np.asarray(gold)
 
@@ -100,7 +100,7 @@ def test_push_stages_a_loadable_model_with_a_card_whose_model_index_holds_the_st
         p.name for p in staged.iterdir()
     }
     model = SentenceTransformer(str(staged), device="cpu")
-    expected = SentenceTransformer(str(project / "run" / "model"), device="cpu").encode(SENTENCES)
+    expected = SentenceTransformer(str(project / "run"), device="cpu").encode(SENTENCES)
     np.testing.assert_allclose(model.encode(SENTENCES), expected, atol=1e-6)
     text = (staged / "README.md").read_text()
     front = yaml.safe_load(text.split("---")[1])

@@ -253,10 +253,10 @@ def test_a_trained_run_exports_its_checkpoint_facts_found_by_path_or_by_recipe_n
     run = project / "run"
     encoder = Resolver(train_missing=False).get(str(run))
     identity, metadata = encoder.identity_record(), encoder.metadata
-    assert identity["model"] == str(run / "model") and "training" in metadata
+    assert identity["model"] == str(run) and "training" in metadata
 
     meta = _exported(_sts_result(identity, metadata, encoder.name), tmp_path / "by-path")
-    loaded = AutoModel.from_pretrained(run / "model")  # what the hf encoder loads
+    loaded = AutoModel.from_pretrained(run)  # what the hf encoder loads
     assert meta["n_parameters"] == sum(p.numel() for p in loaded.parameters())
     assert meta["embed_dim"] == encoder.encode(["a man plays a guitar"]).shape[1]
     assert meta["max_tokens"] == min(identity["max_length"], loaded.config.max_position_embeddings)

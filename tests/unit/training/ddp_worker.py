@@ -62,27 +62,22 @@ def build(case: str, model: Path) -> tuple[torch.nn.Module, list[Any]]:
     seed_everything(0)  # training-only heads are drawn at construction
     encoder, tokenizer, source = load_base(str(model))
     if case == "simcse":
-        from benchharness.training.methods.simcse.model import SimCSE
+        from benchharness.training.methods.simcse.model import SimCSE, SimCSEOptions
 
-        return SimCSE(encoder, tokenizer, max_length=32), list(SENTENCES)
+        return SimCSE(encoder, tokenizer, SimCSEOptions(max_length=32)), list(SENTENCES)
     if case == "consert":
-        from benchharness.training.methods.consert.model import ConSERT
+        from benchharness.training.methods.consert.model import ConSERT, ConSERTOptions
 
-        return ConSERT(encoder, tokenizer, view1="none", view2="none", max_length=32), list(SENTENCES)
+        options = ConSERTOptions(view1="none", view2="none", max_length=32)
+        return ConSERT(encoder, tokenizer, options), list(SENTENCES)
     if case.startswith("paser"):
-        from benchharness.training.methods.paser.model import PaSeR
+        from benchharness.training.methods.paser.model import PaSeR, PaSeROptions
 
         supervised = case == "paser-supervised"
-        method = PaSeR(
-            encoder,
-            tokenizer,
-            augment="none",
-            decoder_layers=1,
-            decoder_heads=2,
-            mlm_weight=0.0,
-            supervised=supervised,
-            checkpoint=source.path,
+        options = PaSeROptions(
+            max_length=32, augment="none", decoder_layers=1, decoder_heads=2, mlm_weight=0.0, supervised=supervised
         )
+        method = PaSeR(encoder, tokenizer, options, checkpoint=source.path)
         no_dropout(method)
         examples: list[Any] = list(SENTENCES)
         if supervised:  # (anchor, entailment, contradiction): the next and the previous sentence
@@ -114,10 +109,9 @@ def gradients(model: Path, out: Path) -> None:
 
 
 def train(model: Path, out: Path) -> None:
-    from benchharness.core.data_root import default_data
     from benchharness.core.settings import Config
     from benchharness.training import data_parallel
-    from benchharness.training.authoring import TrainingContext, TrainingOptions, run_loop
+    from benchharness.training.authoring import Plan, TrainingOptions, TrainSettings, run_loop
 
     rank = data_parallel.rank()
     sentences = [f"{s} number {i}" for i in range(2) for s in SENTENCES]  # 16: 4 steps of 4 an epoch
@@ -143,8 +137,9 @@ def train(model: Path, out: Path) -> None:
             patience=1,
             log_every=1,
         )
-        context = TrainingContext(base=str(model), data=default_data(), hub=Config().hub(), out=out / name, **settings)
-        result = run_loop(method, sentences, options, context, data={"name": "test sentences"}, dev=dev)
+        plan = Plan(base=str(model), out=out / name)
+        run = TrainSettings(config=Config(), **settings)
+        result = run_loop(method, sentences, options, run, plan, data={"name": "test sentences"}, dev=dev)
         torch.save({"steps": result.steps, "parameters": method.state_dict()}, out / f"{name}-rank{rank}.pt")
         return result
 

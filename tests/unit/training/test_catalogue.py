@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchharness.evaluation.resolver import Resolver
-from benchharness.training import on_demand
+from benchharness.training import train
 
 
 @pytest.fixture
@@ -15,8 +15,8 @@ def no_training(monkeypatch, tmp_path):
     def refuse(*args, **kwargs):
         raise AssertionError("a listing or a check trained a recipe")
 
-    monkeypatch.setattr(on_demand, "train_in_store", refuse)
-    monkeypatch.setattr(on_demand, "train_into", refuse)
+    monkeypatch.setattr(train, "train_in_store", refuse)
+    monkeypatch.setattr(train, "train_with", refuse)
 
 
 def test_listing_encoders_names_every_recipe_without_training(no_training):
@@ -32,5 +32,5 @@ def test_checking_a_recipe_name_and_a_composition_on_it_trains_nothing(no_traini
 
 
 def test_without_training_an_untrained_recipe_fails_with_the_command(no_training):
-    with pytest.raises(on_demand.NotTrainedError, match="benchharness train simcse"):
+    with pytest.raises(train.NotTrainedError, match="benchharness train simcse"):
         Resolver(train_missing=False).check("simcse")

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from benchharness.training.authoring import load_base, run_loop
 from benchharness.training.methods.consert.model import (
     ConSERT,
+    ConSERTOptions,
     ViewAugmenter,
     disable_dropout,
     nt_xent,
@@ -159,9 +160,10 @@ def test_disable_dropout_makes_training_forward_deterministic(tiny_bert):
 
 def test_joint_objective_adds_weighted_contrastive_terms(tiny_bert):
     encoder, tokenizer, _ = load_base(str(tiny_bert))
-    method = ConSERT(
-        encoder, tokenizer, objective="joint", view1="none", view2="token_cutoff", rate2=0.1, no_dropout=True
+    options = ConSERTOptions(
+        objective="joint", data="nli.jsonl", view1="none", view2="token_cutoff", rate2=0.1, no_dropout=True
     )
+    method = ConSERT(encoder, tokenizer, options)
     pairs = [NLIPair(SENTENCES[i], SENTENCES[i + 1], i % 3) for i in range(6)]
     batch = method.collate(pairs)
     with torch.no_grad():
@@ -204,7 +206,8 @@ def _views(method: ConSERT, texts: list[str], seed: int) -> tuple[np.ndarray, np
 
 def test_short_run_lowers_loss_and_improves_alignment_uniformity(tiny_bert, tmp_path):
     encoder, tokenizer, source = load_base(str(tiny_bert))
-    method = ConSERT(encoder, tokenizer, view1="token_cutoff", view2="shuffle", no_dropout=True, max_length=32)
+    options = ConSERTOptions(view1="token_cutoff", view2="shuffle", no_dropout=True, max_length=32)
+    method = ConSERT(encoder, tokenizer, options)
     texts = [f"{s[:-2]} number {i} ." for i, s in enumerate(SENTENCES * 4)]
     a0, b0 = _views(method, texts, seed=7)
     config = training(

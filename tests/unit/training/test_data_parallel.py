@@ -131,15 +131,16 @@ def test_a_data_parallel_run_refuses_to_start_outside_torchrun_and_in_a_world_of
 
 
 def test_training_on_demand_names_the_command_that_launches_a_data_parallel_recipe(tmp_path):
-    from benchharness.core.data_root import DataRoot
+    from benchharness.core.settings import Config
     from benchharness.evaluation.run_settings import RunSettings
-    from benchharness.training import on_demand, recipes
-    from benchharness.training.runstore import RunStore
+    from benchharness.training import recipes
+    from benchharness.training.catalogue import train_settings
+    from benchharness.training.train import NotTrainedError, ensure_trained
 
     recipe = recipes.derive("simcse", {"nproc": 2})
-    context = on_demand.context_for(RunSettings(), DataRoot(DATA))
-    with pytest.raises(on_demand.NotTrainedError, match=r"only `benchharness train` launches: .*--nproc 2"):
-        on_demand.ensure_trained(recipe, context=context, store=RunStore(tmp_path / "runs"))
+    settings = train_settings(RunSettings(data_dir=DATA, config=Config(runs_dir=tmp_path / "runs")))
+    with pytest.raises(NotTrainedError, match=r"only `benchharness train` launches: .*--nproc 2"):
+        ensure_trained(settings, recipe)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -236,6 +237,13 @@ def trained(ddp_runs) -> Path:
     return ddp_runs["train"]
 
 
+#: a finished run's folder: its records beside the model's files (a tiny BERT's, as sentence-transformers pools it)
+FINISHED = {
+    *("manifest.json", "metrics.jsonl", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"),
+    *("1_Pooling", "config_sentence_transformers.json", "modules.json", "sentence_bert_config.json"),
+}
+
+
 def _saved(out: Path, run: str, rank: int) -> dict:
     return torch.load(out / f"{run}-rank{rank}.pt", weights_only=True)
 
@@ -256,7 +264,7 @@ def test_ranks_stay_in_sync_and_stop_early_together(trained):
 @pytest.mark.distributed
 def test_only_rank_0_evaluates_and_writes(trained):
     for run in ("straight", "resumed"):
-        assert sorted(p.name for p in (trained / run).iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
+        assert {p.name for p in (trained / run).iterdir()} == FINISHED
         records = [json.loads(line) for line in (trained / run / "metrics.jsonl").read_text().splitlines()]
         assert [r["step"] for r in records if "loss" in r] == [1, 2, 3, 4, 5, 6]  # one line a step: one writer
         assert [r["step"] for r in records if "dev_spearman" in r] == [0, 3, 6]
@@ -314,7 +322,7 @@ def test_train_nproc_launches_torchrun_and_records_the_data_parallel_recipe(tiny
         r"torchrun --standalone --nproc-per-node 2 -m benchharness\.cli (--config \S+benchharness\.toml )?train simcse"
     )
     assert re.search(launched, result.stdout), result.stdout
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
+    assert {p.name for p in out.iterdir()} == FINISHED
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["recipe"]["options"]["nproc"] == 2 and "--nproc 2" in manifest["recipe"]["command"]
     assert [step for step, _ in manifest["dev_curve"]] == [0, 3]  # rank 0's evaluations, once each

@@ -107,7 +107,8 @@ def test_frozen_head_logits_and_training(tiny_bert, toy, tmp_path):
     )
 
 
-def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_file, tmp_path):
+def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))  # --name registers the run there
     out = tmp_path / "runs" / "toy"
     assert (
         run_cli(
@@ -142,11 +143,11 @@ def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_fil
     assert (m1["name"], m2["name"]) == ("toy-r1", "toy-r2")
     assert m2["encoder"]["pooling"] == "cls_before_pooler"
     assert (m1["hyperparameters"]["lr"], m2["hyperparameters"]["lr"]) == (1e-3, 5e-4)
-    assert m2["hyperparameters"]["entry_space_built_by"] == str(r1 / "model")
+    assert m2["hyperparameters"]["entry_space_built_by"] == str(r1)
     assert (r1 / "entry_space.png").stat().st_size > 1000 and (r2 / "entry_space_after.png").exists()
 
     # round 2 by hand: entry space from round 1's encoder, then the ORIGINAL checkpoint trained on it
-    round1, tokenizer, source = load_base(str(r1 / "model"))
+    round1, tokenizer, source = load_base(str(r1))
     matrix = hand_entry_embeddings(round1, tokenizer, toy, "amp")
     seed_everything(42)
     encoder, tokenizer, source = load_base(str(tiny_bert))
@@ -168,7 +169,7 @@ def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_fil
         max_length=32,
     )
     run_loop(method, list(zip(texts, labels)), *config, data={}, base_source=source)
-    trained_r2 = load_base(str(r2 / "model"))[0].state_dict()
+    trained_r2 = load_base(str(r2))[0].state_dict()
     for name, value in encoder.state_dict().items():
         torch.testing.assert_close(trained_r2[name], value, atol=1e-5, rtol=1e-4, msg=name)
     # ... which is not round 1's encoder trained further
@@ -177,7 +178,7 @@ def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_fil
     )
 
     # a rerun reuses finished rounds instead of retraining them
-    stamp = (r2 / "model" / "model.safetensors").stat().st_mtime
+    stamp = (r2 / "model.safetensors").stat().st_mtime
     assert (
         run_cli(
             [
@@ -205,7 +206,7 @@ def test_pst_rounds_restart_from_the_original_checkpoint(tiny_bert, toy, toy_fil
         )
         == 0
     )
-    assert (r2 / "model" / "model.safetensors").stat().st_mtime == stamp
+    assert (r2 / "model.safetensors").stat().st_mtime == stamp
 
 
 def test_protocol_flags_are_refused(tiny_bert, toy_file, tmp_path, capsys):
@@ -242,13 +243,14 @@ def test_a_run_without_matplotlib_keeps_its_weights_and_says_the_plot_is_left_ou
     import sys
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: its import fails
+    monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))  # --name registers the run there
     out = tmp_path / "runs" / "toy"
     args = ["--base", str(tiny_bert), "--out", str(out), "--name", "toy", "--dictionary", str(toy_file)]
     args += ["--rounds", "1", "--batch-size", "3", "--max-length", "32", "--quiet"]
     with caplog.at_level(logging.WARNING):
         assert run_cli(args) == 0
     run = out.with_name("toy-r1") if out.with_name("toy-r1").exists() else out
-    assert (run / "model" / "model.safetensors").exists() and not list(run.glob("*.png"))
+    assert (run / "model.safetensors").exists() and not list(run.glob("*.png"))
     warnings = [r.getMessage() for r in caplog.records if "matplotlib" in r.getMessage()]
     assert [w.split(": ")[1].split(" ")[0] for w in warnings] == ["entry_space.png", "entry_space_after.png"]
 

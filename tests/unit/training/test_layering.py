@@ -1,6 +1,6 @@
 """The methods and the loop know no evaluation task: nothing under ``training/methods`` and none of
 the loop's modules imports ``tasks``, the evaluation, the dev evaluator or the command line; a run
-gets its dev evaluation as a callback, from its context."""
+gets its dev evaluation as a callback, from its settings."""
 
 from __future__ import annotations
 
@@ -14,19 +14,21 @@ FORBIDDEN = (
     "benchharness.training.dev_eval",
     "benchharness.cli",
 )
-#: the loop and what it is made of (the rest of ``training/`` orchestrates: recipes, on-demand
-#: training, ``benchharness.train``, the dev evaluator itself)
+#: the loop and what it is made of (the rest of ``training/`` orchestrates: recipes, the estimates,
+#: ``train_with`` and its edges, the dev evaluator itself)
 LOOP = (
     "base_model",
     "data_parallel",
-    "launch",
+    "harness",
     "loop",
     "manifest",
     "method",
     "optim",
     "options",
     "outputs",
+    "plan",
     "resume",
+    "settings",
     "train_data",
 )
 

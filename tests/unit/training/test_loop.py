@@ -34,7 +34,7 @@ TEXTS = [
 
 
 def _config(tmp_path, name="run", **kw):
-    """The options and context of a tiny run into ``tmp_path / name``."""
+    """The options, settings and plan of a tiny run into ``tmp_path / name``."""
     base = {
         "batch_size": 8,
         "lr": 1e-3,
@@ -186,7 +186,7 @@ def test_selection_and_early_stopping(tiny_bert, tmp_path):
     assert manifest["dev_curve"] == [[0, 50.0], [2, 60.0], [4, 55.0], [6, 58.0]]
     assert result.steps == 6 and manifest["training"]["stopped_early"]
     assert manifest["selection"]["best_step"] == 2
-    saved, _, _ = load_base(str(tmp_path / "run" / "model"))
+    saved, _, _ = load_base(str(tmp_path / "run"))
     for k, v in saved.state_dict().items():
         torch.testing.assert_close(v, snapshot[k], msg=k)
 
@@ -202,17 +202,18 @@ def test_in_memory_a_run_writes_nothing_and_its_module_ends_with_the_selected_we
             snapshot.update({k: v.detach().clone() for k, v in encoder.state_dict().items()})
         return score
 
-    options, context = _config(tmp_path, max_steps=6, eval_every=2, eval_at_start=True)
+    options, settings, plan = _config(tmp_path, max_steps=6, eval_every=2, eval_at_start=True)
     from dataclasses import replace
 
-    result = run_loop(method, TEXTS, options, replace(context, out=None), data={}, base_source=source, dev=dev)
+    result = run_loop(method, TEXTS, options, settings, replace(plan, out=None), data={}, base_source=source, dev=dev)
     assert not (tmp_path / "run").exists() and result.out is None
     assert result.manifest["selection"]["best_step"] == 2 and result.manifest["dev_curve"][-1] == [6, 58.0]
     assert [r["step"] for r in result.metrics if "dev_spearman" in r] == [0, 2, 4, 6]
     for k, v in method.encoder.state_dict().items():
         torch.testing.assert_close(v, snapshot[k], rtol=0, atol=0, msg=k)
     with pytest.raises(ValueError, match="stop_after pauses a run"):
-        run_loop(method, TEXTS, options, replace(context, out=None, stop_after=1), data={}, base_source=source, dev=dev)
+        stopping = replace(settings, stop_after=1)
+        run_loop(method, TEXTS, options, stopping, replace(plan, out=None), data={}, base_source=source, dev=dev)
 
 
 def test_no_dev_selection_keeps_final_weights(tiny_bert, tmp_path):
@@ -226,7 +227,7 @@ def test_no_dev_selection_keeps_final_weights(tiny_bert, tmp_path):
         result.manifest["training"]["epochs_completed"],
         result.manifest["training"]["batches_into_next_epoch"],
     ) == (1, 0)
-    saved, _, _ = load_base(str(tmp_path / "run" / "model"))
+    saved, _, _ = load_base(str(tmp_path / "run"))
     for k, v in saved.state_dict().items():
         torch.testing.assert_close(v, method.encoder.state_dict()[k], msg=k)
 
@@ -245,15 +246,9 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     config = _config(tmp_path, "simcse-tiny", max_steps=4, eval_every=2, eval_at_start=True)
     from benchharness.training.dev_eval import DevEvaluator, for_training
 
-    dev = for_training(method, *config)  # what training hands the loop
+    dev = for_training(method, *config[:2])  # what training hands the loop
     result = run_loop(
-        method,
-        TEXTS,
-        *config,
-        data={"name": "synthetic", "n_examples": len(TEXTS)},
-        base_source=source,
-        dev=dev,
-        dev_task=dev.task_name,
+        method, TEXTS, *config, data={"name": "synthetic", "n_examples": len(TEXTS)}, base_source=source, dev=dev
     )
     manifest = json.loads((tmp_path / "simcse-tiny" / "manifest.json").read_text())
     for key in (
@@ -269,7 +264,7 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     ):
         assert key in manifest
     assert manifest["name"] == "simcse-tiny" and manifest["method"] == "simcse"
-    assert manifest["encoder"] == {"type": "hf", "model": "model", "pooling": "cls_before_pooler", "max_length": 512}
+    assert manifest["encoder"] == {"type": "hf", "model": ".", "pooling": "cls_before_pooler", "max_length": 512}
     assert manifest["hyperparameters"]["lr"] == 1e-3 and manifest["hyperparameters"]["total_steps"] == 4
     assert [s for s, _ in manifest["dev_curve"]] == [0, 2, 4]
 
@@ -285,11 +280,11 @@ def test_manifest_registers_and_the_harness_reproduces_the_dev_score(tiny_bert, 
     row = {s: i for i, s in enumerate(sentences)}
     score = task.evaluate(lambda xs: vectors[[row[s] for s in xs]], seed=0)["spearman"]
     assert score == pytest.approx(result.best_dev, abs=1e-3)
-    # a run folder can be the base of another run (ConSERT sup-unsup, joint-unsup): its model/
-    assert Path(base_folder(str(tmp_path / "simcse-tiny"), tmp_path / "runs")) == tmp_path / "simcse-tiny" / "model"
+    # a run folder can be the base of another run (ConSERT sup-unsup, joint-unsup): its model is its own files
+    assert Path(base_folder(str(tmp_path / "simcse-tiny"), tmp_path / "runs")) == tmp_path / "simcse-tiny"
     # and the in-loop evaluator pools exactly as the registered encoder does
     evaluator = DevEvaluator(method.tokenizer, "cls_before_pooler", 512, 64, torch.device("cpu"), "fp32")
-    saved, _, _ = load_base(str(tmp_path / "simcse-tiny" / "model"))
+    saved, _, _ = load_base(str(tmp_path / "simcse-tiny"))
     np.testing.assert_allclose(
         evaluator.encoder(saved).encode(evaluator.sentences), encoder.encode(evaluator.sentences), atol=1e-5
     )
@@ -303,8 +298,11 @@ def test_manifest_is_the_typed_record_and_the_folder_holds_no_leftovers(tiny_ber
     method, source = _simcse(tiny_bert)
     run_loop(method, TEXTS, *_config(tmp_path, max_steps=2), data={"name": "x"}, base_source=source)
     folder = tmp_path / "run"
-    # atomic writes leave no temporary siblings; a completed run drops its checkpoint
-    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
+    # atomic writes leave no temporary siblings; a completed run drops its checkpoint; the model's files
+    # (a sentence-transformers model: weights, tokenizer, how it pools) sit beside the run's records
+    model = ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    pooling = ["1_Pooling", "config_sentence_transformers.json", "modules.json", "sentence_bert_config.json"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*model, *pooling, "manifest.json", "metrics.jsonl"])
     manifest = json.loads((folder / "manifest.json").read_text())
     trained = {
         "schema_version",

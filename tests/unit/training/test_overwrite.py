@@ -14,8 +14,20 @@ from benchharness.training.runstore import RunStore
 from tests.helpers import cli, one_line_error
 
 CORPUS = "a man is playing a guitar .\nthe red car hit a bus\ntwo dogs run in the field\na child reads a book\n"
-#: what a finished run of the loop leaves in its folder (outputs.py), listed here by hand
-FINISHED = {"manifest.json", "metrics.jsonl", "model"}
+#: what a finished run of the loop leaves in its folder (outputs.py), listed here by hand: the run's
+#: records beside its model's files (a tiny BERT's, and how sentence-transformers pools it)
+FINISHED = {
+    "manifest.json",
+    "metrics.jsonl",
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "1_Pooling",
+    "config_sentence_transformers.json",
+    "modules.json",
+    "sentence_bert_config.json",
+}
 
 
 def train(cwd: Path, base: Path, out: str, *extra: str, data: str = "corpus.txt"):
@@ -36,7 +48,7 @@ def no_model_loads(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the base model was loaded before the refusal")
 
-    monkeypatch.setattr("benchharness.training.launch.load_base", refuse)
+    monkeypatch.setattr("benchharness.training.harness.load_base", refuse)
 
 
 @pytest.fixture
@@ -68,9 +80,12 @@ def test_overwrite_refuses_a_run_folder_that_also_holds_the_users_files(finished
 
 
 def test_overwrite_retrains_a_run_deleting_what_it_wrote_and_the_leftovers_of_its_writes(finished, tiny_bert):
-    # what a write killed midway leaves (core/atomic.py): a folder's previous copy, a file's temporary
-    (finished / ".model.old").mkdir()
-    (finished / ".model.old" / "config.json").write_text("{}")
+    # what a write killed midway leaves (core/atomic.py): a folder's previous copy, a file's temporary;
+    # and the model/ folder of a run written before the model's files sat beside its manifest
+    (finished / ".1_Pooling.old").mkdir()
+    (finished / ".1_Pooling.old" / "config.json").write_text("{}")
+    (finished / "model").mkdir()
+    (finished / "model" / "config.json").write_text("{}")
     (finished / ".manifest.json.k3j9x_ab.tmp").write_text("{")
     first = (finished / "manifest.json").read_text()
     assert train(finished.parent, tiny_bert, "out", "--overwrite").returncode == 0
@@ -88,9 +103,10 @@ def test_overwrite_never_clears_the_current_folder(finished, tiny_bert, no_model
 
 
 def test_overwrite_never_clears_a_parent_of_the_current_folder(finished, tiny_bert, no_model_loads):
-    """Standing in the run's model/ folder, --out .. names the run: model/ is the run's, but it is where the user is."""
+    """Standing in the run's 1_Pooling/ folder, --out .. names the run: 1_Pooling/ is the run's, but it is
+    where the user is."""
     before = contents(finished)
-    done = train(finished / "model", tiny_bert, "..", "--overwrite", data="../../corpus.txt")
+    done = train(finished / "1_Pooling", tiny_bert, "..", "--overwrite", data="../../corpus.txt")
     one_line_error(done, "is a parent of the current folder")
     assert contents(finished) == before
 

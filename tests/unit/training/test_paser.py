@@ -26,12 +26,12 @@ def one_thread():
 
 def make(tiny_bert, **kwargs):
     from benchharness.training.authoring import load_base
-    from benchharness.training.methods.paser.model import PaSeR
+    from benchharness.training.methods.paser.model import PaSeR, PaSeROptions
 
     encoder, tokenizer, source = load_base(str(tiny_bert))
     torch.manual_seed(0)
-    opts = {"augment": "none", "decoder_layers": 1, "checkpoint": source.path, **kwargs}
-    return PaSeR(encoder, tokenizer, **opts)
+    options = PaSeROptions(**{"max_length": 32, "augment": "none", "decoder_layers": 1, **kwargs})
+    return PaSeR(encoder, tokenizer, options, checkpoint=source.path)
 
 
 def test_masked_copy_aligns_with_the_phrase_tokens(tiny_bert):
@@ -157,7 +157,7 @@ def test_lm_head_loads_a_checkpoints_mlm_head(tmp_path, tiny_bert):
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
     from benchharness.training.authoring import load_base
-    from benchharness.training.methods.paser.model import PaSeR
+    from benchharness.training.methods.paser.model import PaSeR, PaSeROptions
 
     # an untied checkpoint, so that its cls.predictions output matrix differs from its word embeddings
     config = BertConfig(
@@ -177,7 +177,7 @@ def test_lm_head_loads_a_checkpoints_mlm_head(tmp_path, tiny_bert):
     mlm.save_pretrained(tmp_path)
     AutoTokenizer.from_pretrained(str(tiny_bert)).save_pretrained(tmp_path)
     encoder, tokenizer, source = load_base(str(tmp_path))
-    method = PaSeR(encoder, tokenizer, augment="none", decoder_layers=1, checkpoint=source.path)
+    method = PaSeR(encoder, tokenizer, PaSeROptions(augment="none", decoder_layers=1), checkpoint=source.path)
     assert torch.equal(method.lm_head.transform.dense.weight, head.transform.dense.weight)
     assert torch.equal(method.lm_head.transform.LayerNorm.bias, head.transform.LayerNorm.bias)
     assert torch.equal(method.lm_head.bias, head.bias)
@@ -293,7 +293,7 @@ def test_cli_run_saves_an_encoder_without_decoder_weights(tmp_path, tiny_bert, m
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["method"] == "paser" and manifest["encoder"]["pooling"] == "cls_before_pooler"
     assert manifest["hyperparameters"]["mlm_head"] == "initialised randomly: checkpoint has none"
-    with safe_open(str(out / "model" / "model.safetensors"), "pt") as fh:
+    with safe_open(str(out / "model.safetensors"), "pt") as fh:
         saved = set(fh.keys())
     with safe_open(str(tiny_bert / "model.safetensors"), "pt") as fh:
         base = set(fh.keys())
@@ -351,7 +351,7 @@ def test_cli_runs_with_one_seed_train_the_same_weights(tmp_path, tiny_bert):
             ]
         )
         assert code == 0
-        weights.append(load_file(str(out / "model" / "model.safetensors")))
+        weights.append(load_file(str(out / "model.safetensors")))
     assert weights[0].keys() == weights[1].keys()
     for name in weights[0]:
         assert torch.equal(weights[0][name], weights[1][name]), name

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from benchharness.core.settings import Config, load_config
-from benchharness.training import on_demand, recipes
+from benchharness.training import estimate, recipes, train
 from benchharness.training.runstore import RunStore
-from tests.helpers import MINILM_L3, ROOT
+from tests.helpers import DATA, MINILM_L3, ROOT
 
 L3_REVISION = "4d59d8028bd304f4cf32dd5ae1c35482ebe16c83"  # refs/main of the shared cache
 
@@ -27,18 +27,16 @@ class ConstantDev:
         return 0.0
 
 
-def constant_dev(method, options, context) -> ConstantDev:
+def constant_dev(method, options, settings) -> ConstantDev:
     return ConstantDev()
 
 
-def quiet(**settings):
-    """The context of a test's on-demand training: the shared data, the constant dev evaluation,
-    no progress bar."""
-    from dataclasses import replace
+def quiet(store: RunStore, **settings):
+    """The settings of a test's on-demand training: the shared data, the runs folder of ``store``, the
+    constant dev evaluation, no progress bar."""
+    from benchharness.training.settings import TrainSettings
 
-    from tests.helpers import training
-
-    return replace(training("", dev=constant_dev)[1], **settings)
+    return TrainSettings(config=Config(runs_dir=store.root), data_dir=DATA, dev=constant_dev, **settings)
 
 
 @pytest.fixture
@@ -207,7 +205,7 @@ def test_recipe_file_errors_name_the_file_recipe_and_option(tmp_path):
 def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, caplog):
     caplog.set_level(logging.INFO, logger="benchharness")
     recipe = book.get("tiny")
-    folder = on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book)
+    folder = train.ensure_trained(quiet(store), recipe, book=book)
     assert folder == store.root / "simcse" / recipe.key / "run"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["training"]["steps"] == 3 and manifest["recipe"]["key"] == recipe.key
@@ -218,8 +216,8 @@ def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, caplog):
     def no_training(*args, **kwargs):
         raise AssertionError("trained a recipe that has a finished run")
 
-    monkeypatch.setattr(on_demand, "method_named", no_training)
-    assert on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book) == folder
+    monkeypatch.setattr(train, "method_named", no_training)
+    assert train.ensure_trained(quiet(store), recipe, book=book) == folder
     other = book.get("tiny-lr")
     assert store.folder(other) != store.folder(recipe) and not store.finished(other)
     assert recipes.stored_recipe(store, recipe.key, book).key == recipe.key
@@ -228,11 +226,11 @@ def test_on_demand_trains_once_then_reuses(book, store, monkeypatch, caplog):
 def test_an_interrupted_run_resumes_at_the_next_request(book, store, caplog):
     caplog.set_level(logging.INFO, logger="benchharness")
     recipe = book.get("tiny")
-    on_demand.train_in_store(recipe, context=quiet(stop_after=1), store=store, book=book)
+    train.train_in_store(quiet(store, stop_after=1), recipe, book)
     assert not store.finished(recipe) and (store.out(recipe) / "checkpoint" / "state.pt").is_file()
     assert "stopped after step 1; rerun the same command to resume" in caplog.text
     caplog.clear()
-    folder = on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book)
+    folder = train.ensure_trained(quiet(store), recipe, book=book)
     assert "resuming tiny" in caplog.text and "at step 1/3" in caplog.text
     steps = [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
     assert steps[-1] == 3
@@ -243,7 +241,7 @@ def test_a_run_killed_before_its_first_checkpoint_starts_again(book, store):
     recipe = book.get("tiny")
     store.out(recipe).mkdir(parents=True)
     (store.out(recipe) / "metrics.jsonl").write_text('{"step": 0}\n')  # what a kill leaves behind
-    on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book)
+    train.ensure_trained(quiet(store), recipe, book=book)
     assert store.finished(recipe)
 
 
@@ -291,7 +289,7 @@ def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatc
     from benchharness.evaluation.resolver import Resolver
 
     recipe = book.get("tiny")
-    on_demand.ensure_trained(recipe, context=quiet(), store=store, book=book)
+    train.ensure_trained(quiet(store), recipe, book=book)
     monkeypatch.setattr(recipes, "RECIPES_FILE", book.path)
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(store.root))
     encoder = Resolver(train_missing=False).get("tiny")
@@ -303,18 +301,18 @@ def test_a_trained_recipe_is_an_encoder_named_by_its_key(book, store, monkeypatc
 def test_estimate_is_steps_times_the_measured_seconds_per_step():
     book = recipes.load_book()
     paser = book.get("paser")
-    found = on_demand.measured(paser, book, "cpu")
+    found = estimate.measured(paser, book, "cpu")
     assert found is not None
     per_step, row, scaled = found
     assert not scaled and row.batch_size == 32 and per_step == row.seconds_per_step
-    est = on_demand.estimate(paser, book, "cpu")
-    per_evaluation = on_demand.evaluation_seconds(row, book)
+    est = estimate.estimate(paser, book, "cpu")
+    per_evaluation = estimate.evaluation_seconds(row, book)
     evaluations = 3 * per_evaluation[0] if per_evaluation is not None else 0.0
     setup = row.seconds_setup or 0.0  # data, model and saving, where the row measured them
     assert est.steps == 100 and est.seconds == pytest.approx(100 * row.seconds_per_step + evaluations + setup)
     assert (f"{setup:.0f} s of data, model and saving" in est.basis) == (row.seconds_setup is not None)
     bigger = recipes.derive("paser", **_flags("paser", ["--batch-size", "64"]), book=book)
-    per_step64, _, scaled64 = on_demand.measured(bigger, book, "cpu")
+    per_step64, _, scaled64 = estimate.measured(bigger, book, "cpu")
     assert scaled64 and per_step64 == pytest.approx(2 * row.seconds_per_step)
 
 
@@ -330,13 +328,13 @@ def test_estimate_is_steps_times_the_measured_seconds_per_step():
 def test_the_estimate_uses_the_throughput_row_of_this_cpu_kind(tmp_path, monkeypatch, flags, kind):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
-    assert on_demand.cpu_kind(cpuinfo) == kind
+    assert estimate.cpu_kind(cpuinfo) == kind
     book = recipes.load_book()
     simcse = book.get("simcse")
     rows = {t.cpu: t for t in book.throughput if t.method == "simcse" and t.device == "cpu"}
     assert set(rows) == {"avx2", "avx512-bf16"}
-    monkeypatch.setattr(on_demand, "cpu_kind", lambda: kind)
-    per_step, row, _ = on_demand.measured(simcse, book, "cpu")
+    monkeypatch.setattr(estimate, "cpu_kind", lambda: kind)
+    per_step, row, _ = estimate.measured(simcse, book, "cpu")
     assert row is rows.get(kind, rows["avx2"])  # another kind: the file's first row
     assert per_step == row.seconds_per_step
 
@@ -356,15 +354,15 @@ def test_the_estimate_adds_the_dev_evaluations_the_loop_will_make(monkeypatch, t
     """consert: eval at step 0, then every 30 of 150 steps (5) = 6 evaluations; paser: step 0, 50,
     100 = 3; defsent-plus evaluates nothing unless --dev, then before and after each of 3 rounds."""
     book, data = recipes.load_book(), training_corpora
-    assert on_demand.planned_evaluations(book.get("consert"), data) == 6
-    assert on_demand.planned_evaluations(book.get("paser"), data) == 3
-    assert on_demand.planned_evaluations(book.get("defsent-plus"), data) == 0
-    assert on_demand.planned_evaluations(book.get("defsent-plus-l6-10k"), data) == 6
-    monkeypatch.setattr(on_demand, "cpu_kind", lambda: "avx512-bf16")
+    assert estimate.planned_evaluations(book.get("consert"), data) == 6
+    assert estimate.planned_evaluations(book.get("paser"), data) == 3
+    assert estimate.planned_evaluations(book.get("defsent-plus"), data) == 0
+    assert estimate.planned_evaluations(book.get("defsent-plus-l6-10k"), data) == 6
+    monkeypatch.setattr(estimate, "cpu_kind", lambda: "avx512-bf16")
     consert = book.get("consert")
-    per_step, row, _ = on_demand.measured(consert, book, "cpu")
+    per_step, row, _ = estimate.measured(consert, book, "cpu")
     assert row.seconds_per_evaluation is not None
-    est = on_demand.estimate(consert, book, "cpu", data)
+    est = estimate.estimate(consert, book, "cpu", data)
     setup = row.seconds_setup or 0.0
     assert est.seconds == pytest.approx(150 * per_step + 6 * row.seconds_per_evaluation + setup)
     assert "6 dev evaluations" in str(est)
@@ -393,21 +391,21 @@ def test_a_row_without_a_timed_evaluation_scales_another_kinds_by_the_step_times
     untimed = dataclasses.replace(timed, seconds_per_step=0.75, cpu="avx2", seconds_per_evaluation=None)
     other = dataclasses.replace(timed, method="paser", seconds_per_evaluation=None)
     book = dataclasses.replace(book, throughput=(untimed, timed, other))
-    assert on_demand.evaluation_seconds(timed, book) == (4.0, "")
-    seconds, note = on_demand.evaluation_seconds(untimed, book)
+    assert estimate.evaluation_seconds(timed, book) == (4.0, "")
+    seconds, note = estimate.evaluation_seconds(untimed, book)
     assert seconds == pytest.approx(6.0) and "avx512-bf16" in note
-    assert on_demand.evaluation_seconds(other, book) is None
+    assert estimate.evaluation_seconds(other, book) is None
 
 
 def test_a_defsent_plus_estimate_counts_its_setup_once_for_all_rounds(monkeypatch, training_corpora):
     """DefSent+ reads its dictionary once and trains every round from it: three rounds of 49 steps
     (1,000 entries, 1,567 definitions, batch 32) and the measured setup once, not once a round."""
-    monkeypatch.setattr(on_demand, "cpu_kind", lambda: "avx512-bf16")
+    monkeypatch.setattr(estimate, "cpu_kind", lambda: "avx512-bf16")
     book = recipes.load_book()
     defsent = book.get("defsent-plus")
-    per_step, row, _ = on_demand.measured(defsent, book, "cpu")
+    per_step, row, _ = estimate.measured(defsent, book, "cpu")
     assert row.seconds_setup is not None and defsent.rounds == 3
-    est = on_demand.estimate(defsent, book, "cpu", training_corpora)
+    est = estimate.estimate(defsent, book, "cpu", training_corpora)
     assert est.steps == 3 * 49
     assert est.seconds == pytest.approx(3 * 49 * per_step + row.seconds_setup)
     assert "a round" not in est.basis

@@ -62,7 +62,7 @@ def test_saved_encoder_drops_the_mlp_and_evaluates_cls_before_pooler(tiny_bert, 
         threads=1,
     )
     run_loop(method, texts, *config, data={"name": "synthetic"}, base_source=source)
-    keys = load_file(str(tmp_path / "run" / "model" / "model.safetensors")).keys()
+    keys = load_file(str(tmp_path / "run" / "model.safetensors")).keys()
     assert not any("mlp" in k for k in keys)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["encoder"]["pooling"] == "cls_before_pooler"

@@ -33,9 +33,14 @@ SENTENCES = [
 ]
 #: a tiny run: 3 steps of 8 sentences, no dev evaluation (the dev split is not what these tests check)
 TINY = {"max_steps": 3, "batch_size": 8, "max_length": 16, "eval_every": 0, "eval_at_start": False}
-#: the same as the command line can give it (its runs record the base's dev score at step 0, and score
-#: the final weights once more)
+#: the same as the command line gives it (--eval-every 0: no dev evaluation at all, the final weights kept)
 TINY_FLAGS = ["--max-steps", "3", "--batch-size", "8", "--max-length", "16", "--eval-every", "0"]
+#: what a saved run's folder holds: its records beside the model's files (a tiny BERT's, and how
+#: sentence-transformers pools it as the run is evaluated)
+SAVED = [
+    *("1_Pooling", "config.json", "config_sentence_transformers.json", "manifest.json", "metrics.jsonl"),
+    *("model.safetensors", "modules.json", "sentence_bert_config.json", "tokenizer.json", "tokenizer_config.json"),
+]
 
 
 def weights(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -64,7 +69,7 @@ def test_train_returns_an_encoder_that_evaluate_takes_and_that_saves_as_train_ou
     assert model.manifest["data"]["data_root"] == str(data_dir)  # where the dev split would be read
 
     folder = model.save(tmp_path / "saved")
-    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "metrics.jsonl", "model"]
+    assert sorted(p.name for p in folder.iterdir()) == SAVED
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["recipe"]["key"] == model.recipe["key"] and manifest["encoder"]["pooling"] == "cls_before_pooler"
     assert [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()] == [3]
@@ -76,7 +81,7 @@ def test_train_returns_an_encoder_that_evaluate_takes_and_that_saves_as_train_ou
     assert in_memory.results[0].main_score == from_folder.results[0].main_score
     from sentence_transformers import SentenceTransformer
 
-    loaded = SentenceTransformer(str(folder / "model"), device="cpu")
+    loaded = SentenceTransformer(str(folder), device="cpu")  # the saved folder itself, as a new user loads it
     np.testing.assert_allclose(loaded.encode(["rain falls"]), model.encode(["rain falls"]), atol=1e-5)
 
 
@@ -92,9 +97,9 @@ def test_python_and_the_command_line_train_the_same_weights(tiny_bert, tmp_path)
     model = benchharness.train("simcse", base=str(tiny_bert), sentences=SENTENCES, device="cpu", seed=1, **settings)
     argv = ["train", "simcse", "--base", str(tiny_bert), "--data", str(corpus), "--device", "cpu", "--seed", "1"]
     assert main([*argv, *TINY_FLAGS, "--out", str(tmp_path / "cli"), "-q"]) == 0
-    assert_same_weights(weights(model.model), weights(AutoModel.from_pretrained(tmp_path / "cli" / "model")))
+    assert_same_weights(weights(model.model), weights(AutoModel.from_pretrained(tmp_path / "cli")))
     cli = json.loads((tmp_path / "cli" / "manifest.json").read_text())
-    assert cli["dev_curve"] == model.manifest["dev_curve"] and len(cli["dev_curve"]) == 2
+    assert cli["dev_curve"] == model.manifest["dev_curve"] == []  # --eval-every 0: no dev evaluation, not even at 0
     from_file = benchharness.train("simcse", base=str(tiny_bert), sentences=corpus, device="cpu", seed=1, **settings)
     assert_same_weights(weights(model.model), weights(from_file.model))
     assert from_file.recipe["options"]["data"] == str(corpus) == cli["recipe"]["options"]["data"]
@@ -136,7 +141,7 @@ def test_with_out_the_returned_encoder_is_the_folders_selected_one(tiny_bert, tm
     model = benchharness.train("simcse", base=str(tiny_bert), sentences=SENTENCES, out=tmp_path / "run", **settings)
     best = model.manifest["selection"]["best_step"]
     assert best in (1, 2, 3) and (tmp_path / "run" / "manifest.json").is_file()
-    assert_same_weights(weights(model.model), weights(AutoModel.from_pretrained(tmp_path / "run" / "model")))
+    assert_same_weights(weights(model.model), weights(AutoModel.from_pretrained(tmp_path / "run")))
     in_memory = benchharness.train("simcse", base=str(tiny_bert), sentences=SENTENCES, **settings)
     assert in_memory.manifest["selection"]["best_step"] == best
     assert_same_weights(weights(model.model), weights(in_memory.model))
@@ -218,9 +223,9 @@ def test_on_demand_training_reads_the_runs_data_root_and_fails_naming_its_missin
             (root / "senteval" / "STS" / child.name).parent.mkdir(parents=True, exist_ok=True)
             (root / "senteval" / "STS" / child.name).symlink_to(child)
     monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))
-    from benchharness.training import base_model
+    from benchharness.training import harness
 
-    monkeypatch.setattr(base_model, "load_base", lambda *a, **k: pytest.fail("a model loaded"))
+    monkeypatch.setattr(harness, "load_base", lambda *a, **k: pytest.fail("a model loaded"))
     with pytest.raises(benchharness.EvaluationFailedError) as failed:
         benchharness.evaluate("simcse", "SICKRelatedness-trial", data_dir=root, device="cpu")
     message = str(failed.value)
@@ -263,7 +268,7 @@ print("--weight WEIGHT" in shown.getvalue() and "--preset {{small}}" in shown.ge
 print(main(["train", "align-uniform", *{flags!r}]))
 model = benchharness.train("align-uniform", base={str(tiny_bert)!r}, sentences={str(corpus)!r}, max_steps=2,
                            batch_size=8, eval_every=0, device="cpu", weight=0.5)
-saved = AutoModel.from_pretrained({str(tmp_path / "cli" / "model")!r}).state_dict()
+saved = AutoModel.from_pretrained({str(tmp_path / "cli")!r}).state_dict()
 mine = model.model.state_dict()
 print(sorted(saved) == sorted(mine) and all(torch.equal(saved[k], mine[k]) for k in saved), model.manifest["method"])
 """
@@ -280,3 +285,55 @@ def test_a_method_without_a_recipe_of_its_own_needs_a_base():
     with pytest.raises(InvalidInputError, match=r"simcse has no recipe of its own in none\.toml: give the model"):
         recipes.derive("simcse", {}, book=empty)
     assert recipes.derive("simcse", {}, base=MINILM_L3, book=empty).preset == "cpu"  # the method's default preset
+
+
+@needs_data("senteval/STS/STSBenchmark/sts-dev.csv")
+def test_the_configuration_given_to_train_reaches_the_dev_evaluation(tiny_bert, tmp_path, monkeypatch):
+    """A working folder whose benchharness.toml cannot be read: ``train(config=<a good one>)`` scores
+    its dev evaluations with the configuration it was given, never reading the one found here."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "benchharness.toml").write_text("[paths\nthis is not TOML\n")
+    good = tmp_path / "elsewhere.toml"
+    good.write_text(f'[paths]\nruns_dir = "{tmp_path / "runs"}"\n')
+    model = benchharness.train(
+        "simcse", base=str(tiny_bert), sentences=SENTENCES, config=good, **{**TINY, "eval_every": 1}
+    )
+    assert [step for step, _ in model.manifest["dev_curve"]] == [1, 2, 3]
+
+
+def test_one_call_builds_its_recipe_once_and_scans_the_runs_folder_once(tiny_bert, monkeypatch, tmp_path):
+    """``train("simcse", ...)`` with options: the recipe is built once (its options resolved once for
+    it, once more to tell whether it is the named recipe's), and the runs folder is scanned once
+    (for the base's name)."""
+    from benchharness.core import manifests
+    from benchharness.training import recipes
+
+    monkeypatch.setenv("BENCHHARNESS_RUNS", str(tmp_path / "runs"))
+    built, scans = [], []
+    build, scan = recipes.build, manifests.registered_runs
+    monkeypatch.setattr(recipes, "build", lambda *a, **k: built.append(a) or build(*a, **k))
+    monkeypatch.setattr(manifests, "registered_runs", lambda *a, **k: scans.append(a) or scan(*a, **k))
+    benchharness.train("simcse", sentences=SENTENCES, max_steps=1, batch_size=8, eval_every=0)
+    assert len(built) == 1 and len(scans) <= 1, (built, scans)
+
+
+def test_the_examples_are_read_once_for_the_estimate_and_the_run(tiny_bert, tmp_path, register_plugin, caplog):
+    """Training into a folder announces its time estimate from the examples the run reads: the
+    method's ``examples`` is called once."""
+    import logging
+
+    from benchharness.training.methods.simcse.method import METHOD
+
+    calls = []
+
+    def examples(options, data):
+        calls.append(options.data)
+        return METHOD.examples(options, data)
+
+    from dataclasses import replace
+
+    register_plugin("methods", "counted-simcse", replace(METHOD, name="counted-simcse", examples=examples))
+    caplog.set_level(logging.INFO, logger="benchharness")
+    benchharness.train("counted-simcse", base=str(tiny_bert), sentences=SENTENCES, out=tmp_path / "run", **TINY)
+    assert len(calls) == 1
+    assert any("3 steps" in r.getMessage() for r in caplog.records), caplog.text

@@ -134,7 +134,7 @@ def test_cli_trains_consert_joint_and_the_run_evaluates(tiny_bert, tmp_path, cap
                 "--max-steps",
                 "2",
                 "--eval-every",
-                "0",
+                "2",
                 "--threads",
                 "1",
                 "--quiet",
@@ -147,7 +147,8 @@ def test_cli_trains_consert_joint_and_the_run_evaluates(tiny_bert, tmp_path, cap
     assert manifest["hyperparameters"]["view2"] == "token_cutoff" and manifest["hyperparameters"]["rate2"] == 0.1
     assert manifest["data"]["n_examples"] == 16  # 8 rows -> 8 entailment + 8 contradiction pairs
     assert manifest["encoder"]["pooling"] == "avg_top2"
-    assert [s for s, _ in manifest["dev_curve"]] == [0, 2]  # base and final weights, no selection
+    assert [s for s, _ in manifest["dev_curve"]] == [0, 2]  # the base, then the final weights, selected
+    assert manifest["selection"]["best_step"] == 2
     assert (
         cli_main(
             [

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchharness.training import on_demand, recipes
-from benchharness.training.launch import in_batch_copies
+from benchharness.training import estimate, recipes
+from benchharness.training.harness import in_batch_copies
 from tests.helpers import MINILM_L3, cli, training
 
 YEAR = 365 * 24 * 3600
@@ -62,12 +62,12 @@ def test_in_batch_copies_is_the_mean_over_every_order_the_loop_may_draw(corpus, 
 def test_an_estimate_beyond_a_year_is_warned_about_and_a_plain_one_is_not(project, caplog):
     """The estimate is steps x the measured seconds per step of recipes.toml (150 steps of the cpu preset:
     minutes; 10^12: millennia whatever the row)."""
-    _, context = training("unused", project / "out")
+    _, settings, plan = training("unused", project / "out")
     book = recipes.load_book()
     caplog.set_level(logging.INFO, logger="benchharness")
     for steps in (150, 10**12):
         recipe = recipes.derive("simcse", {"max_steps": steps}, book=book)
-        on_demand.announce(recipe, project / "out", context, book)
+        estimate.announce(recipe, settings, plan, 10_000, book)
     announced = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(announced) == 2 and "150 steps, about" in announced[0] and "1,000,000,000,000 steps" in announced[1]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -50,9 +51,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from benchharness.core.errors import InvalidInputError
-from benchharness.encoders.pooling import POOLINGS, masked_mean, needs_hidden_states, pool
+from benchharness.core.flag_types import fraction, non_negative_float, positive_float
+from benchharness.encoders.pooling import masked_mean, needs_hidden_states, pool
 from benchharness.training import data_parallel
 from benchharness.training.method import LossOutput, TrainingMethod
+from benchharness.training.options import TrainingOptions, option
 from benchharness.training.train_data import NLI_LABELS, NLIPair
 
 if TYPE_CHECKING:
@@ -282,6 +285,53 @@ def disable_dropout(encoder: nn.Module) -> dict[str, float]:
     return previous
 
 
+#: what a supervised objective trains on instead of sentences
+NLI_DATA = "SNLI/MNLI .jsonl, SimCSE nli .csv, or senteval-snli:<split>"
+
+
+@dataclass(frozen=True)
+class ConSERTOptions(TrainingOptions):
+    objective: str = option(
+        "unsup",
+        "unsup (sentences), sup or joint (NLI pairs; --data a SNLI/MNLI .jsonl, SimCSE .csv or senteval-snli:<split>)",
+        choices=OBJECTIVES,
+    )
+    view1: str = option("feature_cutoff", None, choices=AUGMENTATIONS)
+    rate1: float | None = option(
+        None, "cutoff/dropout rate of view 1 (default: the paper's)", parse=fraction, recorded="when-set"
+    )
+    view2: str = option("shuffle", None, choices=AUGMENTATIONS)
+    rate2: float | None = option(None, None, parse=fraction, recorded="when-set")
+    temperature: float = option(0.1, "NT-Xent temperature (paper: 0.1)", parse=positive_float)
+    cl_rate: float = option(0.15, "weight of the contrastive loss (paper: 0.15)", parse=non_negative_float)
+    no_dropout: bool = option(
+        False,
+        "turn off the encoder's dropout",
+        off_flag="--dropout",
+        off_help="keep the encoder's dropout",
+        recorded="when-set",
+    )
+    max_square: bool = option(
+        False, "add max(u,v)^2 to the classifier features (the reference scripts do)", recorded="when-set"
+    )
+    train_pooling: str = option(
+        "avg",
+        "pooling during training (ConSERT: avg)",
+        choices=("avg", "avg_top2", "avg_first_last", "cls_before_pooler"),
+        recorded="when-set",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.objective != "unsup" and self.data == "sts-unlabeled":
+            raise InvalidInputError(f"ConSERT {self.objective} trains on NLI pairs: pass --data ({NLI_DATA})")
+
+    def sentence_data(self) -> str | None:
+        if self.objective == "unsup":
+            return None
+        return f"ConSERT {self.objective} trains on NLI pairs, not sentences: pass data=<{NLI_DATA}>"
+
+
 # ----------------------------------------------------------------------------------------------
 # the method
 
@@ -291,43 +341,21 @@ class ConSERT(TrainingMethod):
     eval_pooling = "avg_top2"
     in_batch_negatives = True
 
-    def __init__(
-        self,
-        encoder: PreTrainedModel,
-        tokenizer,
-        objective: str = "unsup",
-        view1: str = "feature_cutoff",
-        rate1: float | None = None,
-        view2: str = "shuffle",
-        rate2: float | None = None,
-        temperature: float = 0.1,
-        cl_rate: float = 0.15,
-        max_length: int = 64,
-        no_dropout: bool = False,
-        train_pooling: str = "avg",
-        max_square: bool = False,
-    ) -> None:
+    def __init__(self, encoder: PreTrainedModel, tokenizer, options: ConSERTOptions | None = None) -> None:
+        """The options' objective, views (a view without a rate takes the paper's), loss weights,
+        truncation and training pooling (checked by the options class)."""
         super().__init__(encoder, tokenizer)
-        if objective not in OBJECTIVES:
-            raise InvalidInputError(f"unknown ConSERT objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-        if train_pooling not in POOLINGS or train_pooling in ("cls", "prompt"):
-            raise InvalidInputError(
-                f"training pooling {train_pooling!r} is not supported; use avg, avg_top2, "
-                "avg_first_last or cls_before_pooler"
-            )
-        self.objective = objective
+        o = options or ConSERTOptions()
+        self.objective = o.objective
         self.views = (
-            (view1, rate1 if rate1 is not None else PAPER_RATES.get(view1)),
-            (view2, rate2 if rate2 is not None else PAPER_RATES.get(view2)),
+            (o.view1, o.rate1 if o.rate1 is not None else PAPER_RATES.get(o.view1)),
+            (o.view2, o.rate2 if o.rate2 is not None else PAPER_RATES.get(o.view2)),
         )
-        self.temperature = float(temperature)
-        self.cl_rate = float(cl_rate)
-        self.max_length = int(max_length)
-        self.train_pooling = train_pooling
-        self.max_square = bool(max_square)
-        self.disabled_dropout = disable_dropout(encoder) if no_dropout else {}
+        self.temperature, self.cl_rate, self.max_length = o.temperature, o.cl_rate, o.max_length
+        self.train_pooling, self.max_square = o.train_pooling, o.max_square
+        self.disabled_dropout = disable_dropout(encoder) if o.no_dropout else {}
         self.augmenter = ViewAugmenter(encoder)
-        if objective != "unsup":
+        if self.objective != "unsup":
             hidden = encoder.config.hidden_size
             # SBERT's SoftmaxLoss head, training only: [u, v, |u-v|] (+ max(u, v)^2) -> 3 labels
             self.classifier = nn.Linear((4 if self.max_square else 3) * hidden, len(NLI_LABELS))

@@ -7,28 +7,29 @@ being the method's. The module, pooler, frozen entry head and loss are ``model.p
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from benchharness.core.atomic import atomic_file
 from benchharness.core.cpu_share import kept_threads
-from benchharness.core.data_root import DataRoot
 from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.flag_types import BadValue, non_negative_float, non_negative_int, positive_int
+from benchharness.core.manifests import METRICS, read_manifest
 from benchharness.training import data_parallel
-from benchharness.training.launch import base_model, preflight, run_method
+from benchharness.training.base_model import base_folder, load_base
 from benchharness.training.manifest import update_manifest
-from benchharness.training.method import Method, TrainedRun, TrainingContext
+from benchharness.training.method import Examples, Method, TrainedRun, TrainingData
 from benchharness.training.methods.defsent_plus.dictionary import (
     Dictionary,
     format_statistics,
-    load_sources,
     merge,
     read_source,
     statistics,
@@ -52,6 +53,9 @@ from benchharness.training.options import TrainingOptions, option, shared_option
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
+    from benchharness.core.data_root import DataRoot
+    from benchharness.training.harness import Trainer
+
 logger = logging.getLogger(__name__)
 
 #: shared settings that contradict the protocol (one epoch, no warmup, final weights)
@@ -74,7 +78,10 @@ def _learning_rates(text: str) -> str:
 class DefSentPlusOptions(TrainingOptions):
     """The protocol's training settings (``model.DEFAULTS``, the official ``TrainEncoder.py``: the
     legacy AdamW with eps 1e-6, gradient norm clipped at 1.0, one epoch, no warmup, the last partial
-    batch kept, final weights), then the dictionary and the rounds."""
+    batch kept, final weights), then the dictionary and the rounds. ``--dev`` scores the dev set
+    before and after each round, without periodic evaluation."""
+
+    DEV_WITHOUT_PERIOD: ClassVar[bool] = True
 
     batch_size: int = shared_option("batch_size", DEFAULTS["batch_size"])
     max_length: int = shared_option("max_length", DEFAULTS["max_length"])
@@ -178,41 +185,51 @@ def _read_dictionary(options: DefSentPlusOptions, data: DataRoot) -> list[Dictio
     return [read_source(spec, data.root) for spec in specs]
 
 
-def _dictionary(
-    options: DefSentPlusOptions, parts: list[Dictionary], tokenizer: Any
-) -> tuple[Dictionary, dict[str, Any]]:
-    """The merged and subset dictionary, with Table-1-like statistics for the manifest."""
+@dataclass
+class DictionaryExamples(Examples):
+    """The (definition, entry index) pairs of the merged and subset dictionary, with the
+    dictionary itself (its entries are the classes) and the sources it merges (for statistics)."""
+
+    dictionary: Dictionary
+    parts: list[Dictionary]
+    full: Dictionary
+
+    def statistics(self, tokenizer: Any) -> dict[str, Any]:
+        """Table-1-like statistics of each source, the merge and the subset, in ``tokenizer``'s tokens."""
+
+        def count(texts: list[str]) -> list[int]:
+            return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+        parts, full, chosen = self.parts, self.full, self.dictionary
+        rows = {part.sources[0]: statistics(part, count) for part in parts} if len(parts) > 1 else {}
+        rows["+".join(full.sources)] = statistics(full, count)
+        if chosen is not full:
+            rows[chosen.sources[-1]] = statistics(chosen, count)
+        return rows
+
+
+def examples(options: DefSentPlusOptions, data: TrainingData) -> DictionaryExamples:
+    """The definitions of the merged dictionary (a seeded sample of its entries with ``--max-entries``),
+    each with its entry's index."""
+    parts = _read_dictionary(options, data.root)
     full = merge(*parts) if len(parts) > 1 else parts[0]
-
-    def count(texts: list[str]) -> list[int]:
-        return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
-
-    rows = {part.sources[0]: statistics(part, count) for part in parts} if len(parts) > 1 else {}
-    rows["+".join(full.sources)] = statistics(full, count)
     chosen = subsample(full, options.max_entries, options.min_definitions, options.single_word, options.subset_seed)
-    if chosen is not full:
-        rows[chosen.sources[-1]] = statistics(chosen, count)
-    info = {
+    texts, labels = chosen.pairs()
+    record = {
         "name": "dictionary",
         "kind": "(definition, entry) pairs",
         "sources": full.sources,
-        "statistics": rows,
         "subset": chosen.sources[-1] if chosen is not full else None,
         "n_examples": chosen.n_definitions,
         "n_entries": len(chosen),
     }
-    return chosen, info
+    return DictionaryExamples(list(zip(texts, labels)), record, chosen, parts, full)
 
 
-def describe_data(options: DefSentPlusOptions, context: TrainingContext) -> str:
+def describe_data(options: DefSentPlusOptions, found: Examples, tokenizer: Any) -> str:
     """The dictionary's statistics table (the paper's Table 1 columns), counted with the base's tokenizer."""
-    from transformers import AutoTokenizer
-
-    from benchharness.encoders import hub
-
-    parts = _read_dictionary(options, context.data)
-    tokenizer = AutoTokenizer.from_pretrained(str(hub.resolve(context.base, context.hub).path))
-    return format_statistics(_dictionary(options, parts, tokenizer)[1]["statistics"])
+    assert isinstance(found, DictionaryExamples)  # what ``examples`` returns
+    return format_statistics(found.statistics(tokenizer))
 
 
 def _plot(run: TrainedRun, key: str, name: str, matrix: torch.Tensor, title: str) -> None:
@@ -234,42 +251,46 @@ def _plot(run: TrainedRun, key: str, name: str, matrix: torch.Tensor, title: str
         update_manifest(run.out, **{key: name})
 
 
-@kept_threads()  # context.threads is this run's: a library call that trains leaves the count as found
-def train(options: DefSentPlusOptions, context: TrainingContext) -> list[TrainedRun]:
+@kept_threads()  # settings.threads is this run's: a library call that trains leaves the count as found
+def stages(options: DefSentPlusOptions, found: Examples, trainer: Trainer) -> list[TrainedRun]:
+    """Progressive separate training: each round builds the entry space with the previous round's
+    encoder (round 1: the base's) and trains the original checkpoint against it, as stage ``r`` of
+    the run (its folder ``<out>-r<k>``); a round an earlier invocation finished is read back."""
+    assert isinstance(found, DictionaryExamples)  # what ``examples`` returns
+    settings, plan = trainer.settings, trainer.plan
     lrs = round_lrs(options.round_lrs, None, options.rounds)
     ica_rounds = parse_rounds(options.ica_rounds, options.rounds)
-    if context.threads:
-        torch.set_num_threads(context.threads)
-    device = pick_device(context.device)
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    device = pick_device(settings.device)
     precision = check_precision(options.precision, device)
-    sources = _read_dictionary(options, context.data)
-    preflight(options, context)
-
-    encoder: PreTrainedModel | None
-    encoder, tokenizer, source = base_model(options, context)
-    dictionary, data = _dictionary(options, sources, tokenizer)
+    base = trainer.base()
+    encoder: PreTrainedModel | None = base.encoder
+    tokenizer = base.tokenizer
+    data = {**found.record, "statistics": found.statistics(tokenizer)}
     logger.info("DefSent+ dictionary:\n%s", format_statistics(data["statistics"]))
-    texts, labels = dictionary.pairs()
-    examples = list(zip(texts, labels))
-    name = context.name or (context.out.resolve().name if context.out is not None else None)
+    dictionary = found.dictionary
+    examples = Examples(found.items, data)
+    name = plan.name
     runs: list[TrainedRun] = []
     previous: PreTrainedModel | None = None
     previous_label = ""
     started = time.perf_counter()
     for r in range(1, options.rounds + 1):
-        out = None if context.out is None else context.out.with_name(f"{context.out.name}-r{r}")
-        if out is not None and (out / "manifest.json").exists() and not context.overwrite:
+        out = plan.stage(r).out
+        if out is not None and trainer.finished(r):
             logger.info("round %d: %s is finished; reusing it (pass --overwrite to retrain every round)", r, out)
-            runs.append(_finished_round(out))
-            previous, previous_label = runs[-1].encoder, str(out / "model")
+            runs.append(_finished_round(out, settings.runs_dir))
+            previous, previous_label = runs[-1].encoder, str(out)
             continue
         t_round = time.perf_counter()
         if encoder is None:  # every round trains the original checkpoint again
-            encoder, tokenizer, source = base_model(options, context)
+            base = trainer.base()
+            encoder, tokenizer = base.encoder, base.tokenizer
         builder = encoder if previous is None else previous
         builder.to(device)  # type: ignore[arg-type]  # transformers wraps .to with functools.wraps: mypy loses self
         logger.info(
-            "round %d: entry embeddings (%s) with %s", r, options.entry_type.upper(), previous_label or context.base
+            "round %d: entry embeddings (%s) with %s", r, options.entry_type.upper(), previous_label or plan.base
         )
         # every rank of a data-parallel run builds the same matrix (DDP then copies rank 0's once); one bar
         matrix = entry_embeddings(
@@ -289,7 +310,7 @@ def train(options: DefSentPlusOptions, context: TrainingContext) -> list[Trained
             matrix = torch.from_numpy(ica_transform(matrix, options.ica_max_iter, 42))
             space = f"ICA({space}) x100"
         del builder
-        extra_pooler, pooler_note = prepare_pooler(encoder, source.path)
+        extra_pooler, pooler_note = prepare_pooler(encoder, base.source.path)
         method = DefSentPlus(
             encoder,
             tokenizer,
@@ -303,7 +324,7 @@ def train(options: DefSentPlusOptions, context: TrainingContext) -> list[Trained
                 "rounds": options.rounds,
                 "entry_type": options.entry_type,
                 "entry_space": space,
-                "entry_space_built_by": previous_label or f"base {context.base}",
+                "entry_space_built_by": previous_label or f"base {plan.base}",
                 "ica": {
                     "max_iter": options.ica_max_iter,
                     "whiten": "unit-variance",
@@ -317,8 +338,7 @@ def train(options: DefSentPlusOptions, context: TrainingContext) -> list[Trained
                 "restart": "original checkpoint (progressive separate training)",
             },
         )
-        round_context = replace(context, out=out, name=None if name is None else f"{name}-r{r}")
-        run = run_method(method, examples, replace(options, lr=lrs[r - 1]), round_context, data, source)
+        run = trainer.fit(method, examples, base, replace(options, lr=lrs[r - 1]), round=r)
         if not run.completed:
             return [*runs, run]  # paused by stop_after; rerunning resumes this round
         if data_parallel.is_main():  # rank 0 writes; the round's model is complete on every rank's return
@@ -336,7 +356,7 @@ def train(options: DefSentPlusOptions, context: TrainingContext) -> list[Trained
                 update_manifest(out, round_seconds=seconds)
             logger.info("round %d: trained %s-r%d; %.0f s", r, name or "defsent-plus", r, time.perf_counter() - t_round)
         runs.append(run)
-        previous, previous_label = run.encoder, str(out / "model") if out is not None else f"round {r}"
+        previous, previous_label = run.encoder, str(out) if out is not None else f"round {r}"
         encoder = None
     if not data_parallel.is_main():
         return runs
@@ -363,26 +383,13 @@ def train(options: DefSentPlusOptions, context: TrainingContext) -> list[Trained
     return runs
 
 
-def _finished_round(out: Any) -> TrainedRun:
+def _finished_round(out: Path, runs_dir: Path) -> TrainedRun:
     """A round an earlier invocation finished, read back from its folder."""
-    import json
-
-    from benchharness.core.manifests import read_manifest
-    from benchharness.training.base_model import load_base
-
-    encoder, tokenizer, _ = load_base(str(out / "model"))
-    metrics_file = out / "metrics.jsonl"
+    encoder, tokenizer, _ = load_base(base_folder(str(out), runs_dir))
+    metrics_file = out / METRICS
     metrics = [json.loads(line) for line in metrics_file.read_text().splitlines()] if metrics_file.is_file() else []
     manifest = read_manifest(out)
     return TrainedRun(encoder, tokenizer, manifest, metrics, out, manifest["training"]["steps"], True, None, None)
-
-
-def count_examples(options: DefSentPlusOptions, data: DataRoot) -> int:
-    """Definitions per round."""
-    full = load_sources([s.strip() for s in options.dictionary.split(",") if s.strip()], data.root)
-    return subsample(
-        full, options.max_entries, options.min_definitions, options.single_word, options.subset_seed
-    ).n_definitions
 
 
 METHOD = Method(
@@ -390,8 +397,8 @@ METHOD = Method(
     help="DefSent+: definitions classified into frozen entry embeddings, progressive separate training",
     title="DefSent+",
     options=DefSentPlusOptions,
-    train=train,
-    count_examples=count_examples,
+    examples=examples,
+    stages=stages,
     adjust=adjust,
     describe_data=describe_data,
 )

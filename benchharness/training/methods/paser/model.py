@@ -54,6 +54,7 @@ stopwords; NLTK's tagger and spaCy's models are not distributed through PyPI by 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,15 +62,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from benchharness.core.data_root import DataRoot
 from benchharness.core.errors import InvalidInputError
+from benchharness.core.flag_types import fraction, non_negative_float, positive_float, positive_int, probability
 from benchharness.encoders.pooling import POOLINGS, needs_hidden_states, pool
 from benchharness.training import data_parallel
+from benchharness.training.base_model import Base
 from benchharness.training.method import LossOutput, TrainingMethod
-from benchharness.training.methods.paser.eda import Augmenter
+from benchharness.training.methods.paser.eda import AUGMENTATIONS, Augmenter
 from benchharness.training.methods.paser.rake import english_stopwords, rake
 from benchharness.training.optim import (
     HF_TRAINER_STEP as OFFICIAL_STEP,  # the official code trains through the Trainer
 )
+from benchharness.training.options import TrainingOptions, option
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -322,6 +327,43 @@ def nli_triples(pairs) -> list[tuple[str, str, str]]:
     return [(premise, e, c) for premise, (es, cs) in by_premise.items() for e, c in zip(es, cs)]
 
 
+@dataclass(frozen=True)
+class PaSeROptions(TrainingOptions):
+    pooling: str = option(
+        "cls_before_pooler",
+        "training pooling (paper: cls_before_pooler); evaluation uses it too unless --eval-pooling is given",
+        choices=TRAIN_POOLINGS,
+    )
+    top_k: int = option(3, "RAKE phrases masked per sentence (paper: 3)", parse=positive_int)
+    augment: str = option("sr", "EDA augmentation (paper: sr = synonym replacement)", choices=AUGMENTATIONS)
+    augment_ratio: float = option(0.5, "EDA ratio alpha (official data: 0.5)", parse=probability)
+    signal: str = option("paper", "decoding signal: the paper's or the official code's", choices=SIGNALS)
+    m: float = option(10.0, "paper signal: weight of |Es-Es~| (paper: 10)", parse=non_negative_float)
+    n: float = option(10.0, "paper signal: weight of |Es*Es~| (paper: 10)", parse=non_negative_float)
+    t: float = option(1.0, "official signal: weight of z1*Wz2 (code: 1)", parse=non_negative_float)
+    k: float = option(1.0, "official signal: weight of z1-Wz2 (code: 1)", parse=non_negative_float)
+    decoder_layers: int = option(6, "transformer decoder depth (paper: 6)", parse=positive_int)
+    decoder_heads: int = option(16, "decoder attention heads (official: 16)", parse=positive_int)
+    mlm_weight: float = option(1.0, "weight of the MLM loss (paper: 1)", parse=non_negative_float)
+    mlm_probability: float = option(0.15, "MLM masking rate (0.15)", parse=fraction)
+    supervised: bool = option(
+        False,
+        "supervised PaSeR: --data is NLI (SimCSE csv, SNLI/MNLI jsonl); start from a PaSeR run",
+        recorded="when-set",
+    )
+    alpha: float = option(
+        0.1, "supervised: weight of the generative loss", parse=non_negative_float, recorded="when-set"
+    )
+    temperature: float = option(
+        0.05, "supervised: contrastive temperature (0.05)", parse=positive_float, recorded="when-set"
+    )
+
+    def sentence_data(self) -> str | None:
+        if not self.supervised:
+            return None
+        return "supervised PaSeR trains on NLI triples, not sentences: pass data=<SimCSE nli .csv or SNLI/MNLI .jsonl>"
+
+
 # ----------------------------------------------------------------------------------------------
 # the method
 
@@ -334,53 +376,31 @@ class PaSeR(TrainingMethod):
         self,
         encoder: PreTrainedModel,
         tokenizer,
+        options: PaSeROptions | None = None,
         *,
-        pooling: str = "cls_before_pooler",
-        max_length: int = 32,
-        top_k: int = 3,
-        augment: str = "sr",
-        augment_ratio: float = 0.5,
-        signal: str = "paper",
-        m: float = 10.0,
-        n: float = 10.0,
-        t: float = 1.0,
-        k: float = 1.0,
-        decoder_layers: int = 6,
-        decoder_heads: int = 16,
-        mlm_weight: float = 1.0,
-        mlm_probability: float = 0.15,
-        supervised: bool = False,
-        alpha: float = 0.1,
-        temperature: float = 0.05,
         checkpoint: Path | None = None,
         data_root: str | None = None,
     ) -> None:
+        """The options' module; ``checkpoint``: the base's folder, whose MLM head (if any) the LM head
+        starts from; ``data_root``: where the stopwords and WordNet are read (the configured root)."""
         super().__init__(encoder, tokenizer)
-        if pooling not in TRAIN_POOLINGS:
-            raise InvalidInputError(f"unknown training pooling {pooling!r}; choose one of {', '.join(TRAIN_POOLINGS)}")
+        o = options or PaSeROptions()
         if not getattr(tokenizer, "is_fast", False):
             raise InvalidInputError("PaSeR needs a fast tokenizer (character offsets locate the phrase tokens)")
         if tokenizer.mask_token_id is None:
             raise InvalidInputError("PaSeR needs a tokenizer with a mask token")
-        if top_k < 1:
-            raise InvalidInputError(f"top_k must be >= 1, got {top_k}")
-        self.eval_pooling = pooling
-        self.pooling = pooling
-        self.max_length = int(max_length)
-        self.top_k = int(top_k)
+        self.eval_pooling = self.pooling = o.pooling
+        self.max_length, self.top_k = o.max_length, o.top_k
         self.stopwords = english_stopwords(data_root)
-        self.augmenter = Augmenter(augment, augment_ratio, data_root)
-        self.mlm_weight = float(mlm_weight)
-        self.mlm_probability = float(mlm_probability)
-        self.supervised = bool(supervised)
-        self.alpha = float(alpha)
-        self.temperature = float(temperature)
+        self.augmenter = Augmenter(o.augment, o.augment_ratio, data_root)
+        self.mlm_weight, self.mlm_probability = o.mlm_weight, o.mlm_probability
+        self.supervised, self.alpha, self.temperature = o.supervised, o.alpha, o.temperature
         config = encoder.config
         hidden = config.hidden_size
         std = getattr(config, "initializer_range", 0.02)
-        self.signal = DecodingSignal(signal, hidden, m, n, t, k, init_std=std)
-        self.decoder = build_decoder(hidden, decoder_layers, decoder_heads, len(tokenizer))
-        self.decoder_layers, self.decoder_heads = int(decoder_layers), int(decoder_heads)
+        self.signal = DecodingSignal(o.signal, hidden, o.m, o.n, o.t, o.k, init_std=std)
+        self.decoder = build_decoder(hidden, o.decoder_layers, o.decoder_heads, len(tokenizer))
+        self.decoder_layers, self.decoder_heads = o.decoder_layers, o.decoder_heads
         self.lm_head = LMHead(config, encoder.get_input_embeddings())
         loaded = checkpoint is not None and self.lm_head.load_from_checkpoint(checkpoint)
         self.mlm_head_note = (
@@ -390,6 +410,11 @@ class PaSeR(TrainingMethod):
         )
         self.start_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
         self.end_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+
+    @classmethod
+    def build(cls, options: Any, base: Base, data: DataRoot) -> PaSeR:
+        """The module, its LM head from the base's MLM head, its stopwords and WordNet from ``data``."""
+        return cls(base.encoder, base.tokenizer, options, checkpoint=base.source.path, data_root=str(data.root))
 
     # -- data ----------------------------------------------------------------------------------
 

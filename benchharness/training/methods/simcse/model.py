@@ -21,20 +21,29 @@ correction on, eps 1e-8, no weight decay) after clipping the gradient norm at 1.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from benchharness.core.flag_types import positive_float
 from benchharness.training import data_parallel
 from benchharness.training.method import LossOutput, TrainingMethod
 from benchharness.training.optim import (
     HF_TRAINER_STEP as OFFICIAL_STEP,  # the official code trains through the Trainer
 )
+from benchharness.training.options import TrainingOptions, option
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
+
+
+@dataclass(frozen=True)
+class SimCSEOptions(TrainingOptions):
+    temperature: float = option(0.05, "InfoNCE temperature (paper: 0.05)", parse=positive_float)
+
 
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's unsupervised BERT-base recipe (1M Wikipedia sentences)
@@ -77,16 +86,17 @@ class SimCSE(TrainingMethod):
     eval_pooling = "cls_before_pooler"
     in_batch_negatives = True
 
-    def __init__(self, encoder: PreTrainedModel, tokenizer, temperature: float = 0.05, max_length: int = 32) -> None:
+    def __init__(self, encoder: PreTrainedModel, tokenizer, options: SimCSEOptions | None = None) -> None:
         super().__init__(encoder, tokenizer)
+        options = options or SimCSEOptions()
         hidden = encoder.config.hidden_size
         dense = nn.Linear(hidden, hidden)
         std = getattr(encoder.config, "initializer_range", 0.02)
         nn.init.normal_(dense.weight, mean=0.0, std=std)
         nn.init.zeros_(dense.bias)
         self.mlp = nn.Sequential(dense, nn.Tanh())  # training only, never saved
-        self.temperature = float(temperature)
-        self.max_length = int(max_length)
+        self.temperature = options.temperature
+        self.max_length = options.max_length
 
     def collate(self, examples: list[str]) -> dict[str, torch.Tensor]:
         return dict(
