@@ -8,7 +8,7 @@ Seven kinds, one entry-point group each (``benchharness.<kind>``):
 ``catalogues``     a :class:`~benchharness.core.specs.Catalogue` of named encoders
 ``tasks``          a :class:`~benchharness.core.task.TaskProvider` of tasks and groups
 ``methods``        a :class:`~benchharness.training.method.Method`: options, examples, model
-``tuners``         a tuning command: ``HELP``, ``add_arguments``, ``main``
+``tuners``         a tuning module: ``HELP``, ``OPTIONS`` (typed), ``tune(options, settings)``
 ``model_kinds``    a :class:`~benchharness.core.kinds.ModelKind`: what a kind of model offers tasks
 =================  ==========================================================================
 

@@ -1,4 +1,10 @@
-"""What the tuners share: the dev scorer, the grid search, and registering the winner.
+"""What the tuners share: their common options, the dev scorer, the grid search, and registering the
+winner.
+
+A tuner is a ``tuners`` plugin module with ``HELP``, ``OPTIONS`` (a frozen options class extending
+:class:`TuneOptions`, each field an ``option``: ``benchharness tune <name>`` derives its flags from
+it) and ``tune(options, settings) -> str``, which scores its grid with the run settings the command
+builds (device, batch size, data root, cache) and returns its output.
 
 The grid never re-encodes: each unique dev sentence (and, for RepAL, its masked form) is encoded
 once through the runner's cached encoders, and every grid point is a cheap numpy transform of
@@ -12,9 +18,9 @@ Only dev splits are accepted: tuning on a test split would leak its labels into 
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Callable
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +29,15 @@ import numpy as np
 from benchharness.core.atomic import write_json
 from benchharness.core.data_root import DataRoot
 from benchharness.core.errors import InvalidInputError
-from benchharness.core.flag_types import positive_int
 from benchharness.core.manifests import MANIFEST, RunManifest
 from benchharness.core.provenance import now
 from benchharness.core.specs import COMPOSE
 from benchharness.encoders.postprocess.fitting import DEFAULT_FIT
 from benchharness.evaluation.embeddings import EmbeddingStore
 from benchharness.evaluation.resolver import Resolver
-from benchharness.evaluation.run_settings import DEFAULT_SEED
+from benchharness.evaluation.run_settings import DEFAULT_SEED, RunSettings
 from benchharness.training.dev_eval import DEV_TASK
+from benchharness.training.options import Declared, option
 
 logger = logging.getLogger(__name__)
 
@@ -49,23 +55,18 @@ def format_number(x: float) -> str:
     return f"{x:g}"
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--encoder", required=True, help="base encoder name or composition (e.g. minilm-l6)")
-    parser.add_argument(
-        "--task", default=DEV_TASK, help=f"dev task to tune on (default {DEV_TASK}; test splits refused)"
-    )
-    parser.add_argument(
-        "--fit",
-        default=DEFAULT_FIT,
-        help=f"corpus the statistics are fitted on (default {DEFAULT_FIT}; "
+@dataclass(frozen=True)
+class TuneOptions(Declared):
+    """What every tuner takes: the encoder to tune, the dev task, the fit corpus and the name."""
+
+    encoder: str = option(MISSING, "base encoder name or composition (e.g. minilm-l6)")
+    task: str = option(DEV_TASK, f"dev task to tune on (default {DEV_TASK}; test splits refused)")
+    fit: str = option(
+        DEFAULT_FIT,
+        f"corpus the statistics are fitted on (default {DEFAULT_FIT}; "
         "sts-unlabeled holds unlabeled test sentences: transductive)",
     )
-    parser.add_argument("--name", help="name to register the tuned encoder under (default <encoder>+<post>-tuned)")
-    parser.add_argument("--device")
-    parser.add_argument("--batch-size", type=positive_int)
-    parser.add_argument("--data-dir")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write cached embeddings")
-    parser.add_argument("--no-verify", action="store_true", help="do not check data files against pinned sha256")
+    name: str | None = option(None, "name to register the tuned encoder under (default <encoder>+<post>-tuned)")
 
 
 class DevScorer:
@@ -85,17 +86,13 @@ class DevScorer:
         return float(self.task.evaluate(store.embed, DEFAULT_SEED)[self.task.metadata.main_score])
 
 
-def setup(args: argparse.Namespace) -> tuple[Resolver, DataRoot]:
-    """(resolver, data root) configured like ``benchharness run`` (same cache, same defaults)."""
-    from benchharness.evaluation.cache import CachingEncoder, EmbeddingCache
-    from benchharness.evaluation.run_settings import RunSettings
+def resolver_for(settings: RunSettings) -> Resolver:
+    """The resolver of a tuning run: configured like ``benchharness run`` (the same cache, the same
+    defaults), its encoders cached when the settings have a cache."""
+    from benchharness.evaluation.run_resolver import cache_at, caching
 
-    cfg = args.configuration
-    data = DataRoot(cfg.data_root(args.data_dir), verify=not args.no_verify)
-    cache = None if args.no_cache else EmbeddingCache(cfg.cache_dir)
-    settings = RunSettings(device=args.device, batch_size=args.batch_size, data_dir=data.root, config=cfg)
-    registry = Resolver(wrap=None if cache is None else (lambda enc: CachingEncoder(enc, cache)), settings=settings)
-    return registry, data
+    cache = None if settings.cache_dir is None else cache_at(settings.cache_dir)
+    return Resolver(wrap=None if cache is None else caching(cache), settings=settings)
 
 
 def grid_search(
@@ -110,13 +107,14 @@ def best_of(scored: list[dict[str, Any]]) -> dict[str, Any]:
     return max(scored, key=lambda p: (p["score"], -scored.index(p)))
 
 
-def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], options: dict[str, str]) -> None:
-    """Say so when the best value is the grid's largest: the optimum may lie beyond it."""
-    for key, option in options.items():
+def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], flags: dict[str, str]) -> None:
+    """Say so when the best value is the grid's largest: the optimum may lie beyond it (``flags``:
+    the flag that widens each parameter's grid)."""
+    for key, flag in flags.items():
         values = sorted({p[key] for p in scored})
         if len(values) > 1 and best[key] == values[-1]:
             logger.warning(
-                "the best %s=%s is the largest in the grid; widen it with %s", key, format_number(best[key]), option
+                "the best %s=%s is the largest in the grid; widen it with %s", key, format_number(best[key]), flag
             )
 
 

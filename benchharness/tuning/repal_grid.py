@@ -7,11 +7,13 @@ in steps of 0.05 (small values matter: on sentence-trained encoders the best l1 
 
 from __future__ import annotations
 
-import argparse
 import logging
+from dataclasses import dataclass
 from typing import cast
 
 from benchharness.core.flag_types import positive_int
+from benchharness.evaluation.run_settings import RunSettings
+from benchharness.training.options import option
 from benchharness.tuning import grid as tuning
 
 logger = logging.getLogger(__name__)
@@ -19,67 +21,63 @@ logger = logging.getLogger(__name__)
 HELP = "grid over RepAL's l1, l2 on STS-B dev; registers the best as <encoder>+repal-tuned"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    tuning.add_common(parser)
-    parser.add_argument(
-        "--l1", default="0:1:0.05", help="l1 values: start:stop:step or a comma list (default 0:1:0.05)"
-    )
-    parser.add_argument("--l2", default="0:4:0.2", help="l2 values: start:stop:step or a comma list (default 0:4:0.2)")
-    parser.add_argument(
-        "--keywords", type=positive_int, default=20, help="words masked per sentence (default 20, Jieba's topK)"
-    )
-    parser.add_argument(
-        "--tfidf", default=tuning.DEFAULT_FIT, help="corpus of the IDF statistics (default train-splits)"
-    )
+@dataclass(frozen=True)
+class RepALTuning(tuning.TuneOptions):
+    l1: str = option("0:1:0.05", "l1 values: start:stop:step or a comma list (default 0:1:0.05)")
+    l2: str = option("0:4:0.2", "l2 values: start:stop:step or a comma list (default 0:4:0.2)")
+    keywords: int = option(20, "words masked per sentence (default 20, Jieba's topK)", parse=positive_int)
+    tfidf: str = option(tuning.DEFAULT_FIT, "corpus of the IDF statistics (default train-splits)")
 
 
-def composition(args: argparse.Namespace, l1: float, l2: float) -> str:
+OPTIONS = RepALTuning
+
+
+def composition(options: RepALTuning, l1: float, l2: float) -> str:
     """The composition string, naming only the options that differ from RepAL's defaults."""
     params = [f"l1={tuning.format_number(l1)}", f"l2={tuning.format_number(l2)}"]
-    if args.keywords != 20:
-        params.append(f"keywords={args.keywords}")
-    if args.fit != tuning.DEFAULT_FIT:
-        params.append(f"fit={args.fit}")
-    if args.tfidf != tuning.DEFAULT_FIT:
-        params.append(f"tfidf={args.tfidf}")
-    return f"{args.encoder}+repal({','.join(params)})"
+    if options.keywords != 20:
+        params.append(f"keywords={options.keywords}")
+    if options.fit != tuning.DEFAULT_FIT:
+        params.append(f"fit={options.fit}")
+    if options.tfidf != tuning.DEFAULT_FIT:
+        params.append(f"tfidf={options.tfidf}")
+    return f"{options.encoder}+repal({','.join(params)})"
 
 
-def main(args: argparse.Namespace) -> str:
+def tune(options: RepALTuning, settings: RunSettings) -> str:
     """Tune, register the best chain, and return the grid and the best point (the command's output)."""
     from benchharness.encoders.postprocess.repal import RepAL, refine
 
-    registry, data = tuning.setup(args)
-    scorer = tuning.DevScorer(args.task, data)
-    repal = cast(RepAL, registry.get(composition(args, 0.0, 0.0)))  # the chain's last step: RepAL
+    scorer = tuning.DevScorer(options.task, settings.data())
+    repal = cast(RepAL, tuning.resolver_for(settings).get(composition(options, 0.0, 0.0)))  # the chain's last step
     logger.info(
         "encoding %d %s sentences and their masked forms with %s; v_mean over %s",
         len(scorer.sentences),
-        args.task,
-        args.encoder,
-        args.fit,
+        options.task,
+        options.encoder,
+        options.fit,
     )
     fx, fx_star, v_mean = repal.components(scorer.sentences)
-    points = [{"l1": a, "l2": b} for a in tuning.parse_grid(args.l1) for b in tuning.parse_grid(args.l2)]
+    points = [{"l1": a, "l2": b} for a in tuning.parse_grid(options.l1) for b in tuning.parse_grid(options.l2)]
     scored = tuning.grid_search(points, lambda p: refine(fx, fx_star, v_mean, p["l1"], p["l2"]), scorer)
     best = tuning.best_of(scored)
     tuning.warn_on_edge(scored, best, {"l1": "--l1", "l2": "--l2"})
     bare = scorer.score(fx)
-    spec = composition(args, best["l1"], best["l2"])
-    name = args.name or f"{args.encoder}+repal-tuned"
+    spec = composition(options, best["l1"], best["l2"])
+    name = options.name or f"{options.encoder}+repal-tuned"
     tuning.register(
         name,
         spec,
         "repal",
-        args.encoder,
-        args.task,
+        options.encoder,
+        options.task,
         scored,
         best,
-        {"base_score": bare, "keywords": args.keywords, "fit": args.fit, "tfidf": args.tfidf},
-        args.configuration.runs_dir,
+        {"base_score": bare, "keywords": options.keywords, "fit": options.fit, "tfidf": options.tfidf},
+        settings.config.runs_dir,
     )
     return (
         tuning.render_grid(scored, "l1", "l2") + "\n"
-        f"{args.task} {scorer.task.metadata.main_score}: {args.encoder} {bare:.2f} -> best {best['score']:.2f} "
+        f"{options.task} {scorer.task.metadata.main_score}: {options.encoder} {bare:.2f} -> best {best['score']:.2f} "
         f"at l1={tuning.format_number(best['l1'])}, l2={tuning.format_number(best['l2'])}"
     )

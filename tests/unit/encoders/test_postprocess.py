@@ -324,8 +324,7 @@ def test_fit_corpus_reports_test_sentences(data_dir):
 
 @needs_data("senteval/STS/STSBenchmark/sts-dev.csv")
 def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatch, caplog, data_dir):
-    import argparse
-
+    from benchharness.evaluation.run_settings import RunSettings
     from benchharness.tuning import repal_grid as tune_repal
 
     caplog.set_level(logging.INFO, logger="benchharness")
@@ -334,29 +333,12 @@ def test_tune_repal_registers_a_runnable_encoder(tiny_bert, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     corpus = tmp_path / "c.txt"
     corpus.write_text("a man is playing a guitar\na woman is slicing an onion\nthe dog runs on the grass\n")
-    parser = argparse.ArgumentParser()
-    tune_repal.add_arguments(parser)
     base = f"hf:{tiny_bert}?pooling=avg"
-    args = parser.parse_args(
-        [
-            "--encoder",
-            base,
-            "--l1",
-            "0,0.5",
-            "--l2",
-            "0:1:0.5",
-            "--fit",
-            f"text:{corpus}",
-            "--tfidf",
-            f"text:{corpus}",
-            "--data-dir",
-            str(data_dir),
-            "--name",
-            "tiny-tuned",
-        ]
+    options = tune_repal.RepALTuning(
+        encoder=base, l1="0,0.5", l2="0:1:0.5", fit=f"text:{corpus}", tfidf=f"text:{corpus}", name="tiny-tuned"
     )
-    args.configuration = load_config()  # what the command line reads once and hands every command
-    output = tune_repal.main(args)  # the command's output: the grid and the best point
+    config = load_config()  # what the command line reads once and hands every command
+    output = tune_repal.tune(options, RunSettings(data_dir=data_dir, cache_dir=config.cache_dir, config=config))
     assert "| l1=0.5 " in output and "-> best" in output
     manifest = json.loads((tmp_path / "runs/tiny-tuned/manifest.json").read_text())
     grid = manifest["tuning"]["grid"]
