@@ -35,7 +35,7 @@ import numpy as np
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.kinds import MULTI_VECTOR, Ranked, Roles, View
 from benchharness.core.prompts import Role
-from benchharness.scoring.top_k import _merge
+from benchharness.scoring.top_k import merge_lists
 
 #: a text's token vectors, one float32 matrix (tokens x dimension) per text, as encoded for a role
 EncodeTokens = Callable[[list[str], Role], list[np.ndarray]]
@@ -234,7 +234,7 @@ class MultiVectorView(View):
             scores = maxsim_matrix(queries.texts(first, stop), block, self.length_normalized)
             top_s, top_i = _block_top(scores, offset, fetch)
             merged.append(
-                _merge(
+                merge_lists(
                     np.hstack([best_s[first:stop], top_s]),
                     np.hstack([best_i[first:stop], top_i]),
                     k,

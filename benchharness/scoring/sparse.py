@@ -35,7 +35,7 @@ import numpy as np
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.kinds import SPARSE, Ranked, Roles, View
 from benchharness.core.prompts import Role
-from benchharness.scoring.top_k import DOC_BLOCK, _merge
+from benchharness.scoring.top_k import DOC_BLOCK, merge_lists
 
 #: the similarities a sparse model may name (``SparseEncoder.similarity_fn_name``) that the view computes
 SIMILARITIES = ("dot", "cosine")
@@ -134,7 +134,7 @@ class SparseView(View):
                 rows = slice(q, q + query_block)
                 s, i = _block_best((query_rows[rows] @ docs_t).toarray(), fetch)
                 held = None if exclude is None else exclude[rows]
-                best_s[rows], best_i[rows] = _merge(
+                best_s[rows], best_i[rows] = merge_lists(
                     np.hstack([best_s[rows], s]), np.hstack([best_i[rows], i + start]), k, held
                 )
         if len(corpus):
@@ -176,7 +176,7 @@ def _runs(texts: Sequence[str]) -> np.ndarray:
 
 def _block_best(scores: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
     """Each row's best ``fetch`` columns of a dense block of scores by (score desc, column asc), in
-    no particular order (``_merge`` orders them): every column above the row's ``fetch``-th score,
+    no particular order (``merge_lists`` orders them): every column above the row's ``fetch``-th score,
     then as many of those equal to it as fit, the first ones, so that a tie at the cut goes to the
     earlier document, as the shared rule says."""
     n, width = scores.shape

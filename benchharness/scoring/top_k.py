@@ -73,7 +73,7 @@ def top_k(
             found, i[start : start + query_block] = index.search(queries[start : start + query_block], fetch)
             s[start : start + query_block] = -found if hamming else found
         i = np.where(i >= 0, i + offset, -1)
-        best_s, best_i = _merge(np.hstack([best_s, s]), np.hstack([best_i, i]), k, exclude)
+        best_s, best_i = merge_lists(np.hstack([best_s, s]), np.hstack([best_i, i]), k, exclude)
         offset += len(docs)
     if best_s.shape[1] < k:
         pad = k - best_s.shape[1]
@@ -82,7 +82,9 @@ def top_k(
     return best_s, best_i
 
 
-def _merge(scores: np.ndarray, ids: np.ndarray, k: int, exclude: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def merge_lists(
+    scores: np.ndarray, ids: np.ndarray, k: int, exclude: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Each row's best ``k`` candidates by (score desc, id asc); missing and excluded ids drop out."""
     invalid = ids < 0
     if exclude is not None:
