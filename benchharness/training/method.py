@@ -163,15 +163,12 @@ class TrainingData:
     root: DataRoot
     held: tuple[str, ...] | None = None
 
-    def sentences(self, options: TrainingOptions) -> Examples:
-        """The unlabeled sentences a run trains on: those held, else the corpus ``options.data`` names."""
-        items = list(self.held) if self.held is not None else load_sentences(options.data, self.root)
-        return Examples(items, {"name": options.data, "kind": SENTENCES, "n_examples": len(items)})
-
 
 def sentences(options: TrainingOptions, data: TrainingData) -> Examples:
-    """The ``examples`` of a method that trains on unlabeled sentences."""
-    return data.sentences(options)
+    """The ``examples`` of a method that trains on unlabeled sentences: those held in memory, else the
+    corpus ``options.data`` names."""
+    items = list(data.held) if data.held is not None else load_sentences(options.data, data.root)
+    return Examples(items, {"name": options.data, "kind": SENTENCES, "n_examples": len(items)})
 
 
 OptionsT = TypeVar("OptionsT", bound=TrainingOptions)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from benchharness.training.method import Examples, Method, TrainingData
+from benchharness.training.method import Examples, Method, TrainingData, sentences
 from benchharness.training.methods.consert.model import PRESETS, ConSERT, ConSERTOptions
 from benchharness.training.train_data import load_nli
 
@@ -22,7 +22,7 @@ def adjust(record: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
 def examples(options: ConSERTOptions, data: TrainingData) -> Examples:
     """Sentences, or NLI pairs for the supervised and joint objectives."""
     if options.objective == "unsup":
-        return data.sentences(options)
+        return sentences(options, data)
     pairs = load_nli(options.data, data.root)
     return Examples(pairs, {"name": options.data, "kind": "NLI pairs", "n_examples": len(pairs)})
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchharness.core.data_root import DataRoot
-from benchharness.training.method import Examples, Method, TrainingData
+from benchharness.training.method import Examples, Method, TrainingData, sentences
 from benchharness.training.methods.paser.model import PRESETS, PaSeR, PaSeROptions, nli_triples
 from benchharness.training.train_data import load_nli
 
@@ -15,7 +15,7 @@ def examples(options: PaSeROptions, data: TrainingData) -> Examples:
     """Sentences, or NLI triples (anchor, entailment, contradiction) whose files may be named
     relative to the data root."""
     if not options.supervised:
-        return data.sentences(options)
+        return sentences(options, data)
     triples = nli_triples(load_nli(nli_spec(options.data, data.root), data.root))
     kind = "NLI triples (anchor, entailment, contradiction)"
     return Examples(triples, {"name": options.data, "kind": kind, "n_examples": len(triples)})
