@@ -38,6 +38,10 @@ BUILTINS: dict[str, BuiltIn] = {
         {"type": "glove", "file": "glove-50d"},
         "average of GloVe 6B 50d vectors (lowercased whitespace tokens, OOV skipped)",
     ),
+    "bm25": BuiltIn(
+        {"type": "bm25", "method": "lucene"},  # type: ignore[typeddict-unknown-key]
+        "BM25 by bm25s with its documented defaults (lucene, k1 1.5, b 0.75; bm25s.tokenize); a first stage",
+    ),
 }
 
 #: the e5 model cards: "query: " on queries and on symmetric tasks (STS), "passage: " on documents

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.core.kinds import SEARCH, VECTORS
+from benchharness.core.kinds import SEARCH, VECTORS, SearchContext
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import BoardColumn, Embed, Evaluation, Metrics, Task, TaskMetadata, TaskProvider
 from benchharness.data.readers import undecodable_message
@@ -145,7 +145,10 @@ class QQP(Task):
         extra: Metrics = {}
         if self.search == "float32":
             roles = (self.query_role, DOCUMENT)
-            _, ids = as_view(embed).search(self.queries, self.corpus, MAP_K, roles, exclude=self.own)
+            # the relevance, for a pipeline's ceiling and its variant that reranks the positives missed;
+            # QQP's texts have no ids, so a run file cannot be its first stage
+            context = SearchContext(relevant=self.relevant)
+            _, ids = as_view(embed).search(self.queries, self.corpus, MAP_K, roles, exclude=self.own, context=context)
         else:
 
             def blocks() -> Iterator[np.ndarray]:

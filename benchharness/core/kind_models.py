@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.encoder import Encoder
-from benchharness.core.kinds import CROSS_ENCODER, MULTI_VECTOR, PAIR_SCORE, SPARSE, KindMismatchError
+from benchharness.core.kinds import (
+    CROSS_ENCODER,
+    MULTI_VECTOR,
+    PAIR_SCORE,
+    SPARSE,
+    KindMismatchError,
+    View,
+    ViewSettings,
+)
 from benchharness.core.prompts import DEFAULT, Role
 
 if TYPE_CHECKING:
@@ -29,6 +37,17 @@ class KindModel(Encoder):
 
     def identity_record(self) -> dict[str, Any]:
         return {**super().identity_record(), "kind": self.model_kind}
+
+    def stages(self) -> dict[str, Encoder]:
+        """Models whose scores on a task its result reports beside this model's, each metric under
+        ``<name>/`` (a two-stage pipeline's first stage alone, under ``first_stage``); none by default."""
+        return {}
+
+    def protocol_details(self, variant: str) -> dict[str, Any]:
+        """What this model adds to the protocol record of a result it scores, given the task's
+        protocol ``variant`` (a pipeline names its stages and depth, and renames the variant when its
+        reranking protocol is another one); nothing by default."""
+        return {}
 
 
 class SparseModel(KindModel):
@@ -74,3 +93,12 @@ class PairModel(KindModel):
     @abstractmethod
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """One float score per pair, in order (batching is the model's: see ``length_sorted_batches``)."""
+
+
+class SearchModel(KindModel):
+    """A model that searches a corpus by itself and gives no vector or pair score for a text: BM25
+    over the corpus's term statistics, the lists of a run file. Its kind's view is its own."""
+
+    @abstractmethod
+    def view(self, settings: ViewSettings) -> View:
+        """The view a task searches with (``View.search``), within the run's ``settings``."""

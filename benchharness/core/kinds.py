@@ -23,7 +23,7 @@ runner opens a view of one of its models. The built-in ones are declared in ``py
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,8 @@ OPERATIONS = {
 
 #: the built-in kinds' names
 DENSE, SPARSE, MULTI_VECTOR, CROSS_ENCODER = "dense", "sparse", "multi-vector", "cross-encoder"
+#: the kinds that search a corpus without a vector of their own: BM25, a run file's lists, two stages, a fusion
+LEXICAL, RUN_FILE, PIPELINE, FUSION = "lexical", "run-file", "pipeline", "fusion"
 #: how a cross-encoder compares two texts, for results' protocols and its metadata
 PAIR_SCORE = "the model's pair score"
 
@@ -65,10 +67,26 @@ class KindMismatchError(UserError):
 @dataclass(frozen=True)
 class ViewSettings:
     """What a run tells a kind's view beside the model: where its outputs are cached (None: in
-    memory for the call only) and how much memory a corpus block may take."""
+    memory for the call only), how much memory a corpus block may take, and the run's memo of first
+    stages' top lists (``evaluation.kinds.first_stage.Searches``: a first stage that several
+    pipelines of one run share searches once; None: each view searches for itself)."""
 
     cache_dir: Any = None  # a Path; typed loosely so that the contract needs no pathlib at import
     memory_mib: float = 1024.0
+    searches: Any = None
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What a retrieval task knows of a search beside its texts, handed to ``View.search``: the ids
+    of its queries and documents (a BEIR folder's, an mteb task's: a first stage read from a run file
+    answers by them) and each query's relevant documents, as corpus indices (what a reranking
+    protocol that adds the positives a first stage missed needs, and a pipeline's ceiling). A field
+    a task cannot give is None."""
+
+    query_ids: Sequence[str] | None = None
+    corpus_ids: Sequence[str] | None = None
+    relevant: Sequence[Collection[int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -131,16 +149,20 @@ class View(ABC):
         k: int,
         roles: Roles = (QUERY, DOCUMENT),
         exclude: Any = None,
+        context: SearchContext | None = None,
     ) -> Ranked:
         """Each query's ``k`` best corpus documents, exactly: (scores, corpus indices), best first,
         padded with score -inf and index -1 when the corpus is smaller; ``exclude[i]`` (an index or
-        -1) never appears in query i's list."""
+        -1) never appears in query i's list. ``context``: what the task knows beside the texts (ids,
+        relevance), for the views that use it."""
         if SEARCH not in self.offers:
             raise KindMismatchError(
                 f"a {self.kind} model scores given pairs and cannot search a corpus of {len(corpus):,} documents; "
                 "rerank a first stage's candidates instead (a reranking task)"
             )
-        return self._search(queries, corpus, k, roles, exclude)
+        if context is not None:
+            _check_context(context, len(queries), len(corpus))
+        return self._search_in(queries, corpus, k, roles, exclude, context)
 
     @abstractmethod
     def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
@@ -150,7 +172,32 @@ class View(ABC):
         """``search``, for a view whose kind offers it."""
         raise NotImplementedError
 
+    def _search_in(
+        self,
+        queries: Sequence[str],
+        corpus: Sequence[str],
+        k: int,
+        roles: Roles,
+        exclude: Any,
+        context: SearchContext | None,
+    ) -> Ranked:
+        """``search`` with the task's ``context``: a view that uses it (a run file's lists, found by
+        ids; a pipeline, which may add the positives its first stage missed) overrides this; the others
+        search by the texts alone."""
+        return self._search(queries, corpus, k, roles, exclude)
+
     def facts(self) -> dict[str, float | int]:
         """What the kind reports beside a task's metrics, for what this view scored (a sparse
         model's active dimensions, a multi-vector model's bytes per document); none by default."""
         return {}
+
+
+def _check_context(context: SearchContext, n_queries: int, n_corpus: int) -> None:
+    """A context of as many ids and relevant sets as the search has queries and documents."""
+    for what, given, texts, expected in (
+        ("query ids", context.query_ids, "queries", n_queries),
+        ("corpus ids", context.corpus_ids, "documents", n_corpus),
+        ("relevant sets", context.relevant, "queries", n_queries),
+    ):
+        if given is not None and len(given) != expected:
+            raise InvalidInputError(f"a search of {expected:,} {texts} was given {len(given):,} {what}")

@@ -2,8 +2,9 @@
 
 A name is resolved in this order:
 
-1. a composition ``base+post(k=v,...)+post`` (``postprocessors`` plugins wrap the encoder on their
-   left);
+1. a retrieval pipeline ``FIRST>>RERANKER?k=K`` or a fusion ``rrf(A,B,...)``
+   (``evaluation.pipeline_names``), each part a name of its own; then a composition
+   ``base+post(k=v,...)+post`` (``postprocessors`` plugins wrap the encoder on their left);
 2. a name of a ``catalogues`` plugin, in their order: the built-in names (``minilm-l6``,
    ``minilm-l3``, ``glove-50d``, e5, bge, gte: ``benchharness.encoders.builtins``), then, at
    ``CONFIG_ORDER``, an encoder registered in ``benchharness.toml`` (``[encoders.NAME] spec =
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from benchharness.core.encoder import Encoder
 from benchharness.core.errors import InvalidInputError, UserError
-from benchharness.core.kinds import DENSE, KindMismatchError
+from benchharness.core.kinds import DENSE, PAIRS, SEARCH, KindMismatchError
 from benchharness.core.local_paths import check_local_path
 from benchharness.core.manifests import (
     MANIFEST,
@@ -58,6 +59,7 @@ from benchharness.core.specs import (
     split_composition,
 )
 from benchharness.evaluation.kinds import kind_of
+from benchharness.evaluation.pipeline_names import is_staged, parse_fusion, parse_pipeline
 
 if TYPE_CHECKING:
     from benchharness.evaluation.run_settings import RunSettings
@@ -194,6 +196,10 @@ class Resolver:
         #: the last base encoder built, by name: the variants of one base (``x+truncate(d=64|128)``)
         #: come one after the other and share it, one model loaded (only the last is kept)
         self._last_base: tuple[str, Encoder] | None = None
+        #: the parts of the last pipeline or fusion built, by name, shared with the next one (the
+        #: rerankers and depths over one first stage come one after another); those of the one being built
+        self._parts: dict[str, Encoder] = {}
+        self._building: dict[str, Encoder] | None = None
 
     def known_names(self) -> list[str]:
         listed = [row["name"] for c in catalogues() for row in c.rows()]
@@ -264,8 +270,8 @@ class Resolver:
             spec = entry["spec"]
             if MODULE_ATTRIBUTE.fullmatch(spec) and PLUGINS.entry("families", spec.split(":")[0]) is None:
                 return {"type": "python", "object": spec}, None, (*chain, name)
-            if len(split_composition(entry["spec"])) > 1:
-                return {"type": COMPOSE, "spec": entry["spec"]}, None, (*chain, name)
+            if is_staged(spec) or len(split_composition(spec)) > 1:
+                return {"type": COMPOSE, "spec": spec}, None, (*chain, name)
             return self._resolve(entry["spec"], (*chain, name))
         entry.pop("description", None)
         if "type" not in entry:
@@ -310,7 +316,13 @@ class Resolver:
         """Everything ``get`` would refuse, found without loading a model: unknown names, spec keys
         and post-processors or their parameters, missing local folders, config cycles. A name a
         catalogue trains on demand is checked when it is resolved (resolving it now would train it);
-        without training allowed it resolves here, and fails if it has no run yet."""
+        without training allowed it resolves here, and fails if it has no run yet. A pipeline or a
+        fusion is checked part by part."""
+        staged = self._staged_parts(name)
+        if staged is not None:
+            for part in staged:
+                self.check(part, _chain)
+            return
         parts = [name] if self._registered_whole(name) else split_composition(name)
         deferred = (
             parts[0] not in self.config.encoders
@@ -327,6 +339,8 @@ class Resolver:
             self._stage(name, part)
 
     def get(self, name: str, _chain: tuple[str, ...] = ()) -> Encoder:
+        if self._staged_parts(name) is not None:
+            return self._staged(name)
         parts = [name] if self._registered_whole(name) else split_composition(name)
         base_name = parts[0]
         spec, manifest, chain = self._resolve(base_name, _chain)
@@ -349,6 +363,44 @@ class Resolver:
                 params["data_dir"] = self.context.data_root
             encoder = self.wrap(factory(encoder, name=prefix, **params))
         return encoder
+
+    def _staged_parts(self, name: str) -> list[str] | None:
+        """The parts of a pipeline (first stage, reranker) or a fusion (its first stages); None for any
+        other name (a name the configuration registers is its own)."""
+        if name in self.config.encoders:
+            return None
+        pipeline = parse_pipeline(name)
+        return [pipeline.first, pipeline.reranker] if pipeline is not None else parse_fusion(name)
+
+    def _staged(self, name: str) -> Encoder:
+        """A pipeline or a fusion, its parts built by name (``_part``); a first stage whose kind does not
+        search, or a reranker whose kind scores no pair, is refused in one line before anything runs."""
+        from benchharness.encoders.pipeline import Fusion, Pipeline
+
+        top = self._building is None
+        if top:
+            self._building = {}
+        try:
+            pipeline = parse_pipeline(name)
+            if pipeline is None:
+                return Fusion(name, [self._part(name, member, SEARCH) for member in parse_fusion(name) or []])
+            first = self._part(name, pipeline.first, SEARCH)
+            return Pipeline(name, first, self._part(name, pipeline.reranker, PAIRS), pipeline.k, pipeline.variant)
+        finally:
+            if top:
+                self._parts, self._building = self._building or {}, None
+
+    def _part(self, whole: str, name: str, operation: str) -> Encoder:
+        """The part ``name`` of the pipeline or fusion ``whole``, the last one's if it had it; it must
+        offer ``operation`` (a first stage searches, a reranker scores pairs)."""
+        assert self._building is not None
+        part = self._building.get(name) or self._parts.get(name) or self.get(name)
+        self._building[name] = part
+        kind = kind_of(part)
+        if operation not in kind.offers:
+            role = "a first stage, which searches a corpus" if operation == SEARCH else "a reranker, which scores pairs"
+            raise KindMismatchError(f"encoder {whole!r}: {name} is {kind.title} ({kind.gives}) and cannot be {role}")
+        return part
 
     def _base(self, name: str, spec: EncoderSpec, manifest: RunManifest | None, shared: bool) -> Encoder:
         """A base encoder, built and wrapped; the base of a composition is shared with the next

@@ -37,6 +37,7 @@ import numpy as np
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder, WrappingEncoder, stable_hash
 from benchharness.core.errors import UserError
+from benchharness.core.kind_models import KindModel
 from benchharness.core.kinds import DENSE, ModelKind, ViewSettings
 from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.provenance import now, versions
@@ -58,6 +59,8 @@ from benchharness.evaluation.embeddings import (
     zero_vectors,
 )
 from benchharness.evaluation.kinds import kind_of
+from benchharness.evaluation.kinds.first_stage import Searches
+from benchharness.evaluation.pipeline_names import first_stage_depths
 from benchharness.evaluation.run_settings import RunSettings
 from benchharness.scoring.confidence import confidence_record
 
@@ -114,6 +117,8 @@ class _Context:
     summary: Summary
     #: sha256 of each loaded task's data
     digests: dict[str, str] = field(default_factory=dict)
+    #: the first stages' top lists the run's pipelines share (``evaluation.kinds.first_stage``)
+    searches: Searches = field(default_factory=Searches)
 
     @property
     def seed(self) -> int:
@@ -150,7 +155,7 @@ def run(
 ) -> Summary:
     """Evaluate every encoder on every task; each result is returned in its outcome, and kept in
     ``store`` when there is one (which also holds the results that may be reused)."""
-    ctx = _Context(data, store, settings, versions(), Summary())
+    ctx = _Context(data, store, settings, versions(), Summary(), searches=Searches(first_stage_depths(encoder_names)))
     loaded = _load_tasks(tasks, encoder_names, ctx)
     if not loaded:  # no model is loaded (or trained on demand) for nothing
         return ctx.summary
@@ -465,6 +470,10 @@ def _evaluate_with_views(
             view = kind.open_view(encoder, settings)
             evaluation = task.evaluate_items(view, ctx.seed)
             evaluation.metrics.update(view.facts())
+            for stage, model in _stages(encoder).items():  # after the model's own: its searches are shared
+                stage_view = kind_of(model).open_view(model, settings)  # type: ignore[misc]
+                scored = task.evaluate_items(stage_view, ctx.seed).metrics
+                evaluation.metrics.update(_prefixed(stage, {**scored, **stage_view.facts()}))
         except Exception as exc:
             ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
             continue
@@ -473,8 +482,18 @@ def _evaluate_with_views(
 
 
 def _view_settings(ctx: _Context) -> ViewSettings:
-    """What a kind's view is told of the run: its cache folder and memory bound."""
-    return ViewSettings(ctx.settings.cache_dir, ctx.settings.embedding_memory_mib)
+    """What a kind's view is told of the run: its cache folder, memory bound and shared first-stage lists."""
+    return ViewSettings(ctx.settings.cache_dir, ctx.settings.embedding_memory_mib, ctx.searches)
+
+
+def _stages(encoder: Encoder) -> dict[str, Encoder]:
+    """The models whose scores on each task a result of ``encoder`` reports beside its own, by the
+    name their metrics go under (``KindModel.stages``: a pipeline's first stage alone)."""
+    return encoder.stages() if isinstance(encoder, KindModel) else {}
+
+
+def _prefixed(stage: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    return {f"{stage}/{key}": value for key, value in metrics.items()}
 
 
 def _finish(
@@ -545,13 +564,16 @@ def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, i
     encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else None
     try:
         outcome = task.evaluate_encoder(encoder, ctx.seed, _view_settings(ctx))
+        evaluation = outcome if isinstance(outcome, Evaluation) else Evaluation(outcome)
+        for stage, model in _stages(encoder).items():
+            scored = task.evaluate_encoder(model, ctx.seed, _view_settings(ctx))
+            evaluation.metrics.update(_prefixed(stage, scored.metrics if isinstance(scored, Evaluation) else scored))
     except Exception as exc:
         ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
         return
     timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": round(peak_rss_mib(), 1)}
     if encoded_before is not None:
         timings["sentences_not_from_cache"] = encoder.encoded - encoded_before  # type: ignore[attr-defined]
-    evaluation = outcome if isinstance(outcome, Evaluation) else Evaluation(outcome)
     _keep(task, enc_name, encoder, identity, evaluation, task.data_record(), timings, ctx)
 
 
@@ -712,6 +734,8 @@ def _protocol(task: Task, encoder: Encoder | None = None) -> ProtocolRecord:
     if encoder is not None and encoder.model_kind != DENSE:
         record["model_kind"] = encoder.model_kind
         record["similarity"] = encoder.similarity  # the model's own: dot or cosine, maxsim or meanmaxsim
+    if isinstance(encoder, KindModel):  # a pipeline names its stages, and a reranking protocol its variant
+        record.update(encoder.protocol_details(meta.protocol))
     return cast(ProtocolRecord, record)  # the named keys, then the task's own protocol details
 
 

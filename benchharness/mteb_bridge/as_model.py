@@ -43,6 +43,7 @@ from benchharness.core.kinds import (
     SEARCH,
     SPARSE,
     KindMismatchError,
+    SearchContext,
     View,
     ViewSettings,
 )
@@ -459,7 +460,8 @@ class MtebSearchModel(MtebKindModel):
         texts = self._texts(queries, task_metadata, PromptType.query, num_proc)
         view, roles = self.view(hf_split, hf_subset), self.sides(task_metadata)
         if top_ranked is None:
-            scores, found = view.search(texts, documents, min(top_k, len(documents)), roles)
+            context = SearchContext(query_ids, ids)  # a run file's lists are found by the ids
+            scores, found = view.search(texts, documents, min(top_k, len(documents)), roles, context=context)
             return {
                 qid: {ids[j]: float(score) for score, j in zip(row, hits) if j >= 0}
                 for qid, row, hits in zip(query_ids, scores, found)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.task import Evaluation
+from benchharness.encoders.pipeline import ALWAYS_RERANK_POSITIVES, reranks_misses
 from benchharness.evaluation.results import Results
 from benchharness.reporting.board import ImportedModel
 from benchharness.reporting.escape import md_cell, one_line
@@ -52,6 +53,8 @@ class Row:
     unit: str
     p_holm: float | None = None
     crosscheck: dict[str, Any] = field(default_factory=dict)
+    #: whether A's and B's scores were computed under a pipeline's ``always_rerank_positives`` protocol
+    misses_reranked: tuple[bool, bool] = (False, False)
 
 
 @dataclass
@@ -95,6 +98,7 @@ def compare_pairs(pairs: list[Pair], n_resamples: int = RESAMPLES, seed: int = 0
                 f"{a.main_score - b.main_score:.4f}; the items do not belong to these results"
             )
         rows.append(_row(a.task, a.main_score, b.main_score, rep, cross))
+        rows[-1].misses_reranked = (reranks_misses(a.protocol), reranks_misses(b.protocol))
         # tasks scored by Pearson (a regressor's predictions) are averaged apart from the Spearman STS tasks
         kind = f"{items_a.kind}-pearson" if a.main_metric == "pearson" else items_a.kind
         by_kind.setdefault(kind, []).append((rep, a, b))
@@ -220,6 +224,14 @@ def _pairs(results_a: Results, name_a: str, results_b: Results, name_b: str, tas
     return pairs
 
 
+#: marks a score computed under the ``always_rerank_positives`` protocol, wherever a comparison shows it
+MISSES_MARK = "‡"
+MISSES_NOTE = (
+    f"{MISSES_MARK}: scored under sentence-transformers' {ALWAYS_RERANK_POSITIVES} protocol: the relevant documents "
+    "the first stage missed were reranked too, so the score credits the reranker with the first stage's misses"
+)
+
+
 def _p(p: float | None) -> str:
     if p is None:
         return ""
@@ -237,11 +249,12 @@ def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
         elif "mcnemar" in r.crosscheck:
             m = r.crosscheck["mcnemar"]
             check = f"McNemar {m['a_only']}/{m['b_only']} p={_p(m['p_value'])}"
+        marks = [MISSES_MARK if flagged else "" for flagged in r.misses_reranked]
         table.append(
             [
                 md_cell(r.task),
-                f"{r.score_a:.2f}",
-                f"{r.score_b:.2f}",
+                f"{r.score_a:.2f}{marks[0]}",
+                f"{r.score_b:.2f}{marks[1]}",
                 f"{r.difference:+.2f}",
                 f"[{r.low:+.2f}, {r.high:+.2f}]",
                 _p(r.p_value),
@@ -257,6 +270,8 @@ def render(rows: list[Row], encoder_a: str, encoder_b: str) -> str:
         "dependent correlations (STS), McNemar on the test predictions (transfer; A-only/B-only right). "
         "Avg. rows: the difference of the averages over the tasks of that kind, not in the Holm family."
     )
+    if any(any(r.misses_reranked) for r in rows):
+        legend += " " + MISSES_NOTE + "."
     return _table(table, ["task", "A", "B", "A-B", "95% CI", "p", "p (Holm)", "cross-check", "resampled"], legend)
 
 

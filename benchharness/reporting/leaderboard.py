@@ -55,6 +55,7 @@ from benchharness.core.errors import InvalidInputError
 from benchharness.core.prompts import PROMPT_KEYS
 from benchharness.core.results import Result, ResultStore
 from benchharness.core.settings import FILE_PROTOCOL_PREFIX
+from benchharness.encoders.pipeline import reranks_misses
 from benchharness.mteb_bridge.provider import PREFIX as MTEB_PREFIX
 from benchharness.reporting.board import (
     GROUPS,
@@ -371,6 +372,8 @@ def _average_interval(row: Row, section: Section) -> tuple[float, float] | None:
 
 #: the Source cell's word for a row with prompts, listed with its table
 PROMPTED = "with prompts"
+#: the Source cell's words for a row scored under a pipeline's ``always_rerank_positives`` protocol
+MISSES_RERANKED = "always_rerank_positives: the first stage's misses reranked too (sentence-transformers' protocol)"
 
 
 def _measured_lines(section: Section, results: list[Result], store: ResultStore) -> tuple[list[Line], dict[str, str]]:
@@ -391,7 +394,8 @@ def _measured_lines(section: Section, results: list[Result], store: ResultStore)
             if row.note is not None
             else (recipe_note(list(row.results.values())) if row.group == "trained" else "")
         )
-        note = "; ".join(n for n in (note, PROMPTED if row.prompts else "") if n)
+        misses = any(reranks_misses(r.protocol) for r in row.results.values())
+        note = "; ".join(n for n in (note, PROMPTED if row.prompts else "", MISSES_RERANKED if misses else "") if n)
         lines.append(
             Line(
                 row.encoder,

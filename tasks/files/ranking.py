@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.data_root import DataError
-from benchharness.core.kinds import PAIRS, SEARCH, VECTORS
+from benchharness.core.kinds import PAIRS, SEARCH, VECTORS, SearchContext
 from benchharness.core.prompts import DOCUMENT, Role
 from benchharness.core.task import Embed, Evaluation, Metrics, TaskMetadata
 from benchharness.data.readers import excerpt
@@ -135,16 +135,19 @@ class FileRetrievalTask(FileTask):
     def requests(self) -> dict[Role, list[str]]:
         return {self.query_role: self.data.queries, DOCUMENT: self.data.documents}
 
-    def search(self, embed: Embed, k: int = DEPTH) -> tuple[np.ndarray, np.ndarray, int]:
+    def search(self, embed: Embed, k: int = DEPTH) -> tuple[np.ndarray, np.ndarray, int | None]:
         """Each query's ``k`` best documents: scores and corpus indices, best first (padded with
         index -1 when the corpus is smaller than ``k``), and the bytes the corpus's vectors take in
-        the index searched. Cosines by default; with ``search = "int8"`` or ``"binary"``, the
-        quantized index's scores (``scoring.quantized_search``), rescored when ``rescore`` says."""
+        the index searched (None for a view that holds no index: a run file, a pipeline). Cosines by
+        default; with ``search = "int8"`` or ``"binary"``, the quantized index's scores
+        (``scoring.quantized_search``), rescored when ``rescore`` says."""
         documents = self.data.documents
         if self.decl.search == "float32":
             view = as_view(embed)
-            scores, ids = view.search(self.data.queries, documents, k, (self.query_role, DOCUMENT))
-            return scores, ids, int(view.facts()["index_bytes"])
+            roles = (self.query_role, DOCUMENT)
+            scores, ids = view.search(self.data.queries, documents, k, roles, context=self.search_context())
+            index_bytes = view.facts().get("index_bytes")
+            return scores, ids, None if index_bytes is None else int(index_bytes)
 
         def blocks() -> Iterator[np.ndarray]:
             return (embed(documents[i : i + DOC_BLOCK], DOCUMENT) for i in range(0, len(documents), DOC_BLOCK))
@@ -152,6 +155,12 @@ class FileRetrievalTask(FileTask):
         queries = embed(self.data.queries, self.query_role)
         corpus = QuantizedCorpus.build(blocks, self.decl.search)
         return (*corpus.search(queries, k, rescore=self.decl.rescore), corpus.nbytes)
+
+    def search_context(self) -> SearchContext:
+        """What the search is told beside the texts: the folder's query and document ids (a run
+        file's lists are found by them) and each query's relevant documents (a pipeline's ceiling,
+        and its variant that reranks the positives its first stage missed)."""
+        return SearchContext(self.data.query_ids, self.data.corpus_ids, self.data.relevant)
 
     def evaluate(self, embed: Embed, seed: int) -> Metrics:
         return self.evaluate_items(embed, seed).metrics
@@ -170,7 +179,7 @@ class FileRetrievalTask(FileTask):
             "n_queries": self.data.n,
             "n_corpus": len(self.data.documents),
             "ties": exact_ties(scores),
-            "index_bytes": index_bytes,
+            **({} if index_bytes is None else {"index_bytes": index_bytes}),
         }
         return Evaluation(metrics, per_query, "ranking")
 

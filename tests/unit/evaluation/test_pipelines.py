@@ -1,0 +1,309 @@
+"""Two-stage pipelines (``FIRST>>RERANKER?k=K``) and fusions (``rrf(A,B)``) run by name on a BEIR
+folder, with toy models whose scores are given by hand: a first stage that lists documents by a
+fixed score matrix (counting its searches), and rerankers that score pairs by another matrix. Every
+expected list and figure below is worked out from those matrices, not from the code."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+import benchharness
+from benchharness.core.errors import UserError
+from benchharness.core.kind_models import PairModel, SearchModel
+from benchharness.core.kinds import LEXICAL, SearchContext, View, ViewSettings
+from benchharness.core.specs import Family
+from benchharness.encoders.pipeline import Pipeline
+from benchharness.evaluation.kinds.first_stage import Searches
+from benchharness.evaluation.kinds.fusion import open_view as fused_view
+from benchharness.evaluation.kinds.pipeline import open_view
+from benchharness.evaluation.resolver import Resolver
+from benchharness.scoring.ranked_lists import best_of_row, padded
+from benchharness.tasks.files import declarations
+from benchharness.tasks.files.declarations import register_file_task
+from tests.fakes import HashEncoder
+from tests.helpers import cli
+
+QUERIES = ["what is red", "what is blue", "what is green"]
+DOCS = [f"document {w}" for w in ("zero", "one", "two", "three", "four", "five")]
+#: the first stage's score of each (query, document): top 3 are d0 d1 d2 | d3 d4 d5 | d1 d4 d0
+FIRST = np.array(
+    [
+        [0.9, 0.8, 0.7, 0.6, 0.5, 0.4],
+        [0.1, 0.2, 0.3, 0.9, 0.8, 0.7],
+        [0.5, 0.9, 0.1, 0.2, 0.8, 0.3],
+    ]
+)
+#: the reranker's score of each pair
+JUDGE = np.array(
+    [
+        [0.1, 0.5, 0.9, 0.95, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.2, 0.7, 0.3],
+        [0.6, 0.1, 0.0, 0.0, 0.9, 0.0],
+    ]
+)
+#: relevant documents: q0's d3 is outside the first stage's top 3
+QRELS = {0: [2, 3], 1: [4], 2: [1]}
+#: the k each search of the toy first stage was asked for
+SEARCHES: list[int] = []
+
+
+class Listed(SearchModel):
+    """A first stage that lists documents by a score matrix, counting its searches in ``SEARCHES``."""
+
+    model_kind = LEXICAL
+    similarity = "given scores"
+
+    def __init__(self, name: str, scores: np.ndarray = FIRST) -> None:
+        super().__init__(name)
+        self.scores = scores
+
+    def identity_info(self) -> dict:
+        return {"family": "toy", "scores": self.scores.tolist()}
+
+    def view(self, settings: ViewSettings) -> View:
+        return ListedView(self.scores)
+
+
+class ListedView(View):
+    kind = LEXICAL
+    offers = frozenset({"search"})
+
+    def __init__(self, scores: np.ndarray) -> None:
+        self.scores = scores
+
+    def _pairs(self, left, right, roles):
+        raise AssertionError("a first stage is never asked for pairs")
+
+    def _search(self, queries, corpus, k, roles, exclude):
+        SEARCHES.append(k)
+        cols = [DOCS.index(d) for d in corpus]
+        return padded([best_of_row(self.scores[QUERIES.index(q), cols], k) for q in queries], k)
+
+
+class Judge(PairModel):
+    """A reranker scoring pairs by a score matrix."""
+
+    def __init__(self, name: str, scores: np.ndarray = JUDGE) -> None:
+        super().__init__(name)
+        self.scores = scores
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        return np.array([self.scores[QUERIES.index(q), DOCS.index(d)] for q, d in pairs])
+
+    def identity_info(self) -> dict:
+        return {"family": "toy", "scores": self.scores.tolist()}
+
+
+#: the toy models by target: ``agree`` reranks as the first stage ranks, ``flat`` scores every pair alike
+TOYS = {
+    "first": lambda name: Listed(name),
+    "second": lambda name: Listed(name, JUDGE),
+    "judge": lambda name: Judge(name),
+    "agree": lambda name: Judge(name, FIRST),
+    "flat": lambda name: Judge(name, np.full_like(FIRST, 0.5)),
+    "hash": lambda name: HashEncoder(name, dim=4),
+}
+
+
+def _toy(name: str, spec: dict, context) -> object:
+    return TOYS[spec["model"]](name)
+
+
+@pytest.fixture
+def beir(project, monkeypatch, register_plugin):
+    """A BEIR folder of ``QUERIES`` and ``DOCS`` judged by ``QRELS``, registered as ``toy-beir``; the
+    ``toy:`` family builds the models above."""
+    register_plugin("families", "toy", Family.of("toy", _toy, accepts=()))
+    SEARCHES.clear()
+    folder = project / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(DOCS))
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(QUERIES))
+    )
+    lines = "".join(f"q{q}\td{d}\t1\n" for q, docs in QRELS.items() for d in docs)
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + lines)
+    monkeypatch.setattr(declarations, "REGISTERED", {})
+    register_file_task("toy-beir", folder, kind="retrieval")
+    return folder
+
+
+def _rr(ranked: list[int], relevant: list[int]) -> float:
+    """Reciprocal rank of the first relevant document, by hand."""
+    return next((1 / (i + 1) for i, d in enumerate(ranked) if d in relevant), 0.0)
+
+
+def _search(reranker: str, variant: str = "candidates", k: int = 3, depth: int = 5):
+    """The lists of ``toy:first>>toy:<reranker>?k=<k>`` searched directly through the pipeline's view."""
+    model = Pipeline("p", Listed("toy:first"), TOYS[reranker](reranker), k, variant)
+    context = SearchContext([f"q{i}" for i in range(3)], [f"d{i}" for i in range(6)], [QRELS[q] for q in range(3)])
+    view = open_view(model, ViewSettings())
+    scores, ids = view.search(QUERIES, DOCS, depth, context=context)
+    return scores, ids, view.facts()
+
+
+def test_the_first_stages_top_k_is_reranked_and_padded(beir):
+    scores, ids, facts = _search("judge")
+    # top 3 by FIRST: [d0 d1 d2], [d3 d4 d5], [d1 d4 d0]; ordered by JUDGE
+    assert ids.tolist() == [[2, 1, 0, -1, -1], [4, 5, 3, -1, -1], [4, 0, 1, -1, -1]]
+    assert scores[0, :3] == pytest.approx([0.9, 0.5, 0.1]) and np.isneginf(scores[:, 3:]).all()
+    # the ceiling: q0 finds 1 of its 2 relevant documents in the top 3, q1 and q2 theirs
+    assert facts["first_stage/recall@3"] == pytest.approx(100 * (0.5 + 1 + 1) / 3)
+    assert facts["reranker/pairs_scored"] == 9 and "positives_added" not in facts
+
+
+def test_ties_of_the_reranker_keep_the_first_stages_order(beir):
+    _, ids, _ = _search("flat")
+    assert ids[:, :3].tolist() == [[0, 1, 2], [3, 4, 5], [1, 4, 0]]
+
+
+def test_always_rerank_positives_adds_what_the_first_stage_missed(beir):
+    _, ids, facts = _search("judge", variant="always_rerank_positives")
+    # q0's d3, outside the top 3, joins the candidates and its 0.95 puts it first
+    assert ids[0, :4].tolist() == [3, 2, 1, 0] and ids[1:, :3].tolist() == [[4, 5, 3], [4, 0, 1]]
+    assert facts["positives_added"] == 1
+
+
+def test_a_run_of_pipelines_searches_the_first_stage_once_and_reports_it(beir):
+    names = ["toy:first>>toy:judge?k=2", "toy:first>>toy:agree?k=3", "toy:first>>toy:judge?k=200", "toy:first"]
+    results = benchharness.evaluate(names, "toy-beir", intervals=False)
+
+    # the pipelines' first stage searched once, as deep as the deepest k; the first stage alone by itself
+    assert SEARCHES == [200, 100]
+    by_name = {r.encoder: r for r in results}
+    alone = by_name["toy:first"].metrics
+    k3 = by_name["toy:first>>toy:agree?k=3"]
+    for metric in ("ndcg@10", "map@100", "mrr@10", "recall@100"):
+        assert k3.metrics[f"first_stage/{metric}"] == pytest.approx(alone[metric])
+    # k=2 reranks [d0 d1], [d3 d4], [d1 d4]: [d1 d0], [d4 d3], [d4 d1]; RR: q0 0 (d2, d3 not listed), q1 1, q2 1/2
+    k2 = by_name["toy:first>>toy:judge?k=2"]
+    assert k2.metrics["mrr@10"] == pytest.approx(100 * (0 + 1 + 0.5) / 3)
+    assert k2.metrics["first_stage/recall@2"] == pytest.approx(100 * (0 + 1 + 1) / 3)
+    # k=200 reranks all six: q0 d3 (0.95) first, q1 d4, q2 d4 then d0 then d1
+    assert by_name["toy:first>>toy:judge?k=200"].metrics["mrr@10"] == pytest.approx(100 * (1 + 1 + 1 / 3) / 3)
+    assert k2.protocol["first_stage"] == "toy:first" and k2.protocol["rerank_depth"] == 2
+    assert k2.protocol["variant"] == "file-beir-retrieval-cosine" and k2.protocol["model_kind"] == "pipeline"
+    identity = k2.encoder_identity
+    assert identity["k"] == 2 and identity["first_stage"]["family"] == "toy" and identity["variant"] == "candidates"
+
+
+def test_the_positives_variant_is_another_protocol(beir):
+    [result] = benchharness.evaluate("toy:first>>toy:judge?k=3&variant=always_rerank_positives", "toy-beir")
+    assert result.protocol["variant"] == "file-beir-retrieval-cosine+always_rerank_positives"
+    assert "CrossEncoderRerankingEvaluator" in result.protocol["reranked"]
+    # [d3 d2 d1 d0], [d4 d5 d3], [d4 d0 d1]
+    assert result.metrics["mrr@10"] == pytest.approx(100 * (1 + 1 + 1 / 3) / 3)
+
+
+def test_a_dense_first_stage_gives_the_lists_it_gives_alone(beir):
+    results = benchharness.evaluate(["toy:hash", "toy:hash>>toy:hash?k=6"], "toy-beir", intervals=False)
+    alone, pipeline = results
+    # reranked by its own cosines, all six documents keep the first stage's order: the same scores
+    for metric in ("ndcg@10", "map@100", "mrr@10"):
+        assert pipeline.metrics[metric] == pytest.approx(alone.metrics[metric])
+        assert pipeline.metrics[f"first_stage/{metric}"] == pytest.approx(alone.metrics[metric])
+
+
+def test_compare_pairs_a_pipeline_with_its_first_stage_by_query(beir):
+    results = benchharness.evaluate(["toy:first>>toy:judge?k=3", "toy:first"], "toy-beir")
+    comparison = benchharness.compare(results, results, encoder_a="toy:first>>toy:judge?k=3", encoder_b="toy:first")
+    [row] = comparison.rows
+    assert row.unit == "queries" and row.difference == pytest.approx(
+        results.get("toy:first>>toy:judge?k=3", "toy-beir").main_score - results.get("toy:first", "toy-beir").main_score
+    )
+
+
+def test_a_fusion_ranks_by_the_sum_of_reciprocal_ranks(beir):
+    fused = Resolver().get("rrf(toy:first,toy:second)")
+    view = fused_view(fused, ViewSettings())
+    scores, ids = view.search(QUERIES[:1], DOCS, 6)
+    # q0: ranks by FIRST d0..d5 = 1..6; by JUDGE (its scores as a first stage) d3 1, d2 2, d1 3, d0 4, d4 5, d5 6
+    # (d4 and d5 tie at 0: corpus order). d0 and d3 score 1/61 + 1/64, d1 and d2 1/62 + 1/63: ties by corpus order
+    assert ids.tolist() == [[0, 3, 1, 2, 4, 5]]
+    assert scores[0, 0] == pytest.approx(1 / 61 + 1 / 64) and scores[0, 4] == pytest.approx(2 / 65)
+    [result] = benchharness.evaluate("rrf(toy:first,toy:second)>>toy:judge?k=2", "toy-beir", intervals=False)
+    assert result.protocol["first_stage"] == "rrf(toy:first,toy:second)"
+    assert result.encoder_identity["first_stage"]["rrf_k"] == 60
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        (
+            "toy:judge>>toy:first?k=3",
+            "toy:judge is a cross-encoder (a score for each text pair, read together) and cannot be a first stage",
+        ),
+        ("toy:first>>toy:first?k=3", "toy:first is a lexical model"),
+        ("rrf(toy:first,toy:judge)", "cannot be a first stage"),
+    ],
+)
+def test_a_part_of_the_wrong_kind_is_refused_in_one_line(beir, name, says):
+    with pytest.raises(UserError, match="cannot") as caught:
+        Resolver().get(name)
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_check_validates_a_pipeline_without_loading_it(beir, register_plugin):
+    def boom(name, spec, context):
+        raise AssertionError("check loaded a model")
+
+    register_plugin("families", "boom", Family.of("boom", boom, accepts=()))
+    resolver = Resolver()
+    resolver.check("boom:a>>boom:b?k=5&variant=always_rerank_positives")
+    resolver.check("rrf(boom:a,boom:b+whitening)>>boom:c?k=5")
+    for bad, says in [
+        ("boom:a>>boom:b", "say how many"),
+        ("boom:a>>nosuch?k=3", "unknown encoder 'nosuch'"),
+        ("rrf(boom:a)>>boom:b?k=3", "give two or more"),
+        ("boom:a>>boom:b?k=3&variant=maybe", "unknown variant 'maybe'"),
+    ]:
+        with pytest.raises(UserError, match=says):
+            resolver.check(bad)
+
+
+def test_a_pipeline_refuses_the_tasks_it_cannot_run(beir):
+    results = benchharness.evaluate("toy:first>>toy:judge?k=3", "SICKRelatedness-trial", errors="keep")
+    [failed] = results.failed
+    assert "a two-stage pipeline" in failed.message and "a score for each text pair" in failed.message
+
+
+def test_the_memo_serves_a_shorter_list_as_a_prefix_and_searches_a_deeper_one_again():
+    searches = Searches({"a": 5})
+    assert searches.depth("a", 3) == 5 and searches.depth("b", 3) == 3
+    ranked = (np.arange(10.0)[::-1].reshape(2, 5), np.arange(10).reshape(2, 5))
+    from benchharness.evaluation.kinds.first_stage import _Listed
+
+    searches.keep("key", _Listed(ranked, {"index_bytes": 7}))
+    found = searches.find("key", 2)
+    assert found is not None and found.ranked[1].tolist() == [[0, 1], [5, 6]] and found.facts == {"index_bytes": 7}
+    assert searches.find("key", 6) is None and searches.find("other", 1) is None
+    assert (searches.searched, searches.served) == (1, 1)
+
+
+def test_benchharness_compare_pairs_stored_pipeline_results_by_query(beir):
+    ran = cli(beir.parent, "run", "--encoders", "toy:first>>toy:judge?k=3,toy:first", "--tasks", "toy-beir")
+    assert ran.returncode == 0, ran.stderr
+    compared = cli(beir.parent, "compare", "toy:first>>toy:judge?k=3", "toy:first", "--tasks", "toy-beir")
+    assert compared.returncode == 0, compared.stderr
+    assert "A = toy:first>>toy:judge?k=3, B = toy:first" in compared.stdout and "queries" in compared.stdout
+
+
+def test_the_positives_variant_is_marked_wherever_it_is_shown(beir):
+    variant = "toy:first>>toy:judge?k=3&variant=always_rerank_positives"
+    assert cli(beir.parent, "run", "--encoders", f"{variant},toy:first", "--tasks", "toy-beir").returncode == 0
+    compared = cli(beir.parent, "compare", variant, "toy:first", "--tasks", "toy-beir").stdout
+    row = next(line for line in compared.splitlines() if line.startswith("| toy-beir"))
+    assert row.split("|")[2].strip().endswith("‡") and not row.split("|")[3].strip().endswith("‡")
+    assert "‡: scored under sentence-transformers' always_rerank_positives protocol" in compared
+    board = cli(beir.parent, "leaderboard", "--tasks", "toy-beir", "--no-published").stdout
+    marked = next(line for line in board.splitlines() if line.startswith(f"| {variant}"))
+    assert "always_rerank_positives: the first stage's misses reranked too" in marked
+    plain = next(line for line in board.splitlines() if line.startswith("| toy:first "))
+    assert "always_rerank_positives" not in plain
+    assert "file-beir-retrieval-cosine+always_rerank_positives" in board
