@@ -16,6 +16,10 @@ settings, what a call leaves behind, on-demand training on another data root, an
    data_dir=X)`` with an empty runs folder, X the shared data without STS12: the error and its time.
 4. **A plugin method.** ``docs/examples/align-uniform-method`` installed into a folder of its own,
    trained from Python and from the command line on the same sentences: weights hashes and dev scores.
+5. **The saved folders load anywhere.** ``SentenceTransformer(d)`` on the folder ``.save(d)`` writes
+   (part 1's model) and on the one ``benchharness train --out d`` writes: the largest difference of
+   its vectors from the harness's encode (the model in memory; the folder resolved as ``run
+   --encoders d`` resolves it), over the training sentences.
 
     python benchmarks/train_api.py [--sentences 2000] [--steps 20]
 
@@ -71,7 +75,11 @@ after = {"files": files(*watched), "environ": dict(os.environ), "threads": torch
 sys.path.insert(0, sys.argv[5])
 from train_hashes import hash_of
 score = benchharness.evaluate(model, __DEV__, data_dir=sys.argv[3], intervals=False).results[0].main_score
+from sentence_transformers import SentenceTransformer
+saved = model.save(Path(sys.argv[6]))
+loaded = SentenceTransformer(str(saved), device="cpu").encode(sentences, convert_to_numpy=True)
 print(json.dumps({
+    "st_max_diff": float(abs(loaded - model.encode(sentences)).max()),
     "weights": hash_of(model.model.state_dict()),
     "score": score,
     "train_seconds": round(seconds, 1),
@@ -120,7 +128,7 @@ def python_side(method: str, corpus: Path, steps: int, env: dict[str, str], cwd:
     script = PYTHON_SIDE.replace("__METHOD__", repr(method)).replace("__DEV__", repr(DEV))
     done = subprocess.run(
         [sys.executable, "-c", script, str(corpus), str(steps), str(SHARED / "data"), json.dumps(options)]
-        + [str(Path(__file__).resolve().parent)],
+        + [str(Path(__file__).resolve().parent), str(cwd / f"saved-{method}")],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -170,11 +178,30 @@ def command_side(method: str, corpus: Path, steps: int, env: dict[str, str], cwd
     [stored] = results.glob(f"*/{DEV}.json")
     manifest = json.loads((out / "manifest.json").read_text())
     return {
+        "st_max_diff": st_max_diff(out, corpus, env),
         "weights": hash_of(AutoModel.from_pretrained(out).state_dict()),
         "score": json.loads(stored.read_text())["main_score"],
         "train_seconds": round(seconds, 1),
         "key": manifest["recipe"]["key"],
     }
+
+
+def st_max_diff(folder: Path, corpus: Path, env: dict[str, str]) -> float:
+    """The largest difference between ``SentenceTransformer(folder)``'s vectors of the corpus and the
+    harness's (the folder resolved as ``run --encoders <folder>`` resolves it), in a fresh interpreter."""
+    script = f"""
+import json
+from pathlib import Path
+from sentence_transformers import SentenceTransformer
+from benchharness.evaluation.resolver import Resolver
+sentences = [l.strip() for l in Path({str(corpus)!r}).read_text().splitlines()]
+loaded = SentenceTransformer({str(folder)!r}, device="cpu").encode(sentences, convert_to_numpy=True)
+print(float(abs(loaded - Resolver(train_missing=False).get({str(folder)!r}).encode(sentences)).max()))
+"""
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"SentenceTransformer on {folder} failed:\n{done.stderr[-3000:]}")
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def data_root_without_sts12(folder: Path) -> Path:
@@ -247,6 +274,10 @@ def main() -> int:
                 f"  ({theirs['train_seconds']} s the command; recipe {theirs['key']})"
             ),
             f"   equal: weights {mine['weights'] == theirs['weights']}, score {mine['score'] == theirs['score']}",
+            (
+                f"   SentenceTransformer(d) against the harness's encode of the {args.sentences} sentences, largest "
+                f"difference: .save(d) {mine['st_max_diff']:.2e}, train --out d {theirs['st_max_diff']:.2e}"
+            ),
             (
                 "2. train() without out=: files created "
                 f"{ours or 'none'}, removed {mine['files_removed'] or 'none'}; os.environ changed: "
