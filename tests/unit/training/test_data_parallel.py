@@ -312,7 +312,7 @@ def test_train_nproc_launches_torchrun_and_records_the_data_parallel_recipe(tiny
             "--max-length",
             "16",
             "--eval-every",
-            "0",
+            "3",
             "--out",
             str(out),
         ]
