@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchharness.core.devices import check_precision, pick_device
 from benchharness.core.local_paths import check_local_path
+from benchharness.core.manifests import MANIFEST
 from benchharness.core.seeding import seed_everything
 from benchharness.training import data_parallel
 from benchharness.training.base_model import Base, load_base
@@ -111,7 +112,7 @@ class Trainer:
     def finished(self, round: int) -> bool:
         """Whether stage ``round`` has a finished run in its folder that is to be kept (no ``overwrite``)."""
         out = self.plan.stage(round).out
-        return out is not None and (out / "manifest.json").is_file() and not self.settings.overwrite
+        return out is not None and (out / MANIFEST).is_file() and not self.settings.overwrite
 
     def fit(
         self,

@@ -272,7 +272,7 @@ def test_a_seed_grid_trains_each_seed_as_a_ray_task_as_one_process_would(ray_pro
         torch.set_num_threads(threads)
 
     def weights(folder):
-        (file,) = (folder / "model").glob("*.safetensors")
+        (file,) = folder.glob("*.safetensors")  # the model's weights, beside the run's manifest
         return load_file(file)
 
     here, ray_1, ray_2 = weights(tmp_path / "here-s1"), weights(tmp_path / "ray-s1"), weights(tmp_path / "ray-s2")
