@@ -5,138 +5,34 @@ expected list and figure below is worked out from those matrices, not from the c
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-
 import numpy as np
 import pytest
 
 import benchharness
 from benchharness.core.errors import UserError
-from benchharness.core.kind_models import PairModel, SearchModel
-from benchharness.core.kinds import LEXICAL, SearchContext, View, ViewSettings
+from benchharness.core.kinds import SearchContext, ViewSettings
 from benchharness.core.specs import Family
 from benchharness.encoders.pipeline import Pipeline
-from benchharness.evaluation.kinds.first_stage import Searches
+from benchharness.evaluation.kinds.first_stage import Searches, _Listed
 from benchharness.evaluation.kinds.fusion import open_view as fused_view
 from benchharness.evaluation.kinds.pipeline import open_view
 from benchharness.evaluation.resolver import Resolver
-from benchharness.scoring.ranked_lists import best_of_row, padded
 from benchharness.tasks.files import declarations
 from benchharness.tasks.files.declarations import register_file_task
-from tests.fakes import HashEncoder
 from tests.helpers import cli
-
-QUERIES = ["what is red", "what is blue", "what is green"]
-DOCS = [f"document {w}" for w in ("zero", "one", "two", "three", "four", "five")]
-#: the first stage's score of each (query, document): top 3 are d0 d1 d2 | d3 d4 d5 | d1 d4 d0
-FIRST = np.array(
-    [
-        [0.9, 0.8, 0.7, 0.6, 0.5, 0.4],
-        [0.1, 0.2, 0.3, 0.9, 0.8, 0.7],
-        [0.5, 0.9, 0.1, 0.2, 0.8, 0.3],
-    ]
-)
-#: the reranker's score of each pair
-JUDGE = np.array(
-    [
-        [0.1, 0.5, 0.9, 0.95, 0.0, 0.0],
-        [0.0, 0.0, 0.0, 0.2, 0.7, 0.3],
-        [0.6, 0.1, 0.0, 0.0, 0.9, 0.0],
-    ]
-)
-#: relevant documents: q0's d3 is outside the first stage's top 3
-QRELS = {0: [2, 3], 1: [4], 2: [1]}
-#: the k each search of the toy first stage was asked for
-SEARCHES: list[int] = []
-
-
-class Listed(SearchModel):
-    """A first stage that lists documents by a score matrix, counting its searches in ``SEARCHES``."""
-
-    model_kind = LEXICAL
-    similarity = "given scores"
-
-    def __init__(self, name: str, scores: np.ndarray = FIRST) -> None:
-        super().__init__(name)
-        self.scores = scores
-
-    def identity_info(self) -> dict:
-        return {"family": "toy", "scores": self.scores.tolist()}
-
-    def view(self, settings: ViewSettings) -> View:
-        return ListedView(self.scores)
-
-
-class ListedView(View):
-    kind = LEXICAL
-    offers = frozenset({"search"})
-
-    def __init__(self, scores: np.ndarray) -> None:
-        self.scores = scores
-
-    def _pairs(self, left, right, roles):
-        raise AssertionError("a first stage is never asked for pairs")
-
-    def _search(self, queries, corpus, k, roles, exclude):
-        SEARCHES.append(k)
-        cols = [DOCS.index(d) for d in corpus]
-        return padded([best_of_row(self.scores[QUERIES.index(q), cols], k) for q in queries], k)
-
-
-class Judge(PairModel):
-    """A reranker scoring pairs by a score matrix."""
-
-    def __init__(self, name: str, scores: np.ndarray = JUDGE) -> None:
-        super().__init__(name)
-        self.scores = scores
-
-    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        return np.array([self.scores[QUERIES.index(q), DOCS.index(d)] for q, d in pairs])
-
-    def identity_info(self) -> dict:
-        return {"family": "toy", "scores": self.scores.tolist()}
-
-
-#: the toy models by target: ``agree`` reranks as the first stage ranks, ``flat`` scores every pair alike
-TOYS = {
-    "first": lambda name: Listed(name),
-    "second": lambda name: Listed(name, JUDGE),
-    "judge": lambda name: Judge(name),
-    "agree": lambda name: Judge(name, FIRST),
-    "flat": lambda name: Judge(name, np.full_like(FIRST, 0.5)),
-    "hash": lambda name: HashEncoder(name, dim=4),
-}
-
-
-def _toy(name: str, spec: dict, context) -> object:
-    return TOYS[spec["model"]](name)
+from tests.pipeline_helpers import DOCS, FAMILY, QRELS, QUERIES, SEARCHES, TOYS, Listed, write_beir, write_run
 
 
 @pytest.fixture
 def beir(project, monkeypatch, register_plugin):
-    """A BEIR folder of ``QUERIES`` and ``DOCS`` judged by ``QRELS``, registered as ``toy-beir``; the
-    ``toy:`` family builds the models above."""
-    register_plugin("families", "toy", Family.of("toy", _toy, accepts=()))
+    """The toy BEIR folder (``tests.pipeline_helpers``), registered as ``toy-beir``; the ``toy:``
+    family builds the toy models."""
+    register_plugin("families", "toy", FAMILY)
     SEARCHES.clear()
-    folder = project / "beir"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(DOCS))
-    )
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(QUERIES))
-    )
-    lines = "".join(f"q{q}\td{d}\t1\n" for q, docs in QRELS.items() for d in docs)
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + lines)
+    folder = write_beir(project / "beir")
     monkeypatch.setattr(declarations, "REGISTERED", {})
     register_file_task("toy-beir", folder, kind="retrieval")
     return folder
-
-
-def _rr(ranked: list[int], relevant: list[int]) -> float:
-    """Reciprocal rank of the first relevant document, by hand."""
-    return next((1 / (i + 1) for i, d in enumerate(ranked) if d in relevant), 0.0)
 
 
 def _search(reranker: str, variant: str = "candidates", k: int = 3, depth: int = 5):
@@ -277,8 +173,6 @@ def test_the_memo_serves_a_shorter_list_as_a_prefix_and_searches_a_deeper_one_ag
     searches = Searches({"a": 5})
     assert searches.depth("a", 3) == 5 and searches.depth("b", 3) == 3
     ranked = (np.arange(10.0)[::-1].reshape(2, 5), np.arange(10).reshape(2, 5))
-    from benchharness.evaluation.kinds.first_stage import _Listed
-
     searches.keep("key", _Listed(ranked, {"index_bytes": 7}))
     found = searches.find("key", 2)
     assert found is not None and found.ranked[1].tolist() == [[0, 1], [5, 6]] and found.facts == {"index_bytes": 7}
@@ -307,3 +201,27 @@ def test_the_positives_variant_is_marked_wherever_it_is_shown(beir):
     plain = next(line for line in board.splitlines() if line.startswith("| toy:first "))
     assert "always_rerank_positives" not in plain
     assert "file-beir-retrieval-cosine+always_rerank_positives" in board
+
+
+def test_a_run_file_is_a_first_stage_found_by_ids(beir):
+    run = write_run(beir.parent / "first.trec")
+    results = benchharness.evaluate(
+        ["toy:first", f"run:{run}", "toy:first>>toy:judge?k=3", f"run:{run}>>toy:judge?k=3"], "toy-beir"
+    )
+    first, from_file, pipeline, from_file_pipeline = results
+    # the file holds the first stage's lists: the same scores alone and reranked
+    assert from_file.main_score == pytest.approx(first.main_score)
+    assert from_file_pipeline.main_score == pytest.approx(pipeline.main_score)
+    assert from_file.protocol["model_kind"] == "run-file" and from_file.metrics["queries_not_in_run"] == 0
+    assert len(from_file.encoder_identity["sha256"]) == 64
+
+
+def test_a_run_file_without_the_tasks_ids_is_refused_in_one_line(beir):
+    model = Resolver().get(f"run:{write_run(beir.parent / 'first.trec')}")
+    view = model.view(ViewSettings())  # type: ignore[attr-defined]
+    with pytest.raises(UserError, match="finds its lists by query and document ids, and this task names neither"):
+        view.search(QUERIES, DOCS, 3, context=SearchContext(relevant=[[0], [1], [2]]))
+    with pytest.raises(UserError, match="lacks; is it a run of another collection"):
+        view.search(
+            QUERIES, DOCS[:5], 3, context=SearchContext([f"q{i}" for i in range(3)], [f"d{i}" for i in range(5)])
+        )
