@@ -4,8 +4,7 @@ The estimate is the steps times the seconds per step measured for that method an
 of machine (the ``[[throughput]]`` table of the recipe file, ``benchmarks/train_throughput.py``), plus
 the dev evaluations the loop will make and the measured setup. The steps come from the examples:
 the count of those the run has read (``train.train_with`` announces with it), or, for a recipe not
-training now (``--no-train``'s message), of those its method reads from the data root, counted once
-per process.
+training now (``--no-train``'s message), of those its method reads from the data root.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchharness.core.data_root import DataRoot, default_data
 from benchharness.core.manifests import CHECKPOINT, CHECKPOINT_STATE
@@ -73,35 +72,19 @@ def count_examples(recipe: Recipe, data: DataRoot | None = None) -> int | None:
     from the data root ``data`` (default: the environment's, ``default_data``), cut to its limit;
     None if the data is not there."""
     from benchharness.core.data_root import DataError
+    from benchharness.training.harness import load_examples
 
     assert recipe.typed is not None  # every recipe is built with its typed options
-    data = data or default_data()
-    key: tuple[Any, ...] | None = (recipe.method, recipe.typed, str(data.root), data.verify)
     try:
-        known = _COUNTS.get(key)  # type: ignore[arg-type]  # a tuple here; None only below
-    except TypeError:  # options holding a list: not a key, counted each time
-        key, known = None, None
-    if known is None:
-        from benchharness.training.harness import load_examples
-
-        try:
-            known = len(load_examples(method_named(recipe.method), recipe.typed, data, None).items)
-        except (DataError, FileNotFoundError, LookupError):
-            return None
-        if key is not None:
-            _COUNTS[key] = known
-    return known
-
-
-#: counts made in this process, by (method, options, data root, verify): counting reads a whole
-#: corpus (all of SNLI and MNLI, the dictionaries), and an estimate asks for the same count again to
-#: plan the steps and the dev evaluations; the data root's files do not change under a process
-_COUNTS: dict[tuple[Any, ...], int] = {}
+        return len(load_examples(method_named(recipe.method), recipe.typed, data or default_data(), None).items)
+    except (DataError, FileNotFoundError, LookupError):
+        return None
 
 
 def planned_steps(recipe: Recipe, data: DataRoot | None = None, examples: int | None = None) -> int | None:
     """Optimizer steps of the whole run, as the loop counts them (``loop.total_steps``), from the
-    count of its ``examples`` (default: counted from the data root ``data``)."""
+    count of its ``examples`` (default: counted from the data root ``data``, only where the run has
+    no ``max_steps``: counting reads a whole corpus)."""
     o = recipe.options
     if o.get("max_steps"):
         return int(o["max_steps"]) * (recipe.rounds or 1)
@@ -133,19 +116,19 @@ def cpu_kind(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
         return "other"
 
 
-def planned_evaluations(recipe: Recipe, data: DataRoot | None = None, examples: int | None = None) -> int | None:
+def planned_evaluations(recipe: Recipe, data: DataRoot | None = None, steps: int | None = None) -> int | None:
     """Dev evaluations of the whole run, as the loop makes them: step 0 when the options score the
     base first (``dev_at_start``), every ``eval_every`` steps and at the last step, or once at the end
     when the run evaluates without a period (DefSent+ ``--dev``); per round for DefSent+. An upper
-    bound when ``patience`` may stop the run early. Only a periodic evaluation needs the step count
-    (which may read the whole corpus)."""
+    bound when ``patience`` may stop the run early. Only a periodic evaluation needs the run's
+    ``steps`` (default: :func:`planned_steps` from the data root ``data``)."""
     typed = recipe.typed
     assert typed is not None  # every recipe is built with its typed options
     rounds = recipe.rounds or 1
     at_start = int(typed.dev_at_start)
     if typed.eval_every is None:
         return rounds * 2 * at_start  # before and after, or not at all
-    steps = planned_steps(recipe, data, examples)
+    steps = steps if steps is not None else planned_steps(recipe, data)
     if steps is None:
         return None
     return rounds * (at_start + math.ceil(steps // rounds / typed.eval_every))
@@ -216,7 +199,7 @@ def estimate(
     basis = f"{per_step:.1f} s/step measured on {t.machine}, {t.date}" + (
         f"; scaled from batch {t.batch_size} x {t.max_length} tokens" if scaled else ""
     )
-    evaluations = planned_evaluations(recipe, data, examples) or 0
+    evaluations = planned_evaluations(recipe, steps=steps) or 0
     per_evaluation = evaluation_seconds(t, book)
     if evaluations and per_evaluation is not None:
         seconds += evaluations * per_evaluation[0]
