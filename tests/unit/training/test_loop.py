@@ -369,3 +369,25 @@ def test_cpu_bf16_training_needs_native_bf16_and_runs_the_step_under_bf16_autoca
     assert dtypes == {torch.bfloat16}
     assert {p.dtype for p in method.parameters()} == {torch.float32}
     assert result.manifest["training"]["precision"] == "bf16"
+
+
+def test_a_run_interrupted_before_the_layout_change_finishes_in_the_new_one(tiny_bert, tmp_path):
+    """A run begun by an earlier version keeps its selected encoder so far in ``model/``; resumed, it
+    finishes with the model's files beside its manifest and no ``model/`` left."""
+    import shutil
+
+    dev = iter([50.0, 60.0, 55.0, 54.0])  # the best is step 2's, selected before the interruption
+    method, source = _simcse(tiny_bert)
+    config = _config(tmp_path, max_steps=6, eval_every=2, eval_at_start=True, stop_after=3, checkpoint_every=3)
+    run_loop(method, TEXTS, *config, data={}, base_source=source, dev=lambda encoder: next(dev))
+    folder = tmp_path / "run"
+    shutil.move(folder / "checkpoint" / "model", folder / "model")  # where the earlier version kept it
+    selected = load_base(str(folder / "model"))[0].state_dict()
+    method, _ = _simcse(tiny_bert)
+    config = _config(tmp_path, max_steps=6, eval_every=2, eval_at_start=True, checkpoint_every=3)
+    result = run_loop(method, TEXTS, *config, data={}, base_source=source, dev=lambda encoder: next(dev))
+    assert result.manifest["selection"]["best_step"] == 2
+    assert not (folder / "model").exists() and (folder / "model.safetensors").is_file()
+    saved = load_base(str(folder))[0].state_dict()
+    assert all(torch.equal(saved[k], selected[k]) for k in selected)  # step 2's weights, kept
+    assert Resolver().get(str(folder)).encode(["a cat"]).shape == (1, 32)
