@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchharness.core.specs import Catalogue, EncoderSpec, Resolved
 from benchharness.training.recipes import RECIPE_PREFIX, Recipe, RecipeBook, load_book, stored_recipe, with_round
-from benchharness.training.runstore import RunStore, portable
-from benchharness.training.train import NotTrainedError, ensure_trained
+from benchharness.training.runstore import NotTrainedError, RunStore, portable
 
 if TYPE_CHECKING:
     from benchharness.evaluation.run_settings import RunSettings
@@ -87,6 +86,8 @@ def trained_encoder(
     recipe = recipe_for(name, book, store)
     if recipe is None:
         return None
+    from benchharness.training.train import ensure_trained  # torch: only when a recipe resolves
+
     folder = ensure_trained(train_settings(settings), recipe, train=train, book=book)
     manifest = read_manifest(folder)
     spec = manifest_spec(folder, manifest)

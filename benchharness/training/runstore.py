@@ -38,6 +38,10 @@ LOCK_FILE = ".lock"
 RUN_DIR = "run"
 
 
+class NotTrainedError(InvalidInputError):
+    """A recipe asked for without its run, where training it now is not allowed."""
+
+
 class Recipe(Protocol):
     """What the store needs of a recipe (``benchharness.training.recipes.Recipe``): where its run
     goes and what to record; the store itself never builds one (read-only members: a frozen

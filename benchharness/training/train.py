@@ -30,13 +30,9 @@ from benchharness.training import data_parallel
 from benchharness.training.method import TrainedRun
 from benchharness.training.plan import Plan
 from benchharness.training.recipes import Recipe, RecipeBook, cached_revision, command, method_named
-from benchharness.training.runstore import RunStore
+from benchharness.training.runstore import NotTrainedError, RunStore
 from benchharness.training.settings import TrainSettings
 from benchharness.training.trained import TrainedEncoder
-
-
-class NotTrainedError(InvalidInputError):
-    """A recipe asked for without its run, where training it now is not allowed."""
 
 
 def train(
