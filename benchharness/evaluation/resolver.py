@@ -341,6 +341,8 @@ class Resolver:
     def get(self, name: str, _chain: tuple[str, ...] = ()) -> Encoder:
         if self._staged_parts(name) is not None:
             return self._staged(name)
+        if self._building is None:  # another model than a pipeline's part: the last pipeline's parts go
+            self._parts = {}
         parts = [name] if self._registered_whole(name) else split_composition(name)
         base_name = parts[0]
         spec, manifest, chain = self._resolve(base_name, _chain)

@@ -28,6 +28,8 @@ from benchharness.core.kinds import SEARCH, KindMismatchError, Ranked, Roles, Se
 from benchharness.evaluation.kinds import kind_of
 
 logger = logging.getLogger(__name__)
+#: the lists of texts whose digests are kept (a task's queries, corpus and ids, and the next task's)
+DIGESTS_KEPT = 8
 
 
 @dataclass
@@ -44,8 +46,20 @@ class Searches:
         #: by first stage name, the deepest list a pipeline of the run reranks
         self.depths = dict(depths or {})
         self._lists: dict[Hashable, _Listed] = {}
+        #: the digests of the last lists of texts seen, by object: a task asks with the same lists every time
+        self._digests: dict[int, tuple[Sequence[Any], str]] = {}
         self.searched = 0
         self.served = 0
+
+    def digest(self, texts: Sequence[Any]) -> str:
+        """``digest(texts)``, computed once per list object while it is among the last ``DIGESTS_KEPT``
+        (each is held meanwhile, so that its id stays its own)."""
+        held = self._digests.get(id(texts))
+        if held is None or held[0] is not texts:
+            held = self._digests[id(texts)] = (texts, digest(texts))
+            while len(self._digests) > DIGESTS_KEPT:  # the oldest list is let go
+                del self._digests[next(iter(self._digests))]
+        return held[1]
 
     def depth(self, name: str, asked: int) -> int:
         """How deep to search ``name`` when ``asked`` for ``asked`` documents."""
@@ -119,16 +133,18 @@ class SharedSearch(View):
         the texts, the exclusions, and the ids a run file answers by."""
         model = self.model.identity if self.model.pinned else f"unpinned {id(self.model)}"
         excluded = None if exclude is None else hashlib.sha256(np.asarray(exclude, dtype=np.int64).tobytes()).digest()
-        ids = None if context is None else (context.query_ids, context.corpus_ids)
-        return (model, roles, digest(queries), digest(corpus), excluded, None if ids is None else digest_ids(ids))
+        ids = (
+            None
+            if context is None
+            else tuple(
+                None if side is None else self.searches.digest(side) for side in (context.query_ids, context.corpus_ids)
+            )
+        )
+        return (model, roles, self.searches.digest(queries), self.searches.digest(corpus), excluded, ids)
 
     def facts(self) -> dict[str, float | int]:
         """What the first stage reported of the search that made its lists (its index's bytes)."""
         return dict(self._facts)
-
-
-def digest_ids(ids: tuple[Sequence[str] | None, Sequence[str] | None]) -> str:
-    return digest([None if side is None else list(side) for side in ids])
 
 
 def search_view(encoder: Encoder, settings: ViewSettings) -> SharedSearch:
