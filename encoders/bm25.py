@@ -23,7 +23,7 @@ import numpy as np
 
 from benchharness.core.errors import InvalidInputError, UserError
 from benchharness.core.kind_models import SearchModel
-from benchharness.core.kinds import LEXICAL, SEARCH, KindMismatchError, Ranked, Roles, View, ViewSettings
+from benchharness.core.kinds import LEXICAL, Ranked, Roles, SearchView, View, ViewSettings
 from benchharness.core.specs import BuildContext, Family, Params
 from benchharness.scoring.ranked_lists import best_of_row, padded
 
@@ -88,18 +88,14 @@ class BM25(SearchModel):
         return BM25View(self)
 
 
-class BM25View(View):
+class BM25View(SearchView):
     """Each query's BM25 top list of the corpus it is given; ``facts``: the index's bytes."""
 
     kind = LEXICAL
-    offers = frozenset({SEARCH})
 
     def __init__(self, model: BM25) -> None:
+        super().__init__(model.name)
         self.model = model
-        self._facts: dict[str, float | int] = {}
-
-    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
-        raise KindMismatchError(f"{self.model.name} scores a document by a corpus's statistics; it scores no lone pair")
 
     def _search(self, queries: Sequence[str], corpus: Sequence[str], k: int, roles: Roles, exclude: Any) -> Ranked:
         retriever = self.model.index(corpus)
@@ -112,9 +108,6 @@ class BM25View(View):
         index_bytes = int(sum(held[key].nbytes for key in ("data", "indices", "indptr")))
         self._facts = {"index_bytes": index_bytes, "bytes_per_document": index_bytes / max(len(corpus), 1)}
         return padded(rows, k)
-
-    def facts(self) -> dict[str, float | int]:
-        return dict(self._facts)
 
 
 def build(name: str, spec: Params, context: BuildContext) -> BM25:

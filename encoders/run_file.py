@@ -22,11 +22,11 @@ from benchharness.core.errors import InvalidInputError, MissingFileError
 from benchharness.core.kind_models import SearchModel
 from benchharness.core.kinds import (
     RUN_FILE,
-    SEARCH,
     KindMismatchError,
     Ranked,
     Roles,
     SearchContext,
+    SearchView,
     View,
     ViewSettings,
 )
@@ -57,19 +57,15 @@ class RunFile(SearchModel):
         return RunView(self)
 
 
-class RunView(View):
+class RunView(SearchView):
     """Each query's list of the run, by the task's ids; ``facts`` counts the task's queries the run
     has no list for (their lists are empty)."""
 
     kind = RUN_FILE
-    offers = frozenset({SEARCH})
 
     def __init__(self, run: RunFile) -> None:
+        super().__init__(run.name)
         self.run = run
-        self._facts: dict[str, float | int] = {}
-
-    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
-        raise KindMismatchError(f"{self.run.name} is a run file's ranked lists; it scores no given pair")
 
     def _search_in(
         self,
@@ -115,9 +111,6 @@ class RunView(View):
                 f"corpus of {n_corpus:,} documents lacks; is it a run of another collection?"
             )
         return found
-
-    def facts(self) -> dict[str, float | int]:
-        return dict(self._facts)
 
 
 def build(name: str, spec: Params, context: BuildContext) -> RunFile:

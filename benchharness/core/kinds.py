@@ -192,6 +192,23 @@ class View(ABC):
         return {}
 
 
+class SearchView(View):
+    """A view that ranks a corpus and scores no given pair (BM25, a run file's lists, a pipeline, a
+    fusion): ``facts`` are what its last search found (``_facts``); ``name`` names its model in messages."""
+
+    offers = frozenset({SEARCH})
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._facts: dict[str, float | int] = {}
+
+    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
+        raise KindMismatchError(f"{self.name} ranks a corpus and scores no given pair")
+
+    def facts(self) -> dict[str, float | int]:
+        return dict(self._facts)
+
+
 def _check_context(context: SearchContext, n_queries: int, n_corpus: int) -> None:
     """A context of as many ids and relevant sets as the search has queries and documents."""
     for what, given, texts, expected in (

@@ -24,7 +24,16 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.encoder import Encoder
-from benchharness.core.kinds import SEARCH, KindMismatchError, Ranked, Roles, SearchContext, View, ViewSettings
+from benchharness.core.kinds import (
+    SEARCH,
+    KindMismatchError,
+    Ranked,
+    Roles,
+    SearchContext,
+    SearchView,
+    View,
+    ViewSettings,
+)
 from benchharness.evaluation.kinds import kind_of
 
 logger = logging.getLogger(__name__)
@@ -84,18 +93,14 @@ def digest(texts: Sequence[Any]) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-class SharedSearch(View):
-    """``model``'s view (``inner``) whose searches go through the run's ``searches``."""
-
-    offers = frozenset({SEARCH})
+class SharedSearch(SearchView):
+    """``model``'s view (``inner``) whose searches go through the run's ``searches``; ``facts``: what
+    the first stage reported of the search that made its lists (its index's bytes)."""
 
     def __init__(self, model: Encoder, inner: View, searches: Searches) -> None:
+        super().__init__(model.name)
         self.model, self.inner, self.searches = model, inner, searches
         self.kind = inner.kind
-        self._facts: dict[str, float | int] = {}
-
-    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
-        return self.inner.pairs(left, right, roles)
 
     def _search_in(
         self,
@@ -141,10 +146,6 @@ class SharedSearch(View):
             )
         )
         return (model, roles, self.searches.digest(queries), self.searches.digest(corpus), excluded, ids)
-
-    def facts(self) -> dict[str, float | int]:
-        """What the first stage reported of the search that made its lists (its index's bytes)."""
-        return dict(self._facts)
 
 
 def search_view(encoder: Encoder, settings: ViewSettings) -> SharedSearch:

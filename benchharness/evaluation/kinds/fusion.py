@@ -14,17 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from benchharness.core.encoder import Encoder
 from benchharness.core.kinds import (
     FUSION,
     SEARCH,
-    KindMismatchError,
     ModelKind,
     Ranked,
     Roles,
     SearchContext,
+    SearchView,
     View,
     ViewSettings,
 )
@@ -34,18 +32,14 @@ from benchharness.evaluation.kinds.first_stage import SharedSearch, search_view
 from benchharness.scoring.ranked_lists import reciprocal_rank_fusion
 
 
-class FusionView(View):
+class FusionView(SearchView):
     """The members' lists fused by reciprocal rank (see the module's docstring)."""
 
     kind = FUSION
-    offers = frozenset({SEARCH})
 
     def __init__(self, members: list[SharedSearch], name: str) -> None:
-        self.members, self.name = members, name
-        self._facts: dict[str, float | int] = {}
-
-    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
-        raise KindMismatchError(f"{self.name} ranks a corpus; it scores no given pair")
+        super().__init__(name)
+        self.members = members
 
     def _search_in(
         self,
@@ -62,9 +56,6 @@ class FusionView(View):
             f"{member.model.name}/{key}": value for member in self.members for key, value in member.facts().items()
         }
         return reciprocal_rank_fusion(lists, RRF_K, k)
-
-    def facts(self) -> dict[str, float | int]:
-        return dict(self._facts)
 
 
 def open_view(encoder: Encoder, settings: ViewSettings) -> View:

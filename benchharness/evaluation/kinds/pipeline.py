@@ -35,6 +35,7 @@ from benchharness.core.kinds import (
     Ranked,
     Roles,
     SearchContext,
+    SearchView,
     View,
     ViewSettings,
 )
@@ -61,18 +62,14 @@ def pair_view(encoder: Encoder, settings: ViewSettings) -> View:
     return kind.open_view(encoder, settings)
 
 
-class RerankView(View):
+class RerankView(SearchView):
     """The first stage's top ``k`` reranked by ``reranker`` (see the module's docstring)."""
 
     kind = PIPELINE
-    offers = frozenset({SEARCH})
 
     def __init__(self, first: SharedSearch, reranker: View, k: int, variant: str, name: str) -> None:
-        self.first, self.reranker, self.k, self.variant, self.name = first, reranker, k, variant, name
-        self._facts: dict[str, float | int] = {}
-
-    def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
-        raise KindMismatchError(f"{self.name} ranks a corpus; it scores no given pair")
+        super().__init__(name)
+        self.first, self.reranker, self.k, self.variant = first, reranker, k, variant
 
     def _search_in(
         self,
@@ -122,9 +119,6 @@ class RerankView(View):
             out.extend(flat[offsets[i] : offsets[i + 1]] for i in range(stop - start))
             start = stop
         return out
-
-    def facts(self) -> dict[str, float | int]:
-        return dict(self._facts)
 
 
 def _recall(candidates: list[np.ndarray], relevant: Sequence[Any]) -> float:
