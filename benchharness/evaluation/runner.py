@@ -471,7 +471,9 @@ def _evaluate_with_views(
             evaluation = task.evaluate_items(view, ctx.seed)
             evaluation.metrics.update(view.facts())
             for stage, model in _stages(encoder).items():  # after the model's own: its searches are shared
-                stage_view = kind_of(model).open_view(model, settings)  # type: ignore[misc]
+                open_stage = kind_of(model).open_view
+                assert open_stage is not None  # a stage is a model of a kind with a view (a pipeline's first stage)
+                stage_view = open_stage(model, settings)
                 scored = task.evaluate_items(stage_view, ctx.seed).metrics
                 evaluation.metrics.update(_prefixed(stage, {**scored, **stage_view.facts()}))
         except Exception as exc:

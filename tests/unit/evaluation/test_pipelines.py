@@ -225,3 +225,11 @@ def test_a_run_file_without_the_tasks_ids_is_refused_in_one_line(beir):
         view.search(
             QUERIES, DOCS[:5], 3, context=SearchContext([f"q{i}" for i in range(3)], [f"d{i}" for i in range(5)])
         )
+
+
+def test_a_pipeline_registered_in_the_configuration_runs_under_its_name(beir):
+    config = beir.parent / "benchharness.toml"
+    config.write_text(config.read_text() + '\n[encoders.reranked]\nspec = "toy:first>>toy:judge?k=3"\n')
+    [result] = benchharness.evaluate("reranked", "toy-beir", intervals=False)
+    assert result.encoder == "reranked" and result.protocol["first_stage"] == "toy:first"
+    assert result.metrics["first_stage/recall@3"] == pytest.approx(100 * (0.5 + 1 + 1) / 3)
