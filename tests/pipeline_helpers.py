@@ -70,7 +70,9 @@ class ListedView(View):
     def _search(self, queries, corpus, k, roles, exclude):
         SEARCHES.append(k)
         cols = [DOCS.index(d) for d in corpus]
-        return padded([best_of_row(self.scores[QUERIES.index(q), cols], k) for q in queries], k)
+        banned = [-1] * len(queries) if exclude is None else [int(e) for e in exclude]
+        rows = [best_of_row(self.scores[QUERIES.index(q), cols], k, ban) for q, ban in zip(queries, banned)]
+        return padded(rows, k)
 
 
 class Judge(PairModel):

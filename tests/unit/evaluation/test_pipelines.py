@@ -233,3 +233,14 @@ def test_a_pipeline_registered_in_the_configuration_runs_under_its_name(beir):
     [result] = benchharness.evaluate("reranked", "toy-beir", intervals=False)
     assert result.encoder == "reranked" and result.protocol["first_stage"] == "toy:first"
     assert result.metrics["first_stage/recall@3"] == pytest.approx(100 * (0.5 + 1 + 1) / 3)
+
+
+def test_an_excluded_document_is_neither_a_candidate_nor_an_added_positive(beir):
+    # QQP's way: no ids, the relevance, and each query's own document excluded (here q0's d0 and q2's d1)
+    model = Pipeline("p", Listed("toy:first"), TOYS["judge"]("toy:judge"), 3, "always_rerank_positives")
+    view = open_view(model, ViewSettings())
+    relevant = [[2, 3], [4], [1]]
+    _, ids = view.search(QUERIES, DOCS, 4, exclude=np.array([0, -1, 1]), context=SearchContext(relevant=relevant))
+    # q0's top 3 without d0: d1 d2 d3 (d3 no longer missed); q2's without d1: d4 d0 d5, its positive d1 excluded
+    assert ids.tolist() == [[3, 2, 1, -1], [4, 5, 3, -1], [4, 0, 5, -1]]
+    assert view.facts()["positives_added"] == 0
