@@ -10,7 +10,6 @@ first stage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,7 @@ from benchharness.core.kinds import (
     RUN_FILE,
     KindMismatchError,
     Ranked,
-    Roles,
-    SearchContext,
+    SearchRequest,
     SearchView,
     View,
     ViewSettings,
@@ -67,15 +65,8 @@ class RunView(SearchView):
         super().__init__(run.name)
         self.run = run
 
-    def _search_in(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: Roles,
-        exclude: Any,
-        context: SearchContext | None,
-    ) -> Ranked:
+    def _search_in(self, request: SearchRequest) -> Ranked:
+        context, exclude = request.context, request.exclude
         if context is None or context.query_ids is None or context.corpus_ids is None:
             raise KindMismatchError(
                 f"{self.run.name} finds its lists by query and document ids, and this task names neither "
@@ -91,7 +82,7 @@ class RunView(SearchView):
                 rows.append((np.zeros(0), np.zeros(0, dtype=np.int64)))
                 continue
             banned = -1 if exclude is None else int(exclude[i])
-            ids = np.asarray([self._index(position, query, doc, len(corpus)) for doc in found.documents])
+            ids = np.asarray([self._index(position, query, doc, len(request.corpus)) for doc in found.documents])
             keep = ids != banned
             rows.append((np.asarray(found.scores, dtype=np.float64)[keep], ids[keep]))
         if missing == len(rows):
@@ -101,7 +92,7 @@ class RunView(SearchView):
                 "is it a run of another collection?"
             )
         self._facts = {"queries_not_in_run": missing}
-        return padded(rows, k)
+        return padded(rows, request.k)
 
     def _index(self, position: dict[str, int], query: str, document: str, n_corpus: int) -> int:
         found = position.get(document)

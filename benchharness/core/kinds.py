@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError, UserError
@@ -87,6 +87,24 @@ class SearchContext:
     query_ids: Sequence[str] | None = None
     corpus_ids: Sequence[str] | None = None
     relevant: Sequence[Collection[int]] | None = None
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as ``View.search`` was asked it, held as one value: what a view that searches
+    through others (a pipeline's first stage, a fusion's members, the run's shared first stage)
+    receives and passes on, at the depth it needs (``at_depth``)."""
+
+    queries: Sequence[str]
+    corpus: Sequence[str]
+    k: int
+    roles: Roles = (QUERY, DOCUMENT)
+    exclude: Any = None
+    context: SearchContext | None = None
+
+    def at_depth(self, k: int) -> SearchRequest:
+        """The same search, ``k`` documents deep."""
+        return replace(self, k=k)
 
 
 @dataclass(frozen=True)
@@ -155,14 +173,18 @@ class View(ABC):
         padded with score -inf and index -1 when the corpus is smaller; ``exclude[i]`` (an index or
         -1) never appears in query i's list. ``context``: what the task knows beside the texts (ids,
         relevance), for the views that use it."""
+        return self.answer(SearchRequest(queries, corpus, k, roles, exclude, context))
+
+    def answer(self, request: SearchRequest) -> Ranked:
+        """``search`` of a request already made: how a view that searches through another passes it on."""
         if SEARCH not in self.offers:
             raise KindMismatchError(
-                f"a {self.kind} model scores given pairs and cannot search a corpus of {len(corpus):,} documents; "
-                "rerank a first stage's candidates instead (a reranking task)"
+                f"a {self.kind} model scores given pairs and cannot search a corpus of {len(request.corpus):,} "
+                "documents; rerank a first stage's candidates instead (a reranking task)"
             )
-        if context is not None:
-            _check_context(context, len(queries), len(corpus))
-        return self._search_in(queries, corpus, k, roles, exclude, context)
+        if request.context is not None:
+            _check_context(request.context, len(request.queries), len(request.corpus))
+        return self._search_in(request)
 
     @abstractmethod
     def _pairs(self, left: Sequence[str], right: Sequence[str], roles: Roles) -> np.ndarray:
@@ -172,19 +194,11 @@ class View(ABC):
         """``search``, for a view whose kind offers it."""
         raise NotImplementedError
 
-    def _search_in(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: Roles,
-        exclude: Any,
-        context: SearchContext | None,
-    ) -> Ranked:
+    def _search_in(self, request: SearchRequest) -> Ranked:
         """``search`` with the task's ``context``: a view that uses it (a run file's lists, found by
         ids; a pipeline, which may add the positives its first stage missed) overrides this; the others
         search by the texts alone."""
-        return self._search(queries, corpus, k, roles, exclude)
+        return self._search(request.queries, request.corpus, request.k, request.roles, request.exclude)
 
     def facts(self) -> dict[str, float | int]:
         """What the kind reports beside a task's metrics, for what this view scored (a sparse

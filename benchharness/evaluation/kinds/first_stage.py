@@ -24,16 +24,7 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.encoder import Encoder
-from benchharness.core.kinds import (
-    SEARCH,
-    KindMismatchError,
-    Ranked,
-    Roles,
-    SearchContext,
-    SearchView,
-    View,
-    ViewSettings,
-)
+from benchharness.core.kinds import SEARCH, KindMismatchError, Ranked, SearchRequest, SearchView, View, ViewSettings
 from benchharness.evaluation.kinds import kind_of
 
 logger = logging.getLogger(__name__)
@@ -102,28 +93,21 @@ class SharedSearch(SearchView):
         self.model, self.inner, self.searches = model, inner, searches
         self.kind = inner.kind
 
-    def _search_in(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: Roles,
-        exclude: Any,
-        context: SearchContext | None,
-    ) -> Ranked:
-        key = self._key(queries, corpus, roles, exclude, context)
+    def _search_in(self, request: SearchRequest) -> Ranked:
+        key = self._key(request)
+        k = request.k
         listed = self.searches.find(key, k)
         if listed is None:
             depth = self.searches.depth(self.model.name, k)
             started = time.perf_counter()
-            ranked = self.inner.search(queries, corpus, depth, roles, exclude, context)
+            ranked = self.inner.answer(request.at_depth(depth))
             listed = _Listed(ranked, self.inner.facts())
             self.searches.keep(key, listed)
             logger.info(
                 "[%s] first stage: %d queries searched in %d documents, top %d kept for the run (%.1f s)",
                 self.model.name,
-                len(queries),
-                len(corpus),
+                len(request.queries),
+                len(request.corpus),
                 depth,
                 time.perf_counter() - started,
             )
@@ -131,12 +115,12 @@ class SharedSearch(SearchView):
         self._facts = listed.facts
         return listed.ranked
 
-    def _key(
-        self, queries: Sequence[str], corpus: Sequence[str], roles: Roles, exclude: Any, context: SearchContext | None
-    ) -> Hashable:
+    def _key(self, request: SearchRequest) -> Hashable:
         """What decides a first stage's lists: the model (an unpinned one is only itself), the roles,
-        the texts, the exclusions, and the ids a run file answers by."""
+        the texts, the exclusions, and the ids a run file answers by (not the depth: a shallower list
+        is a prefix of a deeper one)."""
         model = self.model.identity if self.model.pinned else f"unpinned {id(self.model)}"
+        exclude, context = request.exclude, request.context
         excluded = None if exclude is None else hashlib.sha256(np.asarray(exclude, dtype=np.int64).tobytes()).digest()
         ids = (
             None
@@ -145,7 +129,8 @@ class SharedSearch(SearchView):
                 None if side is None else self.searches.digest(side) for side in (context.query_ids, context.corpus_ids)
             )
         )
-        return (model, roles, self.searches.digest(queries), self.searches.digest(corpus), excluded, ids)
+        texts = (self.searches.digest(request.queries), self.searches.digest(request.corpus))
+        return (model, request.roles, *texts, excluded, ids)
 
 
 def search_view(encoder: Encoder, settings: ViewSettings) -> SharedSearch:

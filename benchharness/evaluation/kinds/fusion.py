@@ -11,21 +11,8 @@ member's facts under ``<member>/``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from benchharness.core.encoder import Encoder
-from benchharness.core.kinds import (
-    FUSION,
-    SEARCH,
-    ModelKind,
-    Ranked,
-    Roles,
-    SearchContext,
-    SearchView,
-    View,
-    ViewSettings,
-)
+from benchharness.core.kinds import FUSION, SEARCH, ModelKind, Ranked, SearchRequest, SearchView, View, ViewSettings
 from benchharness.encoders.pipeline import RRF_DEPTH, RRF_K, Fusion
 from benchharness.evaluation.kinds import held_model
 from benchharness.evaluation.kinds.first_stage import SharedSearch, search_view
@@ -41,21 +28,13 @@ class FusionView(SearchView):
         super().__init__(name)
         self.members = members
 
-    def _search_in(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: Roles,
-        exclude: Any,
-        context: SearchContext | None,
-    ) -> Ranked:
-        depth = max(k, RRF_DEPTH)
-        lists = [member.search(queries, corpus, depth, roles, exclude, context)[1] for member in self.members]
+    def _search_in(self, request: SearchRequest) -> Ranked:
+        deeper = request.at_depth(max(request.k, RRF_DEPTH))
+        lists = [member.answer(deeper)[1] for member in self.members]
         self._facts = {
             f"{member.model.name}/{key}": value for member in self.members for key, value in member.facts().items()
         }
-        return reciprocal_rank_fusion(lists, RRF_K, k)
+        return reciprocal_rank_fusion(lists, RRF_K, request.k)
 
 
 def open_view(encoder: Encoder, settings: ViewSettings) -> View:

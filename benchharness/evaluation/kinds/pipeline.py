@@ -34,7 +34,7 @@ from benchharness.core.kinds import (
     ModelKind,
     Ranked,
     Roles,
-    SearchContext,
+    SearchRequest,
     SearchView,
     View,
     ViewSettings,
@@ -71,34 +71,26 @@ class RerankView(SearchView):
         super().__init__(name)
         self.first, self.reranker, self.k, self.variant = first, reranker, k, variant
 
-    def _search_in(
-        self,
-        queries: Sequence[str],
-        corpus: Sequence[str],
-        k: int,
-        roles: Roles,
-        exclude: Any,
-        context: SearchContext | None,
-    ) -> Ranked:
-        relevant = None if context is None else context.relevant
+    def _search_in(self, request: SearchRequest) -> Ranked:
+        relevant = None if request.context is None else request.context.relevant
         if self.variant == ALWAYS_RERANK_POSITIVES and relevant is None:
             raise InvalidInputError(
                 f"{self.name}: the {ALWAYS_RERANK_POSITIVES} variant reranks each query's relevant documents "
                 "too, and this task does not give them to the search (a BEIR folder and QQP do)"
             )
-        _, first_ids = self.first.search(queries, corpus, max(self.k, k), roles, exclude, context)
+        _, first_ids = self.first.answer(request.at_depth(max(self.k, request.k)))
         candidates = [row[: self.k] for row in listed(first_ids)]
         facts: dict[str, float | int] = {}
         if relevant is not None:
             facts[f"first_stage/recall@{self.k}"] = _recall(candidates, relevant)
         if self.variant == ALWAYS_RERANK_POSITIVES:
             assert relevant is not None
-            candidates, added = _with_positives(candidates, relevant, exclude)
+            candidates, added = _with_positives(candidates, relevant, request.exclude)
             facts["positives_added"] = added
-        scores = self._scores(queries, corpus, candidates, roles)
+        scores = self._scores(request.queries, request.corpus, candidates, request.roles)
         facts.update({f"reranker/{name}": value for name, value in self.reranker.facts().items()})
         self._facts = facts
-        return reranked(candidates, scores, k)
+        return reranked(candidates, scores, request.k)
 
     def _scores(
         self, queries: Sequence[str], corpus: Sequence[str], candidates: list[np.ndarray], roles: Roles
