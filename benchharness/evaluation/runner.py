@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -36,7 +36,7 @@ import numpy as np
 
 from benchharness.core.data_root import DATA_ROOT_LABEL, DataRoot
 from benchharness.core.encoder import Encoder, WrappingEncoder, stable_hash
-from benchharness.core.errors import UserError
+from benchharness.core.errors import UnavailableDataError, UserError
 from benchharness.core.kind_models import KindModel
 from benchharness.core.kinds import DENSE, ModelKind, ViewSettings
 from benchharness.core.prompts import DEFAULT, Role
@@ -82,19 +82,6 @@ class Outcome:
     saved: bool = False
     #: a failure the log told in one line with the others of its cause (``UnavailableDataError``)
     told_together: bool = False
-
-
-class UnavailableDataError(UserError):
-    """A task's data that this machine lacks for a cause many tasks of one run share (mteb datasets
-    missing from the Hugging Face cache, offline): forty near-identical lines would bury what to do,
-    so the run logs one line for them all (``summary``), and each task's own at debug level."""
-
-    @classmethod
-    def summary(cls, failed: Sequence[tuple[str, UnavailableDataError]], loaded: Sequence[str]) -> str:
-        """One line for the tasks ``failed`` (name, error) with this cause; ``loaded``: the run's
-        tasks whose data were found."""
-        names = ", ".join(name for name, _ in failed)
-        return f"{len(failed)} tasks cannot load their data ({names}); the first: {failed[0][1]}"
 
 
 @dataclass

@@ -24,10 +24,9 @@ import mteb
 from mteb.abstasks import AbsTask, AbsTaskRetrieval
 
 from benchharness.core.encoder import Encoder
-from benchharness.core.errors import UserError
+from benchharness.core.errors import UnavailableDataError, UserError
 from benchharness.core.kinds import ViewSettings
 from benchharness.evaluation.cache import EmbeddingCache
-from benchharness.evaluation.runner import UnavailableDataError
 from benchharness.mteb_bridge.as_model import mteb_model
 
 PREFIX = "mteb:"
