@@ -51,6 +51,12 @@ class TaskTable:
         return merged
 
     @property
+    def means(self) -> dict[str, list[str]]:
+        """The groups whose mean is a score of its own (``TaskProvider.means``), with their tasks."""
+        groups = self.groups
+        return {g: groups[g] for p in self.providers.values() for g in p.means if g in groups}
+
+    @property
     def aliases(self) -> dict[str, str]:
         return {a: n for p in self.providers.values() for a, n in p.aliases.items()}
 
@@ -102,6 +108,11 @@ def names(config: Config | None = None) -> list[str]:
 
 def groups(config: Config | None = None) -> dict[str, list[str]]:
     return catalogue(config).groups
+
+
+def means(config: Config | None = None) -> dict[str, list[str]]:
+    """The groups whose unweighted mean is reported as a score, each with its tasks (``TaskTable.means``)."""
+    return catalogue(config).means
 
 
 def resolve(selection: str | list[str], config: Config | None = None) -> list[str]:

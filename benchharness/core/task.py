@@ -248,3 +248,7 @@ class TaskProvider:
     #: names declared to this provider but refused, with why (a table of the configuration with a
     #: bad key): asking for one says so, instead of "unknown task"
     refused: dict[str, str] = field(default_factory=dict)
+    #: the groups whose unweighted mean over their tasks' main scores is a score of its own (NanoBEIR's
+    #: mean nDCG@10): results, the leaderboard and the training evaluators report it, with an interval
+    #: resampled within each task (``benchharness.scoring.confidence.mean_over_tasks``)
+    means: tuple[str, ...] = ()

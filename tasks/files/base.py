@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.core.task import BoardColumn, Task, TaskMetadata
+from benchharness.core.task import BoardSection, Task, TaskMetadata
 from benchharness.data.readers import check_data_file, excerpt, json_lines, undecodable_message
 from benchharness.tasks import boards
 from benchharness.tasks.senteval.config import ClassifierConfig
@@ -125,6 +125,8 @@ class FileTask(Task):
     is first asked for), and metadata that is the protocol family's completed from the data."""
 
     decl: Declaration
+    #: the leaderboard table of the tasks of this class: a researcher's own files share one
+    board_section: BoardSection = boards.FILES
 
     @property
     def metadata(self) -> TaskMetadata:
@@ -141,9 +143,7 @@ class FileTask(Task):
     def metadata(self, value: TaskMetadata) -> None:
         """What the protocol family declares (its constructor sets it), before the data are read;
         the declaration's instruction, if any, goes to the query side of prompted models."""
-        self._declared = replace(
-            value, instruction=self.decl.instruction, board=boards.FILES, board_columns=(BoardColumn(),), on_board=True
-        )
+        self._declared = replace(value, instruction=self.decl.instruction, board=self.board_section, on_board=True)
 
     @property
     def declared(self) -> TaskMetadata:
