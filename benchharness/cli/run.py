@@ -159,7 +159,7 @@ def _report(results: Results, folder: Path) -> None:
 
     rows = [o for o in results.outcomes if not o.told_together]
     if rows:
-        print(Results(results.results, rows).table())
+        print(Results(results.results, rows, store=results.store).table())  # the store: a group mean's items
     if any(o.saved or o.status == "reused" for o in results.outcomes):
         print(f"results in {folder.absolute()}")
     else:

@@ -5,14 +5,16 @@ them, or are read from the folder they were stored in)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchharness.core.errors import InvalidInputError, UserError
+from benchharness.core.lists import split_outside_brackets
 from benchharness.core.results import Result, ResultStore, items_of
 from benchharness.core.task import Evaluation
+from benchharness.evaluation.means import GroupMean, declared_means, group_mean
 from benchharness.evaluation.runner import Outcome
 
 if TYPE_CHECKING:
@@ -124,6 +126,35 @@ class Results:
         """The per-item outputs of one of these results: carried in memory, else read from the store."""
         return items_of(result, self.store)
 
+    def mean(self, group: str | Sequence[str], encoder: str | None = None) -> GroupMean:
+        """An encoder's unweighted mean of main scores over a group of tasks (a group name such as
+        ``"nanobeir"``, else task names), with its 95% interval, each task's items resampled within
+        the task (``evaluation.means``); ``encoder`` may be left out when these results are of one."""
+        from benchharness import tasks as task_registry
+
+        if encoder is None:
+            if len(self.encoders) != 1:
+                raise InvalidInputError(
+                    f"these results are of {len(self.encoders)} encoders ({', '.join(self.encoders) or 'none'}): "
+                    "say which with encoder="
+                )
+            encoder = self.encoders[0]
+        if isinstance(group, str):
+            groups = task_registry.groups()
+            names = groups.get(group) or split_outside_brackets(group)
+            label = group
+        else:
+            names, label = list(group), "mean"
+        return group_mean(label, names, encoder, self.results, self.items)
+
+    def means(self) -> list[GroupMean]:
+        """The mean of every group that the task plugins declare a score (NanoBEIR's) and whose every
+        task these results hold for an encoder, with its interval."""
+        return [
+            group_mean(group, names, encoder, self.results, self.items)
+            for group, names, encoder in declared_means(self.encoders, self.results)
+        ]
+
     def main_scores(self) -> dict[tuple[str, str], float]:
         return {(r.encoder, r.task): r.main_score for r in self.results}
 
@@ -161,6 +192,9 @@ class Results:
         rows = [
             [o.encoder, o.task, o.status, "" if o.main_score is None else f"{o.main_score:.2f}", o.message]
             for o in self.outcomes
+        ]
+        rows += [
+            [m.encoder, f"{m.group} (mean of {len(m.tasks)})", "mean", f"{m.mean:.2f}", m.note()] for m in self.means()
         ]
         return tabulate(rows, headers=["encoder", "task", "status", "main score", "note"], tablefmt="github")
 

@@ -21,6 +21,7 @@ resampled independently (which the Avg. interval relies on).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -135,6 +136,27 @@ def replicates(
             for key, values in items.items()
         }
     raise InvalidInputError(f"unknown kind of per-item outputs {kind!r}")
+
+
+def mean_over_tasks(parts: Sequence[tuple[Evaluation, str, int]], n_resamples: int = RESAMPLES) -> Replicates:
+    """The unweighted mean of several tasks' scores, with its resamples: a bootstrap stratified by
+    task. Each part is a task's items, the metric averaged and the task's seed; each task's items are
+    resampled within the task (queries for retrieval), with the seed its own interval is drawn with
+    (``derive_seed(run seed, task)``), and the tasks' metrics are averaged resample by resample. The
+    tasks are independent samples, so the spread of those averages is the mean's: NanoBEIR's mean
+    nDCG@10 over its datasets, as sentence-transformers' ``NanoBEIREvaluator`` aggregates them."""
+    if not parts:
+        raise InvalidInputError("a mean over tasks needs at least one task")
+    per_task = []
+    for evaluation, metric, seed in parts:
+        reps = replicates(evaluation, n_resamples, seed, main_metric=metric)
+        if metric not in reps:
+            raise InvalidInputError(
+                f"no resamples of {metric!r} from {evaluation.kind} items (resamples of: {', '.join(reps)})"
+            )
+        per_task.append(reps[metric])
+    units = sorted({rep.unit for rep in per_task})
+    return weighted_average(per_task, unit=f"{', '.join(units)}, resampled within each task")
 
 
 def confidence_record(
