@@ -24,6 +24,9 @@ class Section:
     columns: tuple[Column, ...]
     published_csv: str | None
     average: bool = True
+    #: the Avg. is a group's mean declared a score of its own (NanoBEIR's, ``TaskProvider.means``): its
+    #: interval is resampled within each task from the stored items, not approximated from the intervals
+    resampled: bool = False
 
 
 def fmt(value: float | str | None) -> str:

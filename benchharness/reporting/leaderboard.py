@@ -28,7 +28,9 @@ Uncertainty, without changing the score cells:
   edited in between, nor against a perfect correlation, where Steiger's test divides by zero).
 - below each table, the 95% bootstrap intervals stored in the results, compactly as ``lo–hi``
   (one decimal); the Avg. interval is the normal approximation from the tasks' intervals
-  (independent tasks: half-width ``sqrt(sum h_i^2) / n``); ``compare`` gives the exact one.
+  (independent tasks: half-width ``sqrt(sum h_i^2) / n``); ``compare`` gives the exact one. Where the
+  Avg. is a group's mean declared a score of its own (NanoBEIR's) and every result keeps its items,
+  it is that exact one: each task's items resampled within the task, the means averaged per resample.
 
 Prompts: a row whose results were computed with prompts (``benchharness.core.prompts``; e5's
 ``query: `` / ``passage: ``) says so in its Source cell and lists them (``Line.prompts``), taken
@@ -104,7 +106,9 @@ def sections(results: list[Result], config: Config | None = None) -> list[Sectio
 
     placed: dict[BoardSection, list[Column]] = {}
     known: set[str] = set()
-    for name, factory in tasks.catalogue(config).factories.items():
+    catalogue = tasks.catalogue(config)
+    means = [set(names) for names in catalogue.means.values()]
+    for name, factory in catalogue.factories.items():
         try:
             meta = factory().declared  # type: ignore[operator]
         except Exception as exc:  # a plugin's broken task: its results are shown as unknown
@@ -120,7 +124,7 @@ def sections(results: list[Result], config: Config | None = None) -> list[Sectio
     if from_files:
         placed.setdefault(FILES, []).extend(Column(n, n) for n in from_files)
     out = [
-        Section(board.title, tuple(columns), board.published_csv, board.average)
+        Section(board.title, tuple(columns), board.published_csv, board.average, {c.task for c in columns} in means)
         for board, columns in sorted(placed.items(), key=lambda item: item[0].order)
     ]
     mteb = sorted({r.task for r in results if r.task.startswith(MTEB_PREFIX)})
@@ -362,7 +366,17 @@ def ci_text(iv: tuple[float, float] | None) -> str:
     return "" if iv is None else f"{iv[0]:.1f}–{iv[1]:.1f}"
 
 
-def _average_interval(row: Row, section: Section) -> tuple[float, float] | None:
+def _average_interval(row: Row, section: Section, store: ResultStore) -> tuple[float, float] | None:
+    """The Avg.'s interval: for a declared group mean whose results keep their items, the bootstrap
+    resampled within each task (``evaluation.means``); else the normal approximation from the
+    columns' intervals."""
+    results = [row.results[c.task] for c in section.columns if c.task in row.results]
+    if section.resampled and len(results) == len(section.columns) and all(store.has_items(r) for r in results):
+        from benchharness.evaluation.means import group_mean  # numpy: only where items are there
+
+        mean = group_mean(section.title, [r.task for r in results], row.encoder, results, store.load_items)
+        if mean.interval is not None:
+            return mean.interval
     ivs = [_interval(row.results.get(c.task), c) for c in section.columns]
     if row.average is None or any(iv is None for iv in ivs):
         return None
@@ -387,7 +401,7 @@ def _measured_lines(section: Section, results: list[Result], store: ResultStore)
             interval = None if row.text is not None else _interval(row.results.get(column.task), column)
             cells.append(Cell(value, text, interval, (row.encoder, i) in marked))
         if section.average:
-            avg = None if row.text is not None else _average_interval(row, section)
+            avg = None if row.text is not None else _average_interval(row, section, store)
             cells.append(Cell(row.average, fmt(row.average), avg))
         note = (
             row.note
@@ -456,7 +470,10 @@ def _select(section: Section, tasks: set[str] | None) -> Section | None:
     columns = tuple(c for c in section.columns if c.task in tasks)
     if not columns:
         return None
-    return Section(section.title, columns, section.published_csv, section.average and columns == section.columns)
+    whole = columns == section.columns
+    return Section(
+        section.title, columns, section.published_csv, section.average and whole, section.resampled and whole
+    )
 
 
 def build(
