@@ -13,6 +13,7 @@ at each call), in memory, so the numbers are those of the one evaluation code pa
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,14 @@ from typing import Any
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from transformers import TrainerCallback
 
+from benchharness import tasks as task_registry
+from benchharness.core.lists import split_outside_brackets
 from benchharness.core.settings import Config, configuration
 from benchharness.core.task import Task
 from benchharness.evaluation.evaluate import evaluate, resolve_tasks
 from benchharness.evaluation.results import Results
+
+logger = logging.getLogger(__name__)
 
 #: the dev split training selects on (a test split must never steer training)
 DEFAULT_TASKS = ("STSBenchmark-dev",)
@@ -47,12 +52,46 @@ def metrics_of(results: Results, scale: float = 1.0) -> dict[str, float]:
     return out
 
 
+class Means:
+    """The means an evaluator reports beside its tasks' scores, each with its interval (each task's
+    items resampled within the task, ``evaluation.means``): those of the groups named among its tasks
+    that the task plugins declare a score of their own (``nanobeir``), and with ``mean=True`` the
+    mean over all its tasks, as ``NanoBEIREvaluator`` averages the datasets it is given."""
+
+    def __init__(self, tasks: Sequence[str], everything: bool, config: Config) -> None:
+        declared = {group.lower(): group for group in task_registry.means(config)}
+        named = [item.strip() for entry in tasks for item in split_outside_brackets(entry)]
+        self.groups = list(dict.fromkeys(declared[n.lower()] for n in named if n.lower() in declared))
+        self.everything = everything
+        first = declared.get(named[0].lower()) if named else None
+        #: the metric that selects the best checkpoint: the mean over everything, else the first
+        #: task's when it is a group's, else None (the first task's main score)
+        self.primary = "mean" if everything else (None if first is None else f"{first}_mean")
+
+    def metrics(self, results: Results, scale: float, step: int) -> dict[str, float]:
+        """``<group>_mean`` with ``<group>_mean_low`` and ``<group>_mean_high`` (scores times
+        ``scale``), and ``mean`` with ``mean_low`` and ``mean_high``; each mean is also logged with its interval."""
+        out: dict[str, float] = {}
+        averages = [(f"{group}_mean", results.mean(group)) for group in self.groups]
+        if self.everything:
+            averages.append(("mean", results.mean(results.tasks)))
+        for key, mean in averages:
+            out[key] = mean.mean * scale
+            if mean.interval is not None:
+                out[f"{key}_low"], out[f"{key}_high"] = mean.interval[0] * scale, mean.interval[1] * scale
+            logger.info("step %s: %s %.2f over %d tasks, %s", step, key, mean.mean, len(mean.tasks), mean.note())
+        return out
+
+
 class STSEvaluator(SentenceEvaluator):
     """benchharness tasks as a sentence-transformers evaluator.
 
     Metrics are named ``<name>_<task>_<metric>`` with sentence-transformers' fractions (0.8203, not
     82.03); ``primary_metric`` is the first task's main score (Spearman for STS), which the trainer
     uses for ``load_best_model_at_end`` and ``metric_for_best_model="eval_<name>_<task>_main"``.
+    A group whose mean is a score of its own (``"nanobeir"``) adds ``<name>_<group>_mean`` with its
+    interval (``_mean_low``, ``_mean_high``), and is the primary metric when it comes first;
+    ``mean=True`` adds the mean over all the tasks, ``<name>_mean``, and selects on it.
     """
 
     def __init__(
@@ -63,6 +102,7 @@ class STSEvaluator(SentenceEvaluator):
         data_dir: str | None = None,
         seed: int | None = None,
         config: Config | str | Path | None = None,
+        mean: bool = False,
     ) -> None:
         super().__init__()
         self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
@@ -71,7 +111,8 @@ class STSEvaluator(SentenceEvaluator):
         self.config = configuration(config)
         #: the tasks, resolved once and loaded at the first evaluation, reused by every later one
         self._selected: list[Task] | None = None
-        self.primary_metric = f"{self.tasks[0]}_main"
+        self.means = Means(self.tasks, mean, self.config)
+        self.primary_metric = self.means.primary or f"{self.tasks[0]}_main"
         self.greater_is_better = True
         #: every evaluation's Results, with the step it was taken at
         self.history: list[tuple[int, Results]] = []
@@ -93,7 +134,8 @@ class STSEvaluator(SentenceEvaluator):
             **options,
         )
         self.history.append((steps, results))
-        metrics = self.prefix_name_to_metrics(metrics_of(results, 0.01), self.name)
+        scores = {**metrics_of(results, 0.01), **self.means.metrics(results, 0.01, steps)}
+        metrics = self.prefix_name_to_metrics(scores, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
 
@@ -104,7 +146,10 @@ class EvaluationCallback(TrainerCallback):
     The model is encoded with ``tokenizer`` and ``pooling`` (a name of ``hf:``'s poolings), as
     ``hf:<saved checkpoint>?pooling=<pooling>`` would encode it. Scores (x100, benchharness's
     scale) are added to the evaluation metrics as ``eval_benchharness_<task>_<metric>``; with
-    ``every_steps`` they are also taken every that many steps and appended to the trainer's log.
+    ``every_steps`` they are also taken every that many steps and appended to the trainer's log. A
+    group whose mean is a score of its own (``"nanobeir"``) adds ``eval_benchharness_<group>_mean``
+    with its interval (``_mean_low``, ``_mean_high``), ``mean=True`` the mean over all the tasks
+    (``eval_benchharness_mean``): ``metric_for_best_model`` may name either.
     """
 
     def __init__(
@@ -116,6 +161,7 @@ class EvaluationCallback(TrainerCallback):
         batch_size: int | None = None,
         data_dir: str | None = None,
         config: Config | str | Path | None = None,
+        mean: bool = False,
     ) -> None:
         self.tokenizer, self.pooling = tokenizer, pooling
         self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
@@ -124,6 +170,7 @@ class EvaluationCallback(TrainerCallback):
         self.config = configuration(config)
         self.history: list[tuple[int, Results]] = []
         self._selected: list[Task] | None = None
+        self.means = Means(self.tasks, mean, self.config)
 
     def score(self, model: Any, step: int) -> dict[str, float]:
         if self._selected is None:
@@ -140,7 +187,8 @@ class EvaluationCallback(TrainerCallback):
             config=self.config,
         )
         self.history.append((step, results))
-        return {f"benchharness_{k}": v for k, v in metrics_of(results).items()}
+        scores = {**metrics_of(results), **self.means.metrics(results, 1.0, step)}
+        return {f"benchharness_{k}": v for k, v in scores.items()}
 
     def on_evaluate(
         self,
