@@ -1,7 +1,9 @@
-"""What a benchmark of retrieval through benchharness against a sentence-transformers information-
-retrieval evaluator needs beside its model (``benchmarks/multi_vector_retrieval.py``): a BEIR folder
-of real sentences at the size asked, the evaluator's inputs for it, each tool run in a fresh process
-and the lines that compare them.
+"""A benchmark of retrieval through benchharness against a sentence-transformers information-retrieval
+evaluator, whatever the kind of model: a script declares its model and evaluator (``Versus``:
+``benchmarks/multi_vector_retrieval.py``, ``benchmarks/sparse_retrieval.py``) and ``main`` does the
+rest: the command line, a BEIR folder of real sentences at the size asked, the evaluator's inputs for
+it, both tools run alternately, each in a fresh process (``benchmarks/versus_st.py``), the fastest
+run of each compared.
 
 The folder is STS-B test as ``benchmarks/beir_stsb.py`` builds it (first sentences as queries,
 second sentences as the corpus, gold >= 4 relevant), its corpus grown to the size asked with the
@@ -12,12 +14,12 @@ so that it breaks ties as benchharness does, and is asked for the task's metrics
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import subprocess
-import sys
-import time
+import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,14 @@ from typing import Any
 METRICS = ("ndcg@10", "mrr@10", "map@100", "recall@100")
 #: texts a batch, for both tools (sentence-transformers' evaluators' default)
 BATCH_SIZE = 32
+#: the tasks whose sentences are the distractors, in order (about 25,000 distinct sentences)
+DISTRACTORS = ("STS12", "STS13", "STS14", "STS15", "STS16", "SICKRelatedness")
+#: the tools, in the order they run each round: the sentence-transformers evaluator, then benchharness
+TOOLS = ("st", "benchharness")
 
 
 def write_folder(
-    folder: Path, root: Any, corpus_size: int, distractors: Sequence[str], pairs: int | None = None
+    folder: Path, root: Any, corpus_size: int, distractors: Sequence[str] = DISTRACTORS, pairs: int | None = None
 ) -> dict:
     """The BEIR folder described above, from the data root ``root`` (``pairs``: STS-B test's first
     pairs only); its counts."""
@@ -94,51 +100,119 @@ def run_benchharness(model: Path, folder: Path, task: str, root: Path, device: s
     return dict(result.metrics)
 
 
-def measure(run: Callable[[], dict], device: str) -> None:
-    """Run one tool in this (fresh) process and print its result line: wall time, peak memory, metrics."""
-    import torch
+@dataclass(frozen=True)
+class Versus:
+    """One benchmark of this kind, declared by what sets it apart: the kind of model and how to make
+    it, the evaluator and how to run it, what benchharness reports of the model, the corpus sizes.
+    ``main`` does the rest, the same for every model kind."""
 
-    from benchharness.core.resources import peak_cuda_mib, peak_rss_mib
+    #: the results file's name (``results/benchmarks/<name>.txt``)
+    name: str
+    #: the name the BEIR folder is registered under as a retrieval task
+    task: str
+    #: the model, for the output
+    model: str
+    #: ``make_model(folder)``: the model saved under ``folder``; its path
+    make_model: Callable[[Path], Path]
+    #: the evaluator's class name, for the output
+    evaluator: str
+    #: ``run_evaluator(model, folder, device)``: the evaluator's metrics (and figures), x100
+    run_evaluator: Callable[[Path, Path, str], dict]
+    #: ``facts(metrics)``: what benchharness reported of the model beside the metrics, one line
+    facts: Callable[[dict], str]
+    #: the corpus's size, and in smoke mode
+    corpus: int
+    smoke_corpus: int
+    distractors: Sequence[str] = DISTRACTORS
+    #: what both tools report of the model beside the metrics, shown but not compared
+    figures: Sequence[str] = ()
+
+
+def main(versus: Versus, doc: str, script: str) -> int:
+    """The benchmark ``versus`` declares, run from ``script`` (whose docstring is ``doc``): as a
+    worker when started as one; otherwise the folder and the model written to a temporary folder, both
+    tools run ``--repeats`` rounds, the comparison and the times reported. The exit status says whether
+    the metrics agree within 0.01 (x100)."""
+    from machine import SMOKE, data_root, header, report
+    from versus_st import metric_lines, timing_lines
+
     from benchharness.core.settings import apply_environment, load_config
 
-    apply_environment(load_config())
-    t0 = time.perf_counter()
-    metrics = run()
-    if device.startswith("cuda"):  # the work done, not kernels still queued
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - t0
-    out = {"seconds": seconds, "peak_rss_mb": peak_rss_mib(), "peak_cuda_mb": peak_cuda_mib(torch.device(device))}
-    print("RESULT " + json.dumps({**out, "metrics": metrics}))
+    args = _parse_args(doc, versus.corpus, versus.smoke_corpus)
+    if args.worker:
+        _work(args, versus)
+        return 0
+    apply_environment(load_config())  # this script owns its process: the offline hub cache a model may come from
+    with tempfile.TemporaryDirectory(prefix=f"{versus.name}-") as scratch:
+        model = versus.make_model(Path(scratch) / "model")
+        folder = Path(scratch) / "beir"
+        counts = write_folder(folder, data_root(), args.corpus, versus.distractors, pairs=100 if SMOKE else None)
+        st, bh = _fastest_runs(script, model, folder, args)
+    compared, worst = metric_lines(bh["metrics"], st["metrics"], METRICS, versus.figures)
+    lines = [
+        header(),
+        f"model: {versus.model}, device {args.device}, cpu threads: {os.cpu_count()}",
+        (
+            f"data: STS-B test as BEIR ({counts['judged_queries']} scored queries) + {counts['distractors']:,} "
+            f"distractor sentences of {', '.join(versus.distractors)}: {counts['corpus']:,} documents"
+        ),
+        *compared,
+        versus.facts(bh["metrics"]),
+        *timing_lines(
+            {
+                f"sentence-transformers {versus.evaluator}:": st,
+                f"benchharness evaluate (memory bound {args.memory:g} MiB):": bh,
+            },
+            "model load + data + encode + search + metrics",
+            args.repeats,
+        ),
+        f"metrics agree within 0.01 (x100 scale): {worst < 0.01} (largest difference {worst:.5f})",
+    ]
+    report(versus.name, lines)
+    return 0 if worst < 0.01 else 1
 
 
-def spawn(script: str, arguments: list[str]) -> dict:
-    """``script`` run as a worker in a fresh process; the result line it printed."""
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    out = subprocess.run([sys.executable, script, *arguments], capture_output=True, text=True, env=env, check=False)
-    line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if line is None:
-        raise RuntimeError(f"worker {arguments} failed:\n{out.stderr[-3000:]}")
-    return json.loads(line[7:])
+def _parse_args(doc: str, corpus: int, smoke_corpus: int) -> argparse.Namespace:
+    """The command line, with the hidden flags the workers are started with."""
+    from machine import SMOKE
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--corpus", type=int, default=corpus, help="documents in the corpus (STS-B's and distractors)")
+    parser.add_argument("--memory", type=float, default=1024.0, help="benchharness's memory bound (MiB)")
+    parser.add_argument("--device", default="cpu", help="where both tools encode and score (default cpu)")
+    parser.add_argument("--repeats", type=int, default=1, help="alternating runs per tool; the best is kept")
+    parser.add_argument("--worker", choices=TOOLS, help=argparse.SUPPRESS)
+    parser.add_argument("--model", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
+        parser.set_defaults(corpus=smoke_corpus)
+    return parser.parse_args()
 
 
-def metric_lines(ours: dict, theirs: dict, names: Sequence[str] = METRICS) -> tuple[list[str], float]:
-    """A table of each metric on both sides and their difference, and the largest difference."""
-    lines = [f"{'metric':18s} {'benchharness':>13s} {'sent-transf.':>13s} {'abs diff':>9s}"]
-    worst = 0.0
-    for name in names:
-        diff = abs(ours[name] - theirs[name])
-        worst = max(worst, diff)
-        lines.append(f"{name:18s} {ours[name]:13.4f} {theirs[name]:13.4f} {diff:9.5f}")
-    return lines, worst
+def _work(args: argparse.Namespace, versus: Versus) -> None:
+    """Be the worker ``args.worker`` names, in this fresh process: benchharness on the folder as the
+    retrieval task, or the evaluator."""
+    from machine import data_root
+    from versus_st import measure
+
+    if args.worker == "benchharness":
+        root = data_root().root
+        measure(
+            lambda: run_benchharness(args.model, args.folder, versus.task, root, args.device, args.memory), args.device
+        )
+    else:
+        measure(lambda: versus.run_evaluator(args.model, args.folder, args.device), args.device)
 
 
-def timing_lines(runs: dict[str, dict], repeats: int) -> list[str]:
-    """Each tool's best wall time and peak memory (``runs``: label -> result, sentence-transformers'
-    first), and the speed ratio."""
-    lines = [f"wall time (model load + data + encode + search + metrics, best of {repeats}):"]
-    for label, run in runs.items():
-        cuda = f", peak CUDA {run['peak_cuda_mb']:.0f} MB" if run.get("peak_cuda_mb") is not None else ""
-        lines.append(f"  {label:66s} {run['seconds']:8.1f} s, peak RSS {run['peak_rss_mb']:.0f} MB{cuda}")
-    st, bh = runs.values()
-    lines.append(f"  speed ratio (sentence-transformers / benchharness): {st['seconds'] / bh['seconds']:.2f}x")
-    return lines
+def _fastest_runs(script: str, model: Path, folder: Path, args: argparse.Namespace) -> tuple[dict, dict]:
+    """Both tools on ``model`` and ``folder``, ``args.repeats`` rounds, each run a fresh process of
+    ``script``; the fastest run of each: (sentence-transformers', benchharness's)."""
+    from versus_st import spawn
+
+    common = ["--model", str(model), "--folder", str(folder), "--device", args.device, "--memory", str(args.memory)]
+    runs: dict[str, list[dict]] = {tool: [] for tool in TOOLS}
+    for _ in range(args.repeats):
+        for tool, results in runs.items():
+            results.append(spawn(script, ["--worker", tool, *common]))
+    st, bh = (min(runs[tool], key=lambda x: x["seconds"]) for tool in TOOLS)
+    return st, bh

@@ -21,7 +21,7 @@ fixed seed.
 
 Both score every pair with ``CrossEncoder.predict`` (pairs sorted by length, longest first) at
 ``--batch-size``; the script prints each tool's wall time and peak memory, the ratio, and checks that
-MAP and MRR@10 agree within 0.01 (x100).
+MAP and MRR@10 agree within 0.01 (x100). Each tool runs as ``benchmarks/versus_st.py`` runs it.
 """
 
 from __future__ import annotations
@@ -29,10 +29,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,55 +102,31 @@ def worker_sentence_transformers(model: Path, samples: Path, batch_size: int, de
     return {key: 100.0 * value for key, value in scores.items()}
 
 
-def _worker(tool: str, model: Path, samples: Path, batch_size: int, device: str) -> None:
-    import torch
-
-    from benchharness.core.resources import peak_cuda_mib, peak_rss_mib
-    from benchharness.core.settings import apply_environment, load_config
-
-    apply_environment(load_config())
-    t0 = time.perf_counter()
-    run = worker_benchharness if tool == "benchharness" else worker_sentence_transformers
-    scores = run(model, samples, batch_size, device)
-    if device.startswith("cuda"):  # the work done, not kernels still queued
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - t0
-    cuda = peak_cuda_mib(torch.device(device))
-    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak_rss_mib(), "peak_cuda_mb": cuda, **scores}))
-
-
-def _spawn(tool: str, model: Path, samples: Path, batch_size: int, device: str) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--worker", tool, "--model", str(model), "--samples", str(samples)]
-    out = subprocess.run(
-        [*command, "--batch-size", str(batch_size), "--device", device],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
-        check=False,
-    )
-    line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if line is None:
-        raise RuntimeError(f"{tool} worker failed:\n{out.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(line[7:])
-    return result
+#: each tool's worker, in the order they run: sentence-transformers' evaluator, then benchharness
+WORKERS: dict[str, Callable[[Path, Path, int, str], dict[str, float]]] = {
+    "sentence-transformers": worker_sentence_transformers,
+    "benchharness": worker_benchharness,
+}
 
 
 def main() -> int:
     from machine import SMOKE, config, data_root, header, report
+    from versus_st import measure, metric_lines, spawn, timing_lines
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64, help="pairs per forward pass, both tools")
     parser.add_argument("--device", default="cpu", help="where both tools score (default cpu; cuda on a GPU)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=WORKERS, help=argparse.SUPPRESS)
     parser.add_argument("--model", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--samples", type=Path, help=argparse.SUPPRESS)
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         parser.set_defaults(queries=12)
     args = parser.parse_args()
     if args.worker:
-        _worker(args.worker, args.model, args.samples, args.batch_size, args.device)
+        run = WORKERS[args.worker]
+        measure(lambda: run(args.model, args.samples, args.batch_size, args.device), args.device)
         return 0
 
     from benchharness.core.settings import apply_environment
@@ -165,32 +140,26 @@ def main() -> int:
         model = make_cross_encoder(Path(tmp) / "cross-encoder", seed=0)
         samples = reranking_samples(*stsb_pairs(data_root().root), args.queries, args.candidates)
         path = write_samples(Path(tmp) / "samples.jsonl", samples)
-        st = _spawn("sentence-transformers", model, path, args.batch_size, args.device)
-        bh = _spawn("benchharness", model, path, args.batch_size, args.device)
+        common = ["--model", str(model), "--samples", str(path), "--batch-size", str(args.batch_size)]
+        st, bh = (spawn(__file__, ["--worker", tool, *common, "--device", args.device]) for tool in WORKERS)
     pairs = sum(len(s["positive"]) + len(s["negative"]) for s in samples)
+    compared, worst = metric_lines(bh["metrics"], st["metrics"], ("map", "mrr@10"))
     lines = [
         head,
         (
             f"{len(samples)} queries x {args.candidates} candidates ({pairs} pairs), seeded MiniLM-L3 "
             f"cross-encoder, batch size {args.batch_size}, device {args.device}, cpu threads {os.cpu_count()}"
         ),
-        f"{'metric':8s} {'benchharness':>13s} {'sent-transf.':>13s} {'abs diff':>9s}",
+        *compared,
+        f"{'ndcg@10':20s} {'(not a metric)':>13s} {st['metrics']['ndcg@10']:13.4f}",
+        *timing_lines(
+            {"sentence-transformers CrossEncoderRerankingEvaluator:": st, "benchharness run:": bh},
+            "model load + data + scoring + metrics",
+        ),
+        f"MAP and MRR@10 agree within 0.01 (x100 scale): {worst < 0.01} (largest difference {worst:.5f})",
     ]
-    worst = 0.0
-    for metric in ("map", "mrr@10"):
-        diff = abs(bh[metric] - st[metric])
-        worst = max(worst, diff)
-        lines.append(f"{metric:8s} {bh[metric]:13.4f} {st[metric]:13.4f} {diff:9.5f}")
-    lines.append(f"{'ndcg@10':8s} {'(not a metric)':>13s} {st['ndcg@10']:13.4f}")
-    lines.append("wall time (model load + data + scoring + metrics), peak memory:")
-    for label, run in (("sentence-transformers CrossEncoderRerankingEvaluator:", st), ("benchharness run:", bh)):
-        cuda = f", peak CUDA {run['peak_cuda_mb']:.0f} MB" if run.get("peak_cuda_mb") is not None else ""
-        lines.append(f"  {label:54s} {run['seconds']:8.2f} s, peak RSS {run['peak_rss_mb']:.0f} MB{cuda}")
-    lines.append(f"  benchharness / sentence-transformers wall time: {bh['seconds'] / st['seconds']:.2f}x")
-    same = worst < 0.01
-    lines.append(f"MAP and MRR@10 agree within 0.01 (x100 scale): {same} (largest difference {worst:.5f})")
     report("cross_encoder_reranking", lines)
-    return 0 if same else 1
+    return 0 if worst < 0.01 else 1
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ The alternative a user would otherwise write is one ``EmbeddingSimilarityEvaluat
 (STS12-16 with their subsets concatenated, which is the 'all' aggregation, STS-B test, SICK-R
 test) fed the very same sentence pairs. Each tool runs in its own fresh subprocess (cold: no
 embedding cache, model loaded inside the timing) so that wall time and peak memory are its own.
-The script checks that both give the same seven Spearman scores and prints the speed ratio.
+The script checks that both give the same seven Spearman scores and prints the speed ratio
+(``benchmarks/versus_st.py`` runs both tools).
 
 benchharness runs its default, the inference engine (tokenized once, batches of equal token
 length); ``--backend reference`` (or compile, onnx) times the built-in definition with that backend, e.g.
@@ -17,15 +18,12 @@ length); ``--backend reference`` (or compile, onnx) times the built-in definitio
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import time
 
 from machine import SMOKE, data_root
+from versus_st import measure, metric_lines, spawn, timing_lines
 
-from benchharness.core.resources import peak_rss_mib
 from benchharness.encoders.builtins import MINILMS as HUB_IDS
 
 #: the STS suite (smoke mode: SICK-R's 500 trial pairs)
@@ -74,44 +72,6 @@ def worker_sentence_transformers(model: str, device: str) -> dict[str, float]:
     return scores
 
 
-def _worker(tool: str, model: str, backend: str | None, device: str) -> None:
-    import torch
-
-    from benchharness.core.resources import peak_cuda_mib
-    from benchharness.core.settings import apply_environment, load_config
-
-    apply_environment(load_config())
-    t0 = time.perf_counter()
-    if tool == "benchharness":
-        scores = worker_benchharness(model, backend, device)
-    else:
-        scores = worker_sentence_transformers(model, device)
-    if device.startswith("cuda"):  # the work done, not kernels still queued
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - t0
-    cuda = peak_cuda_mib(torch.device(device))
-    print(
-        "RESULT "
-        + json.dumps({"seconds": seconds, "peak_rss_mb": peak_rss_mib(), "peak_cuda_mb": cuda, "scores": scores})
-    )
-
-
-def _spawn(tool: str, model: str, backend: str | None, device: str) -> dict:
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    extra = ["--backend", backend] if backend else []
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", tool, "--model", model, "--device", device, *extra],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if line is None:
-        raise RuntimeError(f"{tool} worker failed:\n{out.stderr[-3000:]}")
-    return json.loads(line[7:])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm-l6", choices=sorted(HUB_IDS))
@@ -126,34 +86,35 @@ def main() -> int:
     if SMOKE:  # a tiny input: the code path, not a measurement (benchmarks/machine.py)
         parser.set_defaults(model="minilm-l3")
     args = parser.parse_args()
-    if args.worker:
-        _worker(args.worker, args.model, args.backend, args.device)
+    if args.worker == "benchharness":
+        measure(lambda: worker_benchharness(args.model, args.backend, args.device), args.device)
         return 0
+    if args.worker:
+        measure(lambda: worker_sentence_transformers(args.model, args.device), args.device)
+        return 0
+    st_worker = ["--worker", "st", "--model", args.model, "--device", args.device]
+    bh_worker = ["--worker", "benchharness", "--model", args.model, "--device", args.device]
+    bh_worker += ["--backend", args.backend] if args.backend else []
     runs: dict[str, list[dict]] = {"sentence-transformers": [], "benchharness": []}
     for _ in range(args.repeats):
-        runs["sentence-transformers"].append(_spawn("st", args.model, None, args.device))
-        runs["benchharness"].append(_spawn("benchharness", args.model, args.backend, args.device))
-    best = {tool: min(r, key=lambda x: x["seconds"]) for tool, r in runs.items()}
-    bh, st = best["benchharness"], best["sentence-transformers"]
+        runs["sentence-transformers"].append(spawn(__file__, st_worker))
+        runs["benchharness"].append(spawn(__file__, bh_worker))
+    st, bh = (min(runs[tool], key=lambda x: x["seconds"]) for tool in ("sentence-transformers", "benchharness"))
     path = f"backend={args.backend or 'default (eager)'}"
-    print(
-        f"model: {args.model} ({HUB_IDS[args.model]}), benchharness {path}, device {args.device}, "
-        f"cpu threads: {os.cpu_count()}"
-    )
-    print(f"{'task':18s} {'benchharness':>13s} {'sent-transf.':>13s} {'abs diff':>9s}")
-    worst = 0.0
-    for name in STS:
-        diff = abs(bh["scores"][name] - st["scores"][name])
-        worst = max(worst, diff)
-        print(f"{name:18s} {bh['scores'][name]:13.4f} {st['scores'][name]:13.4f} {diff:9.5f}")
-    print(f"\nwall time (model load + data + encode + evaluate, best of {args.repeats}):")
-    for label, run in (("sentence-transformers EmbeddingSimilarityEvaluator x7:", st), ("benchharness run:", bh)):
-        cuda = f", peak CUDA {run['peak_cuda_mb']:.0f} MB" if run.get("peak_cuda_mb") is not None else ""
-        print(f"  {label:54s} {run['seconds']:8.1f} s, peak RSS {run['peak_rss_mb']:.0f} MB{cuda}")
-    print(f"  speed-up: {st['seconds'] / bh['seconds']:.2f}x")
-    same = worst < 0.01
-    print(f"scores agree within 0.01 (x100 scale): {same} (largest difference {worst:.5f})")
-    return 0 if same else 1
+    compared, worst = metric_lines(bh["metrics"], st["metrics"], STS, column="task")
+    timings = {"sentence-transformers EmbeddingSimilarityEvaluator x7:": st, "benchharness run:": bh}
+    lines = [
+        (
+            f"model: {args.model} ({HUB_IDS[args.model]}), benchharness {path}, device {args.device}, "
+            f"cpu threads: {os.cpu_count()}"
+        ),
+        *compared,
+        "",
+        *timing_lines(timings, "model load + data + encode + evaluate", args.repeats),
+        f"scores agree within 0.01 (x100 scale): {worst < 0.01} (largest difference {worst:.5f})",
+    ]
+    print("\n".join(lines))
+    return 0 if worst < 0.01 else 1
 
 
 if __name__ == "__main__":
