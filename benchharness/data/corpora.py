@@ -10,7 +10,7 @@ alternative. ``text:<path>`` reads one sentence per line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,20 +37,21 @@ def _sts_years(data: DataRoot) -> list[str]:
     return out
 
 
-def _stsb(data: DataRoot, splits: tuple[str, ...]) -> list[str]:
+def _scored_pairs(data: DataRoot, files: Iterable[str], columns: tuple[int, int, int], header: bool) -> list[str]:
+    """Both sentences of every pair of the scored TSV ``files`` (STS-B's or SICK's splits), interleaved."""
     out: list[str] = []
-    for split in splits:
-        a, b, _ = read_scored_tsv(data.path(stsb_file(split), "senteval"), STSB_COLUMNS, header=False, gold=False)
+    for file in files:
+        a, b, _ = read_scored_tsv(data.path(file, "senteval"), columns, header=header, gold=False)
         out += interleave(a, b)
     return out
+
+
+def _stsb(data: DataRoot, splits: tuple[str, ...]) -> list[str]:
+    return _scored_pairs(data, map(stsb_file, splits), STSB_COLUMNS, header=False)
 
 
 def _sick(data: DataRoot, splits: tuple[str, ...]) -> list[str]:
-    out: list[str] = []
-    for split in splits:
-        a, b, _ = read_scored_tsv(data.path(sick_file(split), "senteval"), SICK_COLUMNS, header=True, gold=False)
-        out += interleave(a, b)
-    return out
+    return _scored_pairs(data, map(sick_file, splits), SICK_COLUMNS, header=True)
 
 
 CORPORA: dict[str, tuple[str, Callable[[DataRoot], list[str]]]] = {

@@ -194,14 +194,23 @@ def sick_file(split: str) -> str:
     return f"senteval/SICK/{SICK_FILES[split]}"
 
 
-def gold_score(text: str, path: Path | None, lineno: int) -> float:
-    """A gold score as a float; text that is no finite number (``nan`` and ``inf`` parse as floats)
-    raises ``DataError`` naming the file and line: one such score makes every correlation NaN."""
+def finite_float(value: Any) -> float | None:
+    """``value`` as a float, or None where it is no finite number: text that does not parse, ``nan``
+    and ``inf`` (which do), a boolean (a JSON ``true`` is no score). One such score in a file makes
+    every correlation or ranking over it meaningless, so readers refuse it naming the line."""
+    if isinstance(value, bool):
+        return None
     try:
-        score = float(text)
-    except ValueError:
-        score = math.nan
-    if not math.isfinite(score):
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def gold_score(text: str, path: Path | None, lineno: int) -> float:
+    """A gold score as a float; text that is no finite number raises ``DataError`` naming the file and line."""
+    score = finite_float(text)
+    if score is None:
         raise DataError(f"{path}:{lineno}: gold score {excerpt(text)} is not a number")
     return score
 

@@ -11,12 +11,11 @@ score that is not a finite number, a document listed twice for one query, an emp
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchharness.core.data_root import DataError
-from benchharness.data.readers import excerpt, numbered_lines, text_stream
+from benchharness.data.readers import excerpt, finite_float, numbered_lines, text_stream
 
 FIELDS = ("query-id", "Q0", "document-id", "rank", "score", "tag")
 
@@ -46,11 +45,8 @@ def read_trec_run(path: Path) -> dict[str, RunList]:
                 rank = int(rank_text)
             except ValueError:
                 raise DataError(f"{path}:{line}: rank {excerpt(rank_text)} is not a whole number") from None
-            try:
-                score = float(score_text)
-            except ValueError:
-                score = math.nan
-            if not math.isfinite(score):
+            score = finite_float(score_text)
+            if score is None:
                 raise DataError(f"{path}:{line}: score {excerpt(score_text)} is not a finite number")
             listed = found.setdefault(query, {})
             if document in listed:

@@ -4,7 +4,6 @@ STS-B's), each pair as the file holds it."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from benchharness.core.data_root import DataError
-from benchharness.data.readers import excerpt
+from benchharness.data.readers import excerpt, finite_float
 from benchharness.tasks import sts
 from benchharness.tasks.files.base import GROUP, TEXT, Declaration, FileTask, Row, sentence
 
@@ -32,11 +31,8 @@ class Pairs:
 
 
 def _score(path: Path, line: int, value: Any, column: str, score_range: tuple[float, float] | None) -> float:
-    try:
-        score = math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        score = math.nan
-    if not math.isfinite(score):
+    score = finite_float(value)
+    if score is None:
         raise DataError(f"{path}:{line}: score {excerpt(value)} in {column!r} is not a number")
     if score_range is not None and not score_range[0] <= score <= score_range[1]:
         raise DataError(
