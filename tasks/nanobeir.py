@@ -35,7 +35,7 @@ from benchharness.core.atomic import atomic_dir
 from benchharness.core.data_root import DataError, DataRoot
 from benchharness.core.errors import UnavailableDataError
 from benchharness.core.settings import Config, default_data_dir, default_hub
-from benchharness.core.task import BoardColumn, BoardSection, Task, TaskProvider
+from benchharness.core.task import BoardSection, Task, TaskProvider
 from benchharness.tasks.files.base import Declaration
 from benchharness.tasks.files.beir import CORPUS, QRELS, QRELS_HEADER, QUERIES, beir_files
 from benchharness.tasks.files.ranking import FileRetrievalTask
@@ -122,7 +122,7 @@ class NanoBEIRTask(FileRetrievalTask):
     board_section = BOARD
 
     def __init__(self, dataset: str, root: Path, offline: bool) -> None:
-        self.dataset, self.offline = dataset, offline
+        self.dataset, self.offline, self.board_header = dataset, offline, dataset
         name = task_name(dataset)
         decl = Declaration(name, folder_of(root, dataset), "retrieval", "beir", {}, None, CONFIGS["default"], SPLIT)
         super().__init__(decl)
@@ -133,7 +133,6 @@ class NanoBEIRTask(FileRetrievalTask):
             protocol=PROTOCOL,
             reference=REFERENCE,
             groups=(GROUP,),
-            board_columns=(BoardColumn(dataset),),
             protocol_details={**declared.protocol_details, "source": f"{DATASET_ID}, split {name}"},
         )
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchharness.core.data_root import DataError, DataRoot
-from benchharness.core.task import BoardSection, Task, TaskMetadata
+from benchharness.core.task import BoardColumn, BoardSection, Task, TaskMetadata
 from benchharness.data.readers import check_data_file, excerpt, json_lines, undecodable_message
 from benchharness.tasks import boards
 from benchharness.tasks.senteval.config import ClassifierConfig
@@ -125,8 +125,10 @@ class FileTask(Task):
     is first asked for), and metadata that is the protocol family's completed from the data."""
 
     decl: Declaration
-    #: the leaderboard table of the tasks of this class: a researcher's own files share one
+    #: the leaderboard table of the tasks of this class (a researcher's own files share one), and the
+    #: header of the task's column there (None: the task's name)
     board_section: BoardSection = boards.FILES
+    board_header: str | None = None
 
     @property
     def metadata(self) -> TaskMetadata:
@@ -143,7 +145,13 @@ class FileTask(Task):
     def metadata(self, value: TaskMetadata) -> None:
         """What the protocol family declares (its constructor sets it), before the data are read;
         the declaration's instruction, if any, goes to the query side of prompted models."""
-        self._declared = replace(value, instruction=self.decl.instruction, board=self.board_section, on_board=True)
+        self._declared = replace(
+            value,
+            instruction=self.decl.instruction,
+            board=self.board_section,
+            board_columns=(BoardColumn(self.board_header),),
+            on_board=True,
+        )
 
     @property
     def declared(self) -> TaskMetadata:
