@@ -35,7 +35,7 @@ import numpy as np
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.kinds import MULTI_VECTOR, Ranked, Roles, View
 from benchharness.core.prompts import Role
-from benchharness.scoring.top_k import merge_lists
+from benchharness.scoring.top_k import merge_lists, padded_lists
 
 #: a text's token vectors, one float32 matrix (tokens x dimension) per text, as encoded for a role
 EncodeTokens = Callable[[list[str], Role], list[np.ndarray]]
@@ -188,8 +188,7 @@ class MultiVectorView(View):
         query_tokens = Tokens.of(listed, counts.dimension)
         del listed
         n = len(query_tokens)
-        best_s = np.full((n, 0), -np.inf, dtype=np.float32)
-        best_i = np.full((n, 0), -1, dtype=np.int64)
+        best_s, best_i = padded_lists(n, k=0)
         sizer = _Sizer(self.memory / 4)
         self.blocks = []
         start = 0
@@ -208,11 +207,7 @@ class MultiVectorView(View):
             del block  # dropped before the next block is encoded
             start = stop
         self._counts = counts
-        if best_s.shape[1] < k:
-            pad = k - best_s.shape[1]
-            best_s = np.hstack([best_s, np.full((n, pad), -np.inf, np.float32)])
-            best_i = np.hstack([best_i, np.full((n, pad), -1, np.int64)])
-        return best_s, best_i
+        return padded_lists(n, k, best_s, best_i)
 
     def _merge_block(
         self,

@@ -57,8 +57,7 @@ def top_k(
     dtype = np.uint8 if hamming else np.float32
     queries = np.ascontiguousarray(queries, dtype=dtype)
     n = len(queries)
-    best_s = np.full((n, 0), -np.inf, dtype=np.float32)
-    best_i = np.full((n, 0), -1, dtype=np.int64)
+    best_s, best_i = padded_lists(n, k=0)
     offset = 0
     for docs in doc_blocks:
         docs = np.ascontiguousarray(docs, dtype=dtype)
@@ -75,11 +74,20 @@ def top_k(
         i = np.where(i >= 0, i + offset, -1)
         best_s, best_i = merge_lists(np.hstack([best_s, s]), np.hstack([best_i, i]), k, exclude)
         offset += len(docs)
-    if best_s.shape[1] < k:
-        pad = k - best_s.shape[1]
-        best_s = np.hstack([best_s, np.full((n, pad), -np.inf, np.float32)])
-        best_i = np.hstack([best_i, np.full((n, pad), -1, np.int64)])
-    return best_s, best_i
+    return padded_lists(n, k, best_s, best_i)
+
+
+def padded_lists(
+    n: int, k: int, scores: np.ndarray | None = None, ids: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` queries' running top lists (float32 scores, int64 ids; none: no columns yet, before any
+    document is merged) widened to ``k`` columns with id -1 and score -inf, as the lists of a corpus
+    smaller than ``k`` end."""
+    if scores is None or ids is None:
+        scores, ids = np.zeros((n, 0), np.float32), np.zeros((n, 0), np.int64)
+    pad = max(0, k - scores.shape[1])
+    no_scores, no_ids = np.full((n, pad), -np.inf, np.float32), np.full((n, pad), -1, np.int64)
+    return np.hstack([scores, no_scores]), np.hstack([ids, no_ids])
 
 
 def merge_lists(

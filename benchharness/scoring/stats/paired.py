@@ -20,7 +20,7 @@ flips the sign of the item's difference.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,9 +59,6 @@ class Comparison:
     seed: int | None
     interval_method: str = "paired percentile bootstrap"
     test: str = "paired permutation (per-item swap), two-sided"
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 @dataclass(frozen=True, eq=False)
