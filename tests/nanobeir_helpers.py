@@ -19,8 +19,8 @@ def hub_rows(dataset: str, queries: int = 6, documents: int = 24, seed: int = 0)
     mention them among documents about random pairs of words."""
     rng = random.Random(f"{seed}:{dataset}")
     corpus = [
-        {"_id": f"{dataset[:3]}-d{i}", "text": f"the {rng.choice(WORDS)} beside the {rng.choice(WORDS)} of {dataset}"}
-        for i in range(documents)
+        {"_id": f"{dataset[:3]}-d{i}", "text": f"the {rng.choice(WORDS)} beside the {rng.choice(WORDS)}, page {i}"}
+        for i in range(documents)  # each text its own: no two documents tie on any model
     ]
     rows_q, qrels = [], []
     for q in range(queries):
