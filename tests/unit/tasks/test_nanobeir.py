@@ -132,12 +132,21 @@ def test_listing_reads_no_corpus_and_says_what_is_missing(tmp_path, monkeypatch)
     assert tasks.get("NanoArguAna", config).metadata.n_samples is None
 
 
-def test_the_group_runs_any_model_kind_and_its_mean_is_the_unweighted_mean(tmp_path):
+def test_the_group_runs_any_model_kind_and_pipeline_and_its_mean_is_the_unweighted_mean(tmp_path, data_dir):
     pytest.importorskip("bm25s")
     root = write_data_root(tmp_path / "data")
-    results = benchharness.evaluate(["bm25"], "nanobeir", data_dir=root, intervals=False)
-    scores = [results.get("bm25", name).main_score for name in tasks.resolve("nanobeir")]
-    mean = results.mean("nanobeir")
-    assert mean.mean == pytest.approx(np.mean(scores), abs=1e-12) and mean.tasks == tuple(tasks.resolve("nanobeir"))
-    assert mean.low < mean.mean < mean.high
-    assert "| bm25      | nanobeir (mean of 13) | mean     |" in str(results)
+    (root / "glove").symlink_to(data_dir / "glove")  # the word vectors of glove-50d, beside the datasets
+    names = tasks.resolve("nanobeir")
+    encoders = ["bm25", "glove-50d", "bm25>>glove-50d?k=5"]
+    results = benchharness.evaluate(encoders, "nanobeir", data_dir=root, intervals=False)
+    assert not results.failed
+    for encoder in encoders:
+        scores = [results.get(encoder, name).main_score for name in names]
+        mean = results.mean("nanobeir", encoder=encoder)
+        assert mean.mean == pytest.approx(np.mean(scores), abs=1e-12) and mean.tasks == tuple(names)
+        assert mean.low < mean.mean < mean.high
+    for name in names:  # the pipeline's first stage is bm25 itself, searched once
+        first = results.get("bm25>>glove-50d?k=5", name).metrics["first_stage/ndcg@10"]
+        assert first == results.get("bm25", name).main_score
+    table = str(results)
+    assert all(f"| {encoder:<19} | nanobeir (mean of 13) | mean" in table for encoder in encoders)
