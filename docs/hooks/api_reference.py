@@ -26,6 +26,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from docs_text import fill_marker
 from mkdocs.plugins import event_priority
 
 MARKER = "<!-- api-reference -->"
@@ -140,10 +141,6 @@ on_post_build = on_build_error = on_shutdown = _remove_trees
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """MkDocs event: fill in the reference on its page; every other page passes through."""
-    if page.file.src_uri != PAGE:
-        return markdown
-    if MARKER not in markdown:
-        from mkdocs.exceptions import PluginError
-
-        raise PluginError(f"docs/{PAGE} has lost its marker {MARKER}: the generated API reference goes there")
-    return markdown.replace(MARKER, render(Path(config.config_file_path).resolve().parent))
+    return fill_marker(
+        markdown, page, PAGE, MARKER, "API reference", lambda: render(Path(config.config_file_path).resolve().parent)
+    )

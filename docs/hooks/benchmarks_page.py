@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docs_text import code_block, escape, rst_literals_to_markdown
+from docs_text import code_block, escape, fill_marker, rst_literals_to_markdown
 
 MARKER = "<!-- benchmarks -->"
 PAGE = "benchmarks.md"
@@ -179,10 +179,6 @@ def render(root: Path) -> str:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """MkDocs event: fill in the measurements on their page; every other page passes through."""
-    if page.file.src_uri != PAGE:
-        return markdown
-    if MARKER not in markdown:
-        from mkdocs.exceptions import PluginError
-
-        raise PluginError(f"docs/{PAGE} has lost its marker {MARKER}: the generated measurements go there")
-    return markdown.replace(MARKER, render(Path(config.config_file_path).resolve().parent))
+    return fill_marker(
+        markdown, page, PAGE, MARKER, "measurements", lambda: render(Path(config.config_file_path).resolve().parent)
+    )

@@ -19,7 +19,7 @@ import argparse
 import inspect
 from typing import Any
 
-from docs_text import code_block, escape, first_paragraph, rst_literals_to_markdown
+from docs_text import code_block, escape, fill_marker, first_paragraph, rst_literals_to_markdown
 
 #: the text in docs/reference/cli.md that the generated reference replaces
 MARKER = "<!-- cli-reference -->"
@@ -198,10 +198,4 @@ def render() -> str:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """MkDocs event: fill in the reference on its page; every other page passes through."""
-    if page.file.src_uri != PAGE:
-        return markdown
-    if MARKER not in markdown:
-        from mkdocs.exceptions import PluginError
-
-        raise PluginError(f"docs/{PAGE} has lost its marker {MARKER}: the generated CLI reference goes there")
-    return markdown.replace(MARKER, render())
+    return fill_marker(markdown, page, PAGE, MARKER, "CLI reference", render)

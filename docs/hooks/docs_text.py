@@ -1,5 +1,6 @@
 """Text helpers shared by the documentation hooks: text written for a terminal or a docstring
-(argparse help, ``benchmarks/*.py`` docstrings) made safe to drop into Markdown.
+(argparse help, ``benchmarks/*.py`` docstrings) made safe to drop into Markdown, and the generated
+text put in place of its page's marker (``fill_marker``).
 
 A help string such as ``trains into <out>-s<seed>`` would otherwise lose ``<out>`` as an unknown
 HTML tag, and ``results/*/x`` would open an emphasis; inside code spans nothing is escaped, since
@@ -9,6 +10,8 @@ Markdown shows code spans as written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 #: reStructuredText's inline literal (``x``), as the docstrings write it
 _RST_LITERAL = re.compile(r"``(.+?)``")
@@ -49,3 +52,16 @@ def code_block(text: str, language: str = "text") -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{text.rstrip()}\n{fence}"
+
+
+def fill_marker(markdown: str, page: Any, name: str, marker: str, what: str, render: Callable[[], str]) -> str:
+    """A hook's ``on_page_markdown``: on its page ``docs/<name>``, ``marker`` replaced by ``render()``
+    (``what`` it generates); every other page passes through. A page that has lost its marker fails
+    the build rather than going out without the generated text."""
+    if page.file.src_uri != name:
+        return markdown
+    if marker not in markdown:
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(f"docs/{name} has lost its marker {marker}: the generated {what} goes there")
+    return markdown.replace(marker, render())
