@@ -13,6 +13,8 @@ each metric, what the score averages over and therefore what to resample.
   folds for the k-fold tasks (MR, CR, SUBJ, MPQA), whose score is the mean of the per-fold
   accuracies. Which one is recorded in ``unit``.
 - Ranking: queries, through the per-query AP/RR.
+- A group's mean over tasks declared a score of its own (NanoBEIR's): each task's items resampled
+  within the task, the tasks' scores averaged per resample (``mean_over_tasks``).
 
 Intervals are 95% percentile-bootstrap intervals with ``RESAMPLES`` resamples, seeded from the run
 seed and the task name (``derive_seed``) so that a rerun gives the same interval and tasks are

@@ -8,7 +8,9 @@
   tokenizer and pooling and adds the scores to the logged metrics.
 
 Both call :func:`benchharness.evaluate` on the model object itself (its weights are fingerprinted
-at each call), in memory, so the numbers are those of the one evaluation code path.
+at each call), in memory, so the numbers are those of the one evaluation code path. Given a group
+whose mean is a score of its own (``"nanobeir"``), both report that mean with its interval
+(:class:`Means`), and a training loop may select its checkpoint on it.
 """
 
 from __future__ import annotations
