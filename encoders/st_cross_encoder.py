@@ -40,7 +40,7 @@ from benchharness.encoders.st_folder import (
     LibraryModel,
     folder_identity,
     library_sizes,
-    object_module_configs,
+    object_identity,
     read_config,
     transformer_folder,
 )
@@ -155,8 +155,7 @@ class CrossEncoderFolder(CrossEncoderModel):
             from sentence_transformers import CrossEncoder
 
             _refuse_random_head(transformer_folder(self.source.path), self.name)
-            with quiet_loading():
-                model = CrossEncoder(str(self.source.path), device=str(self._device.get()), local_files_only=True)
+            model = self._load(CrossEncoder, self.source.path)
             one_label(model.num_labels, self.name)
             self._model = model
         return self._model
@@ -216,14 +215,9 @@ class CrossEncoderObject(CrossEncoderModel):
     def identity_info(self) -> dict[str, Any]:
         model = self._model
         config = {k: v for k, v in model.model.config.to_dict().items() if k not in VERSION_KEYS}
-        return {
-            "family": "sentence-transformers-object",
-            "model": self.source.name,
-            "weights_sha256": self.source.weights_sha256,
-            "modules": {**object_module_configs(model), "config.json": config},
-            "activation_fn": activation_name(model.activation_fn),
-            "max_length": model.max_seq_length,
-        }
+        return object_identity(
+            model, self.source, {"config.json": config}, activation_fn=activation_name(model.activation_fn)
+        )
 
 
 def build(name: str, spec: Params, context: BuildContext, source: ModelSource) -> CrossEncoderFolder:

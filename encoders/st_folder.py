@@ -11,14 +11,17 @@ weights and each module's own (a projection's ``Dense``), the token limit, the p
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchharness.core.devices import DeviceChoice, checked_batch_size
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.kind_models import KindModel
+from benchharness.core.prompts import Role
 from benchharness.core.specs import BuildContext, Params
 from benchharness.encoders.backends import DEFAULT_BACKEND, REFERENCE
+from benchharness.encoders.checkpoint import quiet_loading
 from benchharness.encoders.hub import WEIGHT_FILES, ModelSource, weights_fingerprint
 from benchharness.encoders.tokenizer_files import sentence_transformer_tokenizer_folder
 
@@ -114,6 +117,28 @@ def object_module_configs(model: Any) -> dict[str, Any]:
     return configs
 
 
+def object_identity(
+    model: Any, source: ModelSource, configs: dict[str, Any] | None = None, **settings: Any
+) -> dict[str, Any]:
+    """What pins a model held in memory, whatever its kind: the weights it holds now (``source``, a
+    ``HeldSource``), each module's configuration (and ``configs``, what the kind reads beside them),
+    the token limit, and ``settings``, what the kind adds."""
+    return {
+        "family": "sentence-transformers-object",
+        "model": source.name,
+        "weights_sha256": source.weights_sha256,
+        "modules": {**object_module_configs(model), **(configs or {})},
+        "max_length": model.max_seq_length,
+        **settings,
+    }
+
+
+def role_method(model: Any, role: Role) -> Callable[..., Any]:
+    """The method a model encodes a role's texts with, as sentence-transformers' evaluators call it:
+    ``encode_query`` for queries, ``encode_document`` for documents, ``encode`` for a symmetric task."""
+    return {"query": model.encode_query, "document": model.encode_document}.get(role.name or "", model.encode)
+
+
 def unused_poolers(model: Any) -> tuple[str, ...]:
     """The weight prefixes of a loaded model's Transformer modules' poolers: sentence-transformers'
     Transformer module passes token states on, so a pooler's weights (random where the checkpoint
@@ -148,3 +173,9 @@ class LibraryModel(KindModel):
         self.batch_size = checked_batch_size(name, batch_size)
         self._device = DeviceChoice(device)
         self._model: Any = None
+
+    def _load(self, library_class: Callable[..., Any], folder: Path) -> Any:
+        """``library_class`` (``SparseEncoder``...) loaded from ``folder`` with ``local_files_only`` on
+        the device chosen, transformers' loading reports kept off the console."""
+        with quiet_loading():
+            return library_class(str(folder), device=str(self._device.get()), local_files_only=True)

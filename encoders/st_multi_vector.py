@@ -30,7 +30,7 @@ from benchharness.core.kind_models import MultiVectorModel
 from benchharness.core.progress import shown
 from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.specs import BuildContext, Params
-from benchharness.encoders.checkpoint import quiet_loading, refuse_missing_tokenizer
+from benchharness.encoders.checkpoint import refuse_missing_tokenizer
 from benchharness.encoders.hub import ModelSource
 from benchharness.encoders.in_memory import HeldSource, evaluating
 from benchharness.encoders.sbert import prompts_by_role
@@ -38,8 +38,9 @@ from benchharness.encoders.st_folder import (
     LibraryModel,
     folder_identity,
     library_sizes,
-    object_module_configs,
+    object_identity,
     read_config,
+    role_method,
     transformer_folder,
     unused_poolers,
 )
@@ -77,9 +78,8 @@ class MultiVectorSentenceTransformer(LibraryModel, MultiVectorModel):
         if not sentences:
             return []
         model = self.model
-        method = {"query": model.encode_query, "document": model.encode_document}.get(role.name or "", model.encode)
         with evaluating(model):
-            matrices = method(
+            matrices = role_method(model, role)(
                 list(sentences),
                 prompt=self.prompts.for_role(role),  # "" applies none, as a prompt set to nothing
                 batch_size=self.batch_size,
@@ -122,10 +122,7 @@ class MultiVectorEncoderFolder(MultiVectorSentenceTransformer):
         if self._model is None:
             from sentence_transformers import MultiVectorEncoder
 
-            with quiet_loading():
-                self._model = MultiVectorEncoder(
-                    str(self.source.path), device=str(self._device.get()), local_files_only=True
-                )
+            self._model = self._load(MultiVectorEncoder, self.source.path)
         return self._model
 
     def identity_info(self) -> dict[str, Any]:
@@ -152,14 +149,7 @@ class MultiVectorEncoderObject(MultiVectorSentenceTransformer):
         return self._model
 
     def identity_info(self) -> dict[str, Any]:
-        return {
-            "family": "sentence-transformers-object",
-            "model": self.source.name,
-            "weights_sha256": self.source.weights_sha256,
-            "modules": object_module_configs(self._model),
-            "max_length": self._model.max_seq_length,
-            "similarity_fn_name": self.similarity,
-        }
+        return object_identity(self._model, self.source, similarity_fn_name=self.similarity)
 
 
 def _named_prompts(prompts: Any) -> Any:

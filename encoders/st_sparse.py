@@ -26,7 +26,7 @@ from benchharness.core.kind_models import SparseModel
 from benchharness.core.progress import shown
 from benchharness.core.prompts import DEFAULT, Role
 from benchharness.core.specs import BuildContext, Params
-from benchharness.encoders.checkpoint import quiet_loading, refuse_missing_tokenizer
+from benchharness.encoders.checkpoint import refuse_missing_tokenizer
 from benchharness.encoders.hub import ModelSource
 from benchharness.encoders.in_memory import HeldSource, evaluating
 from benchharness.encoders.sbert import configured_prompts, prompts_by_role
@@ -34,8 +34,9 @@ from benchharness.encoders.st_folder import (
     LibraryModel,
     folder_identity,
     library_sizes,
-    object_module_configs,
+    object_identity,
     read_config,
+    role_method,
     transformer_folder,
 )
 from benchharness.scoring.sparse import SIMILARITIES
@@ -64,9 +65,8 @@ class SparseSentenceTransformer(LibraryModel, SparseModel):
 
     def encode_sparse(self, sentences: Sequence[str], role: Role = DEFAULT) -> Any:
         model = self.model
-        method = {"query": model.encode_query, "document": model.encode_document}.get(role.name or "", model.encode)
         with evaluating(model):
-            embeddings = method(
+            embeddings = role_method(model, role)(
                 list(sentences),
                 prompt=self.prompts.for_role(role) or None,
                 batch_size=self.batch_size,
@@ -126,10 +126,7 @@ class SparseEncoderFolder(SparseSentenceTransformer):
         if self._model is None:
             from sentence_transformers import SparseEncoder
 
-            with quiet_loading():
-                self._model = SparseEncoder(
-                    str(self.source.path), device=str(self._device.get()), local_files_only=True
-                )
+            self._model = self._load(SparseEncoder, self.source.path)
         return self._model
 
     def _max_active_dims(self) -> int | None:
@@ -162,14 +159,7 @@ class SparseEncoderObject(SparseSentenceTransformer):
         return None if value is None else int(value)
 
     def identity_info(self) -> dict[str, Any]:
-        return {
-            "family": "sentence-transformers-object",
-            "model": self.source.name,
-            "weights_sha256": self.source.weights_sha256,
-            "modules": object_module_configs(self._model),
-            "max_length": self._model.max_seq_length,
-            **self._sparse_settings(),
-        }
+        return object_identity(self._model, self.source, **self._sparse_settings())
 
 
 def build(name: str, spec: Params, context: BuildContext, source: ModelSource) -> SparseEncoderFolder:
