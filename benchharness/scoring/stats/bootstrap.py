@@ -171,19 +171,27 @@ def weighted_average(parts: Sequence[Replicates], weights: Sequence[float] | Non
     """
     if not parts:
         raise InvalidInputError("nothing to average: no replicates given")
-    sizes = {len(p.values) for p in parts}
-    if len(sizes) != 1:
-        raise InvalidInputError(
-            f"parts have different numbers of resamples {sorted(sizes)}; bootstrap each with the same n_resamples"
-        )
-    w = normalised_weights(weights, len(parts))
-    return Replicates(
-        estimate=float(np.dot(w, [p.estimate for p in parts])),
-        values=np.tensordot(w, np.stack([p.values for p in parts]), axes=1),
-        unit=unit,
-        n=sum(p.n for p in parts),
-        seed=None,
+    estimate, (values,) = mean_of_parts(
+        [p.estimate for p in parts], [[p.values for p in parts]], weights, again="bootstrap each"
     )
+    return Replicates(estimate=estimate, values=values, unit=unit, n=sum(p.n for p in parts), seed=None)
+
+
+def mean_of_parts(
+    estimates: Sequence[float], resamples: Sequence[Sequence[np.ndarray]], weights: Sequence[float] | None, again: str
+) -> tuple[float, list[np.ndarray]]:
+    """The (weighted) mean of independent parts' estimates and, resample by resample, of each of
+    their vectors of resamples (``resamples[j]``: every part's j-th vector, such as a bootstrap's or
+    a permutation null's). Resample ``i`` of the mean is the mean of the parts' resamples ``i``, so
+    each vector must have as many resamples in every part (``again``: how to redo them so)."""
+    for vectors in resamples:
+        sizes = {len(vector) for vector in vectors}
+        if len(sizes) != 1:
+            raise InvalidInputError(
+                f"parts have different numbers of resamples {sorted(sizes)}; {again} with the same n_resamples"
+            )
+    w = normalised_weights(weights, len(estimates))
+    return float(np.dot(w, estimates)), [np.tensordot(w, np.stack(vectors), axes=1) for vectors in resamples]
 
 
 def average(tasks: Sequence[Replicates]) -> Replicates:

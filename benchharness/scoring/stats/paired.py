@@ -33,7 +33,7 @@ from benchharness.scoring.stats.bootstrap import (
     as_columns,
     check_resamples,
     derive_seed,
-    normalised_weights,
+    mean_of_parts,
     percentile_interval,
     resample_statistic,
 )
@@ -171,20 +171,13 @@ def weighted_average_paired(
     """
     if not parts:
         raise InvalidInputError("nothing to average: no paired replicates given")
-    sizes = {(len(p.bootstrap), len(p.null)) for p in parts}
-    if len(sizes) != 1:
-        raise InvalidInputError(
-            f"parts have different numbers of resamples {sorted(sizes)}; compare each with the same n_resamples"
-        )
-    w = normalised_weights(weights, len(parts))
-    return PairedReplicates(
-        difference=float(np.dot(w, [p.difference for p in parts])),
-        bootstrap=np.tensordot(w, np.stack([p.bootstrap for p in parts]), axes=1),
-        null=np.tensordot(w, np.stack([p.null for p in parts]), axes=1),
-        unit=unit,
-        n=sum(p.n for p in parts),
-        seed=None,
+    difference, (bootstrap, null) = mean_of_parts(
+        [p.difference for p in parts],
+        [[p.bootstrap for p in parts], [p.null for p in parts]],
+        weights,
+        again="compare each",
     )
+    return PairedReplicates(difference, bootstrap, null, unit=unit, n=sum(p.n for p in parts), seed=None)
 
 
 def average_paired(tasks: Sequence[PairedReplicates]) -> PairedReplicates:
