@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from machine import SMOKE
+from machine import SMOKE, cli_command
 
 COMPETITOR = """
 import torch
@@ -30,24 +30,11 @@ while True:
 
 
 def timed(tasks: str, env: dict[str, str]) -> float:
+    run = cli_command("run", "--encoders", "glove-50d", "--tasks", tasks, "--overwrite", "always", "--quiet")
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "benchharness.cli",
-                "run",
-                "--encoders",
-                "glove-50d",
-                "--tasks",
-                tasks,
-                "--overwrite",
-                "always",
-                "--quiet",
-                "--results-dir",
-                out,
-            ],
+            [*run, "--results-dir", out],
             check=True,
             capture_output=True,
             env=env,

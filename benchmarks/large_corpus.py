@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import SMOKE, data_root, header, report  # noqa: E402
+from machine import SMOKE, cli_command, data_root, header, report  # noqa: E402
 
 
 def vocabulary(data: Path, size: int = 20000) -> list[str]:
@@ -79,26 +79,8 @@ def write_qqp(folder: Path, rows: int, dup_every: int, words: list[str]) -> None
 
 def run(data: Path, work: Path, label: str, memory_mib: float | None) -> dict:
     results, cache = work / f"results-{label}", work / f"cache-{label}"
-    command = [
-        sys.executable,
-        "-m",
-        "benchharness.cli",
-        "run",
-        "--encoders",
-        "glove-50d",
-        "--tasks",
-        "QQP",
-        "--data-dir",
-        str(data),
-        "--no-verify",
-        "--results-dir",
-        str(results),
-        "--cache-dir",
-        str(cache),
-        "--quiet",
-        "--overwrite",
-        "always",
-    ]
+    command = cli_command("run", "--encoders", "glove-50d", "--tasks", "QQP", "--data-dir", str(data), "--no-verify")
+    command += ["--results-dir", str(results), "--cache-dir", str(cache), "--quiet", "--overwrite", "always"]
     if memory_mib is not None:
         command += ["--embedding-memory", str(memory_mib)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

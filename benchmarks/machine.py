@@ -1,7 +1,8 @@
 """What every benchmark's output shares: a head line naming the command, the commit, the date, the
 machine and whether it was idle (load average under 0.5) when the measurement started; where the
-lines are kept (``results/benchmarks/<name>.txt``); the smoke mode; and the configuration (each
-script owns its process, so reads ``benchharness.toml`` once, as the command line does).
+lines are kept (``results/benchmarks/<name>.txt``); the smoke mode; the configuration (each
+script owns its process, so reads ``benchharness.toml`` once, as the command line does); and the
+command that runs ``benchharness`` in a fresh interpreter.
 
 Smoke mode (``BENCHMARK_SMOKE=1``, set by ``tests/unit/test_benchmarks_smoke.py``): every script
 runs its whole code path on a tiny input in seconds (a few sentences, one step, one repeat, glove-50d
@@ -45,6 +46,12 @@ def data_root() -> DataRoot:
     from benchharness.core.data_root import DataRoot
 
     return DataRoot(config().data_root())
+
+
+def cli_command(*args: str) -> list[str]:
+    """``benchharness <args>`` as a command for a fresh interpreter of this environment, as a user
+    runs it: ``python -m benchharness.cli <args>``."""
+    return [sys.executable, "-m", "benchharness.cli", *args]
 
 
 def header() -> str:

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import SMOKE, header, report  # noqa: E402
+from machine import SMOKE, cli_command, header, report  # noqa: E402
 
 from benchharness.core.results import ResultStore  # noqa: E402
 from benchharness.evaluation.cache import EmbeddingCache  # noqa: E402
@@ -47,7 +47,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> float:
     """Seconds a ``benchharness`` command takes, run from the project (its data and hub cache)."""
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "benchharness.cli", *args, "--quiet"],
+        cli_command(*args, "--quiet"),
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         capture_output=True,

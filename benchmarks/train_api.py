@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import SMOKE, header, report  # noqa: E402
+from machine import SMOKE, cli_command, header, report  # noqa: E402
 
 #: the dev task both sides score, and simcse's base where the recipe's own is not wanted (smoke mode)
 DEV = "SICKRelatedness-trial" if SMOKE else "STSBenchmark-dev"
@@ -146,17 +146,7 @@ def command_side(method: str, corpus: Path, steps: int, env: dict[str, str], cwd
 
     out = cwd / f"cli-{method}"
     started = time.perf_counter()
-    train = [
-        sys.executable,
-        "-m",
-        "benchharness.cli",
-        "train",
-        method,
-        "--data",
-        str(corpus),
-        "--max-steps",
-        str(steps),
-    ]
+    train = cli_command("train", method, "--data", str(corpus), "--max-steps", str(steps))
     train += ["--device", "cpu", "--seed", "1", "--out", str(out), "-q", *flags]
     done = subprocess.run(
         train,
@@ -170,7 +160,7 @@ def command_side(method: str, corpus: Path, steps: int, env: dict[str, str], cwd
         raise SystemExit(f"benchharness train failed:\n{done.stderr[-3000:]}")
     seconds = time.perf_counter() - started
     results = cwd / f"results-{method}"
-    run = [sys.executable, "-m", "benchharness.cli", "run", "--encoders", str(out), "--tasks", DEV]
+    run = cli_command("run", "--encoders", str(out), "--tasks", DEV)
     run += ["--data-dir", str(SHARED / "data"), "--results-dir", str(results), "--no-cache", "-q"]
     done = subprocess.run(run, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:

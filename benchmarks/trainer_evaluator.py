@@ -18,12 +18,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from machine import SMOKE
+from machine import SMOKE, cli_command
 
 MODEL = "sentence-transformers/paraphrase-MiniLM-L3-v2"
 #: the dev task (smoke mode: SICK-R's 500 trial pairs)
@@ -86,21 +85,9 @@ def main() -> None:
                 continue
             folder = Path(out) / f"checkpoint-{step}"
             with tempfile.TemporaryDirectory() as results_dir:
+                run = cli_command("run", "--encoders", f"st:{folder}", "--tasks", TASK, "--no-cache", "--quiet")
                 subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "benchharness.cli",
-                        "run",
-                        "--encoders",
-                        f"st:{folder}",
-                        "--tasks",
-                        TASK,
-                        "--no-cache",
-                        "--quiet",
-                        "--results-dir",
-                        results_dir,
-                    ],
+                    [*run, "--results-dir", results_dir],
                     check=True,
                     capture_output=True,
                 )

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import SMOKE, header, report
+from machine import SMOKE, cli_command, header, report
 
 from benchharness.core.settings import Config, apply_environment, load_config
 
@@ -74,9 +74,7 @@ def _measure(lines: list[str], folder: str, config: Config) -> int:
     import benchharness
     from benchharness.core.results import ResultStore
 
-    write_s, said = _run(
-        [sys.executable, "-m", "benchharness.cli", "sentences", "--tasks", SELECTION, "--out", folder, "-q"]
-    )
+    write_s, said = _run(cli_command("sentences", "--tasks", SELECTION, "--out", folder, "-q"))
     lines.append(
         f"step 1, benchharness sentences --tasks {SELECTION}: {write_s:.1f} s; {said.splitlines()[0]}".replace(
             folder, "DIR"
