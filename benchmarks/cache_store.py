@@ -66,9 +66,12 @@ def npz_read(folder: Path) -> tuple[dict[bytes, int], np.ndarray]:
         with np.load(shard) as data:
             key_parts.append(data["keys"].tobytes())
             vec_parts.append(data["vectors"])
-    blob = b"".join(key_parts)
-    index = {blob[i : i + 20]: n for n, i in enumerate(range(0, len(blob), 20))}
-    return index, np.concatenate(vec_parts)
+    return _key_index(b"".join(key_parts)), np.concatenate(vec_parts)
+
+
+def _key_index(blob: bytes) -> dict[bytes, int]:
+    """The row of each 20-byte key of a concatenation of keys (the npz shards' and SQLite chunks' form)."""
+    return {blob[i : i + 20]: n for n, i in enumerate(range(0, len(blob), 20))}
 
 
 # --- SQLite, one row per sentence ------------------------------------------------------------
@@ -80,6 +83,22 @@ def _connect(path: Path) -> sqlite3.Connection:
     return con
 
 
+def _crc(key: bytes, value: bytes) -> int:
+    """The checksum a SQLite record keeps: CRC-32 of its key, then of its value."""
+    return zlib.crc32(value, zlib.crc32(key))
+
+
+def _checked_records(folder: Path, query: str) -> list[tuple[bytes, bytes, int]]:
+    """The (key, value, crc) records ``query`` selects from the folder's SQLite file; one whose
+    checksum does not match raises, as a cache reading a damaged file must."""
+    con = _connect(folder / "cache.sqlite")
+    got = con.execute(query).fetchall()
+    con.close()
+    if any(_crc(k, v) != c for k, v, c in got):
+        raise ValueError("checksum mismatch")
+    return got
+
+
 def rows_write(folder: Path, keys: list[bytes], vecs: np.ndarray, size: int) -> None:
     con = _connect(folder / "cache.sqlite")
     con.execute("CREATE TABLE rows (key BLOB PRIMARY KEY, vec BLOB NOT NULL, crc INTEGER NOT NULL)")
@@ -88,18 +107,14 @@ def rows_write(folder: Path, keys: list[bytes], vecs: np.ndarray, size: int) -> 
         blobs = [v.tobytes() for v in vecs[part]]
         con.executemany(
             "INSERT OR IGNORE INTO rows VALUES (?, ?, ?)",
-            [(k, b, zlib.crc32(b, zlib.crc32(k))) for k, b in zip(keys[part], blobs)],
+            [(k, b, _crc(k, b)) for k, b in zip(keys[part], blobs)],
         )
         con.execute("COMMIT")
     con.close()
 
 
 def rows_read(folder: Path, dim: int) -> tuple[dict[bytes, int], np.ndarray]:
-    con = _connect(folder / "cache.sqlite")
-    got = con.execute("SELECT key, vec, crc FROM rows").fetchall()
-    con.close()
-    if any(zlib.crc32(v, zlib.crc32(k)) != c for k, v, c in got):
-        raise ValueError("checksum mismatch")
+    got = _checked_records(folder, "SELECT key, vec, crc FROM rows")
     matrix = np.frombuffer(b"".join(v for _, v, _ in got), dtype=np.float32).reshape(-1, dim)
     return {k: i for i, (k, _, _) in enumerate(got)}, matrix
 
@@ -110,18 +125,13 @@ def chunks_write(folder: Path, keys: list[bytes], vecs: np.ndarray, size: int) -
     con.execute("CREATE TABLE chunks (keys BLOB NOT NULL, vecs BLOB NOT NULL, crc INTEGER NOT NULL)")
     for part in chunks(len(keys), size):
         k, v = b"".join(keys[part]), vecs[part].tobytes()
-        con.execute("INSERT INTO chunks VALUES (?, ?, ?)", (k, v, zlib.crc32(v, zlib.crc32(k))))
+        con.execute("INSERT INTO chunks VALUES (?, ?, ?)", (k, v, _crc(k, v)))
     con.close()
 
 
 def chunks_read(folder: Path, dim: int) -> tuple[dict[bytes, int], np.ndarray]:
-    con = _connect(folder / "cache.sqlite")
-    got = con.execute("SELECT keys, vecs, crc FROM chunks").fetchall()
-    con.close()
-    if any(zlib.crc32(v, zlib.crc32(k)) != c for k, v, c in got):
-        raise ValueError("checksum mismatch")
-    blob = b"".join(k for k, _, _ in got)
-    index = {blob[i : i + 20]: n for n, i in enumerate(range(0, len(blob), 20))}
+    got = _checked_records(folder, "SELECT keys, vecs, crc FROM chunks")
+    index = _key_index(b"".join(k for k, _, _ in got))
     return index, np.concatenate([np.frombuffer(v, dtype=np.float32) for _, v, _ in got]).reshape(-1, dim)
 
 

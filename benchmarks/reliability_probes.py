@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -85,6 +86,11 @@ class Probe:
             out = f"(still running after {timeout:.0f} s: killed)"
         return out, time.monotonic() - start
 
+    def run(self, cwd: Path, encoder: str, task: str, *more: str, **kwargs: Any) -> tuple[str, float]:
+        """``benchharness run`` of one encoder on one task with no cache, each probe's case from scratch
+        (``more``: other flags; ``kwargs``: ``cli``'s)."""
+        return self.cli(cwd, "run", "--encoders", encoder, "--tasks", task, "--no-cache", *more, **kwargs)
+
     def python_code(self, cwd: Path, code: str, *args: str) -> str:
         """What ``python -c CODE ARGS`` prints, its standard output (else its errors)."""
         done = subprocess.run([self.python, "-c", code, *args], cwd=cwd, env=ENV, capture_output=True, text=True)
@@ -107,6 +113,13 @@ def status(text: str, task: str) -> str:
     return " | ".join(c.strip() for c in row[3:6]) if len(row) > 5 else row[0]
 
 
+def _beir_project(d: Path) -> Path:
+    """A project of the tests' small BEIR folder (``d/beir``) declared as the retrieval task ``b``;
+    the folder, for the probe to alter."""
+    (d / "benchharness.toml").write_text('[tasks.b]\nkind = "retrieval"\nfolder = "beir"\n')
+    return _beir(d / "beir")
+
+
 # ---- the probes: each returns its line -------------------------------------------------------------
 
 
@@ -114,17 +127,16 @@ def instruction_reuse(p: Probe) -> str:
     d = p.folder("instruction")
     spec = f"hf:{p.tiny}?document_prompt=passage:%20"
     _reranking_project(d, "Find the answer to: ")
-    p.cli(d, "run", "--encoders", spec, "--tasks", "rb", "--no-cache")
+    p.run(d, spec, "rb")
     _reranking_project(d, "Retrieve a passage that mentions: ")
-    out, _ = p.cli(d, "run", "--encoders", spec, "--tasks", "rb", "--no-cache")
+    out, _ = p.run(d, spec, "rb")
     return "second run, instruction changed: " + status(out, "rb")
 
 
 def proc_symlink(p: Probe) -> str:
     d = p.folder("proc")
-    (_beir(d / "beir") / "qrels" / "test.tsv").symlink_to("/proc/self/environ")
-    (d / "benchharness.toml").write_text('[tasks.b]\nkind = "retrieval"\nfolder = "beir"\n')
-    out, _ = p.cli(d, "run", "--encoders", "glove-50d", "--tasks", "b", "--no-cache")
+    (_beir_project(d) / "qrels" / "test.tsv").symlink_to("/proc/self/environ")
+    out, _ = p.run(d, "glove-50d", "b")
     return f"secret shown: {SECRET in out}; " + status(out, "b")
 
 
@@ -142,7 +154,7 @@ def redirect(p: Probe) -> str:
     first = _Server(go)
     try:
         spec = f"openai:m?base_url=http://127.0.0.1:{first.port}/v1&api_key_env=KEY&identity=p&retries=0"
-        out, _ = p.cli(d, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"KEY": SECRET})
+        out, _ = p.run(d, spec, "mine", env={"KEY": SECRET})
     finally:
         first.close()
         other.close()
@@ -161,7 +173,7 @@ def manifest(p: Probe) -> str:
     (d / "runs" / "x" / "manifest.json").write_text(json.dumps({"name": "x", "encoder": encoder}))
     (d / "runs" / "x" / "m").touch()  # the run's model, named relative to its folder, is there
     try:
-        out, _ = p.cli(d, "run", "--encoders", "x", "--tasks", "mine", "--no-cache")
+        out, _ = p.run(d, "x", "mine")
     finally:
         server.close()
     keyed = sum(SECRET in json.dumps(headers) for _, _, headers in server.received)
@@ -174,7 +186,7 @@ def drip(p: Probe) -> str:
     server = _Server(_drip)
     try:
         spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&identity=p&timeout=2&retries=0"
-        out, seconds = p.cli(d, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", timeout=60)
+        out, seconds = p.run(d, spec, "mine", timeout=60)
     finally:
         server.close()
     return f"{seconds:.1f} s; " + (status(out, "mine") if "| mine " in out else line(out))
@@ -210,22 +222,21 @@ def ctrl_c(p: Probe) -> str:
 
 def degenerate(p: Probe) -> str:
     d = p.folder("degenerate")
-    beir = _beir(d / "beir")
+    beir = _beir_project(d)
     docs = [{"_id": f"d{i}", "text": f"document number {i} about {w}"} for i, w in enumerate("abcdef")]
     (beir / "corpus.jsonl").write_text("".join(json.dumps(x) + "\n" for x in docs))
     (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "about c"}\n{"_id": "q2", "text": "about e"}\n')
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\td4\t1\n")
-    (d / "benchharness.toml").write_text('[tasks.b]\nkind = "retrieval"\nfolder = "beir"\n')
     prompt = "%20".join(["represent%20this%20passage%20for%20retrieval"] * 4)
     spec = f"hf:{p.tiny}?max_length=8&document_prompt={prompt}"
-    out, _ = p.cli(d, "run", "--encoders", spec, "--tasks", "b", "--no-cache")
+    out, _ = p.run(d, spec, "b")
     return "status, score, note: " + status(out, "b")
 
 
 def prompt_one(p: Probe) -> str:
     d = p.folder("prompt-one")
     _pairs_project(d)
-    out, _ = p.cli(d, "run", "--encoders", f"hf:{p.tiny}?prompt=1", "--tasks", "mine", "--no-cache")
+    out, _ = p.run(d, f"hf:{p.tiny}?prompt=1", "mine")
     return line(out, "prompt") if "prompt" in out and "error" in out else status(out, "mine")
 
 
@@ -234,19 +245,18 @@ def prompt_long(p: Probe) -> str:
     _pairs_project(d)
     prompt = "%20".join(["represent this sentence for searching relevant passages"] * 3)
     spec = f"hf:{p.tiny}?max_length=16&prompt={prompt}"
-    out, _ = p.cli(d, "run", "--encoders", spec, "--tasks", "mine", "--no-cache")
+    out, _ = p.run(d, spec, "mine")
     warned = "warning: ..." + line(out, "max_length)").split("'", 2)[-1] if "max_length)" in out else "no warning"
     return f"{warned}; status, score, note: {status(out, 'mine')}"
 
 
 def long_line(p: Probe) -> str:
     d = p.folder("long-line")
-    beir = _beir(d / "beir")
+    beir = _beir_project(d)
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     with (beir / "corpus.jsonl").open("a") as fh:
         fh.write('{"_id": "d3", "text": "' + "x" * (2**26 + 10) + '"}\n')
-    (d / "benchharness.toml").write_text('[tasks.b]\nkind = "retrieval"\nfolder = "beir"\n')
-    out, seconds = p.cli(d, "run", "--encoders", "glove-50d", "--tasks", "b", "--no-cache")
+    out, seconds = p.run(d, "glove-50d", "b")
     return f"{seconds:.1f} s; " + status(out, "b")
 
 
@@ -256,8 +266,8 @@ def refused_table(p: Probe) -> str:
     _beir(d / "beir")
     with (d / "benchharness.toml").open("a") as fh:
         fh.write('\n[tasks.stsb-beir]\nkind = "retrieval"\nfile = "beir"\n')
-    out, _ = p.cli(d, "run", "--encoders", "glove-50d", "--tasks", "stsb-beir", "--no-cache")
-    others, _ = p.cli(d, "run", "--encoders", "glove-50d", "--tasks", "mine", "--no-cache")
+    out, _ = p.run(d, "glove-50d", "stsb-beir")
+    others, _ = p.run(d, "glove-50d", "mine")
     return f"the other file task: {status(others, 'mine')}; asking for it: " + line(out, "stsb-beir")
 
 
@@ -275,7 +285,7 @@ def key_echo(p: Probe) -> str:
     server = _Server(echo)
     try:
         spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&api_key_env=KEY&identity=p"
-        out, _ = p.cli(d, "run", "--encoders", spec, "--tasks", "mine", "--no-cache", env={"KEY": SECRET})
+        out, _ = p.run(d, spec, "mine", env={"KEY": SECRET})
     finally:
         server.close()
     return f"key shown: {SECRET in out}; " + status(out, "mine").replace(SECRET, "<the fake key>")
@@ -296,7 +306,7 @@ def swapped_sentences(p: Probe) -> str:
     save = "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(0).normal(size=(int(sys.argv[2]), 4)))"
     p.python_code(d, save, "vec/vectors.npy", str(len(lines)))
     (d / "vec" / "sentences.jsonl").write_text("".join([lines[1], lines[0], *lines[2:]]))
-    out, _ = p.cli(d, "run", "--encoders", "vectors:vec", "--tasks", "mine", "--no-cache")
+    out, _ = p.run(d, "vectors:vec", "mine")
     return "status, score, note: " + status(out, "mine")
 
 
@@ -328,7 +338,7 @@ def unpinned_files(p: Probe) -> str:
     (data / "probing" / "past_present.txt").write_text("\n".join(rows) + "\n")
     for folder in ("senteval", "glove"):
         (data / folder).symlink_to(DATA / folder)
-    p.cli(d, "run", "--encoders", "glove-50d", "--data-dir", str(data), "--tasks", "Tense-fast", "--no-cache")
+    p.run(d, "glove-50d", "Tense-fast", "--data-dir", str(data))
     [stored] = (d / "results").glob("*/Tense-fast.json")
     return f"a probing file without a known sha256: verified = {json.loads(stored.read_text())['data']['verified']}"
 
