@@ -32,7 +32,7 @@ from benchharness.tasks.senteval.config import (
     PROBING_TASKS,
     ClassifierConfig,
 )
-from benchharness.tasks.senteval.split import SPLITS, SentenceSplitTask, file_lines
+from benchharness.tasks.senteval.split import SPLITS, SentenceSplitTask, file_lines, split_arrays
 
 SPLIT_TOKENS = {"tr": "train", "va": "dev", "te": "test"}
 #: per config: the (nhid values, dropout values) the dev set chooses from
@@ -110,16 +110,6 @@ class ProbingTask(SentenceSplitTask):
         from benchharness.tasks.senteval.mlp import mlp_split_select  # torch: only to classify
 
         out = mlp_split_select(
-            x["train"],
-            y["train"],
-            x["dev"],
-            y["dev"],
-            x["test"],
-            y["test"],
-            self.nclasses,
-            self.config,
-            seed,
-            nhids=self.nhids,
-            dropouts=self.dropouts,
+            *split_arrays(x, y), self.nclasses, self.config, seed, nhids=self.nhids, dropouts=self.dropouts
         )
         return {**out, "nclasses": self.nclasses}

@@ -85,6 +85,14 @@ def sorted_pairs(
     return [" ".join(x) for x, _, _ in order], [" ".join(y) for _, y, _ in order], [z for _, _, z in order]
 
 
+def split_arrays(
+    x: dict[str, np.ndarray], y: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each split's rows ``x`` and labels ``y`` in the order SentEval's ``SplitClassifier`` takes
+    them (``classifier.split_select``, ``mlp.mlp_split_select``): train, dev, test, rows before labels."""
+    return x["train"], y["train"], x["dev"], y["dev"], x["test"], y["test"]
+
+
 def check_count(path: Path, n: int, expected: int, what: str) -> None:
     if n != expected:
         raise DataError(f"{path}: {n} {what}, expected {expected}; the file is not SentEval's")
@@ -122,18 +130,7 @@ class SplitTask(TransferTask):
         ``grid``); a task with another search overrides this."""
         from benchharness.tasks.senteval.classifier import split_select  # torch: only to classify
 
-        return split_select(
-            x["train"],
-            y["train"],
-            x["dev"],
-            y["dev"],
-            x["test"],
-            y["test"],
-            self.nclasses,
-            self.classifier_config,
-            seed,
-            grid=self.grid,
-        )
+        return split_select(*split_arrays(x, y), self.nclasses, self.classifier_config, seed, grid=self.grid)
 
 
 class SentenceSplitTask(SplitTask):
