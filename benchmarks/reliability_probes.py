@@ -16,6 +16,7 @@ Smoke mode (``BENCHMARK_SMOKE=1``): two probes, with this interpreter.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,22 @@ def _beir_project(d: Path) -> Path:
     return _beir(d / "beir")
 
 
+@contextlib.contextmanager
+def _serving(answer: Callable[[Any], None]) -> Iterator[Any]:
+    """A fake OpenAI-compatible server (the tests' ``_Server``) answering with ``answer`` while the
+    block runs, closed however it ends."""
+    server = _Server(answer)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _openai(server: Any, query: str) -> str:
+    """The spec of a model served by ``server``, its identity pinned, with ``query``'s parameters too."""
+    return f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&identity=p&{query}"
+
+
 # ---- the probes: each returns its line -------------------------------------------------------------
 
 
@@ -143,21 +160,16 @@ def proc_symlink(p: Probe) -> str:
 def redirect(p: Probe) -> str:
     d = p.folder("redirect")
     _pairs_project(d)
-    other = _Server(lambda h: (h.send_response(200), h.end_headers()))
+    with _serving(lambda h: (h.send_response(200), h.end_headers())) as other:
 
-    def go(h) -> None:
-        h.send_response(302)
-        h.send_header("Location", f"http://localhost:{other.port}{h.path}")
-        h.send_header("Content-Length", "0")
-        h.end_headers()
+        def go(h) -> None:
+            h.send_response(302)
+            h.send_header("Location", f"http://localhost:{other.port}{h.path}")
+            h.send_header("Content-Length", "0")
+            h.end_headers()
 
-    first = _Server(go)
-    try:
-        spec = f"openai:m?base_url=http://127.0.0.1:{first.port}/v1&api_key_env=KEY&identity=p&retries=0"
-        out, _ = p.run(d, spec, "mine", env={"KEY": SECRET})
-    finally:
-        first.close()
-        other.close()
+        with _serving(go) as first:
+            out, _ = p.run(d, _openai(first, "api_key_env=KEY&retries=0"), "mine", env={"KEY": SECRET})
     keyed = sum("Authorization" in headers for _, _, headers in other.received)
     return f"other origin received {len(other.received)} request(s), {keyed} with the key; " + status(out, "mine")
 
@@ -166,16 +178,13 @@ def manifest(p: Probe) -> str:
     d = p.folder("manifest")
     _pairs_project(d)
     (d / "benchharness.toml").write_text('[paths]\nruns_dir = "runs"\n\n[tasks.mine]\nfile = "pairs.csv"\n')
-    server = _Server(lambda h: (h.send_response(500), h.end_headers()))
-    encoder = {"type": "openai", "model": "m", "base_url": f"http://127.0.0.1:{server.port}/v1"}
-    (d / "runs" / "x").mkdir(parents=True)
-    encoder.update({"api_key_env": "CI_DEPLOY_TOKEN", "identity": "p", "retries": 0})
-    (d / "runs" / "x" / "manifest.json").write_text(json.dumps({"name": "x", "encoder": encoder}))
-    (d / "runs" / "x" / "m").touch()  # the run's model, named relative to its folder, is there
-    try:
+    with _serving(lambda h: (h.send_response(500), h.end_headers())) as server:
+        encoder = {"type": "openai", "model": "m", "base_url": f"http://127.0.0.1:{server.port}/v1"}
+        (d / "runs" / "x").mkdir(parents=True)
+        encoder.update({"api_key_env": "CI_DEPLOY_TOKEN", "identity": "p", "retries": 0})
+        (d / "runs" / "x" / "manifest.json").write_text(json.dumps({"name": "x", "encoder": encoder}))
+        (d / "runs" / "x" / "m").touch()  # the run's model, named relative to its folder, is there
         out, _ = p.run(d, "x", "mine")
-    finally:
-        server.close()
     keyed = sum(SECRET in json.dumps(headers) for _, _, headers in server.received)
     return f"server received {len(server.received)} request(s), {keyed} with the token; " + line(out, "manifest")
 
@@ -183,21 +192,16 @@ def manifest(p: Probe) -> str:
 def drip(p: Probe) -> str:
     d = p.folder("drip")
     _pairs_project(d)
-    server = _Server(_drip)
-    try:
-        spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&identity=p&timeout=2&retries=0"
-        out, seconds = p.run(d, spec, "mine", timeout=60)
-    finally:
-        server.close()
+    with _serving(_drip) as server:
+        out, seconds = p.run(d, _openai(server, "timeout=2&retries=0"), "mine", timeout=60)
     return f"{seconds:.1f} s; " + (status(out, "mine") if "| mine " in out else line(out))
 
 
 def ctrl_c(p: Probe) -> str:
     d = p.folder("ctrl-c")
     _pairs_project(d)
-    server = _Server(_drip_after_the_probe)
-    try:
-        spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&identity=p&retries=0"
+    with _serving(_drip_after_the_probe) as server:
+        spec = _openai(server, "retries=0")
         proc = subprocess.Popen(
             [p.python, "-m", "benchharness.cli", "run", "--encoders", spec, "--tasks", "mine", "--no-cache"],
             cwd=d,
@@ -216,8 +220,6 @@ def ctrl_c(p: Probe) -> str:
         except subprocess.TimeoutExpired:
             proc.kill()
             return "still running 30 s after Ctrl-C: killed"
-    finally:
-        server.close()
 
 
 def degenerate(p: Probe) -> str:
@@ -282,12 +284,8 @@ def key_echo(p: Probe) -> str:
         h.end_headers()
         h.wfile.write(body)
 
-    server = _Server(echo)
-    try:
-        spec = f"openai:m?base_url=http://127.0.0.1:{server.port}/v1&api_key_env=KEY&identity=p"
-        out, _ = p.run(d, spec, "mine", env={"KEY": SECRET})
-    finally:
-        server.close()
+    with _serving(echo) as server:
+        out, _ = p.run(d, _openai(server, "api_key_env=KEY"), "mine", env={"KEY": SECRET})
     return f"key shown: {SECRET in out}; " + status(out, "mine").replace(SECRET, "<the fake key>")
 
 
