@@ -33,7 +33,7 @@ from benchharness.encoders.pooling import POOLINGS, PROMPT_TEMPLATE
 from benchharness.encoders.sbert import SentenceTransformerEncoder, prompts_by_role
 from benchharness.encoders.st_folder import object_module_configs, unused_poolers
 from benchharness.encoders.transformer import TransformerEncoder
-from benchharness.scoring.pair_view import as_scores
+from benchharness.scoring.pair_view import as_scores, returned_array
 
 if TYPE_CHECKING:
     import torch
@@ -299,12 +299,7 @@ def callable_name(fn: Callable[..., Any]) -> str:
 def as_vectors(value: Any, n: int, name: str) -> np.ndarray:
     """A callable's output as a float32 (n, d) array: numpy arrays, torch tensors (any device or
     dtype) and nested lists are accepted; anything else is refused with what came back."""
-    if hasattr(value, "detach"):
-        value = value.detach().float().cpu().numpy()
-    try:
-        array = np.asarray(value, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"encoder {name!r} returned {type(value).__name__}, not vectors") from None
+    array = returned_array(value, np.float32, f"encoder {name!r}", "vectors")
     if array.ndim != 2 or len(array) != n or not array.shape[1]:
         raise InvalidInputError(
             f"encoder {name!r} returned an array of shape {array.shape} for {n} sentences; "

@@ -25,16 +25,23 @@ from benchharness.core.prompts import DOCUMENT, NO_PROMPTS, Prompts
 Pairs = Sequence[tuple[str, str]]
 
 
+def returned_array(value: Any, dtype: type, who: str, what: str) -> np.ndarray:
+    """What a user's model or callable returned, as a numpy array of ``dtype``: numpy, a torch tensor
+    (any device or dtype), nested lists. Anything else is refused in one line naming ``who`` returned
+    it and ``what`` was expected."""
+    if hasattr(value, "detach"):
+        value = value.detach().float().cpu().numpy()
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{who} returned {type(value).__name__}, not {what}") from None
+
+
 def as_scores(value: Any, n: int, name: str) -> np.ndarray:
     """What a pair scorer returned for ``n`` pairs as a float64 array of ``n``: numpy, a torch tensor
     (any device or dtype), a list; one column of ``n`` rows is one score per pair too. Anything else
     is refused with what came back (a classifier's several labels per pair are not one score)."""
-    if hasattr(value, "detach"):
-        value = value.detach().float().cpu().numpy()
-    try:
-        scores = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} returned {type(value).__name__}, not scores") from None
+    scores = returned_array(value, np.float64, name, "scores")
     if scores.ndim == 2 and scores.shape[1] == 1:
         scores = scores[:, 0]
     if scores.shape != (n,):
