@@ -89,18 +89,27 @@ _UNSUP_BASE = {
     "eval_max_length": 64,
     **OFFICIAL_STEP,
 }
+#: the unsupervised recipe's views: feature cutoff 0.2 against token shuffle, no dropout
+_UNSUP_VIEWS = {"view1": "feature_cutoff", "rate1": 0.2, "view2": "shuffle", "no_dropout": True}
+#: the supervised scripts' shared settings (sup-sbert-base.sh, sup-consert-joint-base.sh)
+_SUP_BASE = {
+    "batch_size": 96,
+    "max_length": 64,
+    "lr": 2e-5,
+    "warmup_ratio": 0.1,
+    "epochs": 1,
+    "eval_every": 200,
+    "max_square": True,
+}
 PRESETS: dict[str, dict[str, Any]] = {
     # scripts/unsup-consert-base.sh
-    "unsup-base": {**_UNSUP_BASE, "view1": "feature_cutoff", "rate1": 0.2, "view2": "shuffle", "no_dropout": True},
+    "unsup-base": {**_UNSUP_BASE, **_UNSUP_VIEWS},
     # the same recipe sized for a 2-core CPU shared by several trainings (10-15 s a step): 150 steps
     # of 32 sentences of at most 32 tokens, dev every 30 steps; the paper's lr of 5e-7 would move a
     # model little in 150 steps (the paper's run takes up to ~9,000), hence 5e-6
     "unsup-cpu": {
         **_UNSUP_BASE,
-        "view1": "feature_cutoff",
-        "rate1": 0.2,
-        "view2": "shuffle",
-        "no_dropout": True,
+        **_UNSUP_VIEWS,
         "batch_size": 32,
         "max_length": 32,
         "max_steps": 150,
@@ -109,28 +118,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "lr": 5e-6,
     },
     # scripts/sup-sbert-base.sh (stage 1 of sup-unsup): NLI softmax classifier, dropout on
-    "sup-base": {
-        "objective": "sup",
-        "batch_size": 96,
-        "max_length": 64,
-        "lr": 2e-5,
-        "warmup_ratio": 0.1,
-        "epochs": 1,
-        "eval_every": 200,
-        "max_square": True,
-        "eval_max_length": 64,
-        **OFFICIAL_STEP,
-    },
+    "sup-base": {"objective": "sup", **_SUP_BASE, "eval_max_length": 64, **OFFICIAL_STEP},
     # scripts/sup-consert-joint-base.sh: classifier + 0.15 x contrastive (plain vs token cutoff 0.1)
     "joint-base": {
         "objective": "joint",
-        "batch_size": 96,
-        "max_length": 64,
-        "lr": 2e-5,
-        "warmup_ratio": 0.1,
-        "epochs": 1,
-        "eval_every": 200,
-        "max_square": True,
+        **_SUP_BASE,
         "temperature": 0.1,
         "cl_rate": 0.15,
         "view1": "none",
