@@ -33,11 +33,21 @@ from benchharness.training.methods.defsent_plus.dictionary import Dictionary
 ENTRY_TYPES = ("ac", "amp")
 
 
+def average_by_entry(vectors: torch.Tensor, labels: Sequence[int], n_entries: int) -> torch.Tensor:
+    """Row ``e`` = mean of the ``vectors`` whose label is ``e``; every entry must have one."""
+    labels_t = torch.as_tensor(labels, dtype=torch.long)
+    sums = torch.zeros(n_entries, vectors.shape[1], dtype=torch.float64).index_add_(0, labels_t, vectors.double())
+    counts = torch.bincount(labels_t, minlength=n_entries)
+    if (counts == 0).any():
+        raise InvalidInputError(f"{int((counts == 0).sum())} entries have no definition")
+    return (sums / counts.unsqueeze(1)).float()
+
+
 @torch.no_grad()
-def definition_vectors(
+def entry_embeddings(
     encoder: torch.nn.Module,
     tokenizer,
-    texts: Sequence[str],
+    dictionary: Dictionary,
     entry_type: str,
     max_length: int,
     batch_size: int = 128,
@@ -45,10 +55,12 @@ def definition_vectors(
     precision: str = "fp32",
     main_process: bool = True,
 ) -> torch.Tensor:
-    """One float32 row per text: last-layer [CLS] (``ac``) or masked mean (``amp``); a progress bar
-    where progress is shown and this is the main process (one bar for a data-parallel run)."""
+    """The (entries x hidden) AC or AMP matrix of ``dictionary`` under ``encoder``: one float32 row
+    per definition, last-layer [CLS] (``ac``) or masked mean (``amp``), averaged per entry; a
+    progress bar where progress is shown and this is the main process (one bar for a data-parallel run)."""
     if entry_type not in ENTRY_TYPES:
         raise InvalidInputError(f"unknown entry type {entry_type!r}; choose one of {', '.join(ENTRY_TYPES)}")
+    texts, labels = dictionary.pairs()
     device = device or next(encoder.parameters()).device
     was_training = encoder.training
     encoder.eval()
@@ -75,36 +87,7 @@ def definition_vectors(
         encoder.train(was_training)
     if out is None:
         raise InvalidInputError("no definitions to encode")
-    return out
-
-
-def average_by_entry(vectors: torch.Tensor, labels: Sequence[int], n_entries: int) -> torch.Tensor:
-    """Row ``e`` = mean of the ``vectors`` whose label is ``e``; every entry must have one."""
-    labels_t = torch.as_tensor(labels, dtype=torch.long)
-    sums = torch.zeros(n_entries, vectors.shape[1], dtype=torch.float64).index_add_(0, labels_t, vectors.double())
-    counts = torch.bincount(labels_t, minlength=n_entries)
-    if (counts == 0).any():
-        raise InvalidInputError(f"{int((counts == 0).sum())} entries have no definition")
-    return (sums / counts.unsqueeze(1)).float()
-
-
-def entry_embeddings(
-    encoder: torch.nn.Module,
-    tokenizer,
-    dictionary: Dictionary,
-    entry_type: str,
-    max_length: int,
-    batch_size: int = 128,
-    device: torch.device | None = None,
-    precision: str = "fp32",
-    main_process: bool = True,
-) -> torch.Tensor:
-    """The (entries x hidden) AC or AMP matrix of ``dictionary`` under ``encoder``."""
-    texts, labels = dictionary.pairs()
-    vecs = definition_vectors(
-        encoder, tokenizer, texts, entry_type, max_length, batch_size, device, precision, main_process
-    )
-    return average_by_entry(vecs, labels, len(dictionary))
+    return average_by_entry(out, labels, len(dictionary))
 
 
 def ica_transform(

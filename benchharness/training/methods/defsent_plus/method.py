@@ -275,6 +275,22 @@ def stages(options: DefSentPlusOptions, found: Examples, trainer: Trainer) -> li
     runs: list[TrainedRun] = []
     previous: PreTrainedModel | None = None
     previous_label = ""
+
+    def entry_space(model: PreTrainedModel, tokenizer: Any) -> torch.Tensor:
+        """The dictionary's entry space under ``model``, as the options build it. Every rank of a
+        data-parallel run builds the same matrix (DDP then copies rank 0's once), one bar shown."""
+        return entry_embeddings(
+            model,
+            tokenizer,
+            dictionary,
+            options.entry_type,
+            options.max_length,
+            options.entry_batch_size,
+            device,
+            precision,
+            data_parallel.is_main(),
+        )
+
     started = time.perf_counter()
     for r in range(1, options.rounds + 1):
         out = plan.stage(r).out
@@ -292,18 +308,7 @@ def stages(options: DefSentPlusOptions, found: Examples, trainer: Trainer) -> li
         logger.info(
             "round %d: entry embeddings (%s) with %s", r, options.entry_type.upper(), previous_label or plan.base
         )
-        # every rank of a data-parallel run builds the same matrix (DDP then copies rank 0's once); one bar
-        matrix = entry_embeddings(
-            builder,
-            tokenizer,
-            dictionary,
-            options.entry_type,
-            options.max_length,
-            options.entry_batch_size,
-            device,
-            precision,
-            data_parallel.is_main(),
-        )
+        matrix = entry_space(builder, tokenizer)
         entry_seconds = time.perf_counter() - t_round
         space = options.entry_type.upper()
         if r in ica_rounds:
@@ -362,16 +367,7 @@ def stages(options: DefSentPlusOptions, found: Examples, trainer: Trainer) -> li
         return runs
     if previous is not None and not options.no_final_space:
         final = previous.to(device)  # type: ignore[arg-type]  # as above
-        matrix = entry_embeddings(
-            final,
-            tokenizer,
-            dictionary,
-            options.entry_type,
-            options.max_length,
-            options.entry_batch_size,
-            device,
-            precision,
-        )
+        matrix = entry_space(final, tokenizer)
         _plot(
             runs[-1],
             "entry_space_after_plot",
