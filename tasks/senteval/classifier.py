@@ -79,8 +79,12 @@ class Trained:
     epochs: np.ndarray  # (G, K), nepoch when the model stopped
 
 
-class BatchedLogReg:
-    """Trains many SentEval logistic regressions over one feature matrix at once."""
+class BatchedClassifiers:
+    """What SentEval's classifiers trained in lock step share: the config (its optimizer checked),
+    the seed every fit starts from, and the feature matrix on the device with a column of ones, which
+    carries the bias, so that one bmm and one optimizer update serve weight and bias together
+    (SentEval's weight decay covers the bias too: no special case needed); the labels, and their
+    one-hot rows for the loss's gradient."""
 
     def __init__(
         self,
@@ -92,20 +96,19 @@ class BatchedLogReg:
         device: str | torch.device | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> None:
+        if config.optim not in ("adam", "rmsprop"):
+            raise InvalidInputError(f"optimizer {config.optim!r}: SentEval configs use adam or rmsprop")
         self.device = device if isinstance(device, torch.device) else pick_device(device)
-        self.dtype = dtype
-        self.config = config
-        self.seed = seed
-        self.nclasses = nclasses
+        self.dtype, self.config, self.seed, self.nclasses = dtype, config, seed, nclasses
         X = torch.as_tensor(np.asarray(features), dtype=dtype, device=self.device)
-        # a column of ones carries the bias, so one bmm and one optimizer update serve weight and
-        # bias together (SentEval's weight decay covers the bias too: no special case needed)
         self.X = torch.cat([X, torch.ones(len(X), 1, dtype=dtype, device=self.device)], 1)
         self.y = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=self.device)
         self.onehot = torch.nn.functional.one_hot(self.y, nclasses).to(dtype)
         self.dim = X.shape[1]
-        if config.optim not in ("adam", "rmsprop"):
-            raise InvalidInputError(f"optimizer {config.optim!r}: SentEval configs use adam or rmsprop")
+
+
+class BatchedLogReg(BatchedClassifiers):
+    """Trains many SentEval logistic regressions over one feature matrix at once."""
 
     def initial_parameters(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``nn.Linear(d, C)`` as SentEval builds it right after ``torch.manual_seed(seed)``."""

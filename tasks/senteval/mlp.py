@@ -31,10 +31,9 @@ import torch
 from tqdm.auto import tqdm
 
 from benchharness.core.cpu_share import shared_threads
-from benchharness.core.devices import pick_device
 from benchharness.core.errors import InvalidInputError
 from benchharness.core.progress import shown
-from benchharness.tasks.senteval.classifier import _adam, _pick, _rmsprop, split_select
+from benchharness.tasks.senteval.classifier import BatchedClassifiers, _adam, _pick, _rmsprop, split_select
 from benchharness.tasks.senteval.config import L2_GRID, ClassifierConfig
 
 
@@ -48,7 +47,7 @@ class TrainedMLP:
     epochs: np.ndarray  # (K,)
 
 
-class BatchedMLP:
+class BatchedMLP(BatchedClassifiers):
     """K SentEval MLPs of one shape on one feature matrix, one per L2 value, trained in lock step."""
 
     def __init__(
@@ -65,16 +64,8 @@ class BatchedMLP:
     ) -> None:
         if nhid < 1 or not 0.0 <= dropout < 1.0:
             raise InvalidInputError(f"an MLP needs nhid >= 1 and 0 <= dropout < 1, got nhid={nhid}, dropout={dropout}")
-        if config.optim not in ("adam", "rmsprop"):
-            raise InvalidInputError(f"optimizer {config.optim!r}: SentEval configs use adam or rmsprop")
-        self.device = device if isinstance(device, torch.device) else pick_device(device)
-        self.dtype, self.config, self.seed = dtype, config, seed
-        self.nclasses, self.nhid, self.dropout = nclasses, nhid, dropout
-        X = torch.as_tensor(np.asarray(features), dtype=dtype, device=self.device)
-        self.X = torch.cat([X, torch.ones(len(X), 1, dtype=dtype, device=self.device)], 1)
-        self.y = torch.as_tensor(np.asarray(labels), dtype=torch.long, device=self.device)
-        self.onehot = torch.nn.functional.one_hot(self.y, nclasses).to(dtype)
-        self.dim = X.shape[1]
+        super().__init__(features, labels, nclasses, config, seed, device, dtype)
+        self.nhid, self.dropout = nhid, dropout
 
     def initial_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The two layers as ``nn.Sequential`` builds them after ``torch.manual_seed(seed)``, and
