@@ -9,11 +9,12 @@ plugin package) is a declaration plus a model:
 2. its model, a :class:`TrainingMethod` subclass: its constructor receives the base encoder (a
    transformers ``AutoModel``), its tokenizer and the options; training-only heads are further
    submodules; it implements ``collate`` and ``forward`` returning a :class:`LossOutput`, passes its
-   sentence embedding through ``sized``, and sets ``eval_pooling``;
-3. one :class:`Method` naming them, with its examples (:func:`sentences` for a method that trains on
-   unlabeled sentences, else a function of the options and the :class:`TrainingData` returning
-   :class:`Examples`) and ``build=<model>.build``, declared as a ``benchharness.methods`` entry point
-   (or ``PLUGINS.register("methods", name, METHOD)``). ``benchharness train <name>`` derives its flags
+   sentence embedding through ``sized``, sets ``eval_pooling``, and names the method and its options
+   (``method_name``, ``options_class``, and any ``presets`` and ``default_preset``);
+3. one :class:`Method`, ``Method.of(<model>, help=..., title=..., examples=...)``, with its examples
+   (:func:`sentences` for a method that trains on unlabeled sentences, else a function of the options
+   and the :class:`TrainingData` returning :class:`Examples`), declared as a ``benchharness.methods``
+   entry point (or ``PLUGINS.register("methods", name, METHOD)``). ``benchharness train <name>`` derives its flags
    from the declaration; ``benchharness.train(name, base=..., **options)`` trains it from Python.
 
 The harness does the rest: the checks before any model loads, the base model (seeded), the loop with

@@ -5,7 +5,9 @@ or ``PLUGINS.register("methods", name, METHOD)``). It declares what only it know
 (a frozen dataclass extending ``options.TrainingOptions``) and presets, its examples
 (``examples(options, data)``: what it trains on, read from the data root or the sentences a caller
 holds) and its model (``build(options, base, data)``: its trainable module, a
-:class:`TrainingMethod`, around the base encoder). The harness (``harness.py``) does the rest for
+:class:`TrainingMethod`, around the base encoder). The model class names its options and presets
+beside the module, so a declaration names only its model and what is the method's own
+(``Method.of(Model, help=..., title=..., examples=...)``). The harness (``harness.py``) does the rest for
 every method alike: the checks before any model loads, the base model, the loop with its dev
 evaluation, the outputs, and the counting (the example count is the examples'). A method that trains
 in stages (DefSent+'s rounds) declares ``stages`` instead of ``build`` and drives its stages through
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import torch
 from torch import nn
@@ -57,11 +59,17 @@ class TrainingMethod(nn.Module):
     ``loop.to_device`` moves) and ``forward(batch) -> LossOutput``, passing the sentence embedding
     through :meth:`sized` (what lets any method train with a Matryoshka loss); set ``eval_pooling`` (a name
     of ``benchharness.encoders.pooling.POOLINGS``, used at dev evaluation and written into the manifest);
-    optionally override ``hyperparameters()`` (method settings for the manifest) and ``size``.
+    optionally override ``hyperparameters()`` (method settings for the manifest) and ``size``. The
+    class names the options its constructor takes and their presets, which :meth:`Method.of` declares.
     """
 
     #: method name, as in its ``methods`` plugin entry and the manifest
     method_name: str = ""
+    #: the options class its constructor takes (a frozen dataclass extending ``TrainingOptions``)
+    options_class: ClassVar[type[TrainingOptions]] = TrainingOptions
+    #: option values by preset name (``--preset``), and the preset a run that names none takes
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    default_preset: ClassVar[str | None] = None
     #: pooling at evaluation (and in the manifest)
     eval_pooling: str = "avg"
     #: whether the loss scores rows against the batch's other rows (``data_parallel.in_batch``), which a
@@ -187,7 +195,8 @@ class Method(Generic[OptionsT]):
     ``stages(options, examples, trainer)`` instead, which returns one run per stage (the last being
     the method's encoder) and trains each through the harness's ``harness.Trainer``. ``adjust`` is a
     method's own step of option resolution (``options.resolve``); ``describe_data(options, examples,
-    tokenizer)`` summarises the training data (``--stats-only``)."""
+    tokenizer)`` summarises the training data (``--stats-only``). A method whose model class builds
+    its module is declared with :meth:`of`, which reads the rest from that class."""
 
     name: str
     help: str
@@ -200,6 +209,31 @@ class Method(Generic[OptionsT]):
     default_preset: str | None = None
     adjust: Adjust | None = None
     describe_data: Callable[[OptionsT, Examples, Any], str] | None = None
+
+    @staticmethod
+    def of(
+        model: type[TrainingMethod],
+        *,
+        help: str,
+        title: str,
+        examples: Callable[[Any, TrainingData], Examples],
+        adjust: Adjust | None = None,
+    ) -> Method[Any]:
+        """The method whose module ``model`` builds (``model.build``): its name, options class, presets
+        and default preset are the model's (``method_name``, ``options_class``, ``presets``,
+        ``default_preset``), so the declaration names only the method's own: its help, its title, its
+        examples and its own step of option resolution."""
+        return Method(
+            name=model.method_name,
+            help=help,
+            title=title,
+            options=model.options_class,
+            examples=examples,
+            build=model.build,
+            presets=model.presets,
+            default_preset=model.default_preset,
+            adjust=adjust,
+        )
 
     def __post_init__(self) -> None:
         if (self.build is None) == (self.stages is None):

@@ -4,8 +4,9 @@ E ||x - y||^2) while the batch spreads over the hypersphere (uniformity, log E e
 on each view).
 
 A complete ``benchharness.methods`` plugin in one module, a declaration plus a model: the options
-(one frozen dataclass), a preset, the trainable module, and the ``Method`` that declares them with the
-examples it trains on (unlabeled sentences). The harness does the rest.
+(one frozen dataclass), a preset, the trainable module (whose class names its options and preset),
+and the ``Method`` that declares the module with the examples it trains on (unlabeled sentences). The
+harness does the rest.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def uniformity(x: torch.Tensor, t: float) -> torch.Tensor:
 
 class AlignUniform(TrainingMethod):
     method_name = "align-uniform"
+    options_class, presets, default_preset = AlignUniformOptions, PRESETS, "small"
     eval_pooling = "avg"
 
     def __init__(self, encoder: Any, tokenizer: Any, options: AlignUniformOptions) -> None:
@@ -64,13 +66,9 @@ class AlignUniform(TrainingMethod):
         return {"views": "dropout x2", "pooling": "mean, L2-normalised", "weight": self.weight, "t": self.t}
 
 
-METHOD = Method(
-    name="align-uniform",
+METHOD = Method.of(
+    AlignUniform,
     help="alignment and uniformity (Wang & Isola, 2020) on two dropout views",
     title="align-uniform",
-    options=AlignUniformOptions,
     examples=sentences,
-    build=AlignUniform.build,
-    presets=PRESETS,
-    default_preset="small",
 )

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchharness.training.method import Examples, Method, TrainingData, sentences
-from benchharness.training.methods.consert.model import PRESETS, ConSERT, ConSERTOptions
+from benchharness.training.methods.consert.model import ConSERT, ConSERTOptions
 from benchharness.training.train_data import load_nli
 
 
@@ -27,14 +27,10 @@ def examples(options: ConSERTOptions, data: TrainingData) -> Examples:
     return Examples(pairs, {"name": options.data, "kind": "NLI pairs", "n_examples": len(pairs)})
 
 
-METHOD = Method(
-    name="consert",
+METHOD = Method.of(
+    ConSERT,
     help="ConSERT: NT-Xent between views made by token shuffle, token/feature cutoff or dropout",
     title="ConSERT",
-    options=ConSERTOptions,
     examples=examples,
-    build=ConSERT.build,
-    presets=PRESETS,
-    default_preset="unsup-cpu",
     adjust=adjust,
 )

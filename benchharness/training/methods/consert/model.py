@@ -330,6 +330,7 @@ class ConSERTOptions(TrainingOptions):
 
 class ConSERT(TrainingMethod):
     method_name = "consert"
+    options_class, presets, default_preset = ConSERTOptions, PRESETS, "unsup-cpu"
     eval_pooling = "avg_top2"
     in_batch_negatives = True
 

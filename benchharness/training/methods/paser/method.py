@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchharness.core.data_root import DataRoot
 from benchharness.training.method import Examples, Method, TrainingData, sentences
-from benchharness.training.methods.paser.model import PRESETS, PaSeR, PaSeROptions, nli_triples
+from benchharness.training.methods.paser.model import PaSeR, PaSeROptions, nli_triples
 from benchharness.training.train_data import load_nli
 
 
@@ -30,13 +30,9 @@ def nli_spec(spec: str, data: DataRoot) -> str:
     )
 
 
-METHOD = Method(
-    name="paser",
+METHOD = Method.of(
+    PaSeR,
     help="PaSeR: reconstruct a sentence's top RAKE phrases from its embedding and its phrase-masked copy's, + MLM",
     title="PaSeR",
-    options=PaSeROptions,
     examples=examples,
-    build=PaSeR.build,
-    presets=PRESETS,
-    default_preset="cpu",
 )

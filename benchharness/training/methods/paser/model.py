@@ -370,6 +370,7 @@ class PaSeROptions(TrainingOptions):
 
 class PaSeR(TrainingMethod):
     method_name = "paser"
+    options_class, presets, default_preset = PaSeROptions, PRESETS, "cpu"
     in_batch_negatives = True  # the supervised variant's contrastive loss
 
     def __init__(

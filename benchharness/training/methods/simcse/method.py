@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from benchharness.training.method import Method, sentences
-from benchharness.training.methods.simcse.model import PRESETS, SimCSE, SimCSEOptions
+from benchharness.training.methods.simcse.model import SimCSE
 
-METHOD = Method(
-    name="simcse",
+METHOD = Method.of(
+    SimCSE,
     help="unsupervised SimCSE: dropout views of the same sentence, InfoNCE at temperature 0.05",
     title="SimCSE",
-    options=SimCSEOptions,
     examples=sentences,
-    build=SimCSE.build,
-    presets=PRESETS,
-    default_preset="cpu",
 )

@@ -83,6 +83,7 @@ def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float, offset: int
 
 class SimCSE(TrainingMethod):
     method_name = "simcse"
+    options_class, presets, default_preset = SimCSEOptions, PRESETS, "cpu"
     eval_pooling = "cls_before_pooler"
     in_batch_negatives = True
 
