@@ -120,6 +120,10 @@ class _Context:
         self.summary.outcomes.append(Outcome(encoder, task, "failed", message=message))
         logger.error(log_line, exc_info=None if exc is None or isinstance(exc, UserError) else exc)
 
+    def evaluation_failed(self, encoder: str, task: str, exc: Exception) -> None:
+        """A task whose evaluation raised: it fails alone, and the run goes on."""
+        self.fail(encoder, task, f"evaluation: {exc}", f"[{encoder}/{task}] failed: {exc}", exc)
+
 
 @dataclass
 class _Plan:
@@ -130,6 +134,17 @@ class _Plan:
     previous: dict[str, float] = field(default_factory=dict)
     #: stored results about to be recomputed
     replaced: dict[str, Result] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Model:
+    """One encoder of the run, as each step of its evaluation needs it: the name it was asked by
+    (its results' ``encoder``), the model, its identity record and its plan."""
+
+    name: str
+    encoder: Encoder
+    identity: dict
+    plan: _Plan
 
 
 def run(
@@ -148,7 +163,7 @@ def run(
         return ctx.summary
     pending: list[_Pass] = []
     for enc_name in encoder_names:
-        if pending and not _same_base(enc_name, pending[0].enc_name):  # before another model loads
+        if pending and not _same_base(enc_name, pending[0].model.name):  # before another model loads
             pending = _pend(pending, None, ctx)
         try:
             encoder = get_encoder(enc_name)
@@ -170,14 +185,15 @@ def run(
             continue
         plan = _plan(enc_name, encoder, identity["hash"], loaded, ctx)
         plan.todo = _runnable(plan.todo, enc_name, kind, ctx)
+        model = _Model(enc_name, encoder, identity, plan)
         for task in plan.todo:
             if isinstance(task, EncoderDrivenTask):
-                _evaluate_driven(task, enc_name, encoder, identity, ctx)
+                _evaluate_driven(task, model, ctx)
         from_embeddings = [t for t in plan.todo if not isinstance(t, EncoderDrivenTask)]
         if from_embeddings and kind.open_view is None:
-            pending = _pend(pending, _Pass(enc_name, encoder, identity, plan, from_embeddings), ctx)
+            pending = _pend(pending, _Pass(model, from_embeddings), ctx)
         elif from_embeddings:
-            _evaluate_with_views(from_embeddings, enc_name, encoder, identity, plan, ctx, kind)
+            _evaluate_with_views(from_embeddings, model, ctx, kind)
     _pend(pending, None, ctx)
     return ctx.summary
 
@@ -277,10 +293,7 @@ def _plan(enc_name: str, encoder: Encoder, identity: str, tasks: dict[str, Task]
 class _Pass:
     """One encoder's pass over the tasks it evaluates from embeddings (``todo``)."""
 
-    enc_name: str
-    encoder: Encoder
-    identity: dict
-    plan: _Plan
+    model: _Model
     todo: list[Task]
     #: what the pass encodes with: the encoder, or the base of a last stage calibrated on each task
     #: (the pass encodes what it quantizes, once for all tasks)
@@ -290,7 +303,7 @@ class _Pass:
     cache: CachingEncoder | None = field(init=False)
 
     def __post_init__(self) -> None:
-        encoder = self.encoder
+        encoder = self.model.encoder
         self.passing = (
             encoder.wrapped if encoder.calibrated_per_task and isinstance(encoder, WrappingEncoder) else encoder
         )
@@ -316,7 +329,7 @@ def _pend(pending: list[_Pass], new: _Pass | None, ctx: _Context) -> list[_Pass]
     variants of one base run together, and the log says once what the base encodes for all of them."""
     if new is not None and pending and new.shares(pending[0]):
         return [*pending, new]
-    variants = [p.enc_name for p in pending] if len(pending) > 1 else None
+    variants = [p.model.name for p in pending] if len(pending) > 1 else None
     for p in pending:
         _evaluate_from_embeddings(p, ctx, variants)
     return [] if new is None else [new]
@@ -328,7 +341,7 @@ def _evaluate_from_embeddings(p: _Pass, ctx: _Context, variants: list[str] | Non
     embeddings. ``variants``: the passes of one base run together (``_pend``), the first of which
     says what the base encodes for all of them; the others, served by its cache, say nothing, unless
     the cache did not serve them all (the first pass failed, or the cache was left)."""
-    todo, enc_name, encoder, identity, plan = p.todo, p.enc_name, p.encoder, p.identity, p.plan
+    todo, enc_name = p.todo, p.model.name
     seed_everything(ctx.seed)
     passing, groups, cache = p.passing, p.groups, p.cache
     sentences = [s for _, members in groups.values() for s in members]
@@ -368,13 +381,8 @@ def _evaluate_from_embeddings(p: _Pass, ctx: _Context, variants: list[str] | Non
             line = encoding_line(len(sentences), len(sentences) - newly_encoded)
             logger.info("[%s] %s for %d task(s), which the cache did not hold", enc_name, line, len(todo))
         _evaluate_tasks(
-            todo,
-            enc_name,
-            encoder,
-            identity,
-            plan,
+            p,
             ctx,
-            groups,
             sentences,
             vectors,
             {
@@ -385,27 +393,17 @@ def _evaluate_from_embeddings(p: _Pass, ctx: _Context, variants: list[str] | Non
         )
 
 
-def _evaluate_tasks(
-    todo: list[Task],
-    enc_name: str,
-    encoder: Encoder,
-    identity: dict,
-    plan: _Plan,
-    ctx: _Context,
-    groups: dict[str, Group],
-    sentences: list[str],
-    vectors: Any,
-    pass_timings: Timings,
-) -> None:
-    """Each task evaluated from the pass's vectors (``sentences``: every group's, in row order);
+def _evaluate_tasks(p: _Pass, ctx: _Context, sentences: list[str], vectors: Any, pass_timings: Timings) -> None:
+    """Each task of the pass evaluated from its vectors (``sentences``: every group's, in row order);
     vectors that cannot be scored fail them all."""
+    todo, enc_name, encoder = p.todo, p.model.name, p.model.encoder
     problem = non_finite_message(enc_name, sentences, vectors)
     if problem is not None:
         for task in todo:
             ctx.summary.outcomes.append(Outcome(enc_name, task.name, "failed", message=problem))
         logger.error("[%s] %s", enc_name, problem)
         return
-    embeddings = EmbeddingStore(groups, vectors, encoder)
+    embeddings = EmbeddingStore(p.groups, vectors, encoder)
     for task in todo:
         requests = task.requests()
         zeros, asked = zero_vectors(embeddings, requests)
@@ -425,31 +423,18 @@ def _evaluate_tasks(
             embed = _task_embed(encoder, embeddings, requests)
             evaluation = task.evaluate_items(embed, ctx.seed)
         except Exception as exc:
-            ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
+            ctx.evaluation_failed(enc_name, task.name, exc)
             continue
         timings: Timings = {**pass_timings, "evaluate_seconds": round(time.perf_counter() - t1, 3)}
-        _finish(
-            task,
-            enc_name,
-            encoder,
-            identity,
-            plan,
-            ctx,
-            evaluation,
-            timings,
-            zeros=zeros,
-            width=_width(embed, requests),
-        )
+        _finish(task, p.model, ctx, evaluation, timings, zeros=zeros, width=_width(embed, requests))
 
 
-def _evaluate_with_views(
-    todo: list[Task], enc_name: str, encoder: Encoder, identity: dict, plan: _Plan, ctx: _Context, kind: ModelKind
-) -> None:
+def _evaluate_with_views(todo: list[Task], model: _Model, ctx: _Context, kind: ModelKind) -> None:
     """Each task scored through a view of a model of ``kind`` (``ModelKind.open_view``): the view
     computes what the task asks for through the kind's cache, a corpus a block at a time, and what
     it reports of the model's cost (active dimensions, bytes per document) joins the task's metrics."""
     assert kind.open_view is not None
-    settings = _view_settings(ctx)
+    settings, enc_name, encoder = _view_settings(ctx), model.name, model.encoder
     for task in todo:
         seed_everything(ctx.seed)
         t1 = time.perf_counter()
@@ -457,17 +442,17 @@ def _evaluate_with_views(
             view = kind.open_view(encoder, settings)
             evaluation = task.evaluate_items(view, ctx.seed)
             evaluation.metrics.update(view.facts())
-            for stage, model in _stages(encoder).items():  # after the model's own: its searches are shared
-                open_stage = kind_of(model).open_view
+            for stage, stage_model in _stages(encoder).items():  # after the model's own: its searches are shared
+                open_stage = kind_of(stage_model).open_view
                 assert open_stage is not None  # a stage is a model of a kind with a view (a pipeline's first stage)
-                stage_view = open_stage(model, settings)
+                stage_view = open_stage(stage_model, settings)
                 scored = task.evaluate_items(stage_view, ctx.seed).metrics
                 evaluation.metrics.update(_prefixed(stage, {**scored, **stage_view.facts()}))
         except Exception as exc:
-            ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
+            ctx.evaluation_failed(enc_name, task.name, exc)
             continue
         timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t1, 3)}
-        _finish(task, enc_name, encoder, identity, plan, ctx, evaluation, timings)
+        _finish(task, model, ctx, evaluation, timings)
 
 
 def _view_settings(ctx: _Context) -> ViewSettings:
@@ -487,10 +472,7 @@ def _prefixed(stage: str, metrics: dict[str, Any]) -> dict[str, Any]:
 
 def _finish(
     task: Task,
-    enc_name: str,
-    encoder: Encoder,
-    identity: dict,
-    plan: _Plan,
+    model: _Model,
     ctx: _Context,
     evaluation: Evaluation,
     timings: Timings,
@@ -506,22 +488,17 @@ def _finish(
         "files": sorted(ctx.data.label(f) for f in task.files),
         "verified": ctx.data.verified(task.files),
     }
-    confidence = (
-        None
-        if not ctx.settings.intervals
-        else _confidence(
-            evaluation, task, ctx.seed, _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions)
-        )
-    )
+    plan, confidence = model.plan, None
+    if ctx.settings.intervals:
+        earlier = _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions)
+        confidence = _confidence(evaluation, task, ctx.seed, earlier)
     _keep(
         task,
-        enc_name,
-        encoder,
-        identity,
+        model,
+        ctx,
         evaluation,
         data_record,
         timings,
-        ctx,
         zeros=zeros,
         width=width,
         confidence=confidence,
@@ -545,36 +522,35 @@ def _width(embed: Embed, requests: dict[Role, list[str]]) -> int:
     return int(embed(sentences[:1], role).shape[1])
 
 
-def _evaluate_driven(task: EncoderDrivenTask, enc_name: str, encoder: Encoder, identity: dict, ctx: _Context) -> None:
+def _evaluate_driven(task: EncoderDrivenTask, model: _Model, ctx: _Context) -> None:
     """One task that encodes through the encoder itself (an mteb task): evaluated and reported like
     the others; encoding time is part of its evaluation time."""
+    enc_name, encoder = model.name, model.encoder
     seed_everything(ctx.seed)
     t0 = time.perf_counter()
     encoded_before = encoder.encoded if isinstance(encoder, CachingEncoder) else None
     try:
         outcome = task.evaluate_encoder(encoder, ctx.seed, _view_settings(ctx))
         evaluation = outcome if isinstance(outcome, Evaluation) else Evaluation(outcome)
-        for stage, model in _stages(encoder).items():
-            scored = task.evaluate_encoder(model, ctx.seed, _view_settings(ctx))
+        for stage, stage_model in _stages(encoder).items():
+            scored = task.evaluate_encoder(stage_model, ctx.seed, _view_settings(ctx))
             evaluation.metrics.update(_prefixed(stage, scored.metrics if isinstance(scored, Evaluation) else scored))
     except Exception as exc:
-        ctx.fail(enc_name, task.name, f"evaluation: {exc}", f"[{enc_name}/{task.name}] failed: {exc}", exc)
+        ctx.evaluation_failed(enc_name, task.name, exc)
         return
     timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": round(peak_rss_mib(), 1)}
     if encoded_before is not None:
         timings["sentences_not_from_cache"] = encoder.encoded - encoded_before  # type: ignore[attr-defined]
-    _keep(task, enc_name, encoder, identity, evaluation, task.data_record(), timings, ctx)
+    _keep(task, model, ctx, evaluation, task.data_record(), timings)
 
 
 def _keep(
     task: Task,
-    enc_name: str,
-    encoder: Encoder,
-    identity: dict,
+    model: _Model,
+    ctx: _Context,
     evaluation: Evaluation,
     data_record: DataRecord,
     timings: Timings,
-    ctx: _Context,
     *,
     zeros: int | None = None,
     width: int | None = None,
@@ -585,6 +561,7 @@ def _keep(
     one, and report it. A metric that is NaN or infinite fails the task alone, naming the metric: such
     a score says nothing, no result file can hold it, and it must never be reported or reused. A
     result that cannot be stored (a full or read-only disk) fails alone too."""
+    enc_name, encoder = model.name, model.encoder
     metrics = evaluation.metrics
     undefined = [key for key, value in metrics.items() if isinstance(value, float) and not math.isfinite(value)]
     if undefined:
@@ -600,7 +577,7 @@ def _keep(
         main_metric=task.metadata.main_score,
         metrics=metrics,
         protocol=_protocol(task, encoder),
-        encoder_identity=identity,
+        encoder_identity=model.identity,
         encoder_metadata=_metadata(encoder, task, evaluation.prompts),
         data=data_record,
         seed=ctx.seed,
