@@ -85,7 +85,42 @@ class Means:
         return out
 
 
-class STSEvaluator(SentenceEvaluator):
+class _TaskScoring:
+    """What both evaluators keep and do: the tasks, resolved once and loaded at the first
+    evaluation, reused by every later one; the configuration, read once for every evaluation
+    (``benchharness.evaluate``'s ``config``); the means; and every evaluation's Results, with the
+    step it was taken at (``history``)."""
+
+    def __init__(
+        self, tasks: Sequence[str] | str, batch_size: int | None, data_dir: str | None, config: Config, mean: bool
+    ) -> None:
+        self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+        self.batch_size, self.data_dir = batch_size, data_dir
+        self.config = config
+        self._selected: list[Task] | None = None
+        self.means = Means(self.tasks, mean, self.config)
+        self.history: list[tuple[int, Results]] = []
+
+    def _scores(self, model: Any, step: int, scale: float, name: str, **options: Any) -> dict[str, float]:
+        """``model`` evaluated on the tasks as ``name`` (``options``: ``evaluate``'s others): every
+        task's metrics and the means, scores times ``scale``."""
+        if self._selected is None:
+            self._selected = resolve_tasks(self.tasks, self.config)
+        results = evaluate(
+            model,
+            self._selected,
+            name=name,
+            batch_size=self.batch_size,
+            data_dir=self.data_dir,
+            intervals=False,
+            config=self.config,
+            **options,
+        )
+        self.history.append((step, results))
+        return {**metrics_of(results, scale), **self.means.metrics(results, scale, step)}
+
+
+class STSEvaluator(SentenceEvaluator, _TaskScoring):
     """benchharness tasks as a sentence-transformers evaluator.
 
     Metrics are named ``<name>_<task>_<metric>`` with sentence-transformers' fractions (0.8203, not
@@ -106,43 +141,23 @@ class STSEvaluator(SentenceEvaluator):
         config: Config | str | Path | None = None,
         mean: bool = False,
     ) -> None:
-        super().__init__()
-        self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
-        self.name, self.batch_size, self.data_dir, self.seed = name, batch_size, data_dir, seed
-        #: the configuration, read once here for every evaluation (``benchharness.evaluate``'s ``config``)
-        self.config = configuration(config)
-        #: the tasks, resolved once and loaded at the first evaluation, reused by every later one
-        self._selected: list[Task] | None = None
-        self.means = Means(self.tasks, mean, self.config)
+        SentenceEvaluator.__init__(self)
+        _TaskScoring.__init__(self, tasks, batch_size, data_dir, configuration(config), mean)
+        self.name, self.seed = name, seed
         self.primary_metric = self.means.primary or f"{self.tasks[0]}_main"
         self.greater_is_better = True
-        #: every evaluation's Results, with the step it was taken at
-        self.history: list[tuple[int, Results]] = []
 
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
     ) -> dict[str, float]:
         options: dict[str, Any] = {} if self.seed is None else {"seed": self.seed}  # else evaluate's default
-        if self._selected is None:
-            self._selected = resolve_tasks(self.tasks, self.config)
-        results = evaluate(
-            model,
-            self._selected,
-            name=f"{self.name}@step{steps}",
-            batch_size=self.batch_size,
-            data_dir=self.data_dir,
-            intervals=False,
-            config=self.config,
-            **options,
-        )
-        self.history.append((steps, results))
-        scores = {**metrics_of(results, 0.01), **self.means.metrics(results, 0.01, steps)}
+        scores = self._scores(model, steps, 0.01, f"{self.name}@step{steps}", **options)
         metrics = self.prefix_name_to_metrics(scores, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
 
 
-class EvaluationCallback(TrainerCallback):
+class EvaluationCallback(TrainerCallback, _TaskScoring):
     """benchharness tasks scored on a transformers model during ``Trainer.train``.
 
     The model is encoded with ``tokenizer`` and ``pooling`` (a name of ``hf:``'s poolings), as
@@ -165,31 +180,11 @@ class EvaluationCallback(TrainerCallback):
         config: Config | str | Path | None = None,
         mean: bool = False,
     ) -> None:
-        self.tokenizer, self.pooling = tokenizer, pooling
-        self.tasks = [tasks] if isinstance(tasks, str) else list(tasks)
-        self.every_steps, self.batch_size, self.data_dir = every_steps, batch_size, data_dir
-        #: the configuration, read once here for every evaluation (``benchharness.evaluate``'s ``config``)
-        self.config = configuration(config)
-        self.history: list[tuple[int, Results]] = []
-        self._selected: list[Task] | None = None
-        self.means = Means(self.tasks, mean, self.config)
+        _TaskScoring.__init__(self, tasks, batch_size, data_dir, configuration(config), mean)
+        self.tokenizer, self.pooling, self.every_steps = tokenizer, pooling, every_steps
 
     def score(self, model: Any, step: int) -> dict[str, float]:
-        if self._selected is None:
-            self._selected = resolve_tasks(self.tasks, self.config)
-        results = evaluate(
-            model,
-            self._selected,
-            name=f"model@step{step}",
-            tokenizer=self.tokenizer,
-            pooling=self.pooling,
-            batch_size=self.batch_size,
-            data_dir=self.data_dir,
-            intervals=False,
-            config=self.config,
-        )
-        self.history.append((step, results))
-        scores = {**metrics_of(results), **self.means.metrics(results, 1.0, step)}
+        scores = self._scores(model, step, 1.0, f"model@step{step}", tokenizer=self.tokenizer, pooling=self.pooling)
         return {f"benchharness_{k}": v for k, v in scores.items()}
 
     def on_evaluate(
