@@ -20,7 +20,7 @@ Agg backend only when called and write PNGs atomically.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +113,6 @@ class LevelStats:
     n: int
     mean: float
     var: float
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def cosine_by_gold_level(

@@ -22,6 +22,7 @@ analysis of the same encoder encodes nothing. The pairs are those of the ``STSBe
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ def analyze(
         "size": {"dimensions": int(vectors.shape[1]), "bytes_per_vector": encoder.bytes_per_vector(vectors.shape[1])},
         "alignment": analysis.alignment(a[positives], b[positives]),
         "uniformity": analysis.uniformity(vectors),
-        "cosine_by_gold_level": [lv.as_dict() for lv in levels],
+        "cosine_by_gold_level": [asdict(lv) for lv in levels],
         "isotropy": {
             "mean_random_pair_cosine": analysis.mean_random_pair_cosine(vectors, RANDOM_PAIRS, SEED),
             "random_pairs": RANDOM_PAIRS,

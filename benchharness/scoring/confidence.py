@@ -24,6 +24,7 @@ resampled independently (which the Avg. interval relies on).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -245,7 +246,7 @@ def paired(
     ia, ib = a.items, b.items
     if a.kind == "sts" and main_metric == "pearson":
         rep = paired_pearson(ia["cosine"], ib["cosine"], ia["gold"], n_resamples, seed)
-        return rep, {"steiger": steiger_pearson(ia["cosine"], ib["cosine"], ia["gold"]).as_dict()}
+        return rep, {"steiger": asdict(steiger_pearson(ia["cosine"], ib["cosine"], ia["gold"]))}
     if a.kind == "sts":
         if main_metric in ("all.spearman", "spearman"):
             rep = paired_spearman(ia["cosine"], ib["cosine"], ia["gold"], n_resamples=n_resamples, seed=seed)
@@ -269,7 +270,7 @@ def paired(
             # A and B rank every pair alike: the difference is 0 in every resample, and Steiger's test,
             # which needs their correlation below 1, has nothing to test
             return rep, {"steiger": None}
-        return rep, {"steiger": steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]).as_dict()}
+        return rep, {"steiger": asdict(steiger_spearman(ia["cosine"], ib["cosine"], ia["gold"]))}
     if a.kind == "classification":
         if "fold" in ia:
             rep = paired_mean(
@@ -282,7 +283,7 @@ def paired(
             )
         else:
             rep = paired_accuracy(ia["pred"], ib["pred"], ia["gold"], n_resamples=n_resamples, seed=seed)
-        return rep, {"mcnemar": mcnemar(ia["pred"], ib["pred"], ia["gold"]).as_dict()}
+        return rep, {"mcnemar": asdict(mcnemar(ia["pred"], ib["pred"], ia["gold"]))}
     if a.kind == "ranking":
         if main_metric not in ia:
             raise InvalidInputError(f"{task}: no per-query values for {main_metric!r} (have {', '.join(ia)})")

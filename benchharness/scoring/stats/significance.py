@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,9 +30,6 @@ class SteigerResult:
     r_gold_b: float
     r_a_b: float
     n: int
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def steiger_z(r_gold_a: float, r_gold_b: float, r_a_b: float, n: int) -> SteigerResult:
@@ -81,9 +78,6 @@ class McNemarResult:
     statistic: float
     p_value: float
     method: str
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def mcnemar(

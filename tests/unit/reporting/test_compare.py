@@ -1,5 +1,7 @@
 """``compare`` reads stored items and reports what the statistics library computes on them."""
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
@@ -48,7 +50,7 @@ def test_compare_rows_are_the_stats_library_on_the_stored_items(two_encoders):
         reps.append(rep)
         c = rep.comparison()
         assert (row.difference, row.low, row.high, row.p_value) == (c.difference, c.low, c.high, c.p_value)
-        assert row.crosscheck["steiger"] == steiger_spearman(a["cosine"], b["cosine"], a["gold"]).as_dict()
+        assert row.crosscheck["steiger"] == asdict(steiger_spearman(a["cosine"], b["cosine"], a["gold"]))
         assert row.difference == pytest.approx(row.score_a - row.score_b, abs=1e-9)
     assert [r.p_holm for r in rows[:2]] == holm([r.p_value for r in rows[:2]])
     avg = average_paired(reps).comparison()
@@ -67,7 +69,7 @@ def test_transfer_pairing_is_paired_accuracy_with_mcnemar():
     expected = paired_accuracy(pred_a, pred_b, gold, n_resamples=300, seed=derive_seed(3, "SST2"))
     assert rep.comparison() == expected.comparison()
     assert rep.difference == pytest.approx(100 * ((pred_a == gold).mean() - (pred_b == gold).mean()))
-    assert cross["mcnemar"] == mcnemar(pred_a, pred_b, gold).as_dict()
+    assert cross["mcnemar"] == asdict(mcnemar(pred_a, pred_b, gold))
     with pytest.raises(ValueError, match="different items"):
         paired("SST2", "acc", a, Evaluation({}, {"pred": pred_b[:10], "gold": gold[:10]}, "classification"))
 
