@@ -235,23 +235,24 @@ def run_loop(
         raise Interrupted(plan.out, position.step, position.checkpoint, position.every) from None
 
 
+@dataclass(eq=False)
 class _Run:
-    """One run of the loop: what it was given, what it set up (device, precision, optimizer,
-    schedule, outputs) and where it is (:class:`LoopState`)."""
+    """One run of the loop: what it was given (``run_loop``'s arguments), what it set up (device,
+    precision, optimizer, schedule, outputs) and where it is (:class:`LoopState`)."""
 
-    def __init__(
-        self,
-        method: TrainingMethod,
-        examples: Sequence[Any],
-        options: TrainingOptions,
-        settings: TrainSettings,
-        plan: Plan,
-        data: dict[str, Any],
-        base_source: hub.ModelSource | None,
-        dev: DevScore | None,
-        position: Position,
-    ) -> None:
-        if dev is None and options.wants_dev:
+    method: TrainingMethod
+    examples: Sequence[Any]
+    options: TrainingOptions
+    settings: TrainSettings
+    plan: Plan
+    data: dict[str, Any]
+    base_source: hub.ModelSource | None
+    dev: DevScore | None
+    position: Position
+
+    def __post_init__(self) -> None:
+        method, options, settings, plan = self.method, self.options, self.settings, self.plan
+        if self.dev is None and options.wants_dev:
             raise InvalidInputError(
                 "this run evaluates on a dev set (eval_every or eval_at_start is set) but no dev "
                 "evaluator was given; train through `benchharness train`, or pass dev=..."
@@ -260,9 +261,7 @@ class _Run:
             raise InvalidInputError(
                 "stop_after pauses a run to resume it from its folder: give an output folder (out=)"
             )
-        self.method, self.examples, self.options, self.settings, self.plan = method, examples, options, settings, plan
-        self.data, self.base_source, self.dev, self.position = data, base_source, dev, position
-        self.dev_task: str | None = getattr(dev, "task_name", None)
+        self.dev_task: str | None = getattr(self.dev, "task_name", None)
         # the module whose forward gives the step's loss: the method's own, or its Matryoshka sum (whose
         # sizes are checked against the encoder's width here, before anything is written)
         self.scored: nn.Module = method
@@ -280,7 +279,7 @@ class _Run:
             ctx is not None
             and method.in_batch_negatives
             and not options.drop_last
-            and len(examples) % options.batch_size
+            and len(self.examples) % options.batch_size
         ):
             raise InvalidInputError(
                 f"{method.method_name} gathers in-batch negatives, which needs equal slices of every "
@@ -289,7 +288,7 @@ class _Run:
         self.output = MemoryOutput() if plan.out is None or not self.main else FolderOutput(plan.out)
         resume_from = data_parallel.from_main(lambda: self.output.prepare(settings.overwrite), ctx)
         self.record = {**options.shared(), **plan.record(settings)}
-        self.steps = total_steps(len(examples), options)
+        self.steps = total_steps(len(self.examples), options)
         self.warmup = math.ceil(options.warmup_ratio * self.steps)  # ConSERT rounds up; 0 stays 0
         self.checkpoint_every = options.checkpoint_every or options.eval_every or 500
 
@@ -315,8 +314,8 @@ class _Run:
             self.state = LoopState(**saved)
             if self.main:
                 logger.info("resuming %s at step %d/%d", plan.out, self.state.step, self.steps)
-            position.checkpoint = self.state.step
-        position.step, position.every = self.state.step, self.checkpoint_every
+            self.position.checkpoint = self.state.step
+        self.position.step, self.position.every = self.state.step, self.checkpoint_every
         # DDP copies rank 0's parameters to every rank here (the same ones: same base, seed and checkpoint)
         self.model = data_parallel.wrap(self.scored, ctx) if ctx is not None else self.scored
 
