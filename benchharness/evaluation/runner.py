@@ -147,6 +147,19 @@ class _Model:
     plan: _Plan
 
 
+@dataclass
+class _Computed:
+    """One task as one model computed it, before it is kept: the evaluation and its timings, and
+    for a task evaluated from the pass's vectors, the zero vectors among those it asked for and the
+    length of one."""
+
+    task: Task
+    evaluation: Evaluation
+    timings: Timings
+    zeros: int | None = None
+    width: int | None = None
+
+
 def run(
     encoder_names: list[str],
     tasks: list[Task],
@@ -426,7 +439,7 @@ def _evaluate_tasks(p: _Pass, ctx: _Context, sentences: list[str], vectors: Any,
             ctx.evaluation_failed(enc_name, task.name, exc)
             continue
         timings: Timings = {**pass_timings, "evaluate_seconds": round(time.perf_counter() - t1, 3)}
-        _finish(task, p.model, ctx, evaluation, timings, zeros=zeros, width=_width(embed, requests))
+        _finish(_Computed(task, evaluation, timings, zeros, _width(embed, requests)), p.model, ctx)
 
 
 def _evaluate_with_views(todo: list[Task], model: _Model, ctx: _Context, kind: ModelKind) -> None:
@@ -452,7 +465,7 @@ def _evaluate_with_views(todo: list[Task], model: _Model, ctx: _Context, kind: M
             ctx.evaluation_failed(enc_name, task.name, exc)
             continue
         timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t1, 3)}
-        _finish(task, model, ctx, evaluation, timings)
+        _finish(_Computed(task, evaluation, timings), model, ctx)
 
 
 def _view_settings(ctx: _Context) -> ViewSettings:
@@ -470,40 +483,27 @@ def _prefixed(stage: str, metrics: dict[str, Any]) -> dict[str, Any]:
     return {f"{stage}/{key}": value for key, value in metrics.items()}
 
 
-def _finish(
-    task: Task,
-    model: _Model,
-    ctx: _Context,
-    evaluation: Evaluation,
-    timings: Timings,
-    *,
-    zeros: int | None = None,
-    width: int | None = None,
-) -> None:
-    """A task evaluated from the run's data: its data record, intervals and memory, then kept."""
-    timings["peak_rss_mb"] = round(peak_rss_mib(), 1)
-    data_record: DataRecord = {
+def _finish(computed: _Computed, model: _Model, ctx: _Context) -> None:
+    """A task evaluated from the run's data: its memory and intervals, then kept."""
+    task, plan, confidence = computed.task, model.plan, None
+    computed.timings["peak_rss_mb"] = round(peak_rss_mib(), 1)
+    if ctx.settings.intervals:
+        earlier = _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions)
+        confidence = _confidence(computed.evaluation, task, ctx.seed, earlier)
+    _keep(computed, model, ctx, confidence=confidence, previous=plan.previous.get(task.name))
+
+
+def _data_record(task: Task, ctx: _Context) -> DataRecord:
+    """Where a result's data came from: the task's own record when it reads its data itself (an mteb
+    task), else the files it read under the run's data root, their digest and whether they are verified."""
+    if isinstance(task, EncoderDrivenTask):
+        return task.data_record()
+    return {
         "sha256": ctx.digests[task.name],
         "root": DATA_ROOT_LABEL,
         "files": sorted(ctx.data.label(f) for f in task.files),
         "verified": ctx.data.verified(task.files),
     }
-    plan, confidence = model.plan, None
-    if ctx.settings.intervals:
-        earlier = _previous_confidence(ctx.store, plan.replaced.get(task.name), ctx.versions)
-        confidence = _confidence(evaluation, task, ctx.seed, earlier)
-    _keep(
-        task,
-        model,
-        ctx,
-        evaluation,
-        data_record,
-        timings,
-        zeros=zeros,
-        width=width,
-        confidence=confidence,
-        previous=plan.previous.get(task.name),
-    )
 
 
 def _task_embed(encoder: Encoder, embeddings: EmbeddingStore, requests: dict[Role, list[str]]) -> Embed:
@@ -541,27 +541,18 @@ def _evaluate_driven(task: EncoderDrivenTask, model: _Model, ctx: _Context) -> N
     timings: Timings = {"evaluate_seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": round(peak_rss_mib(), 1)}
     if encoded_before is not None:
         timings["sentences_not_from_cache"] = encoder.encoded - encoded_before  # type: ignore[attr-defined]
-    _keep(task, model, ctx, evaluation, task.data_record(), timings)
+    _keep(_Computed(task, evaluation, timings), model, ctx)
 
 
 def _keep(
-    task: Task,
-    model: _Model,
-    ctx: _Context,
-    evaluation: Evaluation,
-    data_record: DataRecord,
-    timings: Timings,
-    *,
-    zeros: int | None = None,
-    width: int | None = None,
-    confidence: dict | None = None,
-    previous: float | None = None,
+    computed: _Computed, model: _Model, ctx: _Context, *, confidence: dict | None = None, previous: float | None = None
 ) -> None:
     """Build the task's result, with its per-item outputs attached, save it to the store if there is
     one, and report it. A metric that is NaN or infinite fails the task alone, naming the metric: such
     a score says nothing, no result file can hold it, and it must never be reported or reused. A
     result that cannot be stored (a full or read-only disk) fails alone too."""
     enc_name, encoder = model.name, model.encoder
+    task, evaluation, zeros = computed.task, computed.evaluation, computed.zeros
     metrics = evaluation.metrics
     undefined = [key for key, value in metrics.items() if isinstance(value, float) and not math.isfinite(value)]
     if undefined:
@@ -579,12 +570,12 @@ def _keep(
         protocol=_protocol(task, encoder),
         encoder_identity=model.identity,
         encoder_metadata=_metadata(encoder, task, evaluation.prompts),
-        data=data_record,
+        data=_data_record(task, ctx),
         seed=ctx.seed,
-        timings=timings,
+        timings=computed.timings,
         versions=ctx.versions,
         date=now(),
-        embedding_stats=_embedding_stats(encoder, zeros, width),
+        embedding_stats=_embedding_stats(encoder, zeros, computed.width),
         confidence=confidence,
         per_item=evaluation if evaluation.items else None,
     )
