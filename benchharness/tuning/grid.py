@@ -41,6 +41,9 @@ from benchharness.training.options import Declared, option
 
 logger = logging.getLogger(__name__)
 
+#: a grid point: its parameters by name, and once scored its dev ``score``
+Point = dict[str, Any]
+
 
 def parse_grid(text: str) -> list[float]:
     """``0:1:0.1`` (start:stop:step, stop included) or a comma list."""
@@ -95,19 +98,17 @@ def resolver_for(settings: RunSettings) -> Resolver:
     return Resolver(wrap=None if cache is None else caching(cache), settings=settings)
 
 
-def grid_search(
-    points: list[dict[str, Any]], vectors_for: Callable[[dict[str, Any]], np.ndarray], scorer: DevScorer
-) -> list[dict[str, Any]]:
+def grid_search(points: list[Point], vectors_for: Callable[[Point], np.ndarray], scorer: DevScorer) -> list[Point]:
     """Score every point; returns the points with their ``score`` added, in grid order."""
     return [{**p, "score": scorer.score(vectors_for(p))} for p in points]
 
 
-def best_of(scored: list[dict[str, Any]]) -> dict[str, Any]:
+def best_of(scored: list[Point]) -> Point:
     """Highest score; ties go to the earliest point of the grid (the smallest parameters)."""
     return max(scored, key=lambda p: (p["score"], -scored.index(p)))
 
 
-def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], flags: dict[str, str]) -> None:
+def warn_on_edge(scored: list[Point], best: Point, flags: dict[str, str]) -> None:
     """Say so when the best value is the grid's largest: the optimum may lie beyond it (``flags``:
     the flag that widens each parameter's grid)."""
     for key, flag in flags.items():
@@ -119,25 +120,20 @@ def warn_on_edge(scored: list[dict[str, Any]], best: dict[str, Any], flags: dict
 
 
 def register(
-    name: str,
-    spec: str,
-    post: str,
-    base: str,
-    task: str,
-    scored: list[dict[str, Any]],
-    best: dict[str, Any],
-    extra: dict[str, Any],
-    runs_dir: Path,
+    options: TuneOptions, post: str, spec: str, scored: list[Point], best: Point, extra: dict[str, Any], runs_dir: Path
 ) -> Path:
-    """Write the run manifest that makes ``name`` resolve to ``spec``, in ``runs_dir``, and say so."""
+    """Write the run manifest that makes the tuned encoder's name (``options.name``, else
+    ``<encoder>+<post>-tuned``) resolve to ``spec``, its best point of the grid ``scored`` on the
+    options' dev task, in ``runs_dir``, and say so."""
+    name = options.name or f"{options.encoder}+{post}-tuned"
     path = runs_dir / name / MANIFEST
     manifest: RunManifest = {
         "name": name,
         "encoder": {"type": COMPOSE, "spec": spec},
         "method": f"tune {post}",
-        "base_model": base,
+        "base_model": options.encoder,
         "tuning": {
-            "task": task,
+            "task": options.task,
             "selection": "highest dev score; ties -> first grid point",
             "best": best,
             "grid": scored,
@@ -156,7 +152,7 @@ def register(
     return path
 
 
-def render_grid(scored: list[dict[str, Any]], row: str, col: str | None) -> str:
+def render_grid(scored: list[Point], row: str, col: str | None) -> str:
     """The dev score of every grid point, as a table (one column, or ``row`` x ``col``)."""
     from tabulate import tabulate
 

@@ -64,18 +64,8 @@ def tune(options: RepALTuning, settings: RunSettings) -> str:
     tuning.warn_on_edge(scored, best, {"l1": "--l1", "l2": "--l2"})
     bare = scorer.score(fx)
     spec = composition(options, best["l1"], best["l2"])
-    name = options.name or f"{options.encoder}+repal-tuned"
-    tuning.register(
-        name,
-        spec,
-        "repal",
-        options.encoder,
-        options.task,
-        scored,
-        best,
-        {"base_score": bare, "keywords": options.keywords, "fit": options.fit, "tfidf": options.tfidf},
-        settings.config.runs_dir,
-    )
+    extra = {"base_score": bare, "keywords": options.keywords, "fit": options.fit, "tfidf": options.tfidf}
+    tuning.register(options, "repal", spec, scored, best, extra, settings.config.runs_dir)
     return (
         tuning.render_grid(scored, "l1", "l2") + "\n"
         f"{options.task} {scorer.task.metadata.main_score}: {options.encoder} {bare:.2f} -> best {best['score']:.2f} "

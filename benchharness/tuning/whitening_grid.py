@@ -45,9 +45,5 @@ def tune(options: WhiteningTuning, settings: RunSettings) -> str:
         tuning.warn_on_edge(scored, best, {"k": "--k"})
     params = ",".join(p for p in (f"k={best['k']}" if best["k"] != dim else "", fit) if p)
     spec = f"{options.encoder}+whitening({params})" if params else f"{options.encoder}+whitening"
-    name = options.name or f"{options.encoder}+whitening-tuned"
-    extra = {"fit": options.fit}
-    tuning.register(
-        name, spec, "whitening", options.encoder, options.task, scored, best, extra, settings.config.runs_dir
-    )
+    tuning.register(options, "whitening", spec, scored, best, {"fit": options.fit}, settings.config.runs_dir)
     return tuning.render_grid(scored, "k", None) + f"\nbest k={best['k']} ({best['score']:.2f})"
