@@ -143,6 +143,7 @@ def main(versus: Versus, doc: str, script: str) -> int:
         _work(args, versus)
         return 0
     apply_environment(load_config())  # this script owns its process: the offline hub cache a model may come from
+    head = header()  # the load before this script's own work
     with tempfile.TemporaryDirectory(prefix=f"{versus.name}-") as scratch:
         model = versus.make_model(Path(scratch) / "model")
         folder = Path(scratch) / "beir"
@@ -150,7 +151,7 @@ def main(versus: Versus, doc: str, script: str) -> int:
         st, bh = _fastest_runs(script, model, folder, args)
     compared, worst = metric_lines(bh["metrics"], st["metrics"], METRICS, versus.figures)
     lines = [
-        header(),
+        head,
         f"model: {versus.model}, device {args.device}, cpu threads: {os.cpu_count()}",
         (
             f"data: STS-B test as BEIR ({counts['judged_queries']} scored queries) + {counts['distractors']:,} "
