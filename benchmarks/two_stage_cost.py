@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the rerankers come from the tests' helpers
 
 from beir_versus_st import BATCH_SIZE, write_folder  # noqa: E402
-from machine import SMOKE, data_root, header, report  # noqa: E402
+from machine import SMOKE, config, data_root, header, report  # noqa: E402
 from versus_st import measure, spawn  # noqa: E402
 
 TASK = "two-stage-stsb"
@@ -108,8 +108,10 @@ def main() -> int:
     import importlib.util
 
     firsts = [f for f in args.firsts.split(",") if f != "bm25" or importlib.util.find_spec("bm25s")]
+    from benchharness.core.settings import apply_environment
     from tests.helpers import make_cross_encoder
 
+    apply_environment(config())  # this script owns its process: the offline hub cache the rerankers come from
     lines = [header()]
     with tempfile.TemporaryDirectory(prefix="two-stage-cost-") as scratch:
         rerankers = [make_cross_encoder(Path(scratch) / f"ce{seed}", seed=seed) for seed in (0, 1)]
