@@ -7,7 +7,11 @@ run of each compared.
 
 The folder is STS-B test as ``benchmarks/beir_stsb.py`` builds it (first sentences as queries,
 second sentences as the corpus, gold >= 4 relevant), its corpus grown to the size asked with the
-other distinct sentences of the shared data's tasks as distractors. The evaluator gets the task's own
+other sentences of the shared data's tasks as distractors. A distractor is added only if no text
+already in the folder reads the same to an uncased BERT vocabulary (``distinct_key``): STS-B's
+sentences come from STS12-16, and an unjudged copy of a judged document ties with it exactly, so
+that float rounding, which differs between any two implementations, would decide the metric. The
+evaluator gets the task's own
 reading of it (the same texts, scored queries and judgements) with corpus ids named in corpus order,
 so that it breaks ties as benchharness does, and is asked for the task's metrics at the task's depth.
 """
@@ -33,6 +37,17 @@ DISTRACTORS = ("STS12", "STS13", "STS14", "STS15", "STS16", "SICKRelatedness")
 TOOLS = ("st", "benchharness")
 
 
+def distinct_key(text: str) -> tuple[str, ...]:
+    """What an uncased BERT tokenizer (all the models here use one) sees of ``text`` before its
+    vocabulary: lower case, accents stripped, split at spaces and punctuation. Two texts with one
+    key get the same token ids, so any model scores them alike."""
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
+    normal = BertNormalizer(lowercase=True, strip_accents=True).normalize_str(text)
+    return tuple(piece for piece, _ in BertPreTokenizer().pre_tokenize_str(normal))
+
+
 def write_folder(
     folder: Path, root: Any, corpus_size: int, distractors: Sequence[str] = DISTRACTORS, pairs: int | None = None
 ) -> dict:
@@ -46,7 +61,11 @@ def write_folder(
     stsb.load(root)
     ((first, second, gold),) = stsb.subsets.values()
     counts = write_stsb_beir(folder, first[:pairs], second[:pairs], gold[:pairs])
-    seen = {json.loads(line)["text"] for name in ("corpus", "queries") for line in (folder / f"{name}.jsonl").open()}
+    seen = {
+        distinct_key(json.loads(line)["text"])
+        for name in ("corpus", "queries")
+        for line in (folder / f"{name}.jsonl").open()
+    }
     room = corpus_size - counts["corpus"]
     added = 0
     with (folder / "corpus.jsonl").open("a") as fh:
@@ -55,11 +74,12 @@ def write_folder(
                 break
             task = tasks.get(name)
             task.load(root)
-            for sentence in dict.fromkeys(s.strip() for s in task.sentences()):
+            for sentence in (s.strip() for s in task.sentences()):
                 if added >= room:
                     break
-                if sentence and sentence not in seen:
-                    seen.add(sentence)
+                key = distinct_key(sentence)
+                if key and key not in seen:
+                    seen.add(key)
                     fh.write(json.dumps({"_id": f"x{added}", "title": "", "text": sentence}) + "\n")
                     added += 1
     return {**counts, "corpus": counts["corpus"] + added, "distractors": added}
