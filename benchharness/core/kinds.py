@@ -132,10 +132,14 @@ class ModelKind:
             return None
         needs = " and ".join(OPERATIONS.get(op, op) for op in missing)
         offers = " and ".join(OPERATIONS.get(op, op) for op in sorted(self.offers)) or "nothing a task uses"
-        return (
-            f"{encoder} is {self.title} ({self.gives}), and {task} needs {needs}; {self.title} gives {offers}. "
-            "Run it on tasks that use what it gives, or choose a dense encoder for this one"
-        )
+        said = f"{encoder} is {self.title} ({self.gives}), and {task} needs {needs}; {self.title} gives {offers}. "
+        if missing == [SEARCH] and PAIRS in self.offers:
+            # what scores pairs reranks: the two-stage pipeline is the way such a model meets a corpus
+            return said + (
+                f"Rerank a first stage's top k with it instead: '<first stage>>>{encoder}?k=100' "
+                f"(for example 'bm25>>{encoder}?k=100'; the first stage may be any encoder, bm25 or run:<file>)"
+            )
+        return said + "Run it on tasks that use what it gives, or choose a dense encoder for this one"
 
 
 class View(ABC):

@@ -145,10 +145,15 @@ def test_tasks_it_cannot_run_are_refused_in_one_line_before_scoring(project, mon
         register_file_task("beir", folder, kind="retrieval")
     fn = Counting()
     results = benchharness.evaluate(benchharness.PairScorer(fn), task, name="mine", errors="keep")
+    advice = (
+        "Rerank a first stage's top k with it instead: '<first stage>>>mine?k=100' (for example "
+        "'bm25>>mine?k=100'; the first stage may be any encoder, bm25 or run:<file>)"
+        if task == "beir"
+        else "Run it on tasks that use what it gives, or choose a dense encoder for this one"
+    )
     assert results.failed[0].message == (
         f"mine is a cross-encoder (a score for each text pair, read together), and {task} {needs}; a cross-encoder "
-        "gives a score for each text pair. Run it on tasks that use what it gives, or choose a dense encoder for "
-        "this one"
+        f"gives a score for each text pair. {advice}"
     )
     assert fn.batches == []
 
