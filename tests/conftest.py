@@ -29,6 +29,12 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_CACHE", str(HF_CACHE))
 os.environ.setdefault("BENCHHARNESS_DATA", str(DATA))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the workers of ``pytest -n N`` share the machine's cores: each keeps to its share of threads (torch
+# sizes its OpenMP pool from this at import, and the command-line tests' processes inherit it), since
+# N pools of every core each spin against one another
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 
 #: the option that runs the tests marked ``benchmark_smoke`` (skipped without it, saying how)

@@ -43,7 +43,8 @@ from benchharness.tasks.files.declarations import register_file_task
 from benchmarks.beir_stsb import write_stsb_beir
 from tests.helpers import DATA, MINILM_L3, make_cross_encoder, needs_data
 
-pytestmark = needs_data("senteval/STS/STSBenchmark/sts-test.csv")
+#: one worker runs the module, so that its pipelines' run (a module fixture) is made once
+pytestmark = [needs_data("senteval/STS/STSBenchmark/sts-test.csv"), pytest.mark.xdist_group("two-stage-parity")]
 PAIRS = 500
 TASK = "beir-two-stage"
 #: the depth of the default protocol's comparison (and the variant's deeper one)
@@ -92,11 +93,10 @@ def pipelines(tmp_path_factory, data_dir, reranker):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         patch.setenv("BENCHHARNESS_DATA", str(data_dir))
-        (root / "benchharness.toml").write_text('[paths]\ncache_dir = ".cache"\n')
         folder = _write_folder(root / "beir")
         patch.setattr(declarations, "REGISTERED", {})
         register_file_task(TASK, folder, kind="retrieval")
-        results = benchharness.evaluate(list(names.values()), TASK, intervals=False)
+        results = benchharness.evaluate(list(names.values()), TASK, intervals=False, cache_dir=root / ".cache")
     ours = {key: results.get(name, TASK) for key, name in names.items()}
     _, queries, _, documents, _ = _data(folder)
     return folder, ours, _cosine_top(queries, documents, K)
