@@ -21,25 +21,31 @@ from benchharness.evaluation.verify import TOLERANCE  # measured float noise x2;
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
+@pytest.fixture(scope="module")
+def resolver(data_dir):
+    """One resolver for the module's tests: a worker loads each encoder once, not once a task."""
+    return Resolver(settings=RunSettings(data_dir=data_dir))
+
+
+#: one test a task, so that the suite's two workers share a MiniLM's seven tasks (as one test it was
+#: the suite's longest, and the other worker sat idle at the end)
+@pytest.mark.parametrize("task", tasks.resolve("sts"))
 @pytest.mark.parametrize("encoder", ["glove-50d", "minilm-l3"])
-def test_stored_sts_results_reproduce(encoder, data_dir, tmp_path):
-    names = tasks.resolve("sts")
-    stored = {n: json.loads((RESULTS / encoder / f"{n}.json").read_text()) for n in names}
+def test_stored_sts_results_reproduce(encoder, task, data_dir, tmp_path, resolver):
+    old = json.loads((RESULTS / encoder / f"{task}.json").read_text())
     fresh_store = ResultStore(tmp_path)
     summary = run(
         [encoder],
-        [tasks.get(n) for n in names],
-        Resolver(settings=RunSettings(data_dir=data_dir)).get,
+        [tasks.get(task)],
+        resolver.get,
         DataRoot(data_dir),
         fresh_store,
         RunSettings(),
     )
-    assert [o.status for o in summary.outcomes] == ["computed"] * len(names)
-    for name in names:
-        fresh = json.loads(fresh_store.path(encoder, name).read_text())
-        old = stored[name]
-        assert fresh["encoder_identity"]["hash"] == old["encoder_identity"]["hash"], f"{encoder} changed identity"
-        assert fresh["data"]["sha256"] == old["data"]["sha256"]
-        assert set(fresh["metrics"]) == set(old["metrics"])
-        for key, value in old["metrics"].items():
-            assert fresh["metrics"][key] == pytest.approx(value, abs=TOLERANCE), f"{encoder}/{name}/{key}"
+    assert [o.status for o in summary.outcomes] == ["computed"]
+    fresh = json.loads(fresh_store.path(encoder, task).read_text())
+    assert fresh["encoder_identity"]["hash"] == old["encoder_identity"]["hash"], f"{encoder} changed identity"
+    assert fresh["data"]["sha256"] == old["data"]["sha256"]
+    assert set(fresh["metrics"]) == set(old["metrics"])
+    for key, value in old["metrics"].items():
+        assert fresh["metrics"][key] == pytest.approx(value, abs=TOLERANCE), f"{encoder}/{task}/{key}"
