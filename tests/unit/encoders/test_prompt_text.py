@@ -62,7 +62,9 @@ def test_a_configured_prompt_with_a_lone_surrogate_fails_the_encoder_in_one_line
     _configure(st_folder, {"query": BAD})
     done = cli(project, "run", "--encoders", f"st:{st_folder}", "--tasks", "STSBenchmark-dev", "--no-cache")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-    [line] = done.stderr.splitlines()
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    [line] = lines
     assert "cannot build encoder" in line and "config_sentence_transformers.json: prompt 'query' holds" in line
     assert "a prompt must be valid UTF-8 text" in line
     assert not list(project.glob("results/*/*.json"))
